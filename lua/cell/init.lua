@@ -1,0 +1,30 @@
+--- cell: a deep-learning framework for Lua on a C engine.
+-- `local cell = require "cell"` gives tensors, dtypes and the engine's
+-- settings; submodules (`cell.ops`, later `cell.nn`, ...) load on first use.
+local core = require "cell.core"
+local tensor = require "cell.tensor"
+
+local cell = {}
+for k, v in pairs(core) do
+  if k:sub(1, 1) ~= "_" then cell[k] = v end
+end
+cell.core = core
+tensor.install(core.Tensor, core)
+
+--- Submodules load lazily, so `require "cell"` stays cheap.
+local submodules = { ops = true, nn = true, dataset = true, train = true, communication = true }
+setmetatable(cell, {
+  __index = function(t, k)
+    if submodules[k] then
+      local ok, mod = pcall(require, "cell." .. k)
+      if not ok then
+        error(("cell.%s is not available: %s"):format(k, tostring(mod)), 2)
+      end
+      rawset(t, k, mod)
+      return mod
+    end
+    return nil
+  end,
+})
+
+return cell

@@ -1,0 +1,14 @@
+--- cell.ops: the functional forms of the tensor methods (MindSpore's
+-- `ops.add(x, y)` is `cell.ops.add(x, y)` and `x:add(y)`).
+local core = require "cell.core"
+
+local ops = {}
+for name, fn in pairs(core.Tensor) do
+  if type(fn) == "function" and name:sub(1, 1) ~= "_" then ops[name] = fn end
+end
+for _, name in ipairs { "cat", "stack", "where", "zeros", "ones", "full", "arange", "eye" } do
+  ops[name] = core[name]
+end
+ops.concat = core.cat
+
+return ops

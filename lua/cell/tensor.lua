@@ -1,0 +1,66 @@
+--- Tensor methods written in Lua on top of the engine's: split, chunk and
+-- the dtype shorthands. `install` adds them to the C methods table.
+local M = {}
+
+local function check_positive(n, what, fname)
+  if type(n) ~= "number" or n ~= math.floor(n) or n < 1 then
+    error(("ValueError: %s: %s must be a positive integer, got %s"):format(fname, what, tostring(n)), 3)
+  end
+end
+
+function M.install(Tensor, core)
+  --- Split into pieces of `size` along `dim` (the last may be smaller), or
+  -- into pieces of the listed sizes. Returns a Lua sequence of views.
+  function Tensor.split(t, size_or_sections, dim)
+    dim = dim or 1
+    local n = t:size(dim)
+    local out = {}
+    if type(size_or_sections) == "table" then
+      local total = 0
+      for _, s in ipairs(size_or_sections) do
+        if type(s) ~= "number" or s < 0 or s ~= math.floor(s) then
+          error(("ValueError: split: section sizes must be non-negative integers, got %s"):format(tostring(s)), 2)
+        end
+        total = total + s
+      end
+      if total ~= n then
+        error(("ValueError: split: sections sum to %d but dimension %d has size %d"):format(total, dim, n), 2)
+      end
+      local start = 1
+      for _, s in ipairs(size_or_sections) do
+        out[#out + 1] = t:narrow(dim, start, s)
+        start = start + s
+      end
+      return out
+    end
+    check_positive(size_or_sections, "split size", "split")
+    local start = 1
+    while start <= n do
+      local len = math.min(size_or_sections, n - start + 1)
+      out[#out + 1] = t:narrow(dim, start, len)
+      start = start + len
+    end
+    return out
+  end
+
+  --- Split into `chunks` nearly equal pieces along `dim`.
+  function Tensor.chunk(t, chunks, dim)
+    check_positive(chunks, "chunks", "chunk")
+    local n = t:size(dim or 1)
+    return t:split(math.max(1, math.ceil(n / chunks)), dim)
+  end
+
+  local shorthands = {
+    float = core.float32, double = core.float64, half = core.float16, bfloat16 = core.bfloat16,
+    int = core.int32, long = core.int64, bool = core.bool, byte = core.uint8, char = core.int8,
+  }
+  for name, dt in pairs(shorthands) do
+    Tensor[name] = function(t) return t:astype(dt) end
+  end
+  Tensor.to = Tensor.astype
+  Tensor.tolist = Tensor.totable
+  Tensor.dim = function(t) return t.ndim end
+  Tensor.nelement = Tensor.numel
+end
+
+return M

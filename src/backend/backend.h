@@ -1,0 +1,36 @@
+/* backend.h - device backends as tables of function pointers (internal).
+ *
+ * A backend answers a capability query before it is handed work, so the
+ * BLAS backend can decline small or oddly strided matmuls and the portable
+ * CPU backend takes them. Backends are tried in registry order. */
+#ifndef CELL_BACKEND_H
+#define CELL_BACKEND_H
+#include "../core/tensor.h"
+
+/* C[m,n] = A[m,k] @ B[k,n]; strides in elements; C is written, not added to. */
+typedef struct cell_gemm {
+  cell_dtype dtype;
+  int64_t m, n, k;
+  const char *a;
+  int64_t a_rs, a_cs;
+  const char *b;
+  int64_t b_rs, b_cs;
+  char *c;
+  int64_t c_rs, c_cs;
+} cell_gemm;
+
+typedef struct cell_backend {
+  const char *name;
+  cell_device device;
+  int (*supports_gemm)(const cell_gemm *g);
+  cell_status (*gemm)(const cell_gemm *g);
+} cell_backend;
+
+extern const cell_backend cell_backend_cpu;
+extern const cell_backend cell_backend_blas;
+
+/* The first registered backend that accepts g (the CPU one accepts all). */
+const cell_backend *cell_backend_for_gemm(const cell_gemm *g);
+cell_status cell_gemm_run(const cell_gemm *g);
+
+#endif

@@ -1,0 +1,56 @@
+/* blas.c - the OpenBLAS backend: float32/float64 gemm with BLAS layouts. */
+#include "backend.h"
+#include <cblas.h>
+
+/* Below this many multiply-adds the call overhead of BLAS dominates. */
+#define BLAS_MIN_WORK 4096
+
+/* A rows x cols operand with element strides (rs, cs) as a row-major BLAS
+ * matrix: transposed or not, and its leading dimension. */
+static int layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_TRANSPOSE *tr,
+                  int64_t *ld) {
+  if (cs == 1 || cols == 1) {
+    *tr = CblasNoTrans;
+    *ld = rows > 1 ? rs : cols;
+    if (*ld < cols) *ld = cols;
+    return rows <= 1 || rs >= cols;
+  }
+  if (rs == 1 || rows == 1) {
+    *tr = CblasTrans;
+    *ld = cols > 1 ? cs : rows;
+    if (*ld < rows) *ld = rows;
+    return cols <= 1 || cs >= rows;
+  }
+  return 0;
+}
+
+static int blas_supports(const cell_gemm *g) {
+  if (g->dtype != CELL_DTYPE_F32 && g->dtype != CELL_DTYPE_F64) return 0;
+  if (g->m * g->n * g->k < BLAS_MIN_WORK) return 0;
+  if (g->m > INT32_MAX || g->n > INT32_MAX || g->k > INT32_MAX) return 0;
+  CBLAS_TRANSPOSE t;
+  int64_t ld;
+  if (!layout(g->m, g->k, g->a_rs, g->a_cs, &t, &ld) || ld > INT32_MAX) return 0;
+  if (!layout(g->k, g->n, g->b_rs, g->b_cs, &t, &ld) || ld > INT32_MAX) return 0;
+  return (g->c_cs == 1 || g->n == 1) && (g->m <= 1 || g->c_rs >= g->n) && g->c_rs <= INT32_MAX;
+}
+
+static cell_status blas_gemm(const cell_gemm *g) {
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t lda, ldb;
+  layout(g->m, g->k, g->a_rs, g->a_cs, &ta, &lda);
+  layout(g->k, g->n, g->b_rs, g->b_cs, &tb, &ldb);
+  int ldc = (int)(g->m > 1 ? g->c_rs : g->n);
+  if (ldc < g->n) ldc = (int)g->n;
+  if (g->dtype == CELL_DTYPE_F32)
+    cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0f,
+                (const float *)g->a, (int)lda, (const float *)g->b, (int)ldb, 0.0f,
+                (float *)g->c, ldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0,
+                (const double *)g->a, (int)lda, (const double *)g->b, (int)ldb, 0.0,
+                (double *)g->c, ldc);
+  return CELL_OK;
+}
+
+const cell_backend cell_backend_blas = {"blas", CELL_DEVICE_CPU, blas_supports, blas_gemm};

@@ -1,0 +1,53 @@
+/* dtype.c - dtype names, sizes and MindSpore's type promotion. */
+#include "dtype.h"
+#include <strings.h>
+
+static const struct {
+  const char *name, *lower;
+  int size;
+  int rank; /* order within the promotion lattice */
+} info[CELL_DTYPE_COUNT] = {
+    [CELL_DTYPE_F32] = {"Float32", "float32", 4, 5},
+    [CELL_DTYPE_F64] = {"Float64", "float64", 8, 6},
+    [CELL_DTYPE_F16] = {"Float16", "float16", 2, 4},
+    [CELL_DTYPE_BF16] = {"BFloat16", "bfloat16", 2, 4},
+    [CELL_DTYPE_I8] = {"Int8", "int8", 1, 1},
+    [CELL_DTYPE_U8] = {"UInt8", "uint8", 1, 1},
+    [CELL_DTYPE_I32] = {"Int32", "int32", 4, 2},
+    [CELL_DTYPE_I64] = {"Int64", "int64", 8, 3},
+    [CELL_DTYPE_BOOL] = {"Bool", "bool", 1, 0},
+};
+
+const char *cell_dtype_name(cell_dtype d) {
+  return (unsigned)d < CELL_DTYPE_COUNT ? info[d].name : "Unknown";
+}
+
+int cell_dtype_size(cell_dtype d) { return (unsigned)d < CELL_DTYPE_COUNT ? info[d].size : 0; }
+
+int cell_dtype_is_float(cell_dtype d) {
+  return d == CELL_DTYPE_F32 || d == CELL_DTYPE_F64 || d == CELL_DTYPE_F16 ||
+         d == CELL_DTYPE_BF16;
+}
+
+cell_dtype cell_dtype_from_name(const char *name) {
+  if (!name) return CELL_DTYPE_COUNT;
+  for (int i = 0; i < CELL_DTYPE_COUNT; i++)
+    if (strcasecmp(name, info[i].lower) == 0) return (cell_dtype)i;
+  return CELL_DTYPE_COUNT;
+}
+
+cell_dtype cell_dtype_promote(cell_dtype a, cell_dtype b) {
+  if (a == b) return a;
+  /* Mixed signed/unsigned bytes need int16, which cell lacks: int32. */
+  if ((a == CELL_DTYPE_I8 && b == CELL_DTYPE_U8) || (a == CELL_DTYPE_U8 && b == CELL_DTYPE_I8))
+    return CELL_DTYPE_I32;
+  /* float16 with bfloat16: neither holds the other, so float32. */
+  if ((a == CELL_DTYPE_F16 && b == CELL_DTYPE_BF16) || (a == CELL_DTYPE_BF16 && b == CELL_DTYPE_F16))
+    return CELL_DTYPE_F32;
+  return info[a].rank >= info[b].rank ? a : b;
+}
+
+cell_dtype cell_dtype_promote_scalar(cell_dtype t, int scalar_is_float) {
+  if (scalar_is_float) return cell_dtype_is_float(t) ? t : CELL_DTYPE_F32;
+  return t == CELL_DTYPE_BOOL ? CELL_DTYPE_I64 : t;
+}

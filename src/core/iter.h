@@ -1,0 +1,48 @@
+/* iter.h - the strided N-operand iterator every elementwise kernel runs on.
+ *
+ * Operands share one (broadcast) shape; each has byte strides (0 along
+ * broadcast dimensions). Dimensions that are contiguous for every operand
+ * are merged, so contiguous tensors make a single call of the inner loop:
+ * that is the contiguous fast path. Large iterations are split over threads
+ * and poll the interrupt flag between rows. */
+#ifndef CELL_CORE_ITER_H
+#define CELL_CORE_ITER_H
+#include "tensor.h"
+
+#define CELL_ITER_MAX 4
+
+/* Inner loop: n elements; ptrs[i] the first element of operand i; strides[i]
+ * its byte stride. Operand 0 is the output by convention. */
+typedef void (*cell_loop_fn)(void *ctx, int64_t n, char **ptrs, const int64_t *strides);
+
+typedef struct cell_iter {
+  int nops, ndim;
+  int64_t shape[CELL_MAX_DIMS];
+  int64_t stride[CELL_ITER_MAX][CELL_MAX_DIMS];
+  char *base[CELL_ITER_MAX];
+} cell_iter;
+
+void cell_iter_init(cell_iter *it, int ndim, const int64_t *shape);
+/* Add an operand; its shape must broadcast to the iterator's (checked by
+ * the caller). */
+void cell_iter_add(cell_iter *it, const cell_tensor *t);
+/* Run fn over every element; CELL_ERR_INTERRUPT if interrupted. */
+cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx);
+
+/* A loop over [0, n) split across threads when par is true, run serially
+ * otherwise. OpenMP's if() clause is not used for this: even a team of one
+ * costs microseconds, more than a small op itself. */
+#define CELL_FOR(par, T, var, n, ...)                   \
+  do {                                                  \
+    if (par) {                                          \
+      _Pragma("omp parallel for schedule(static)")      \
+      for (T var = 0; var < (n); var++) __VA_ARGS__     \
+    } else {                                            \
+      for (T var = 0; var < (n); var++) __VA_ARGS__     \
+    }                                                   \
+  } while (0)
+
+/* Work below this many elements never pays for threads. */
+#define CELL_PARALLEL_GRAIN 32768
+
+#endif

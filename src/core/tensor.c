@@ -1,0 +1,298 @@
+/* tensor.c - storage lifetime, tensor creation and accessors. */
+#include "tensor.h"
+#include "alloc.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+int64_t cell_shape_numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}
+
+void cell_contig_strides(int ndim, const int64_t *shape, int64_t *stride) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    stride[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
+  }
+}
+
+bool cell_shape_equal(int na, const int64_t *a, int nb, const int64_t *b) {
+  if (na != nb) return false;
+  for (int i = 0; i < na; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+const char *cell_shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
+  size_t pos = 0;
+  pos += (size_t)snprintf(buf + pos, n - pos, "[");
+  for (int i = 0; i < ndim && pos < n; i++)
+    pos += (size_t)snprintf(buf + pos, n - pos, i ? ", %lld" : "%lld", (long long)shape[i]);
+  if (pos < n) snprintf(buf + pos, n - pos, "]");
+  return buf;
+}
+
+cell_status cell_check_shape(const char *op, int ndim, const int64_t *shape) {
+  if (ndim < 0 || ndim > CELL_MAX_DIMS)
+    return cell_error(CELL_ERR_VALUE, "%s: a tensor has at most %d dimensions, got %d", op,
+                      CELL_MAX_DIMS, ndim);
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] < 0) {
+      char b[256];
+      return cell_error(CELL_ERR_VALUE, "%s: negative size %lld in shape %s", op,
+                        (long long)shape[i], cell_shape_str(ndim, shape, b, sizeof b));
+    }
+  return CELL_OK;
+}
+
+cell_status cell_check_dim(const char *op, int dim, int ndim) {
+  if (dim < 0 || dim >= (ndim ? ndim : 1))
+    return cell_error(CELL_ERR_INDEX, "%s: dimension %d out of range for a %d-D tensor", op, dim,
+                      ndim);
+  return CELL_OK;
+}
+
+cell_status cell_broadcast_shapes(const char *op, int na, const int64_t *a, int nb,
+                                  const int64_t *b, int *nout, int64_t *out) {
+  int n = na > nb ? na : nb;
+  for (int i = 0; i < n; i++) {
+    int ia = na - n + i, ib = nb - n + i;
+    int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
+    if (sa != sb && sa != 1 && sb != 1) {
+      char ba[256], bb[256];
+      return cell_error(CELL_ERR_VALUE, "%s: shapes %s and %s cannot be broadcast", op,
+                        cell_shape_str(na, a, ba, sizeof ba), cell_shape_str(nb, b, bb, sizeof bb));
+    }
+    out[i] = sa == 1 ? sb : sa;
+  }
+  *nout = n;
+  return CELL_OK;
+}
+
+static cell_tensor *header_alloc(void) {
+  cell_tensor *t = cell_alloc(sizeof *t);
+  if (!t) return NULL;
+  memset(t, 0, sizeof *t);
+  t->refcount = 1;
+  return t;
+}
+
+static void storage_release(cell_storage *s) {
+  if (!s || --s->refcount > 0) return;
+  if (s->external) {
+    if (s->release) s->release(s->release_ctx, s->data);
+  } else {
+    cell_dealloc(s->data);
+  }
+  cell_dealloc(s);
+}
+
+cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape,
+                                   cell_tensor **out) {
+  if ((unsigned)dt >= CELL_DTYPE_COUNT)
+    return cell_error(CELL_ERR_TYPE, "tensor: unknown dtype %d", (int)dt);
+  CELL_TRY(cell_check_shape("tensor", ndim, shape));
+  /* Byte count with overflow checks: huge shapes are a MemoryError. */
+  size_t es = (size_t)cell_dtype_size(dt), nbytes = es;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] && nbytes > SIZE_MAX / 4 / (size_t)shape[i]) {
+      char b[256];
+      return cell_error(CELL_ERR_MEMORY, "tensor: shape %s of %s is too large to allocate",
+                        cell_shape_str(ndim, shape, b, sizeof b), cell_dtype_name(dt));
+    }
+    nbytes *= (size_t)shape[i];
+  }
+  cell_tensor *t = header_alloc();
+  cell_storage *s = t ? cell_alloc(sizeof *s) : NULL;
+  void *data = s ? cell_alloc(nbytes) : NULL;
+  if (!data) {
+    cell_dealloc(s);
+    cell_dealloc(t);
+    char b[256];
+    return cell_error(CELL_ERR_MEMORY, "tensor: out of memory allocating %zu bytes for shape %s",
+                      nbytes, cell_shape_str(ndim, shape, b, sizeof b));
+  }
+  memset(s, 0, sizeof *s);
+  s->refcount = 1;
+  s->nbytes = nbytes;
+  s->data = data;
+  t->storage = s;
+  t->dtype = dt;
+  t->ndim = ndim;
+  for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+  cell_contig_strides(ndim, shape, t->stride);
+  *out = t;
+  return CELL_OK;
+}
+
+cell_status cell_tensor_new_view(const cell_tensor *src, int ndim, const int64_t *shape,
+                                 const int64_t *stride, int64_t offset, cell_tensor **out) {
+  cell_tensor *t = header_alloc();
+  if (!t) return cell_error(CELL_ERR_MEMORY, "tensor: out of memory allocating a view");
+  t->dtype = src->dtype;
+  t->ndim = ndim;
+  t->offset = offset;
+  for (int i = 0; i < ndim; i++) {
+    t->shape[i] = shape[i];
+    t->stride[i] = stride[i];
+  }
+  t->storage = src->storage;
+  t->storage->refcount++;
+  *out = t;
+  return CELL_OK;
+}
+
+cell_status cell_tensor_empty(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+  if (!out || (ndim > 0 && !shape)) return cell_error(CELL_ERR_VALUE, "empty: NULL argument");
+  return cell_tensor_new_contig(dt, ndim, shape, out);
+}
+
+cell_status cell_tensor_full(cell_dtype dt, int ndim, const int64_t *shape, double value,
+                             cell_tensor **out) {
+  cell_tensor *t;
+  CELL_TRY(cell_tensor_empty(dt, ndim, shape, &t));
+  cell_status s = cell_tensor_fill_(t, value);
+  if (s != CELL_OK) {
+    cell_tensor_release(t);
+    return s;
+  }
+  *out = t;
+  return CELL_OK;
+}
+
+cell_status cell_tensor_wrap(void *data, cell_dtype dt, int ndim, const int64_t *shape,
+                             const int64_t *strides, void (*release)(void *, void *), void *ctx,
+                             cell_tensor **out) {
+  if (!data || !out || (ndim > 0 && !shape))
+    return cell_error(CELL_ERR_VALUE, "wrap: NULL data, shape or output");
+  if ((unsigned)dt >= CELL_DTYPE_COUNT)
+    return cell_error(CELL_ERR_TYPE, "wrap: unknown dtype %d", (int)dt);
+  CELL_TRY(cell_check_shape("wrap", ndim, shape));
+  cell_tensor *t = header_alloc();
+  cell_storage *s = t ? cell_alloc(sizeof *s) : NULL;
+  if (!s) {
+    cell_dealloc(t);
+    return cell_error(CELL_ERR_MEMORY, "wrap: out of memory");
+  }
+  memset(s, 0, sizeof *s);
+  s->refcount = 1;
+  s->data = data;
+  s->external = true;
+  s->release = release;
+  s->release_ctx = ctx;
+  int64_t span = 1;
+  t->dtype = dt;
+  t->ndim = ndim;
+  for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+  if (strides) {
+    for (int i = 0; i < ndim; i++) {
+      t->stride[i] = strides[i];
+      span += (shape[i] - 1) * (strides[i] < 0 ? -strides[i] : strides[i]);
+    }
+  } else {
+    cell_contig_strides(ndim, shape, t->stride);
+    span = cell_shape_numel(ndim, shape);
+  }
+  s->nbytes = (size_t)span * (size_t)cell_dtype_size(dt);
+  t->storage = s;
+  *out = t;
+  return CELL_OK;
+}
+
+void cell_tensor_retain(cell_tensor *t) {
+  if (t) t->refcount++;
+}
+
+void cell_tensor_release(cell_tensor *t) {
+  if (!t || --t->refcount > 0) return;
+  storage_release(t->storage);
+  cell_dealloc(t);
+}
+
+int cell_tensor_ndim(const cell_tensor *t) { return t ? t->ndim : 0; }
+long long cell_tensor_dim(const cell_tensor *t, int d) {
+  return t && d >= 0 && d < t->ndim ? t->shape[d] : 0;
+}
+long long cell_tensor_stride_of(const cell_tensor *t, int d) {
+  return t && d >= 0 && d < t->ndim ? t->stride[d] : 0;
+}
+long long cell_tensor_numel(const cell_tensor *t) {
+  return t ? cell_shape_numel(t->ndim, t->shape) : 0;
+}
+cell_dtype cell_tensor_dtype(const cell_tensor *t) { return t ? t->dtype : CELL_DTYPE_COUNT; }
+const int64_t *cell_tensor_shape(const cell_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *cell_tensor_strides(const cell_tensor *t) { return t ? t->stride : NULL; }
+size_t cell_tensor_nbytes(const cell_tensor *t) {
+  return t ? (size_t)cell_tensor_numel(t) * (size_t)cell_dtype_size(t->dtype) : 0;
+}
+void *cell_tensor_data_ptr(const cell_tensor *t) { return t ? cell_tensor_base(t) : NULL; }
+unsigned cell_tensor_version(const cell_tensor *t) { return t ? t->storage->version : 0; }
+
+int cell_tensor_is_contiguous(const cell_tensor *t) {
+  if (!t) return 0;
+  int64_t s = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] == 1) continue;
+    if (t->stride[i] != s) return 0;
+    s *= t->shape[i];
+  }
+  return 1;
+}
+
+static cell_status element_ptr(const cell_tensor *t, const int64_t *idx, char **p) {
+  if (!t || (t->ndim && !idx)) return cell_error(CELL_ERR_VALUE, "get: NULL argument");
+  int64_t off = 0;
+  for (int i = 0; i < t->ndim; i++) {
+    if (idx[i] < 0 || idx[i] >= t->shape[i])
+      return cell_error(CELL_ERR_INDEX,
+                        "index %lld is out of bounds for dimension %d with size %lld",
+                        (long long)idx[i], i, (long long)t->shape[i]);
+    off += idx[i] * t->stride[i];
+  }
+  *p = cell_tensor_base(t) + off * cell_dtype_size(t->dtype);
+  return CELL_OK;
+}
+
+cell_status cell_tensor_get(const cell_tensor *t, const int64_t *idx, double *out) {
+  char *p;
+  CELL_TRY(element_ptr(t, idx, &p));
+  *out = cell_load_f64(t->dtype, p);
+  return CELL_OK;
+}
+
+cell_status cell_tensor_set(cell_tensor *t, const int64_t *idx, double v) {
+  char *p;
+  CELL_TRY(element_ptr(t, idx, &p));
+  cell_store_f64(t->dtype, p, v);
+  cell_tensor_bump(t);
+  return CELL_OK;
+}
+
+static cell_status single(const cell_tensor *t, char **p) {
+  if (!t) return cell_error(CELL_ERR_VALUE, "item: NULL tensor");
+  if (cell_tensor_numel(t) != 1) {
+    char b[256];
+    return cell_error(CELL_ERR_VALUE,
+                      "item: only a tensor with one element can be converted to a number, "
+                      "got shape %s",
+                      cell_shape_str(t->ndim, t->shape, b, sizeof b));
+  }
+  *p = cell_tensor_base(t);
+  return CELL_OK;
+}
+
+cell_status cell_tensor_item(const cell_tensor *t, double *out) {
+  char *p;
+  CELL_TRY(single(t, &p));
+  *out = cell_load_f64(t->dtype, p);
+  return CELL_OK;
+}
+
+cell_status cell_tensor_item_i64(const cell_tensor *t, int64_t *out) {
+  char *p;
+  CELL_TRY(single(t, &p));
+  *out = cell_load_i64(t->dtype, p);
+  return CELL_OK;
+}

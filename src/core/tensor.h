@@ -1,0 +1,73 @@
+/* tensor.h - storage and tensor views, and helpers every op uses (internal). */
+#ifndef CELL_CORE_TENSOR_H
+#define CELL_CORE_TENSOR_H
+#include "cell.h"
+#include "dtype.h"
+#include <stdbool.h>
+
+typedef enum cell_device { CELL_DEVICE_CPU = 0, CELL_DEVICE_COUNT } cell_device;
+
+typedef struct cell_storage {
+  int refcount;
+  cell_device device;
+  unsigned version;   /* bumped by in-place writes; autograd checks it */
+  size_t nbytes;
+  void *data;
+  void (*release)(void *ctx, void *data); /* NULL: data came from cell_alloc */
+  void *release_ctx;
+  bool external;      /* data not owned by the allocator */
+} cell_storage;
+
+struct cell_tensor {
+  int refcount;
+  cell_dtype dtype;
+  int ndim;
+  int64_t offset;                  /* in elements */
+  int64_t shape[CELL_MAX_DIMS];
+  int64_t stride[CELL_MAX_DIMS];   /* in elements */
+  cell_storage *storage;
+  void *autograd;                  /* reserved for the autograd layer */
+};
+
+/* A contiguous tensor of the given shape, data uninitialised. */
+cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape,
+                                   cell_tensor **out);
+/* A new view header sharing t's storage, with the given geometry. */
+cell_status cell_tensor_new_view(const cell_tensor *t, int ndim, const int64_t *shape,
+                                 const int64_t *stride, int64_t offset, cell_tensor **out);
+
+static inline char *cell_tensor_base(const cell_tensor *t) {
+  return (char *)t->storage->data + (size_t)t->offset * (size_t)cell_dtype_size(t->dtype);
+}
+
+int64_t cell_shape_numel(int ndim, const int64_t *shape);
+void cell_contig_strides(int ndim, const int64_t *shape, int64_t *stride);
+bool cell_shape_equal(int na, const int64_t *a, int nb, const int64_t *b);
+/* "[2, 3]" into buf (always terminated). */
+const char *cell_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+/* Broadcast two shapes; ValueError naming both when they do not match. */
+cell_status cell_broadcast_shapes(const char *op, int na, const int64_t *a, int nb,
+                                  const int64_t *b, int *nout, int64_t *out);
+/* Validate a dimension for op; IndexError otherwise. */
+cell_status cell_check_dim(const char *op, int dim, int ndim);
+/* Validate a shape (0 <= ndim <= CELL_MAX_DIMS, sizes >= 0). */
+cell_status cell_check_shape(const char *op, int ndim, const int64_t *shape);
+/* Mark a storage written (version counter). */
+static inline void cell_tensor_bump(cell_tensor *t) { t->storage->version++; }
+
+/* The engine context: every piece of global engine state lives here. */
+typedef struct cell_context {
+  int num_threads;
+  unsigned long long seed;
+  unsigned long long rng_counter;
+  volatile int interrupt;
+} cell_context;
+cell_context *cell_ctx(void);
+
+#define CELL_TRY(expr)                 \
+  do {                                 \
+    cell_status s_ = (expr);           \
+    if (s_ != CELL_OK) return s_;      \
+  } while (0)
+
+#endif

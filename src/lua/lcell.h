@@ -1,0 +1,71 @@
+/* lcell.h - helpers shared by the binding's files: userdata, argument checks,
+ * dimension translation (1-based Lua to 0-based C) and error raising. */
+#ifndef CELL_LUA_LCELL_H
+#define CELL_LUA_LCELL_H
+#include "../core/tensor.h" /* the binding reads view geometry directly */
+#include "cell.h"
+#include "compat.h"
+#include <stdbool.h>
+
+#define TENSOR_MT "cell.Tensor"
+#define DTYPE_MT "cell.Dtype"
+
+/* Every binding function is a closure over these upvalues. */
+#define UV_STATE lua_upvalueindex(1)   /* lc_state userdata */
+#define UV_METHODS lua_upvalueindex(2) /* the tensor methods table */
+#define UV_TENSOR_MT lua_upvalueindex(3)
+#define LC_NUPVALUES 3
+
+typedef struct lc_state {
+  size_t gc_debt; /* tensor bytes made since the collector was last advanced */
+} lc_state;
+
+typedef struct tensor_ud {
+  cell_tensor *t;
+} tensor_ud;
+
+/* Push a userdata for a tensor the caller is about to make; the slot is
+ * NULL until then, so an engine failure leaks nothing (the collector takes
+ * the empty userdata). */
+cell_tensor **lc_newtensor(lua_State *L);
+/* After the engine call that filled the slot on the stack top: raise on
+ * failure, else tell the collector about the bytes and return 1. */
+int lc_finish(lua_State *L, cell_status s);
+/* Push a tensor the caller owns a reference to (stolen). */
+void lc_push_owned(lua_State *L, cell_tensor *t);
+cell_tensor *lc_check_tensor(lua_State *L, int i);
+cell_tensor *lc_test_tensor(lua_State *L, int i);
+/* Raise the engine's last error as "<ExceptionName>: <message>". */
+int lc_raise(lua_State *L);
+/* luaL_argerror with a formatted message (which should start with the
+ * exception name). */
+int lc_argerror(lua_State *L, int arg, const char *fmt, ...);
+int lc_error(lua_State *L, const char *fmt, ...);
+
+void lc_push_dtype(lua_State *L, cell_dtype dt);
+cell_dtype lc_check_dtype(lua_State *L, int i);
+cell_dtype lc_opt_dtype(lua_State *L, int i, cell_dtype def);
+bool lc_is_dtype(lua_State *L, int i);
+
+/* A 1-based or negative dimension at argument i, for a tensor with ndim
+ * dimensions (extra = 1 allows ndim + 1, for unsqueeze): 0-based result. */
+int lc_check_dim(lua_State *L, int i, int ndim, int extra);
+int lc_dim_of(lua_State *L, int arg, lua_Integer d, int ndim, int extra);
+/* A shape from a table at i, or from numbers at i, i+1, ... (returns ndim;
+ * *next gets the index after the shape). */
+int lc_check_shape(lua_State *L, int i, int64_t *shape, int *next);
+lua_Integer lc_check_int(lua_State *L, int i);
+/* Whether the number at i has a fractional part (the type promotion rule
+ * for numbers, identical under Lua 5.4 and LuaJIT). */
+bool lc_number_is_float(lua_State *L, int i);
+void lc_push_element(lua_State *L, cell_dtype dt, const void *p);
+
+/* Register regs into the table at index target, each a closure over the
+ * three upvalues found at base, base + 1, base + 2 (absolute indices). */
+void lc_setfuncs(lua_State *L, int target, int base, const luaL_Reg *regs);
+/* Fill the methods table (base + 1) and the metatable (base + 2). */
+void lc_open_tensor(lua_State *L, int base);
+void lc_register_ops(lua_State *L, int base);
+void lc_register_create(lua_State *L, int module, int base);
+
+#endif

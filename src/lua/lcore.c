@@ -1,0 +1,272 @@
+/* lcore.c - luaopen_cell_core and the helpers every binding file uses. */
+#include "lcell.h"
+#include "../core/dtype.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Advance the collector once this many tensor bytes were made. */
+#define GC_STEP_BYTES ((size_t)256 << 10)
+
+int lc_raise(lua_State *L) {
+  cell_status s = cell_last_status();
+  return luaL_error(L, "%s: %s", cell_status_name(s ? s : CELL_ERR_RUNTIME), cell_last_error());
+}
+
+int lc_argerror(lua_State *L, int arg, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return luaL_argerror(L, arg, msg);
+}
+
+int lc_error(lua_State *L, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return luaL_error(L, "%s", msg);
+}
+
+cell_tensor **lc_newtensor(lua_State *L) {
+  tensor_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
+  ud->t = NULL;
+  lua_pushvalue(L, UV_TENSOR_MT);
+  lua_setmetatable(L, -2);
+  return &ud->t;
+}
+
+static void account(lua_State *L, const cell_tensor *t) {
+  lc_state *st = lua_touserdata(L, UV_STATE);
+  st->gc_debt += cell_tensor_nbytes(t) + 256;
+  if (st->gc_debt >= GC_STEP_BYTES) {
+    int kb = (int)(st->gc_debt >> 10);
+    st->gc_debt = 0;
+    lua_gc(L, LUA_GCSTEP, kb);
+  }
+}
+
+int lc_finish(lua_State *L, cell_status s) {
+  if (s != CELL_OK) return lc_raise(L);
+  tensor_ud *ud = lua_touserdata(L, -1);
+  account(L, ud->t);
+  return 1;
+}
+
+void lc_push_owned(lua_State *L, cell_tensor *t) {
+  cell_tensor **slot = lc_newtensor(L);
+  *slot = t;
+  account(L, t);
+}
+
+cell_tensor *lc_test_tensor(lua_State *L, int i) {
+  tensor_ud *ud = lua_touserdata(L, i);
+  if (!ud || !lua_getmetatable(L, i)) return NULL;
+  int same = lua_rawequal(L, -1, UV_TENSOR_MT);
+  lua_pop(L, 1);
+  if (!same) return NULL;
+  if (!ud->t) luaL_error(L, "RuntimeError: this tensor was freed");
+  return ud->t;
+}
+
+cell_tensor *lc_check_tensor(lua_State *L, int i) {
+  cell_tensor *t = lc_test_tensor(L, i);
+  if (!t) lc_argerror(L, i, "TypeError: expected a Tensor, got %s", luaL_typename(L, i));
+  return t;
+}
+
+/* --- dtypes: one userdata per dtype, compared by identity --------------- */
+
+static const char *dtype_lua_names[CELL_DTYPE_COUNT] = {
+    "float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool"};
+
+void lc_push_dtype(lua_State *L, cell_dtype dt) {
+  lua_getfield(L, LUA_REGISTRYINDEX, "cell.dtypes");
+  lua_rawgeti(L, -1, (int)dt + 1);
+  lua_remove(L, -2);
+}
+
+bool lc_is_dtype(lua_State *L, int i) { return luaL_testudata(L, i, DTYPE_MT) != NULL; }
+
+cell_dtype lc_check_dtype(lua_State *L, int i) {
+  int *p = luaL_testudata(L, i, DTYPE_MT);
+  if (p) return (cell_dtype)*p;
+  if (lua_type(L, i) == LUA_TSTRING) {
+    cell_dtype d = cell_dtype_from_name(lua_tostring(L, i));
+    if (d != CELL_DTYPE_COUNT) return d;
+    lc_argerror(L, i, "TypeError: unknown dtype '%s'", lua_tostring(L, i));
+  }
+  lc_argerror(L, i, "TypeError: expected a dtype (such as cell.float32), got %s",
+              luaL_typename(L, i));
+  return CELL_DTYPE_F32;
+}
+
+cell_dtype lc_opt_dtype(lua_State *L, int i, cell_dtype def) {
+  return lua_isnoneornil(L, i) ? def : lc_check_dtype(L, i);
+}
+
+static int dtype_tostring(lua_State *L) {
+  int *p = luaL_checkudata(L, 1, DTYPE_MT);
+  lua_pushstring(L, cell_dtype_name((cell_dtype)*p));
+  return 1;
+}
+
+static int dtype_index(lua_State *L) {
+  int *p = luaL_checkudata(L, 1, DTYPE_MT);
+  const char *k = luaL_checkstring(L, 2);
+  if (strcmp(k, "name") == 0) lua_pushstring(L, dtype_lua_names[*p]);
+  else if (strcmp(k, "itemsize") == 0) lua_pushinteger(L, cell_dtype_size((cell_dtype)*p));
+  else if (strcmp(k, "is_floating_point") == 0) lua_pushboolean(L, cell_dtype_is_float((cell_dtype)*p));
+  else lua_pushnil(L);
+  return 1;
+}
+
+static void open_dtypes(lua_State *L) {
+  luaL_newmetatable(L, DTYPE_MT);
+  lua_pushcfunction(L, dtype_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, dtype_index);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  lua_createtable(L, CELL_DTYPE_COUNT, 0); /* registry["cell.dtypes"][i + 1] */
+  for (int i = 0; i < CELL_DTYPE_COUNT; i++) {
+    int *p = lua_newuserdatauv(L, sizeof(int), 0);
+    *p = i;
+    luaL_setmetatable(L, DTYPE_MT);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, LUA_REGISTRYINDEX, "cell.dtypes");
+}
+
+/* --- numbers, dims and shapes ----------------------------------------------- */
+
+static bool is_integral(lua_State *L, int i, lua_Integer *out) {
+#if LUA_VERSION_NUM >= 503
+  int ok;
+  lua_Integer v = lua_tointegerx(L, i, &ok);
+  if (ok) {
+    *out = v;
+    return true;
+  }
+#endif
+  if (lua_type(L, i) != LUA_TNUMBER) return false;
+  lua_Number n = lua_tonumber(L, i);
+  if (n != floor(n) || n < -9.2e18 || n > 9.2e18) return false;
+  *out = (lua_Integer)n;
+  return true;
+}
+
+lua_Integer lc_check_int(lua_State *L, int i) {
+  lua_Integer v;
+  if (lua_type(L, i) != LUA_TNUMBER)
+    lc_argerror(L, i, "TypeError: expected an integer, got %s", luaL_typename(L, i));
+  if (!is_integral(L, i, &v))
+    lc_argerror(L, i, "TypeError: expected an integer, got %s", lua_tostring(L, i));
+  return v;
+}
+
+bool lc_number_is_float(lua_State *L, int i) {
+  lua_Number n = lua_tonumber(L, i);
+  return n != floor(n) || isinf(n);
+}
+
+int lc_dim_of(lua_State *L, int arg, lua_Integer d, int ndim, int extra) {
+  int n = ndim + extra;
+  int hi = n > 0 ? n : 1; /* a 0-D tensor accepts dim 1 / -1 */
+  if (d >= 1 && d <= hi) return (int)d - 1;
+  if (d <= -1 && d >= -hi) return (int)(hi + d);
+  return lc_argerror(L, arg,
+                     "IndexError: dimension %lld is out of range for a %d-D tensor "
+                     "(expected 1..%d or -%d..-1)",
+                     (long long)d, ndim, hi, hi);
+}
+
+int lc_check_dim(lua_State *L, int i, int ndim, int extra) {
+  return lc_dim_of(L, i, lc_check_int(L, i), ndim, extra);
+}
+
+static int64_t shape_entry(lua_State *L, int arg, int idx) {
+  lua_Integer v;
+  if (!is_integral(L, idx, &v))
+    lc_argerror(L, arg, "TypeError: a shape holds integers, got %s",
+                lua_type(L, idx) == LUA_TNUMBER ? lua_tostring(L, idx) : luaL_typename(L, idx));
+  if (v < 0) lc_argerror(L, arg, "ValueError: negative size %lld in shape", (long long)v);
+  return (int64_t)v;
+}
+
+int lc_check_shape(lua_State *L, int i, int64_t *shape, int *next) {
+  int n = 0;
+  if (lua_istable(L, i) && !lc_test_tensor(L, i)) {
+    n = (int)lua_rawlen(L, i);
+    if (n > CELL_MAX_DIMS)
+      lc_argerror(L, i, "ValueError: a tensor has at most %d dimensions, got %d", CELL_MAX_DIMS, n);
+    for (int k = 0; k < n; k++) {
+      lua_rawgeti(L, i, k + 1);
+      shape[k] = shape_entry(L, i, -1);
+      lua_pop(L, 1);
+    }
+    if (next) *next = i + 1;
+    return n;
+  }
+  while (lua_type(L, i + n) == LUA_TNUMBER) {
+    if (n >= CELL_MAX_DIMS)
+      lc_argerror(L, i + n, "ValueError: a tensor has at most %d dimensions", CELL_MAX_DIMS);
+    shape[n] = shape_entry(L, i + n, i + n);
+    n++;
+  }
+  if (n == 0 && !next)
+    lc_argerror(L, i, "TypeError: expected a shape (a table of sizes), got %s", luaL_typename(L, i));
+  if (n == 0 && !lua_isnoneornil(L, i) && !lc_is_dtype(L, i) && lua_type(L, i) != LUA_TSTRING)
+    lc_argerror(L, i, "TypeError: expected a shape (a table of sizes), got %s", luaL_typename(L, i));
+  if (next) *next = i + n;
+  return n;
+}
+
+void lc_push_element(lua_State *L, cell_dtype dt, const void *p) {
+  if (dt == CELL_DTYPE_BOOL)
+    lua_pushboolean(L, *(const uint8_t *)p != 0);
+  else if (cell_dtype_is_float(dt))
+    lua_pushnumber(L, cell_load_f64(dt, p));
+  else
+    lua_pushinteger(L, (lua_Integer)cell_load_i64(dt, p));
+}
+
+/* --- the module ------------------------------------------------------------------ */
+
+void lc_setfuncs(lua_State *L, int target, int base, const luaL_Reg *regs) {
+  lua_pushvalue(L, target);
+  for (int k = 0; k < LC_NUPVALUES; k++) lua_pushvalue(L, base + k);
+  luaL_setfuncs(L, regs, LC_NUPVALUES);
+  lua_pop(L, 1);
+}
+
+CELL_API int luaopen_cell_core(lua_State *L);
+CELL_API int luaopen_cell_core(lua_State *L) {
+  open_dtypes(L);
+  lua_newtable(L); /* the module */
+  int module = lua_gettop(L);
+  /* The upvalues of every binding function: state, methods, metatable. */
+  lc_state *st = lua_newuserdatauv(L, sizeof *st, 0);
+  st->gc_debt = 0;
+  int base = lua_gettop(L);
+  lua_newtable(L);
+  luaL_newmetatable(L, TENSOR_MT);
+  lc_open_tensor(L, base);
+  lc_register_create(L, module, base);
+  lua_pushvalue(L, base + 1);
+  lua_setfield(L, module, "Tensor"); /* the methods table, for the Lua layer */
+  lua_pushvalue(L, base + 2);
+  lua_setfield(L, module, "_tensor_mt");
+  lua_settop(L, module);
+  for (int i = 0; i < CELL_DTYPE_COUNT; i++) {
+    lc_push_dtype(L, (cell_dtype)i);
+    lua_setfield(L, -2, dtype_lua_names[i]);
+  }
+  lua_pushstring(L, CELL_VERSION);
+  lua_setfield(L, -2, "version");
+  return 1;
+}

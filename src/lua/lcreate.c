@@ -1,0 +1,361 @@
+/* lcreate.c - module functions: tensor creation, cat/stack/where, engine
+ * settings and statistics. */
+#include "lcell.h"
+#include "../core/dtype.h"
+#include <math.h>
+#include <string.h>
+
+/* --- cell.tensor(data [, dtype]) ---------------------------------------------- */
+
+/* Shape of a nested table, from its first elements; *leaf_bool tells
+ * whether the first leaf is a boolean (the default dtype is then bool). */
+static int nested_shape(lua_State *L, int idx, int64_t *shape, bool *leaf_bool) {
+  int ndim = 0;
+  lua_pushvalue(L, idx);
+  for (;;) {
+    if (ndim >= CELL_MAX_DIMS)
+      lc_error(L, "ValueError: tensor: nested tables deeper than %d levels", CELL_MAX_DIMS);
+    int64_t n = (int64_t)lua_rawlen(L, -1);
+    shape[ndim++] = n;
+    if (n == 0) break;
+    lua_rawgeti(L, -1, 1);
+    lua_remove(L, -2);
+    if (lua_istable(L, -1)) continue;
+    *leaf_bool = lua_isboolean(L, -1);
+    break;
+  }
+  lua_pop(L, 1);
+  return ndim;
+}
+
+static void fill_nested(lua_State *L, int idx, int d, const cell_tensor *t, char **p) {
+  int64_t n = (int64_t)lua_rawlen(L, idx);
+  if (n != t->shape[d])
+    lc_error(L, "ValueError: tensor: ragged nested table: expected %lld elements at depth %d, got %lld",
+             (long long)t->shape[d], d + 1, (long long)n);
+  luaL_checkstack(L, 2, "tensor");
+  int es = cell_dtype_size(t->dtype);
+  for (int64_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, (int)i);
+    int e = lua_gettop(L);
+    if (d + 1 < t->ndim) {
+      if (!lua_istable(L, e))
+        lc_error(L, "ValueError: tensor: ragged nested table: expected a table at depth %d, got %s",
+                 d + 2, luaL_typename(L, e));
+      fill_nested(L, e, d + 1, t, p);
+    } else if (lua_type(L, e) == LUA_TNUMBER) {
+#if LUA_VERSION_NUM >= 503
+      if (lua_isinteger(L, e) && !cell_dtype_is_float(t->dtype))
+        cell_store_i64(t->dtype, *p, (int64_t)lua_tointeger(L, e));
+      else
+#endif
+        cell_store_f64(t->dtype, *p, lua_tonumber(L, e));
+      *p += es;
+    } else if (lua_isboolean(L, e)) {
+      cell_store_f64(t->dtype, *p, lua_toboolean(L, e));
+      *p += es;
+    } else if (lua_istable(L, e)) {
+      lc_error(L, "ValueError: tensor: ragged nested table: unexpected table at depth %d", d + 2);
+    } else {
+      lc_error(L, "TypeError: tensor: expected numbers or booleans, got %s at depth %d",
+               luaL_typename(L, e), d + 1);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+static int l_tensor(lua_State *L) {
+  cell_tensor *src = lc_test_tensor(L, 1);
+  if (src) {
+    cell_dtype dt = lc_opt_dtype(L, 2, src->dtype);
+    cell_tensor **out = lc_newtensor(L);
+    return lc_finish(L, cell_tensor_astype(src, dt, out));
+  }
+  int tp = lua_type(L, 1);
+  if (tp == LUA_TNUMBER || tp == LUA_TBOOLEAN) {
+    cell_dtype dt = lc_opt_dtype(L, 2, tp == LUA_TBOOLEAN ? CELL_DTYPE_BOOL : CELL_DTYPE_F32);
+    double v = tp == LUA_TBOOLEAN ? lua_toboolean(L, 1) : lua_tonumber(L, 1);
+    cell_tensor **out = lc_newtensor(L);
+    cell_status s = cell_tensor_empty(dt, 0, NULL, out);
+#if LUA_VERSION_NUM >= 503
+    if (s == CELL_OK && lua_isinteger(L, 1) && !cell_dtype_is_float(dt))
+      cell_store_i64(dt, cell_tensor_data_ptr(*out), (int64_t)lua_tointeger(L, 1));
+    else
+#endif
+    if (s == CELL_OK)
+      cell_store_f64(dt, cell_tensor_data_ptr(*out), v);
+    return lc_finish(L, s);
+  }
+  if (tp != LUA_TTABLE)
+    return lc_argerror(L, 1, "TypeError: expected a number, a boolean, a nested table or a Tensor, got %s",
+                       luaL_typename(L, 1));
+  int64_t shape[CELL_MAX_DIMS];
+  bool leaf_bool = false;
+  int ndim = nested_shape(L, 1, shape, &leaf_bool);
+  cell_dtype dt = lc_opt_dtype(L, 2, leaf_bool ? CELL_DTYPE_BOOL : CELL_DTYPE_F32);
+  cell_tensor **out = lc_newtensor(L);
+  if (cell_tensor_empty(dt, ndim, shape, out) != CELL_OK) return lc_raise(L);
+  char *p = cell_tensor_data_ptr(*out);
+  fill_nested(L, 1, 0, *out, &p);
+  return lc_finish(L, CELL_OK);
+}
+
+/* --- shapes and constants ---------------------------------------------------- */
+
+static int make_full(lua_State *L, double v, int has_value) {
+  int64_t shape[CELL_MAX_DIMS];
+  int next;
+  int n = lc_check_shape(L, 1, shape, &next);
+  if (has_value) { /* full(shape, value [, dtype]) */
+    if (lua_type(L, next) != LUA_TNUMBER && !lua_isboolean(L, next))
+      return lc_argerror(L, next, "TypeError: full: expected a fill value, got %s",
+                         luaL_typename(L, next));
+    bool b = lua_isboolean(L, next);
+    v = b ? lua_toboolean(L, next) : lua_tonumber(L, next);
+    next++;
+    cell_dtype dt = lc_opt_dtype(L, next, b ? CELL_DTYPE_BOOL : CELL_DTYPE_F32);
+    cell_tensor **out = lc_newtensor(L);
+    return lc_finish(L, cell_tensor_full(dt, n, shape, v, out));
+  }
+  cell_dtype dt = lc_opt_dtype(L, next, CELL_DTYPE_F32);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, isnan(v) ? cell_tensor_empty(dt, n, shape, out)
+                               : cell_tensor_full(dt, n, shape, v, out));
+}
+static int l_zeros(lua_State *L) { return make_full(L, 0, 0); }
+static int l_ones(lua_State *L) { return make_full(L, 1, 0); }
+static int l_full(lua_State *L) { return make_full(L, 0, 1); }
+static int l_empty(lua_State *L) { return make_full(L, NAN, 0); }
+
+static int like(lua_State *L, double v) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  cell_dtype dt = lc_opt_dtype(L, 2, t->dtype);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_full(dt, t->ndim, t->shape, v, out));
+}
+static int l_zeros_like(lua_State *L) { return like(L, 0); }
+static int l_ones_like(lua_State *L) { return like(L, 1); }
+
+static int l_full_like(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  double v = luaL_checknumber(L, 2);
+  cell_dtype dt = lc_opt_dtype(L, 3, t->dtype);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_full(dt, t->ndim, t->shape, v, out));
+}
+
+/* arange([start,] stop [, step] [, dtype]): int64 when every bound is
+ * integral, as MindSpore infers, float32 otherwise. */
+static int l_arange(lua_State *L) {
+  double a[3];
+  int n = 0;
+  bool integral = true;
+  while (n < 3 && lua_type(L, n + 1) == LUA_TNUMBER) {
+    a[n] = lua_tonumber(L, n + 1);
+    if (lc_number_is_float(L, n + 1)) integral = false;
+    n++;
+  }
+  if (n == 0) return lc_argerror(L, 1, "TypeError: arange: expected numbers, got %s", luaL_typename(L, 1));
+  double start = n == 1 ? 0 : a[0], stop = n == 1 ? a[0] : a[1], step = n == 3 ? a[2] : 1;
+  cell_dtype dt = lc_opt_dtype(L, n + 1, integral ? CELL_DTYPE_I64 : CELL_DTYPE_F32);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_arange(start, stop, step, dt, out));
+}
+
+static int l_linspace(lua_State *L) {
+  double a = luaL_checknumber(L, 1), b = luaL_checknumber(L, 2);
+  lua_Integer n = lc_check_int(L, 3);
+  cell_dtype dt = lc_opt_dtype(L, 4, CELL_DTYPE_F32);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_linspace(a, b, (int64_t)n, dt, out));
+}
+
+static int l_eye(lua_State *L) {
+  lua_Integer n = lc_check_int(L, 1);
+  lua_Integer m = lua_type(L, 2) == LUA_TNUMBER ? lc_check_int(L, 2) : n;
+  cell_dtype dt = lc_opt_dtype(L, lua_type(L, 2) == LUA_TNUMBER ? 3 : 2, CELL_DTYPE_F32);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_eye((int64_t)n, (int64_t)m, dt, out));
+}
+
+static int random_tensor(lua_State *L, int normal) {
+  int64_t shape[CELL_MAX_DIMS];
+  int next;
+  int n = lc_check_shape(L, 1, shape, &next);
+  cell_dtype dt = lc_opt_dtype(L, next, CELL_DTYPE_F32);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, normal ? cell_tensor_randn(dt, n, shape, out) : cell_tensor_rand(dt, n, shape, out));
+}
+static int l_rand(lua_State *L) { return random_tensor(L, 0); }
+static int l_randn(lua_State *L) { return random_tensor(L, 1); }
+
+static int l_randint(lua_State *L) {
+  lua_Integer lo = lc_check_int(L, 1), hi = lc_check_int(L, 2);
+  int64_t shape[CELL_MAX_DIMS];
+  int next;
+  int n = lc_check_shape(L, 3, shape, &next);
+  cell_dtype dt = lc_opt_dtype(L, next, CELL_DTYPE_I64);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_randint((int64_t)lo, (int64_t)hi, dt, n, shape, out));
+}
+
+/* --- cat, stack, where ------------------------------------------------------- */
+
+static int join(lua_State *L, int stack) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int n = (int)lua_rawlen(L, 1);
+  if (n == 0) return lc_argerror(L, 1, "ValueError: %s: expected a non-empty list of tensors", stack ? "stack" : "cat");
+  cell_tensor **ts = lua_newuserdatauv(L, sizeof(cell_tensor *) * (size_t)n, 0); /* freed by GC */
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 1, i + 1);
+    ts[i] = lc_test_tensor(L, -1);
+    if (!ts[i])
+      return lc_argerror(L, 1, "TypeError: %s: element %d is a %s, not a Tensor", stack ? "stack" : "cat",
+                         i + 1, luaL_typename(L, -1));
+    lua_pop(L, 1);
+  }
+  int d = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, ts[0]->ndim, stack);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, stack ? cell_op_stack(n, ts, d, out) : cell_op_cat(n, ts, d, out));
+}
+static int l_cat(lua_State *L) { return join(L, 0); }
+static int l_stack(lua_State *L) { return join(L, 1); }
+
+/* where(cond, a, b): a and b may be numbers. */
+static int l_where(lua_State *L) {
+  cell_tensor *c = lc_check_tensor(L, 1);
+  cell_tensor *ab[2];
+  for (int k = 0; k < 2; k++) {
+    ab[k] = lc_test_tensor(L, 2 + k);
+    if (!ab[k]) {
+      if (lua_type(L, 2 + k) != LUA_TNUMBER && !lua_isboolean(L, 2 + k))
+        return lc_argerror(L, 2 + k, "TypeError: expected a Tensor or a number, got %s",
+                           luaL_typename(L, 2 + k));
+      bool b = lua_isboolean(L, 2 + k);
+      cell_dtype dt = b ? CELL_DTYPE_BOOL : CELL_DTYPE_F32;
+      cell_tensor *other = lc_test_tensor(L, 3 - k);
+      if (other && !b) dt = cell_dtype_promote_scalar(other->dtype, lc_number_is_float(L, 2 + k));
+      cell_tensor **slot = lc_newtensor(L);
+      if (cell_tensor_full(dt, 0, NULL, b ? lua_toboolean(L, 2 + k) : lua_tonumber(L, 2 + k), slot) != CELL_OK)
+        return lc_raise(L);
+      lua_replace(L, 2 + k);
+      ab[k] = *slot;
+    }
+  }
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_where(c, ab[0], ab[1], out));
+}
+
+/* --- settings ------------------------------------------------------------------ */
+
+static int l_set_seed(lua_State *L) {
+  cell_set_seed((unsigned long long)lc_check_int(L, 1));
+  return 0;
+}
+
+static int l_set_num_threads(lua_State *L) {
+  lua_Integer n = lc_check_int(L, 1);
+  if (n < 1) return lc_argerror(L, 1, "ValueError: the number of threads must be >= 1, got %lld", (long long)n);
+  cell_set_num_threads((int)n);
+  return 0;
+}
+
+static int l_get_num_threads(lua_State *L) {
+  lua_pushinteger(L, cell_get_num_threads());
+  return 1;
+}
+
+static int l_memory_stats(lua_State *L) {
+  cell_alloc_stats s;
+  cell_alloc_get_stats(&s);
+  lua_createtable(L, 0, 5);
+  lua_pushnumber(L, (lua_Number)s.in_use);
+  lua_setfield(L, -2, "in_use");
+  lua_pushnumber(L, (lua_Number)s.peak);
+  lua_setfield(L, -2, "peak");
+  lua_pushnumber(L, (lua_Number)s.cached);
+  lua_setfield(L, -2, "cached");
+  lua_pushnumber(L, (lua_Number)s.n_alloc);
+  lua_setfield(L, -2, "allocations");
+  lua_pushnumber(L, (lua_Number)s.n_os);
+  lua_setfield(L, -2, "os_allocations");
+  return 1;
+}
+
+static int l_reset_peak(lua_State *L) {
+  (void)L;
+  cell_alloc_reset_peak();
+  return 0;
+}
+
+static int l_empty_cache(lua_State *L) {
+  (void)L;
+  cell_alloc_empty_cache();
+  return 0;
+}
+
+static int l_is_tensor(lua_State *L) {
+  tensor_ud *ud = lua_touserdata(L, 1);
+  bool is = false;
+  if (ud && lua_getmetatable(L, 1)) {
+    is = lua_rawequal(L, -1, UV_TENSOR_MT);
+    lua_pop(L, 1);
+  }
+  lua_pushboolean(L, is);
+  return 1;
+}
+
+static int l_is_dtype(lua_State *L) {
+  lua_pushboolean(L, lc_is_dtype(L, 1));
+  return 1;
+}
+
+static int l_promote_types(lua_State *L) {
+  lc_push_dtype(L, cell_dtype_promote(lc_check_dtype(L, 1), lc_check_dtype(L, 2)));
+  return 1;
+}
+
+static int l_gemm_backend(lua_State *L) {
+  cell_dtype dt = lc_check_dtype(L, 1);
+  lua_pushstring(L, cell_gemm_backend_name(dt, (int64_t)lc_check_int(L, 2), (int64_t)lc_check_int(L, 3),
+                                           (int64_t)lc_check_int(L, 4)));
+  return 1;
+}
+
+static int l_interrupt(lua_State *L) {
+  cell_interrupt(lua_toboolean(L, 1));
+  return 0;
+}
+
+static const luaL_Reg create_funcs[] = {
+    {"tensor", l_tensor},
+    {"zeros", l_zeros},
+    {"ones", l_ones},
+    {"full", l_full},
+    {"empty", l_empty},
+    {"zeros_like", l_zeros_like},
+    {"ones_like", l_ones_like},
+    {"full_like", l_full_like},
+    {"arange", l_arange},
+    {"linspace", l_linspace},
+    {"eye", l_eye},
+    {"rand", l_rand},
+    {"randn", l_randn},
+    {"randint", l_randint},
+    {"cat", l_cat},
+    {"stack", l_stack},
+    {"where", l_where},
+    {"set_seed", l_set_seed},
+    {"set_num_threads", l_set_num_threads},
+    {"get_num_threads", l_get_num_threads},
+    {"memory_stats", l_memory_stats},
+    {"reset_peak_memory", l_reset_peak},
+    {"empty_cache", l_empty_cache},
+    {"is_tensor", l_is_tensor},
+    {"is_dtype", l_is_dtype},
+    {"promote_types", l_promote_types},
+    {"_gemm_backend", l_gemm_backend},
+    {"_interrupt", l_interrupt},
+    {NULL, NULL}};
+
+void lc_register_create(lua_State *L, int module, int base) { lc_setfuncs(L, module, base, create_funcs); }

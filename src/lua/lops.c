@@ -1,0 +1,442 @@
+/* lops.c - tensor methods that call engine ops: elementwise, reductions,
+ * linear algebra, indexing ops and in-place forms. */
+#include "lcell.h"
+#include <math.h>
+#include <string.h>
+
+/* --- binary ----------------------------------------------------------------- */
+
+/* t:op(other) where other is a tensor or a number. */
+static int binary(lua_State *L, cell_binop op) {
+  cell_tensor *a = lc_check_tensor(L, 1), *b = lc_test_tensor(L, 2);
+  cell_tensor **out;
+  if (b) {
+    out = lc_newtensor(L);
+    return lc_finish(L, cell_op_binary(op, a, b, out));
+  }
+  if (lua_type(L, 2) != LUA_TNUMBER && !lua_isboolean(L, 2))
+    return lc_argerror(L, 2, "TypeError: expected a Tensor or a number, got %s", luaL_typename(L, 2));
+  double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : lua_tonumber(L, 2);
+  bool fl = lua_type(L, 2) == LUA_TNUMBER && lc_number_is_float(L, 2);
+  out = lc_newtensor(L);
+  return lc_finish(L, cell_op_binary_scalar(op, a, v, fl, 0, out));
+}
+
+/* t:op_(other): in place, returns t. */
+static int binary_(lua_State *L, cell_binop op) {
+  cell_tensor *a = lc_check_tensor(L, 1), *b = lc_test_tensor(L, 2);
+  cell_status s;
+  if (b) {
+    s = cell_op_binary_(op, a, b);
+  } else {
+    if (lua_type(L, 2) != LUA_TNUMBER && !lua_isboolean(L, 2))
+      return lc_argerror(L, 2, "TypeError: expected a Tensor or a number, got %s",
+                         luaL_typename(L, 2));
+    double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : lua_tonumber(L, 2);
+    s = cell_op_binary_scalar_(op, a, v, lua_type(L, 2) == LUA_TNUMBER && lc_number_is_float(L, 2));
+  }
+  if (s != CELL_OK) return lc_raise(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+#define BINARY(name, OP)                                              \
+  static int tensor_##name(lua_State *L) { return binary(L, OP); }   \
+  static int tensor_##name##_(lua_State *L) { return binary_(L, OP); }
+BINARY(add, CELL_OP_ADD)
+BINARY(sub, CELL_OP_SUB)
+BINARY(mul, CELL_OP_MUL)
+BINARY(div, CELL_OP_DIV)
+BINARY(pow, CELL_OP_POW)
+BINARY(maximum, CELL_OP_MAXIMUM)
+BINARY(minimum, CELL_OP_MINIMUM)
+BINARY(eq, CELL_OP_EQ)
+BINARY(ne, CELL_OP_NE)
+BINARY(lt, CELL_OP_LT)
+BINARY(le, CELL_OP_LE)
+BINARY(gt, CELL_OP_GT)
+BINARY(ge, CELL_OP_GE)
+BINARY(logical_and, CELL_OP_LOGICAL_AND)
+BINARY(logical_or, CELL_OP_LOGICAL_OR)
+
+/* --- unary ------------------------------------------------------------------- */
+
+static int unary(lua_State *L, cell_unop op) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_unary(op, a, out));
+}
+
+static int unary_(lua_State *L, cell_unop op) {
+  if (cell_op_unary_(op, lc_check_tensor(L, 1)) != CELL_OK) return lc_raise(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+#define UNARY(name, OP)                                              \
+  static int tensor_##name(lua_State *L) { return unary(L, OP); }   \
+  static int tensor_##name##_(lua_State *L) { return unary_(L, OP); }
+UNARY(abs, CELL_OP_ABS)
+UNARY(neg, CELL_OP_NEG)
+UNARY(exp, CELL_OP_EXP)
+UNARY(log, CELL_OP_LOG)
+UNARY(log1p, CELL_OP_LOG1P)
+UNARY(sqrt, CELL_OP_SQRT)
+UNARY(rsqrt, CELL_OP_RSQRT)
+UNARY(sin, CELL_OP_SIN)
+UNARY(cos, CELL_OP_COS)
+UNARY(tanh, CELL_OP_TANH)
+UNARY(sigmoid, CELL_OP_SIGMOID)
+UNARY(relu, CELL_OP_RELU)
+UNARY(gelu, CELL_OP_GELU)
+UNARY(silu, CELL_OP_SILU)
+UNARY(floor, CELL_OP_FLOOR)
+UNARY(ceil, CELL_OP_CEIL)
+UNARY(round, CELL_OP_ROUND)
+UNARY(sign, CELL_OP_SIGN)
+UNARY(logical_not, CELL_OP_LOGICAL_NOT)
+
+static double opt_number(lua_State *L, int i, int *has) {
+  *has = !lua_isnoneornil(L, i);
+  if (*has && lua_type(L, i) != LUA_TNUMBER)
+    lc_argerror(L, i, "TypeError: expected a number or nil, got %s", luaL_typename(L, i));
+  return *has ? lua_tonumber(L, i) : 0;
+}
+
+static int tensor_clamp(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  int has_lo, has_hi;
+  double lo = opt_number(L, 2, &has_lo), hi = opt_number(L, 3, &has_hi);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_clamp(a, has_lo, lo, has_hi, hi, out));
+}
+
+static int tensor_masked_fill(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1), *m = lc_check_tensor(L, 2);
+  if (lua_type(L, 3) != LUA_TNUMBER && !lua_isboolean(L, 3))
+    return lc_argerror(L, 3, "TypeError: expected a number, got %s", luaL_typename(L, 3));
+  double v = lua_isboolean(L, 3) ? lua_toboolean(L, 3) : lua_tonumber(L, 3);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_masked_fill(a, m, v, out));
+}
+
+static int tensor_copy_(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1), *b = lc_check_tensor(L, 2);
+  if (cell_tensor_copy_(a, b) != CELL_OK) return lc_raise(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int tensor_fill_(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  if (lua_type(L, 2) != LUA_TNUMBER && !lua_isboolean(L, 2))
+    return lc_argerror(L, 2, "TypeError: expected a number, got %s", luaL_typename(L, 2));
+  double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : lua_tonumber(L, 2);
+  if (cell_tensor_fill_(a, v) != CELL_OK) return lc_raise(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int tensor_zero_(lua_State *L) {
+  if (cell_tensor_fill_(lc_check_tensor(L, 1), 0) != CELL_OK) return lc_raise(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* --- reductions -------------------------------------------------------------- */
+
+typedef struct {
+  int ndims;
+  int dims[CELL_MAX_DIMS];
+  int keepdim;
+  lua_Integer ddof;
+  double p;
+  int next; /* first argument after the ones parsed */
+} red_args;
+
+static bool is_options(lua_State *L, int i) {
+  if (!lua_istable(L, i) || lc_test_tensor(L, i)) return false;
+  static const char *const keys[] = {"dim", "axis", "keepdim", "keep_dims", "ddof", "p", "ord", NULL};
+  for (int k = 0; keys[k]; k++) {
+    lua_getfield(L, i, keys[k]);
+    bool has = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (has) return true;
+  }
+  return false;
+}
+
+static void parse_dims(lua_State *L, int i, int ndim, red_args *r) {
+  r->ndims = 0;
+  if (lua_isnoneornil(L, i)) return;
+  if (lua_type(L, i) == LUA_TNUMBER) {
+    r->dims[r->ndims++] = lc_check_dim(L, i, ndim, 0);
+    return;
+  }
+  if (!lua_istable(L, i))
+    lc_argerror(L, i, "TypeError: a dimension must be a number or a table of numbers, got %s",
+                luaL_typename(L, i));
+  int n = (int)lua_rawlen(L, i);
+  if (n > CELL_MAX_DIMS) lc_argerror(L, i, "ValueError: too many dimensions");
+  for (int k = 0; k < n; k++) {
+    lua_rawgeti(L, i, k + 1);
+    r->dims[r->ndims++] = lc_dim_of(L, i, lc_check_int(L, -1), ndim, 0);
+    lua_pop(L, 1);
+  }
+}
+
+static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
+  lua_getfield(L, i, "dim");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_getfield(L, i, "axis");
+  }
+  if (!lua_isnil(L, -1)) parse_dims(L, lua_gettop(L), ndim, r);
+  lua_pop(L, 1);
+  lua_getfield(L, i, "keepdim");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_getfield(L, i, "keep_dims");
+  }
+  if (!lua_isnil(L, -1)) r->keepdim = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, i, "ddof");
+  if (!lua_isnil(L, -1)) r->ddof = lc_check_int(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, i, "p");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_getfield(L, i, "ord");
+  }
+  if (!lua_isnil(L, -1)) r->p = luaL_checknumber(L, -1);
+  lua_pop(L, 1);
+}
+
+/* (dim | dims | options) [, keepdim | options] starting at argument i. */
+static void parse_reduce(lua_State *L, int i, int ndim, red_args *r) {
+  r->keepdim = 0;
+  if (is_options(L, i)) {
+    parse_options(L, i, ndim, r);
+    r->next = i + 1;
+    return;
+  }
+  parse_dims(L, i, ndim, r);
+  if (lua_isboolean(L, i + 1)) r->keepdim = lua_toboolean(L, i + 1);
+  else if (is_options(L, i + 1)) parse_options(L, i + 1, ndim, r);
+  else if (!lua_isnoneornil(L, i + 1))
+    lc_argerror(L, i + 1, "TypeError: keepdim must be a boolean, got %s", luaL_typename(L, i + 1));
+  r->next = i + 2;
+}
+
+static int reduce(lua_State *L, cell_redop op) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  red_args r = {0};
+  parse_reduce(L, 2, a->ndim, &r);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_reduce(op, a, r.ndims, r.dims, r.keepdim, out));
+}
+
+static int tensor_sum(lua_State *L) { return reduce(L, CELL_RED_SUM); }
+static int tensor_mean(lua_State *L) { return reduce(L, CELL_RED_MEAN); }
+static int tensor_prod(lua_State *L) { return reduce(L, CELL_RED_PROD); }
+static int tensor_all(lua_State *L) { return reduce(L, CELL_RED_ALL); }
+static int tensor_any(lua_State *L) { return reduce(L, CELL_RED_ANY); }
+
+/* max()/min() of everything, or (values, indices) along one dimension. */
+static int extreme(lua_State *L, int is_min) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  red_args r = {0};
+  parse_reduce(L, 2, a->ndim, &r);
+  if (r.ndims == 0) {
+    cell_tensor **out = lc_newtensor(L);
+    return lc_finish(L, cell_op_reduce(is_min ? CELL_RED_MIN : CELL_RED_MAX, a, 0, NULL, r.keepdim, out));
+  }
+  if (r.ndims != 1)
+    return lc_argerror(L, 2, "ValueError: %s along several dimensions is not supported; give one",
+                       is_min ? "min" : "max");
+  cell_tensor **vals = lc_newtensor(L), **idx = lc_newtensor(L);
+  if (cell_op_max_dim(a, r.dims[0], r.keepdim, is_min, 1, vals, idx) != CELL_OK) return lc_raise(L);
+  lc_finish(L, CELL_OK);
+  return 2;
+}
+static int tensor_max(lua_State *L) { return extreme(L, 0); }
+static int tensor_min(lua_State *L) { return extreme(L, 1); }
+
+static int arg_extreme(lua_State *L, int is_min) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  red_args r = {0};
+  parse_reduce(L, 2, a->ndim, &r);
+  if (r.ndims > 1) return lc_argerror(L, 2, "ValueError: give one dimension or none");
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_argmax(a, r.ndims ? r.dims[0] : -1, r.keepdim, is_min, 1, out));
+}
+static int tensor_argmax(lua_State *L) { return arg_extreme(L, 0); }
+static int tensor_argmin(lua_State *L) { return arg_extreme(L, 1); }
+
+static int variance(lua_State *L, int take_sqrt) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  red_args r = {0};
+  parse_reduce(L, 2, a->ndim, &r);
+  if (r.ddof < 0) return lc_argerror(L, 2, "ValueError: ddof must be >= 0, got %lld", (long long)r.ddof);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_var(a, r.ndims, r.dims, (int)r.ddof, r.keepdim, take_sqrt, out));
+}
+static int tensor_var(lua_State *L) { return variance(L, 0); }
+static int tensor_std(lua_State *L) { return variance(L, 1); }
+
+/* norm([p [, dim [, keepdim]]]) or norm{p =, dim =, keepdim =}. */
+static int tensor_norm(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  red_args r = {0};
+  r.p = 2;
+  if (is_options(L, 2)) {
+    parse_reduce(L, 2, a->ndim, &r);
+  } else {
+    if (!lua_isnoneornil(L, 2)) r.p = luaL_checknumber(L, 2);
+    parse_reduce(L, 3, a->ndim, &r);
+  }
+  if (!(r.p > 0)) return lc_argerror(L, 2, "ValueError: norm order p must be positive, got %g", r.p);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_norm(a, r.p, r.ndims, r.dims, r.keepdim, out));
+}
+
+static int tensor_cumsum(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  int d = lc_check_dim(L, 2, a->ndim, 0);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_cumsum(a, d, out));
+}
+
+/* --- linear algebra ---------------------------------------------------------- */
+
+#define LINALG(name)                                               \
+  static int tensor_##name(lua_State *L) {                         \
+    cell_tensor *a = lc_check_tensor(L, 1), *b = lc_check_tensor(L, 2); \
+    cell_tensor **out = lc_newtensor(L);                           \
+    return lc_finish(L, cell_op_##name(a, b, out));                \
+  }
+LINALG(matmul)
+LINALG(mm)
+LINALG(bmm)
+LINALG(dot)
+
+/* --- indexing ops ----------------------------------------------------------- */
+
+static int tensor_gather(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  int d = lc_check_dim(L, 2, a->ndim, 0);
+  cell_tensor *idx = lc_check_tensor(L, 3);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_gather(a, d, idx, 1, out));
+}
+
+static int tensor_scatter(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  int d = lc_check_dim(L, 2, a->ndim, 0);
+  cell_tensor *idx = lc_check_tensor(L, 3), *src = lc_check_tensor(L, 4);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_scatter(a, d, idx, src, 1, out));
+}
+
+static int tensor_index_select(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  int d = lc_check_dim(L, 2, a->ndim, 0);
+  cell_tensor *idx = lc_check_tensor(L, 3);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_index_select(a, d, idx, 1, out));
+}
+
+static int int_list(lua_State *L, int i, int64_t *v, const char *what) {
+  int n = 0;
+  if (lua_istable(L, i)) {
+    n = (int)lua_rawlen(L, i);
+    if (n > 2 * CELL_MAX_DIMS) return lc_argerror(L, i, "ValueError: too many %s", what);
+    for (int k = 0; k < n; k++) {
+      lua_rawgeti(L, i, k + 1);
+      v[k] = (int64_t)lc_check_int(L, -1);
+      lua_pop(L, 1);
+    }
+    return n;
+  }
+  for (; !lua_isnoneornil(L, i + n); n++) {
+    if (n >= CELL_MAX_DIMS) return lc_argerror(L, i + n, "ValueError: too many %s", what);
+    v[n] = (int64_t)lc_check_int(L, i + n);
+  }
+  return n;
+}
+
+static int tensor_tile(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  int64_t reps[2 * CELL_MAX_DIMS];
+  int n = int_list(L, 2, reps, "repetitions");
+  if (n > CELL_MAX_DIMS) return lc_argerror(L, 2, "ValueError: too many repetitions");
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_tile(a, n, reps, out));
+}
+
+static int tensor_repeat_interleave(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  lua_Integer reps = lc_check_int(L, 2);
+  cell_tensor *flat = NULL;
+  int d;
+  if (lua_isnoneornil(L, 3)) { /* no dim: over the flattened tensor */
+    if (cell_tensor_flatten(a, 0, a->ndim ? a->ndim - 1 : 0, &flat) != CELL_OK) return lc_raise(L);
+    lc_push_owned(L, flat);
+    a = flat;
+    d = 0;
+  } else {
+    d = lc_check_dim(L, 3, a->ndim, 0);
+  }
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_repeat_interleave(a, (int64_t)reps, d, out));
+}
+
+static int tensor_pad(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int64_t pads[2 * CELL_MAX_DIMS];
+  int n = int_list(L, 2, pads, "pads");
+  if (n % 2) return lc_argerror(L, 2, "ValueError: pads come in (before, after) pairs, got %d numbers", n);
+  double v = luaL_optnumber(L, 3, 0);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_pad(a, n / 2, pads, v, out));
+}
+
+static const luaL_Reg op_methods[] = {
+#define B(name) {#name, tensor_##name}, {#name "_", tensor_##name##_},
+    B(add) B(sub) B(mul) B(div) B(pow) B(maximum) B(minimum) B(eq) B(ne) B(lt) B(le) B(gt)
+    B(ge) B(logical_and) B(logical_or)
+    B(abs) B(neg) B(exp) B(log) B(log1p) B(sqrt) B(rsqrt) B(sin) B(cos) B(tanh) B(sigmoid)
+    B(relu) B(gelu) B(silu) B(floor) B(ceil) B(round) B(sign) B(logical_not)
+#undef B
+    {"clamp", tensor_clamp},
+    {"masked_fill", tensor_masked_fill},
+    {"copy_", tensor_copy_},
+    {"fill_", tensor_fill_},
+    {"zero_", tensor_zero_},
+    {"sum", tensor_sum},
+    {"mean", tensor_mean},
+    {"prod", tensor_prod},
+    {"max", tensor_max},
+    {"min", tensor_min},
+    {"argmax", tensor_argmax},
+    {"argmin", tensor_argmin},
+    {"var", tensor_var},
+    {"std", tensor_std},
+    {"norm", tensor_norm},
+    {"all", tensor_all},
+    {"any", tensor_any},
+    {"cumsum", tensor_cumsum},
+    {"matmul", tensor_matmul},
+    {"mm", tensor_mm},
+    {"bmm", tensor_bmm},
+    {"dot", tensor_dot},
+    {"gather", tensor_gather},
+    {"scatter", tensor_scatter},
+    {"index_select", tensor_index_select},
+    {"tile", tensor_tile},
+    {"repeat_interleave", tensor_repeat_interleave},
+    {"pad", tensor_pad},
+    {NULL, NULL}};
+
+void lc_register_ops(lua_State *L, int base) { lc_setfuncs(L, base + 1, base, op_methods); }

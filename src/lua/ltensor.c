@@ -1,0 +1,478 @@
+/* ltensor.c - the Tensor userdata: lifetime, properties, indexing, views,
+ * printing and the arithmetic metamethods. */
+#include "lcell.h"
+#include "../core/dtype.h"
+#include <stdlib.h>
+#include <string.h>
+
+static int tensor_gc(lua_State *L) {
+  tensor_ud *ud = lua_touserdata(L, 1);
+  if (ud && ud->t) {
+    cell_tensor_release(ud->t);
+    ud->t = NULL;
+  }
+  return 0;
+}
+
+static int tensor_free(lua_State *L) {
+  lc_check_tensor(L, 1);
+  return tensor_gc(L);
+}
+
+static int tensor_tostring(lua_State *L) {
+  tensor_ud *ud = lua_touserdata(L, 1);
+  if (!ud->t) {
+    lua_pushliteral(L, "Tensor(freed)");
+    return 1;
+  }
+  char *s;
+  if (cell_tensor_format(ud->t, &s) != CELL_OK) return lc_raise(L);
+  lua_pushstring(L, s);
+  free(s);
+  return 1;
+}
+
+static void push_shape(lua_State *L, const cell_tensor *t) {
+  int n = cell_tensor_ndim(t);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)cell_tensor_dim(t, i));
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+static int tensor_numel(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)cell_tensor_numel(lc_check_tensor(L, 1)));
+  return 1;
+}
+
+static int tensor_size(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  if (lua_isnoneornil(L, 2)) {
+    push_shape(L, t);
+    return 1;
+  }
+  int d = lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
+  lua_pushinteger(L, t->ndim ? (lua_Integer)t->shape[d] : 1);
+  return 1;
+}
+
+static int tensor_stride(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  if (lua_isnoneornil(L, 2)) {
+    lua_createtable(L, t->ndim, 0);
+    for (int i = 0; i < t->ndim; i++) {
+      lua_pushinteger(L, (lua_Integer)t->stride[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+  }
+  int d = lc_check_dim(L, 2, t->ndim, 0);
+  lua_pushinteger(L, t->ndim ? (lua_Integer)t->stride[d] : 1);
+  return 1;
+}
+
+static int tensor_is_contiguous(lua_State *L) {
+  lua_pushboolean(L, cell_tensor_is_contiguous(lc_check_tensor(L, 1)));
+  return 1;
+}
+
+static int tensor_item(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  if (cell_tensor_numel(t) != 1) {
+    char b[256];
+    return lc_error(L, "ValueError: item: only a tensor with one element can be converted to "
+                       "a number, got shape %s", cell_shape_str(t->ndim, t->shape, b, sizeof b));
+  }
+  lc_push_element(L, t->dtype, cell_tensor_base(t));
+  return 1;
+}
+
+static void push_table(lua_State *L, const cell_tensor *t, int d, const char *p) {
+  int es = cell_dtype_size(t->dtype);
+  if (d == t->ndim) {
+    lc_push_element(L, t->dtype, p);
+    return;
+  }
+  luaL_checkstack(L, 4, "totable");
+  lua_createtable(L, (int)t->shape[d], 0);
+  for (int64_t i = 0; i < t->shape[d]; i++) {
+    push_table(L, t, d + 1, p + i * t->stride[d] * es);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+}
+
+static int tensor_totable(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  push_table(L, t, 0, cell_tensor_base(t));
+  return 1;
+}
+
+static int tensor_data_ptr(lua_State *L) {
+  lua_pushlightuserdata(L, cell_tensor_data_ptr(lc_check_tensor(L, 1)));
+  return 1;
+}
+
+static int tensor_version(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)cell_tensor_version(lc_check_tensor(L, 1)));
+  return 1;
+}
+
+/* --- views ------------------------------------------------------------------- */
+
+static int shape_view(lua_State *L, int copy_ok) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  int64_t shape[CELL_MAX_DIMS];
+  int n = 0;
+  /* -1 may appear in a new shape: read it here, the engine infers it. */
+  if (lua_istable(L, 2)) {
+    n = (int)lua_rawlen(L, 2);
+    if (n > CELL_MAX_DIMS)
+      return lc_argerror(L, 2, "ValueError: a tensor has at most %d dimensions", CELL_MAX_DIMS);
+    for (int k = 0; k < n; k++) {
+      lua_rawgeti(L, 2, k + 1);
+      shape[k] = (int64_t)lc_check_int(L, -1);
+      lua_pop(L, 1);
+    }
+  } else {
+    for (; !lua_isnoneornil(L, 2 + n); n++) {
+      if (n >= CELL_MAX_DIMS)
+        return lc_argerror(L, 2 + n, "ValueError: a tensor has at most %d dimensions", CELL_MAX_DIMS);
+      shape[n] = (int64_t)lc_check_int(L, 2 + n);
+    }
+  }
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, copy_ok ? cell_tensor_reshape(t, n, shape, out)
+                              : cell_tensor_view(t, n, shape, out));
+}
+static int tensor_reshape(lua_State *L) { return shape_view(L, 1); }
+static int tensor_view(lua_State *L) { return shape_view(L, 0); }
+
+static int tensor_transpose(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  int d0 = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, t->ndim, 0);
+  int d1 = lua_isnoneornil(L, 3) ? (t->ndim > 1 ? 1 : 0) : lc_check_dim(L, 3, t->ndim, 0);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_transpose(t, d0, d1, out));
+}
+
+static int tensor_permute(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  int dims[CELL_MAX_DIMS], n;
+  bool tbl = lua_istable(L, 2);
+  n = tbl ? (int)lua_rawlen(L, 2) : lua_gettop(L) - 1;
+  if (n != t->ndim)
+    return lc_argerror(L, 2, "ValueError: permute needs %d dimensions, got %d", t->ndim, n);
+  for (int k = 0; k < n; k++) {
+    if (tbl) {
+      lua_rawgeti(L, 2, k + 1);
+      dims[k] = lc_check_dim(L, -1, t->ndim, 0);
+      lua_pop(L, 1);
+    } else {
+      dims[k] = lc_check_dim(L, 2 + k, t->ndim, 0);
+    }
+  }
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_permute(t, dims, out));
+}
+
+static int tensor_squeeze(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  int d = lua_isnoneornil(L, 2) ? -1 : lc_check_dim(L, 2, t->ndim, 0);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_squeeze(t, d, out));
+}
+
+static int tensor_unsqueeze(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  int d = lc_check_dim(L, 2, t->ndim, 1);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_unsqueeze(t, d, out));
+}
+
+static int tensor_flatten(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  int s = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, t->ndim, 0);
+  int e = lua_isnoneornil(L, 3) ? (t->ndim ? t->ndim - 1 : 0) : lc_check_dim(L, 3, t->ndim, 0);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_flatten(t, s, e, out));
+}
+
+/* A 1-based (or negative) index into a dimension of size n: 0-based. */
+static int64_t index_of(lua_State *L, int arg, lua_Integer i, int64_t n, int dim, bool end_ok) {
+  int64_t r = i > 0 ? (int64_t)i - 1 : (int64_t)(n + i);
+  if (i == 0 || r < 0 || r >= n + (end_ok ? 1 : 0))
+    lc_argerror(L, arg, "IndexError: index %lld is out of bounds for dimension %d with size %lld",
+                (long long)i, dim + 1, (long long)n);
+  return r;
+}
+
+static int tensor_narrow(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  int d = lc_check_dim(L, 2, t->ndim, 0);
+  if (t->ndim == 0) return lc_argerror(L, 1, "IndexError: cannot narrow a 0-D tensor");
+  int64_t start = index_of(L, 3, lc_check_int(L, 3), t->shape[d], d, true);
+  lua_Integer len = lc_check_int(L, 4);
+  if (len < 0 || start + len > t->shape[d])
+    return lc_argerror(L, 4, "IndexError: length %lld from start %lld exceeds dimension %d of size %lld",
+                       (long long)len, (long long)start + 1, d + 1, (long long)t->shape[d]);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_narrow(t, d, start, (int64_t)len, out));
+}
+
+static int tensor_select(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  if (t->ndim == 0) return lc_argerror(L, 1, "IndexError: cannot index a 0-D tensor");
+  int d = lc_check_dim(L, 2, t->ndim, 0);
+  int64_t i = index_of(L, 3, lc_check_int(L, 3), t->shape[d], d, false);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_select(t, d, i, out));
+}
+
+static int tensor_expand(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  int64_t shape[CELL_MAX_DIMS];
+  int n = 0;
+  if (lua_istable(L, 2)) {
+    n = (int)lua_rawlen(L, 2);
+    if (n > CELL_MAX_DIMS) return lc_argerror(L, 2, "ValueError: too many dimensions");
+    for (int k = 0; k < n; k++) {
+      lua_rawgeti(L, 2, k + 1);
+      shape[k] = (int64_t)lc_check_int(L, -1);
+      lua_pop(L, 1);
+    }
+  } else {
+    for (; !lua_isnoneornil(L, 2 + n) && n < CELL_MAX_DIMS; n++) shape[n] = (int64_t)lc_check_int(L, 2 + n);
+  }
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_expand(t, n, shape, out));
+}
+
+static int tensor_contiguous(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  if (cell_tensor_is_contiguous(t)) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_clone(t, out));
+}
+
+static int tensor_clone(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_clone(t, out));
+}
+
+static int tensor_astype(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  cell_dtype dt = lc_check_dtype(L, 2);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_astype(t, dt, out));
+}
+
+/* --- indexing: t[i], t[{ {1, 3}, 2 }], t[i] = v ----------------------------- */
+
+/* The view that a key selects; a number key on a 1-D tensor returns true
+ * in *scalar with the element's 0-based position. */
+static cell_tensor *index_view(lua_State *L, cell_tensor *t, int key, bool *scalar, int64_t *pos) {
+  *scalar = false;
+  if (lua_type(L, key) == LUA_TNUMBER) {
+    if (t->ndim == 0) lc_error(L, "IndexError: cannot index a 0-D tensor");
+    int64_t i = index_of(L, key, lc_check_int(L, key), t->shape[0], 0, false);
+    if (t->ndim == 1) {
+      *scalar = true;
+      *pos = i;
+      return NULL;
+    }
+    cell_tensor *r;
+    if (cell_tensor_select(t, 0, i, &r) != CELL_OK) lc_raise(L);
+    return r;
+  }
+  /* A table of per-dimension entries: a number selects, {a, b[, step]}
+   * keeps an inclusive range, {} keeps the whole dimension. The view under
+   * construction lives in a userdata so an error mid-way frees it. */
+  int n = (int)lua_rawlen(L, key);
+  cell_tensor **slot = lc_newtensor(L);
+  *slot = t;
+  cell_tensor_retain(t);
+  int d = 0;
+  for (int k = 1; k <= n; k++) {
+    cell_tensor *cur = *slot, *r = NULL;
+    if (d >= cur->ndim) lc_error(L, "IndexError: too many indices for a %d-D tensor", t->ndim);
+    lua_rawgeti(L, key, k);
+    int e = lua_gettop(L);
+    cell_status s;
+    if (lua_type(L, e) == LUA_TNUMBER) {
+      int64_t i = index_of(L, key, lc_check_int(L, e), cur->shape[d], d, false);
+      s = cell_tensor_select(cur, d, i, &r);
+    } else if (lua_istable(L, e)) {
+      int64_t size = cur->shape[d];
+      lua_rawgeti(L, e, 1);
+      lua_rawgeti(L, e, 2);
+      lua_rawgeti(L, e, 3);
+      int64_t a = lua_isnil(L, -3) ? 0 : index_of(L, key, lc_check_int(L, -3), size, d, true);
+      int64_t b = lua_isnil(L, -2) ? size - 1 : index_of(L, key, lc_check_int(L, -2), size, d, false);
+      lua_Integer step = lua_isnil(L, -1) ? 1 : lc_check_int(L, -1);
+      if (step <= 0) lc_error(L, "ValueError: a slice step must be positive, got %lld", (long long)step);
+      if (b < a) b = a - 1; /* an empty range */
+      s = cell_tensor_slice(cur, d, a, b + 1, (int64_t)step, &r);
+      d++;
+    } else {
+      lc_error(L, "TypeError: an index entry must be a number or a {start, stop} table, got %s",
+               luaL_typename(L, e));
+      return NULL;
+    }
+    lua_settop(L, e - 1);
+    if (s != CELL_OK) lc_raise(L);
+    cell_tensor_release(*slot);
+    *slot = r;
+  }
+  cell_tensor *r = *slot;
+  *slot = NULL;
+  lua_pop(L, 1);
+  return r;
+}
+
+static int tensor_index(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lua_pushvalue(L, 2);
+    lua_rawget(L, UV_METHODS);
+    if (!lua_isnil(L, -1)) return 1;
+    const char *k = lua_tostring(L, 2);
+    cell_tensor *t = lc_check_tensor(L, 1);
+    if (strcmp(k, "shape") == 0) push_shape(L, t);
+    else if (strcmp(k, "dtype") == 0) lc_push_dtype(L, t->dtype);
+    else if (strcmp(k, "ndim") == 0) lua_pushinteger(L, t->ndim);
+    else if (strcmp(k, "T") == 0) {
+      cell_tensor **out = lc_newtensor(L);
+      int dims[CELL_MAX_DIMS];
+      for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
+      return lc_finish(L, cell_tensor_permute(t, dims, out));
+    } else lua_pushnil(L);
+    return 1;
+  }
+  cell_tensor *t = lc_check_tensor(L, 1);
+  if (lua_type(L, 2) != LUA_TNUMBER && !lua_istable(L, 2))
+    return lc_argerror(L, 2, "TypeError: a tensor index must be a number or a table, got %s",
+                       luaL_typename(L, 2));
+  bool scalar;
+  int64_t pos;
+  cell_tensor *v = index_view(L, t, 2, &scalar, &pos);
+  if (scalar) {
+    lc_push_element(L, t->dtype,
+                    cell_tensor_base(t) + pos * t->stride[0] * cell_dtype_size(t->dtype));
+    return 1;
+  }
+  lc_push_owned(L, v);
+  return 1;
+}
+
+static int tensor_newindex(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  if (lua_type(L, 2) != LUA_TNUMBER && !lua_istable(L, 2))
+    return lc_argerror(L, 2, "TypeError: cannot set field '%s' of a Tensor",
+                       lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : luaL_typename(L, 2));
+  bool scalar;
+  int64_t pos;
+  cell_tensor *v = index_view(L, t, 2, &scalar, &pos);
+  cell_tensor *src = lc_test_tensor(L, 3);
+  cell_status s;
+  if (scalar && cell_tensor_select(t, 0, pos, &v) != CELL_OK) return lc_raise(L);
+  if (src) {
+    s = cell_tensor_copy_(v, src);
+  } else if (lua_type(L, 3) == LUA_TNUMBER || lua_isboolean(L, 3)) {
+    double x = lua_isboolean(L, 3) ? lua_toboolean(L, 3) : lua_tonumber(L, 3);
+    s = cell_tensor_fill_(v, x);
+  } else {
+    cell_tensor_release(v);
+    return lc_argerror(L, 3, "TypeError: can only assign a number, a boolean or a Tensor, got %s",
+                       luaL_typename(L, 3));
+  }
+  cell_tensor_release(v);
+  if (s != CELL_OK) return lc_raise(L);
+  return 0;
+}
+
+static int tensor_len(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  lua_pushinteger(L, t->ndim ? (lua_Integer)t->shape[0] : 0);
+  return 1;
+}
+
+/* --- arithmetic metamethods --------------------------------------------------- */
+
+/* Either side may be a number; Lua calls the metamethod of whichever
+ * operand is a tensor. */
+static int arith(lua_State *L, cell_binop op) {
+  cell_tensor *a = lc_test_tensor(L, 1), *b = lc_test_tensor(L, 2);
+  cell_tensor **out;
+  if (a && b) {
+    out = lc_newtensor(L);
+    return lc_finish(L, cell_op_binary(op, a, b, out));
+  }
+  int num = a ? 2 : 1;
+  cell_tensor *t = a ? a : b;
+  if (!t) return lc_argerror(L, 1, "TypeError: expected a Tensor, got %s", luaL_typename(L, 1));
+  if (lua_type(L, num) != LUA_TNUMBER && !lua_isboolean(L, num))
+    return lc_argerror(L, num, "TypeError: unsupported operand for %s: Tensor and %s",
+                       cell_binop_name(op), luaL_typename(L, num));
+  double v = lua_isboolean(L, num) ? lua_toboolean(L, num) : lua_tonumber(L, num);
+  bool fl = !lua_isboolean(L, num) && lc_number_is_float(L, num);
+  out = lc_newtensor(L);
+  return lc_finish(L, cell_op_binary_scalar(op, t, v, fl, num == 1, out));
+}
+
+static int tensor_add(lua_State *L) { return arith(L, CELL_OP_ADD); }
+static int tensor_sub(lua_State *L) { return arith(L, CELL_OP_SUB); }
+static int tensor_mul(lua_State *L) { return arith(L, CELL_OP_MUL); }
+static int tensor_div(lua_State *L) { return arith(L, CELL_OP_DIV); }
+static int tensor_pow(lua_State *L) { return arith(L, CELL_OP_POW); }
+
+static int tensor_unm(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_unary(CELL_OP_NEG, t, out));
+}
+
+static const luaL_Reg tensor_metamethods[] = {
+    {"__gc", tensor_gc},     {"__close", tensor_gc}, {"__tostring", tensor_tostring},
+    {"__index", tensor_index}, {"__newindex", tensor_newindex}, {"__len", tensor_len},
+    {"__add", tensor_add},   {"__sub", tensor_sub},  {"__mul", tensor_mul},
+    {"__div", tensor_div},   {"__pow", tensor_pow},  {"__unm", tensor_unm},
+    {NULL, NULL}};
+
+static const luaL_Reg tensor_methods[] = {
+    {"free", tensor_free},
+    {"numel", tensor_numel},
+    {"size", tensor_size},
+    {"stride", tensor_stride},
+    {"is_contiguous", tensor_is_contiguous},
+    {"item", tensor_item},
+    {"totable", tensor_totable},
+    {"data_ptr", tensor_data_ptr},
+    {"_version", tensor_version},
+    {"reshape", tensor_reshape},
+    {"view", tensor_view},
+    {"transpose", tensor_transpose},
+    {"permute", tensor_permute},
+    {"squeeze", tensor_squeeze},
+    {"unsqueeze", tensor_unsqueeze},
+    {"expand_dims", tensor_unsqueeze},
+    {"flatten", tensor_flatten},
+    {"narrow", tensor_narrow},
+    {"select", tensor_select},
+    {"expand", tensor_expand},
+    {"broadcast_to", tensor_expand},
+    {"contiguous", tensor_contiguous},
+    {"clone", tensor_clone},
+    {"astype", tensor_astype},
+    {NULL, NULL}};
+
+void lc_open_tensor(lua_State *L, int base) {
+  lc_setfuncs(L, base + 1, base, tensor_methods);
+  lc_setfuncs(L, base + 2, base, tensor_metamethods);
+  lua_pushliteral(L, "Tensor");
+  lua_setfield(L, base + 2, "__name");
+  lc_register_ops(L, base);
+}

@@ -1,0 +1,277 @@
+/* binary.c - broadcasting binary ops: arithmetic, comparisons, logic.
+ *
+ * Each (op, dtype) pair has one inner loop generated below, with a
+ * contiguous path, a scalar-broadcast path and a strided path. Inputs are
+ * converted to the promoted dtype first (a copy only when dtypes differ). */
+#include "../core/iter.h"
+#include "../core/ops.h"
+
+#define ID(x) (x)
+#define TO_BOOL(x) ((uint8_t)((x) != 0))
+#define WRAP(ST) (ST)(uint64_t)
+
+/* name, storage type, compute type, output type, load, store, expression */
+#define BINARY_LOOP(name, ST, CT, OT, LOAD, STORE, EXPR)                                   \
+  static void name(void *ctx, int64_t n, char **p, const int64_t *s) {                     \
+    (void)ctx;                                                                             \
+    if (s[0] == sizeof(OT) && s[1] == sizeof(ST) && s[2] == sizeof(ST)) {                  \
+      OT *o = (OT *)p[0];                                                                  \
+      const ST *a = (const ST *)p[1], *b = (const ST *)p[2];                               \
+      for (int64_t i = 0; i < n; i++) {                                                    \
+        CT x = LOAD(a[i]), y = LOAD(b[i]);                                                 \
+        o[i] = STORE(EXPR);                                                                \
+      }                                                                                    \
+    } else if (s[0] == sizeof(OT) && s[1] == sizeof(ST) && s[2] == 0) {                    \
+      OT *o = (OT *)p[0];                                                                  \
+      const ST *a = (const ST *)p[1];                                                      \
+      CT y = LOAD(*(const ST *)p[2]);                                                      \
+      for (int64_t i = 0; i < n; i++) {                                                    \
+        CT x = LOAD(a[i]);                                                                 \
+        o[i] = STORE(EXPR);                                                                \
+      }                                                                                    \
+    } else {                                                                               \
+      for (int64_t i = 0; i < n; i++) {                                                    \
+        CT x = LOAD(*(const ST *)(p[1] + i * s[1])), y = LOAD(*(const ST *)(p[2] + i * s[2])); \
+        *(OT *)(p[0] + i * s[0]) = STORE(EXPR);                                            \
+      }                                                                                    \
+    }                                                                                      \
+  }
+
+/* Integer power by squaring; negative exponents give 0 except for +-1. */
+static inline int64_t ipow(int64_t x, int64_t y) {
+  if (y < 0) return x == 1 ? 1 : x == -1 ? (y & 1 ? -1 : 1) : 0;
+  uint64_t r = 1, b = (uint64_t)x;
+  while (y) {
+    if (y & 1) r *= b;
+    b *= b;
+    y >>= 1;
+  }
+  return (int64_t)r;
+}
+
+#define F_MAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
+#define F_MIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
+
+/* Floating types: tag, storage, compute, load, store. */
+#define FLOAT_TYPES(X)                                            \
+  X(F32, float, float, ID, ID)                                    \
+  X(F64, double, double, ID, ID)                                  \
+  X(F16, uint16_t, float, cell_half_to_float, cell_float_to_half) \
+  X(BF16, uint16_t, float, cell_bf16_to_float, cell_float_to_bf16)
+/* Integer types compute in int64 with wrap-around (no signed overflow). */
+#define INT_TYPES(X)                               \
+  X(I8, int8_t, int64_t, ID, WRAP(int8_t))         \
+  X(U8, uint8_t, int64_t, ID, WRAP(uint8_t))       \
+  X(I32, int32_t, int64_t, ID, WRAP(int32_t))      \
+  X(I64, int64_t, int64_t, ID, WRAP(int64_t))
+#define BOOL_TYPE(X) X(BOOL, uint8_t, int64_t, ID, TO_BOOL)
+
+#define U64(v) ((uint64_t)(v))
+#define DEF_FLOAT(D, ST, CT, L, S)                                  \
+  BINARY_LOOP(add_##D, ST, CT, ST, L, S, x + y)                     \
+  BINARY_LOOP(sub_##D, ST, CT, ST, L, S, x - y)                     \
+  BINARY_LOOP(mul_##D, ST, CT, ST, L, S, x * y)                     \
+  BINARY_LOOP(div_##D, ST, CT, ST, L, S, x / y)                     \
+  BINARY_LOOP(pow_##D, ST, CT, ST, L, S, (CT)pow(x, y))             \
+  BINARY_LOOP(max_##D, ST, CT, ST, L, S, F_MAX(x, y))               \
+  BINARY_LOOP(min_##D, ST, CT, ST, L, S, F_MIN(x, y))
+#define DEF_INT(D, ST, CT, L, S)                                    \
+  BINARY_LOOP(add_##D, ST, CT, ST, L, S, (int64_t)(U64(x) + U64(y))) \
+  BINARY_LOOP(sub_##D, ST, CT, ST, L, S, (int64_t)(U64(x) - U64(y))) \
+  BINARY_LOOP(mul_##D, ST, CT, ST, L, S, (int64_t)(U64(x) * U64(y))) \
+  BINARY_LOOP(pow_##D, ST, CT, ST, L, S, ipow(x, y))                \
+  BINARY_LOOP(max_##D, ST, CT, ST, L, S, x > y ? x : y)             \
+  BINARY_LOOP(min_##D, ST, CT, ST, L, S, x < y ? x : y)
+#define DEF_BOOL(D, ST, CT, L, S)                                   \
+  BINARY_LOOP(add_##D, ST, CT, ST, L, S, x | y)                     \
+  BINARY_LOOP(mul_##D, ST, CT, ST, L, S, x & y)                     \
+  BINARY_LOOP(max_##D, ST, CT, ST, L, S, x | y)                     \
+  BINARY_LOOP(min_##D, ST, CT, ST, L, S, x & y)                     \
+  BINARY_LOOP(and_##D, ST, CT, ST, L, S, x & y)                     \
+  BINARY_LOOP(or_##D, ST, CT, ST, L, S, x | y)
+#define DEF_CMP(D, ST, CT, L, S)                                    \
+  BINARY_LOOP(eq_##D, ST, CT, uint8_t, L, TO_BOOL, x == y)          \
+  BINARY_LOOP(ne_##D, ST, CT, uint8_t, L, TO_BOOL, x != y)          \
+  BINARY_LOOP(lt_##D, ST, CT, uint8_t, L, TO_BOOL, x < y)           \
+  BINARY_LOOP(le_##D, ST, CT, uint8_t, L, TO_BOOL, x <= y)          \
+  BINARY_LOOP(gt_##D, ST, CT, uint8_t, L, TO_BOOL, x > y)           \
+  BINARY_LOOP(ge_##D, ST, CT, uint8_t, L, TO_BOOL, x >= y)
+
+FLOAT_TYPES(DEF_FLOAT)
+INT_TYPES(DEF_INT)
+BOOL_TYPE(DEF_BOOL)
+FLOAT_TYPES(DEF_CMP)
+INT_TYPES(DEF_CMP)
+BOOL_TYPE(DEF_CMP)
+
+#define K(op, fn, D) [op][CELL_DTYPE_##D] = fn##_##D,
+#define ROW_ARITH_F(D, ...) K(CELL_OP_ADD, add, D) K(CELL_OP_SUB, sub, D) K(CELL_OP_MUL, mul, D) \
+  K(CELL_OP_DIV, div, D) K(CELL_OP_POW, pow, D) K(CELL_OP_MAXIMUM, max, D) K(CELL_OP_MINIMUM, min, D)
+#define ROW_ARITH_I(D, ...) K(CELL_OP_ADD, add, D) K(CELL_OP_SUB, sub, D) K(CELL_OP_MUL, mul, D) \
+  K(CELL_OP_POW, pow, D) K(CELL_OP_MAXIMUM, max, D) K(CELL_OP_MINIMUM, min, D)
+#define ROW_BOOL(D, ...) K(CELL_OP_ADD, add, D) K(CELL_OP_MUL, mul, D) K(CELL_OP_MAXIMUM, max, D) \
+  K(CELL_OP_MINIMUM, min, D) K(CELL_OP_LOGICAL_AND, and, D) K(CELL_OP_LOGICAL_OR, or, D)
+#define ROW_CMP(D, ...) K(CELL_OP_EQ, eq, D) K(CELL_OP_NE, ne, D) K(CELL_OP_LT, lt, D) \
+  K(CELL_OP_LE, le, D) K(CELL_OP_GT, gt, D) K(CELL_OP_GE, ge, D)
+
+static const cell_loop_fn kernels[CELL_BINOP_COUNT][CELL_DTYPE_COUNT] = {
+    FLOAT_TYPES(ROW_ARITH_F) INT_TYPES(ROW_ARITH_I) BOOL_TYPE(ROW_BOOL)
+    FLOAT_TYPES(ROW_CMP) INT_TYPES(ROW_CMP) BOOL_TYPE(ROW_CMP)};
+
+/* The op table: one row per op, checked against the enum. */
+typedef enum { ARITH, COMPARE, LOGICAL } binop_kind;
+static const struct {
+  const char *name;
+  binop_kind kind;
+} binops[] = {
+    [CELL_OP_ADD] = {"add", ARITH},         [CELL_OP_SUB] = {"sub", ARITH},
+    [CELL_OP_MUL] = {"mul", ARITH},         [CELL_OP_DIV] = {"div", ARITH},
+    [CELL_OP_POW] = {"pow", ARITH},         [CELL_OP_MAXIMUM] = {"maximum", ARITH},
+    [CELL_OP_MINIMUM] = {"minimum", ARITH}, [CELL_OP_EQ] = {"eq", COMPARE},
+    [CELL_OP_NE] = {"ne", COMPARE},         [CELL_OP_LT] = {"lt", COMPARE},
+    [CELL_OP_LE] = {"le", COMPARE},         [CELL_OP_GT] = {"gt", COMPARE},
+    [CELL_OP_GE] = {"ge", COMPARE},         [CELL_OP_LOGICAL_AND] = {"logical_and", LOGICAL},
+    [CELL_OP_LOGICAL_OR] = {"logical_or", LOGICAL},
+};
+_Static_assert(sizeof binops / sizeof binops[0] == CELL_BINOP_COUNT, "binop table");
+
+const char *cell_binop_name(cell_binop op) {
+  return (unsigned)op < CELL_BINOP_COUNT ? binops[op].name : "?";
+}
+
+/* The dtype the kernel computes in, and the dtype of the result. */
+static cell_status binop_types(cell_binop op, cell_dtype a, cell_dtype b, cell_dtype *compute,
+                               cell_dtype *result) {
+  if ((unsigned)op >= CELL_BINOP_COUNT)
+    return cell_error(CELL_ERR_VALUE, "binary op: unknown op %d", (int)op);
+  cell_dtype ct = cell_dtype_promote(a, b);
+  if (op == CELL_OP_DIV && !cell_dtype_is_float(ct)) ct = CELL_DTYPE_F32;
+  if (binops[op].kind == LOGICAL) ct = CELL_DTYPE_BOOL;
+  if (!kernels[op][ct])
+    return cell_error(CELL_ERR_TYPE, "%s: not supported for %s tensors", binops[op].name,
+                      cell_dtype_name(ct));
+  *compute = ct;
+  *result = binops[op].kind == ARITH ? ct : CELL_DTYPE_BOOL;
+  return CELL_OK;
+}
+
+/* t itself (retained) when it has dtype dt, else a converted copy. */
+cell_status cell_as_dtype(const cell_tensor *t, cell_dtype dt, cell_tensor **out) {
+  if (t->dtype == dt) {
+    cell_tensor_retain((cell_tensor *)t);
+    *out = (cell_tensor *)t;
+    return CELL_OK;
+  }
+  return cell_tensor_astype(t, dt, out);
+}
+
+static cell_status run_binary(cell_binop op, cell_dtype ct, cell_tensor *out,
+                              const cell_tensor *a, const cell_tensor *b) {
+  cell_tensor *ca = NULL, *cb = NULL;
+  cell_status s = cell_as_dtype(a, ct, &ca);
+  if (s == CELL_OK) s = cell_as_dtype(b, ct, &cb);
+  if (s == CELL_OK) {
+    cell_iter it;
+    cell_iter_init(&it, out->ndim, out->shape);
+    cell_iter_add(&it, out);
+    cell_iter_add(&it, ca);
+    cell_iter_add(&it, cb);
+    s = cell_iter_run(&it, kernels[op][ct], NULL);
+  }
+  cell_tensor_release(ca);
+  cell_tensor_release(cb);
+  return s;
+}
+
+cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
+                           cell_tensor **out) {
+  if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
+  cell_dtype ct, rt;
+  CELL_TRY(binop_types(op, a->dtype, b->dtype, &ct, &rt));
+  int nd;
+  int64_t shape[CELL_MAX_DIMS];
+  CELL_TRY(cell_broadcast_shapes(binops[op].name, a->ndim, a->shape, b->ndim, b->shape, &nd,
+                                 shape));
+  cell_tensor *r;
+  CELL_TRY(cell_tensor_new_contig(rt, nd, shape, &r));
+  cell_status s = run_binary(op, ct, r, a, b);
+  if (s != CELL_OK) {
+    cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
+}
+
+/* Whether a value of dtype from may be stored into to by an in-place op:
+ * never float into integer, nor anything but bool into bool. */
+int cell_dtype_can_cast(cell_dtype from, cell_dtype to) {
+  if (cell_dtype_is_float(from) && !cell_dtype_is_float(to)) return 0;
+  if (to == CELL_DTYPE_BOOL && from != CELL_DTYPE_BOOL) return 0;
+  return 1;
+}
+
+cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
+  if (!a || !b) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
+  cell_dtype ct, rt;
+  CELL_TRY(binop_types(op, a->dtype, b->dtype, &ct, &rt));
+  if (!cell_dtype_can_cast(rt, a->dtype))
+    return cell_error(CELL_ERR_TYPE, "%s_: result type %s cannot be stored in a %s tensor",
+                      binops[op].name, cell_dtype_name(rt), cell_dtype_name(a->dtype));
+  int nd;
+  int64_t shape[CELL_MAX_DIMS];
+  CELL_TRY(cell_broadcast_shapes(binops[op].name, a->ndim, a->shape, b->ndim, b->shape, &nd,
+                                 shape));
+  if (!cell_shape_equal(nd, shape, a->ndim, a->shape)) {
+    char sa[256], sb[256];
+    return cell_error(CELL_ERR_VALUE,
+                      "%s_: the shape %s of the operand cannot be broadcast to the shape %s of "
+                      "the tensor updated in place",
+                      binops[op].name, cell_shape_str(b->ndim, b->shape, sb, sizeof sb),
+                      cell_shape_str(a->ndim, a->shape, sa, sizeof sa));
+  }
+  cell_tensor_bump(a);
+  if (rt == a->dtype && ct == a->dtype) return run_binary(op, ct, a, a, b);
+  cell_tensor *r;
+  CELL_TRY(cell_op_binary(op, a, b, &r));
+  cell_status s = cell_tensor_copy_(a, r);
+  cell_tensor_release(r);
+  return s;
+}
+
+/* A 0-d tensor on the stack holding s in dtype dt: no allocation. */
+typedef struct {
+  cell_storage storage;
+  cell_tensor tensor;
+  double buf[1];
+} stack_scalar;
+
+static const cell_tensor *make_scalar(stack_scalar *ss, const cell_tensor *t, double v,
+                                      int is_float) {
+  cell_dtype dt = cell_dtype_promote_scalar(t->dtype, is_float);
+  memset(ss, 0, sizeof *ss);
+  ss->storage.refcount = 1;
+  ss->storage.data = ss->buf;
+  ss->storage.nbytes = sizeof ss->buf;
+  ss->storage.external = true;
+  ss->tensor.refcount = 1;
+  ss->tensor.dtype = dt;
+  ss->tensor.storage = &ss->storage;
+  cell_store_f64(dt, ss->buf, v);
+  return &ss->tensor;
+}
+
+cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float,
+                                  int reversed, cell_tensor **out) {
+  if (!t || !out) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
+  stack_scalar ss;
+  const cell_tensor *st = make_scalar(&ss, t, s, s_is_float);
+  return reversed ? cell_op_binary(op, st, t, out) : cell_op_binary(op, t, st, out);
+}
+
+cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
+  if (!t) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
+  stack_scalar ss;
+  const cell_tensor *st = make_scalar(&ss, t, s, s_is_float);
+  return cell_op_binary_(op, t, st);
+}

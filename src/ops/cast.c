@@ -1,0 +1,122 @@
+/* cast.c - copies and dtype conversion: copy_, fill_, astype, contiguous, clone. */
+#include "../core/iter.h"
+
+typedef struct {
+  cell_dtype to, from;
+} cast_ctx;
+
+static void copy_same(void *vctx, int64_t n, char **p, const int64_t *s) {
+  const cast_ctx *c = vctx;
+  int es = cell_dtype_size(c->to);
+  char *o = p[0];
+  const char *a = p[1];
+  if (s[0] == es && s[1] == es) {
+    memcpy(o, a, (size_t)(n * es));
+    return;
+  }
+  switch (es) {
+#define COPY_N(T)                                                   \
+  for (int64_t i = 0; i < n; i++) *(T *)(o + i * s[0]) = *(const T *)(a + i * s[1]); \
+  break;
+  case 1: COPY_N(uint8_t)
+  case 2: COPY_N(uint16_t)
+  case 4: COPY_N(uint32_t)
+  default: COPY_N(uint64_t)
+#undef COPY_N
+  }
+}
+
+static void copy_convert(void *vctx, int64_t n, char **p, const int64_t *s) {
+  const cast_ctx *c = vctx;
+  char *o = p[0];
+  const char *a = p[1];
+  if (c->to == CELL_DTYPE_F32 && c->from == CELL_DTYPE_F64 && s[0] == 4 && s[1] == 8) {
+    for (int64_t i = 0; i < n; i++) ((float *)o)[i] = (float)((const double *)a)[i];
+  } else if (c->to == CELL_DTYPE_F64 && c->from == CELL_DTYPE_F32 && s[0] == 8 && s[1] == 4) {
+    for (int64_t i = 0; i < n; i++) ((double *)o)[i] = ((const float *)a)[i];
+  } else if (!cell_dtype_is_float(c->from) && !cell_dtype_is_float(c->to)) {
+    for (int64_t i = 0; i < n; i++)
+      cell_store_i64(c->to, o + i * s[0], cell_load_i64(c->from, a + i * s[1]));
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      cell_store_f64(c->to, o + i * s[0], cell_load_f64(c->from, a + i * s[1]));
+  }
+}
+
+cell_status cell_tensor_copy_(cell_tensor *dst, const cell_tensor *src) {
+  if (!dst || !src) return cell_error(CELL_ERR_VALUE, "copy_: NULL tensor");
+  int nd;
+  int64_t shape[CELL_MAX_DIMS];
+  CELL_TRY(cell_broadcast_shapes("copy_", dst->ndim, dst->shape, src->ndim, src->shape, &nd,
+                                 shape));
+  if (!cell_shape_equal(nd, shape, dst->ndim, dst->shape)) {
+    char a[256], b[256];
+    return cell_error(CELL_ERR_VALUE, "copy_: source of shape %s cannot be broadcast to %s",
+                      cell_shape_str(src->ndim, src->shape, a, sizeof a),
+                      cell_shape_str(dst->ndim, dst->shape, b, sizeof b));
+  }
+  cell_iter it;
+  cell_iter_init(&it, dst->ndim, dst->shape);
+  cell_iter_add(&it, dst);
+  cell_iter_add(&it, src);
+  cast_ctx c = {dst->dtype, src->dtype};
+  cell_tensor_bump(dst);
+  return cell_iter_run(&it, dst->dtype == src->dtype ? copy_same : copy_convert, &c);
+}
+
+typedef struct {
+  int size;
+  double value[1]; /* the value already stored in the target dtype */
+} fill_ctx;
+
+static void fill_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
+  const fill_ctx *c = vctx;
+  for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * s[0], c->value, (size_t)c->size);
+}
+
+cell_status cell_tensor_fill_(cell_tensor *t, double v) {
+  if (!t) return cell_error(CELL_ERR_VALUE, "fill_: NULL tensor");
+  fill_ctx ctx = {cell_dtype_size(t->dtype), {0}};
+  cell_store_f64(t->dtype, ctx.value, v);
+  cell_iter it;
+  cell_iter_init(&it, t->ndim, t->shape);
+  cell_iter_add(&it, t);
+  cell_tensor_bump(t);
+  if (t->dtype == CELL_DTYPE_F32 && cell_tensor_is_contiguous(t)) {
+    float *d = (float *)cell_tensor_base(t), f = (float)v;
+    int64_t n = cell_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) d[i] = f;
+    return CELL_OK;
+  }
+  return cell_iter_run(&it, fill_loop, &ctx);
+}
+
+cell_status cell_tensor_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out) {
+  if (!t || !out) return cell_error(CELL_ERR_VALUE, "astype: NULL argument");
+  if ((unsigned)dt >= CELL_DTYPE_COUNT)
+    return cell_error(CELL_ERR_TYPE, "astype: unknown dtype %d", (int)dt);
+  cell_tensor *r;
+  CELL_TRY(cell_tensor_new_contig(dt, t->ndim, t->shape, &r));
+  cell_status s = cell_tensor_copy_(r, t);
+  if (s != CELL_OK) {
+    cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
+}
+
+cell_status cell_tensor_clone(const cell_tensor *t, cell_tensor **out) {
+  if (!t) return cell_error(CELL_ERR_VALUE, "clone: NULL tensor");
+  return cell_tensor_astype(t, t->dtype, out);
+}
+
+cell_status cell_tensor_contiguous(const cell_tensor *t, cell_tensor **out) {
+  if (!t || !out) return cell_error(CELL_ERR_VALUE, "contiguous: NULL argument");
+  if (cell_tensor_is_contiguous(t)) {
+    cell_tensor_retain((cell_tensor *)t);
+    *out = (cell_tensor *)t;
+    return CELL_OK;
+  }
+  return cell_tensor_clone(t, out);
+}
