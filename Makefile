@@ -63,9 +63,11 @@ $(LIBCELL_SO): $(ENGINE_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
 
 # The module links the engine in, so it needs no libcell.so at run time.
+# nodelete: Lua unloads C modules at lua_close, and unloading the OpenMP
+# runtime under its live worker threads crashes the process at exit.
 $(MODULE): $(BIND_OBJ) $(LIBCELL_A)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $(BIND_OBJ) $(LIBCELL_A) $(LIBS)
+	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(LIBCELL_A) $(LIBS)
 
 $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)
 	@mkdir -p $(dir $@)

@@ -253,7 +253,7 @@ static void test_reduce_and_shape(void) {
   for (int k = 0; k < NDT - 1; k++) {
     cell_tensor *a = from(all_dtypes[k], 2, s23, v), *t = NULL, *r = NULL;
     CHECK_OK(cell_tensor_transpose(a, 0, 1, &t));
-    int d0 = 0;
+    int d0 = 1; /* t is [[1, 4], [2, 5], [3, 6]]: row sums */
     CHECK_OK(cell_op_reduce(CELL_RED_SUM, t, 1, &d0, 0, &r));
     CHECK(flat(r, 0) == 5 && flat(r, 2) == 9);
     cell_tensor_release(r);

@@ -7,6 +7,11 @@
 
 #if LUA_VERSION_NUM < 502
 #define lua_rawlen(L, i) lua_objlen(L, (i))
+#define lua_newuserdatauv(L, sz, nuv) lua_newuserdata(L, (sz))
+#endif
+
+/* LuaJIT 2.1 has these 5.2 auxiliary functions; plain Lua 5.1 does not. */
+#if LUA_VERSION_NUM < 502 && !defined(luaL_newlibtable)
 #define luaL_newlibtable(L, l) lua_createtable(L, 0, sizeof(l) / sizeof((l)[0]) - 1)
 #define luaL_newlib(L, l) (luaL_newlibtable(L, l), luaL_setfuncs(L, l, 0))
 static inline void luaL_setfuncs(lua_State *L, const luaL_Reg *l, int nup) {
@@ -32,7 +37,6 @@ static inline void *luaL_testudata(lua_State *L, int i, const char *tname) {
   }
   return NULL;
 }
-#define lua_newuserdatauv(L, sz, nuv) lua_newuserdata(L, (sz))
 #endif
 
 #endif

@@ -17,7 +17,9 @@
 #define LC_NUPVALUES 3
 
 typedef struct lc_state {
-  size_t gc_debt; /* tensor bytes made since the collector was last advanced */
+  size_t gc_debt;        /* tensor bytes made since the last GC step */
+  size_t full_debt;      /* tensor bytes made since the last full collection */
+  size_t full_threshold; /* full_debt that triggers the next one */
 } lc_state;
 
 typedef struct tensor_ud {
@@ -55,6 +57,9 @@ int lc_dim_of(lua_State *L, int arg, lua_Integer d, int ndim, int extra);
  * *next gets the index after the shape). */
 int lc_check_shape(lua_State *L, int i, int64_t *shape, int *next);
 lua_Integer lc_check_int(lua_State *L, int i);
+/* luaL_checknumber / luaL_checktype with the TypeError: prefix of API.md. */
+lua_Number lc_check_number(lua_State *L, int i);
+void lc_check_table(lua_State *L, int i, const char *what);
 /* Whether the number at i has a fractional part (the type promotion rule
  * for numbers, identical under Lua 5.4 and LuaJIT). */
 bool lc_number_is_float(lua_State *L, int i);

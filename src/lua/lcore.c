@@ -6,8 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Advance the collector once this many tensor bytes were made. */
+/* The collector is told about tensor bytes in two ways. Every GC_STEP_BYTES
+ * of new tensors, an incremental step worth that many bytes; this keeps
+ * loops of small and medium temporaries flat at little cost. Steps alone
+ * were seen to finalize nothing when every single allocation triggers one
+ * (tensors larger than the step), so a full collection also runs once the
+ * bytes made since the last one exceed what was live after it (Lua's own
+ * pause rule), and at least GC_FULL_BYTES. */
 #define GC_STEP_BYTES ((size_t)256 << 10)
+#define GC_FULL_BYTES ((size_t)24 << 20)
 
 int lc_raise(lua_State *L) {
   cell_status s = cell_last_status();
@@ -42,8 +49,16 @@ cell_tensor **lc_newtensor(lua_State *L) {
 
 static void account(lua_State *L, const cell_tensor *t) {
   lc_state *st = lua_touserdata(L, UV_STATE);
-  st->gc_debt += cell_tensor_nbytes(t) + 256;
-  if (st->gc_debt >= GC_STEP_BYTES) {
+  size_t bytes = cell_tensor_nbytes(t) + 512; /* + headers, as allocated */
+  st->gc_debt += bytes;
+  st->full_debt += bytes;
+  if (st->full_debt >= st->full_threshold) {
+    st->gc_debt = st->full_debt = 0;
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    cell_alloc_stats s;
+    cell_alloc_get_stats(&s);
+    st->full_threshold = s.in_use > GC_FULL_BYTES ? (size_t)s.in_use : GC_FULL_BYTES;
+  } else if (st->gc_debt >= GC_STEP_BYTES) {
     int kb = (int)(st->gc_debt >> 10);
     st->gc_debt = 0;
     lua_gc(L, LUA_GCSTEP, kb);
@@ -169,6 +184,18 @@ lua_Integer lc_check_int(lua_State *L, int i) {
   return v;
 }
 
+lua_Number lc_check_number(lua_State *L, int i) {
+  if (lua_type(L, i) != LUA_TNUMBER)
+    lc_argerror(L, i, "TypeError: expected a number, got %s", luaL_typename(L, i));
+  return lua_tonumber(L, i);
+}
+
+void lc_check_table(lua_State *L, int i, const char *what) {
+  if (!lua_istable(L, i) || lc_test_tensor(L, i))
+    lc_argerror(L, i, "TypeError: expected %s, got %s", what,
+                lc_test_tensor(L, i) ? "Tensor" : luaL_typename(L, i));
+}
+
 bool lc_number_is_float(lua_State *L, int i) {
   lua_Number n = lua_tonumber(L, i);
   return n != floor(n) || isinf(n);
@@ -252,6 +279,8 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   /* The upvalues of every binding function: state, methods, metatable. */
   lc_state *st = lua_newuserdatauv(L, sizeof *st, 0);
   st->gc_debt = 0;
+  st->full_debt = 0;
+  st->full_threshold = GC_FULL_BYTES;
   int base = lua_gettop(L);
   lua_newtable(L);
   luaL_newmetatable(L, TENSOR_MT);

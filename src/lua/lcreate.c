@@ -138,7 +138,7 @@ static int l_ones_like(lua_State *L) { return like(L, 1); }
 
 static int l_full_like(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  double v = luaL_checknumber(L, 2);
+  double v = lc_check_number(L, 2);
   cell_dtype dt = lc_opt_dtype(L, 3, t->dtype);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_full(dt, t->ndim, t->shape, v, out));
@@ -163,7 +163,7 @@ static int l_arange(lua_State *L) {
 }
 
 static int l_linspace(lua_State *L) {
-  double a = luaL_checknumber(L, 1), b = luaL_checknumber(L, 2);
+  double a = lc_check_number(L, 1), b = lc_check_number(L, 2);
   lua_Integer n = lc_check_int(L, 3);
   cell_dtype dt = lc_opt_dtype(L, 4, CELL_DTYPE_F32);
   cell_tensor **out = lc_newtensor(L);
@@ -202,7 +202,8 @@ static int l_randint(lua_State *L) {
 /* --- cat, stack, where ------------------------------------------------------- */
 
 static int join(lua_State *L, int stack) {
-  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 2); /* the scratch userdata below must not land in slot 2 */
+  lc_check_table(L, 1, stack ? "a list of tensors to stack" : "a list of tensors to cat");
   int n = (int)lua_rawlen(L, 1);
   if (n == 0) return lc_argerror(L, 1, "ValueError: %s: expected a non-empty list of tensors", stack ? "stack" : "cat");
   cell_tensor **ts = lua_newuserdatauv(L, sizeof(cell_tensor *) * (size_t)n, 0); /* freed by GC */

@@ -208,7 +208,11 @@ static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
     lua_pop(L, 1);
     lua_getfield(L, i, "ord");
   }
-  if (!lua_isnil(L, -1)) r->p = luaL_checknumber(L, -1);
+  if (!lua_isnil(L, -1)) {
+    if (lua_type(L, -1) != LUA_TNUMBER)
+      lc_argerror(L, i, "TypeError: norm order p must be a number, got %s", luaL_typename(L, -1));
+    r->p = lua_tonumber(L, -1);
+  }
   lua_pop(L, 1);
 }
 
@@ -276,6 +280,12 @@ static int tensor_argmin(lua_State *L) { return arg_extreme(L, 1); }
 static int variance(lua_State *L, int take_sqrt) {
   cell_tensor *a = lc_check_tensor(L, 1);
   red_args r = {0};
+  /* MindSpore's positional form var(axis, ddof, keepdims): a number after
+   * the dimensions is ddof; the rest parses as (dims, keepdim | options). */
+  if (lua_type(L, 3) == LUA_TNUMBER && !is_options(L, 2)) {
+    r.ddof = lc_check_int(L, 3);
+    lua_remove(L, 3);
+  }
   parse_reduce(L, 2, a->ndim, &r);
   if (r.ddof < 0) return lc_argerror(L, 2, "ValueError: ddof must be >= 0, got %lld", (long long)r.ddof);
   cell_tensor **out = lc_newtensor(L);
@@ -292,7 +302,7 @@ static int tensor_norm(lua_State *L) {
   if (is_options(L, 2)) {
     parse_reduce(L, 2, a->ndim, &r);
   } else {
-    if (!lua_isnoneornil(L, 2)) r.p = luaL_checknumber(L, 2);
+    if (!lua_isnoneornil(L, 2)) r.p = lc_check_number(L, 2);
     parse_reduce(L, 3, a->ndim, &r);
   }
   if (!(r.p > 0)) return lc_argerror(L, 2, "ValueError: norm order p must be positive, got %g", r.p);
@@ -393,11 +403,11 @@ static int tensor_repeat_interleave(lua_State *L) {
 
 static int tensor_pad(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
+  lc_check_table(L, 2, "a table of pads");
   int64_t pads[2 * CELL_MAX_DIMS];
   int n = int_list(L, 2, pads, "pads");
   if (n % 2) return lc_argerror(L, 2, "ValueError: pads come in (before, after) pairs, got %d numbers", n);
-  double v = luaL_optnumber(L, 3, 0);
+  double v = lua_isnoneornil(L, 3) ? 0 : lc_check_number(L, 3);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_pad(a, n / 2, pads, v, out));
 }

@@ -1,0 +1,177 @@
+-- cli_spec.lua - the `cell` executable (src/repl/), found at $CELL_BIN:
+-- `cell script.lua a b` runs a script with its arg table, lines piped into
+-- `cell` print the values of expressions, and a failing script exits
+-- nonzero with its message on stderr.
+local BIN = os.getenv("CELL_BIN") or "bin/cell"
+
+local function read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function write_file(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+--- Run a shell command line; returns stdout, stderr and the exit status
+-- (portable between Lua 5.4 and LuaJIT, whose os.execute and
+-- io.popen():close() differ).
+local function run(cmdline)
+  local out, err = os.tmpname(), os.tmpname()
+  local p = io.popen("(" .. cmdline .. ") >" .. quote(out) .. " 2>" .. quote(err) .. "; echo $?")
+  local rc = tonumber(p:read("*a"):match("(%d+)%s*$"))
+  p:close()
+  local o, e = read_file(out), read_file(err)
+  os.remove(out)
+  os.remove(err)
+  return o, e, rc
+end
+
+local function script(text)
+  local path = os.tmpname() .. ".lua"
+  write_file(path, text)
+  return path
+end
+
+--- Pipe text into `cell` with no arguments.
+local function repl(text)
+  local input = script(text)
+  local o, e, rc = run(quote(BIN) .. " < " .. quote(input))
+  os.remove(input)
+  return o, e, rc
+end
+
+local function has_line(text, line)
+  for l in (text .. "\n"):gmatch("(.-)\r?\n") do
+    if l == line then return true end
+  end
+  return false
+end
+
+--- Whether some line of the REPL's output is exactly value (after any
+-- prompt characters a REPL may echo).
+local function has_value(text, value)
+  for l in (text .. "\n"):gmatch("(.-)\r?\n") do
+    local v = l:gsub("^[>%s]*", ""):gsub("%s*$", "")
+    if v == value then return true end
+  end
+  return false
+end
+
+describe("the cell executable", function()
+  it("exists at $CELL_BIN", function()
+    local _, _, rc = run("test -x " .. quote(BIN))
+    assert.are.equal(0, rc, BIN .. " is not an executable file (is the REPL built?)")
+  end)
+
+  it("runs a script with its arguments in arg and ...", function()
+    local path = script([[
+print(#arg, arg[1], arg[2])
+print(arg[0] ~= nil and arg[0]:match("[^/]+$") or "no arg[0]")
+print(select("#", ...), ...)
+]])
+    local o, e, rc = run(quote(BIN) .. " " .. quote(path) .. " a b")
+    assert.are.equal(0, rc, e)
+    assert.is_true(has_line(o, "2\ta\tb"), o)
+    assert.is_true(has_line(o, path:match("[^/]+$")), o)
+    assert.is_true(has_line(o, "2\ta\tb"), o)
+    os.remove(path)
+  end)
+
+  it("scripts can require cell", function()
+    local path = script([[
+local cell = require "cell"
+local t = cell.ones({ 2, 2 }) * 3
+print(t:sum():item() == 12, tostring(t.dtype))
+]])
+    local o, e, rc = run(quote(BIN) .. " " .. quote(path))
+    assert.are.equal(0, rc, e)
+    assert.is_true(has_line(o, "true\tFloat32"), o .. e)
+    os.remove(path)
+  end)
+
+  it("prints the value of an expression piped into it", function()
+    local o, e, rc = repl("1+1\n")
+    assert.are.equal(0, rc, e)
+    assert.is_true(has_value(o, "2"), o)
+  end)
+
+  it("keeps globals from line to line", function()
+    local o, e, rc = repl("x = 21\nx * 2\n")
+    assert.are.equal(0, rc, e)
+    assert.is_true(has_value(o, "42"), o)
+  end)
+
+  it("runs statements and prints several values", function()
+    local o, e, rc = repl("print('hello')\n'a', 'b'\n")
+    assert.are.equal(0, rc, e)
+    assert.is_true(has_value(o, "hello"), o)
+    assert.is_true(has_value(o, "a\tb"), o)
+  end)
+
+  it("prints a tensor with its MindSpore text", function()
+    local o, e, rc = repl("c = require 'cell'\nc.ones({2})\n")
+    assert.are.equal(0, rc, e)
+    assert.is_truthy(o:find("Tensor(shape=[2], dtype=Float32, value=", 1, true), o .. e)
+  end)
+
+  it("reports an error on a line and goes on with the next", function()
+    local o, e, rc = repl("error('boom')\n3 + 4\n")
+    assert.is_truthy((o .. e):find("boom", 1, true), o .. e)
+    assert.is_true(has_value(o, "7"), o .. e)
+    assert.are.equal("number", type(rc))
+  end)
+
+  it("reports a cell error on a line with its exception name", function()
+    local o, e = repl("c = require 'cell'\nc.ones({2}) + c.ones({3})\n5 * 5\n")
+    assert.is_truthy((o .. e):find("ValueError:", 1, true), o .. e)
+    assert.is_true(has_value(o, "25"), o .. e)
+  end)
+
+  it("exits 0 after a script that succeeds", function()
+    local path = script("local x = 1\n")
+    local _, e, rc = run(quote(BIN) .. " " .. quote(path))
+    assert.are.equal(0, rc, e)
+    os.remove(path)
+  end)
+
+  it("exits nonzero with the message on stderr when a script fails", function()
+    local path = script("local x = 1\nerror('kaboom')\n")
+    local o, e, rc = run(quote(BIN) .. " " .. quote(path))
+    assert.are_not.equal(0, rc)
+    assert.is_truthy(e:find("kaboom", 1, true), "stderr: " .. e .. " stdout: " .. o)
+    os.remove(path)
+  end)
+
+  it("exits nonzero on a cell error in a script", function()
+    local path = script("local cell = require 'cell'\nlocal t = cell.zeros({ -1 })\n")
+    local _, e, rc = run(quote(BIN) .. " " .. quote(path))
+    assert.are_not.equal(0, rc)
+    assert.is_truthy(e:find("ValueError:", 1, true), e)
+    os.remove(path)
+  end)
+
+  it("exits nonzero on a syntax error and on a missing script", function()
+    local path = script("local = 1\n")
+    local _, e, rc = run(quote(BIN) .. " " .. quote(path))
+    assert.are_not.equal(0, rc)
+    assert.is_true(#e > 0)
+    os.remove(path)
+    local _, _, rc2 = run(quote(BIN) .. " /nonexistent/dir/none.lua")
+    assert.are_not.equal(0, rc2)
+  end)
+
+  it("passes os.exit's status through", function()
+    local path = script("os.exit(3)\n")
+    local _, _, rc = run(quote(BIN) .. " " .. quote(path))
+    assert.are.equal(3, rc)
+    os.remove(path)
+  end)
+end)

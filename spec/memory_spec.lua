@@ -1,0 +1,117 @@
+-- memory_spec.lua - memory the collector can see (src/lua/lcore.c advances
+-- the GC by tensor bytes): loops of temporaries stay bounded without
+-- collectgarbage(), t:free() releases at once, and the allocator's
+-- statistics (cell.memory_stats) are consistent.
+local cell = require "cell"
+
+local MiB = 1024 * 1024
+
+local function stats() return cell.memory_stats() end
+
+describe("memory", function()
+  it("memory_stats reports numbers", function()
+    local s = stats()
+    for _, k in ipairs({ "in_use", "peak", "cached", "allocations", "os_allocations" }) do
+      assert.are.equal("number", type(s[k]), k)
+      assert.is_true(s[k] >= 0, k)
+    end
+    assert.is_true(s.peak >= s.in_use)
+  end)
+
+  it("200k temporaries c = a + b on 1000-element tensors stay bounded", function()
+    local a, b = cell.rand({ 1000 }), cell.rand({ 1000 })
+    local base = stats().in_use
+    cell.reset_peak_memory()
+    local c
+    for _ = 1, 200000 do
+      c = a + b
+    end
+    local s = stats()
+    assert.are.same({ 1000 }, c.shape)
+    -- 200k results are 800 MB in all; without the collector's help they
+    -- would all be live.
+    assert.is_true(s.in_use - base < 64 * MiB,
+      ("in_use grew by %.1f MiB"):format((s.in_use - base) / MiB))
+    assert.is_true(s.peak - base < 64 * MiB,
+      ("peak grew by %.1f MiB"):format((s.peak - base) / MiB))
+  end)
+
+  it("chains of ops and views on temporaries stay bounded", function()
+    local a = cell.rand({ 50, 20 })
+    local base = stats().in_use
+    cell.reset_peak_memory()
+    local acc = 0
+    for _ = 1, 50000 do
+      local t = (a * 2 + 1):transpose(1, 2):exp()
+      acc = acc + t[{ 1, 1 }]:item()
+    end
+    assert.is_true(acc > 0)
+    local s = stats()
+    assert.is_true(s.peak - base < 64 * MiB,
+      ("peak grew by %.1f MiB"):format((s.peak - base) / MiB))
+  end)
+
+  it("1000 temporaries of 1 MiB each stay bounded", function()
+    local n = 256 * 1024 -- float32: 1 MiB
+    local a, b = cell.ones({ n }), cell.ones({ n })
+    local base = stats().in_use
+    cell.reset_peak_memory()
+    local c
+    for _ = 1, 1000 do
+      c = a + b
+    end
+    assert.are.equal(2, c[n])
+    local s = stats()
+    assert.is_true(s.peak - base < 64 * MiB,
+      ("peak grew by %.1f MiB"):format((s.peak - base) / MiB))
+  end)
+
+  it("the allocator reuses blocks in a steady loop", function()
+    local a, b = cell.rand({ 1000 }), cell.rand({ 1000 })
+    local c
+    for _ = 1, 20000 do c = a + b end -- warm up
+    local before = stats()
+    for _ = 1, 20000 do c = a * b end
+    local after = stats()
+    assert.are.same({ 1000 }, c.shape)
+    local served = after.allocations - before.allocations
+    local from_os = after.os_allocations - before.os_allocations
+    assert.is_true(served >= 20000, "allocations counts every tensor")
+    assert.is_true(from_os < served / 100,
+      ("%d of %d allocations reached the OS"):format(from_os, served))
+  end)
+
+  it("free releases a tensor's bytes at once", function()
+    local t = cell.zeros({ 1024, 1024 }) -- 4 MiB
+    local before = stats().in_use
+    t:free()
+    local after = stats().in_use
+    assert.is_true(before - after >= 4 * MiB,
+      ("in_use fell by %d bytes"):format(before - after))
+    assert.are.equal("Tensor(freed)", tostring(t))
+  end)
+
+  it("a view keeps its storage alive after the base is freed", function()
+    local t = cell.arange(10):float()
+    local v = t[{ { 3, 5 } }]
+    t:free()
+    collectgarbage()
+    assert.are.same({ 2, 3, 4 }, v:totable())
+  end)
+
+  it("collected tensors return their bytes; empty_cache empties the cache", function()
+    collectgarbage()
+    collectgarbage()
+    local base = stats().in_use
+    do
+      local big = {}
+      for i = 1, 16 do big[i] = cell.zeros({ 256 * 1024 }) end
+      assert.is_true(stats().in_use - base >= 16 * MiB)
+    end
+    collectgarbage()
+    collectgarbage()
+    assert.is_true(stats().in_use - base < MiB)
+    cell.empty_cache()
+    assert.are.equal(0, stats().cached)
+  end)
+end)

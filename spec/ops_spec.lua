@@ -1,0 +1,808 @@
+-- ops_spec.lua - tensor ops (src/lua/lops.c, src/lua/lcreate.c,
+-- lua/cell/tensor.lua, lua/cell/ops.lua): elementwise arithmetic with
+-- broadcasting, math, comparisons, selection, reductions, linear algebra
+-- and shape ops. Small cases are checked by hand; larger ones against
+-- spec/fixtures/ops_fixtures.lua (made by spec/fixtures/gen_ops.py).
+local H = require "helpers"
+local cell = require "cell"
+local FX = H.fixtures()
+
+local assert_close, assert_values, assert_shape = H.assert_close, H.assert_values, H.assert_shape
+
+local function wrap(dt, v)
+  if dt == "int8" then return (v + 128) % 256 - 128 end
+  if dt == "uint8" then return v % 256 end
+  return v
+end
+
+local function is_int(dt) return dt == "int8" or dt == "uint8" or dt == "int32" or dt == "int64" end
+
+-- --- binary arithmetic: op x dtype x shape -------------------------------------
+
+local shapes = {
+  { { 2, 3 }, { 2, 3 } },
+  { { 2, 3 }, { 3 } },
+  { { 2, 1 }, { 1, 3 } },
+  { { 3 }, {} },
+  { {}, { 2, 2 } },
+  { { 2, 1, 3 }, { 4, 1 } },
+  { { 4 }, { 1 } },
+}
+
+local arith = {
+  { name = "add", sym = function(a, b) return a + b end, ref = function(x, y) return x + y end },
+  { name = "sub", sym = function(a, b) return a - b end, ref = function(x, y) return x - y end },
+  { name = "mul", sym = function(a, b) return a * b end, ref = function(x, y) return x * y end },
+  { name = "div", sym = function(a, b) return a / b end, ref = function(x, y) return x / y end, nonzero = true },
+  { name = "pow", sym = function(a, b) return a ^ b end, ref = function(x, y) return x ^ y end, small_exp = true },
+  { name = "maximum", ref = function(x, y) return math.max(x, y) end },
+  { name = "minimum", ref = function(x, y) return math.min(x, y) end },
+}
+
+local arith_dtypes = { "float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64" }
+
+local function operands(op, dt, sa, sb)
+  local alo, ahi = -3, 3
+  local blo, bhi = -2, 4
+  if dt == "uint8" then alo, blo = 0, 0 end
+  if op.nonzero then blo, bhi = 1, 4 end
+  if op.small_exp then blo, bhi = 0, 3 end
+  return H.pattern(sa, alo, ahi, 5), H.pattern(sb, blo, bhi, 3)
+end
+
+describe("binary arithmetic with broadcasting", function()
+  for _, op in ipairs(arith) do
+    for _, dt in ipairs(arith_dtypes) do
+      for _, sh in ipairs(shapes) do
+        local sa, sb = sh[1], sh[2]
+        local label = ("%s %s %s %s"):format(op.name, dt, H.shape_str(sa), H.shape_str(sb))
+        it(label, function()
+          local da, db = operands(op, dt, sa, sb)
+          local a, b = cell.tensor(da, cell[dt]), cell.tensor(db, cell[dt])
+          local out_dt = (op.name == "div" and is_int(dt)) and "float32" or dt
+          local expected = H.ref_binary(da, db, function(x, y)
+            local v = op.ref(x, y)
+            if is_int(out_dt) then v = wrap(dt, v) end
+            return v
+          end)
+          local r = a[op.name](a, b)
+          assert.are.equal(out_dt, r.dtype.name, label .. " dtype")
+          assert_close(r, expected, nil, label)
+          if op.sym then assert_close(op.sym(a, b), expected, nil, label .. " (operator)") end
+          -- the same op on non-contiguous operands gives the same values
+          if #sa == 2 and sa[1] > 1 and sa[2] > 1 then
+            local at = cell.tensor(H.transpose2(da), cell[dt]):transpose(1, 2)
+            assert_close(a[op.name](at, b), expected, nil, label .. " (transposed a)")
+          end
+        end)
+      end
+    end
+  end
+
+  it("bool add is or, mul is and", function()
+    local a, b = cell.tensor({ true, true, false, false }), cell.tensor({ true, false, true, false })
+    assert_values(a + b, { true, true, true, false }, "bool")
+    assert_values(a * b, { true, false, false, false }, "bool")
+  end)
+
+  it("promotes mixed dtypes", function()
+    local cases = {
+      { "int32", "float32", "float32" }, { "int64", "int32", "int64" }, { "float32", "float64", "float64" },
+      { "int8", "uint8", "int32" }, { "bool", "int32", "int32" }, { "float16", "bfloat16", "float32" },
+      { "uint8", "int64", "int64" }, { "float16", "float32", "float32" }, { "int64", "float16", "float16" },
+      { "bool", "float64", "float64" },
+    }
+    for _, c in ipairs(cases) do
+      local a = cell.tensor({ 1, 2 }, cell[c[1]])
+      local b = cell.tensor({ 3, 1 }, cell[c[2]])
+      local r = a + b
+      assert.are.equal(c[3], r.dtype.name, c[1] .. " + " .. c[2])
+      assert.are.equal(c[3], (b + a).dtype.name, c[2] .. " + " .. c[1])
+      if c[1] == "bool" then
+        assert_values(r, { 4, 2 }, nil, c[1] .. " + " .. c[2])
+      else
+        assert_values(r, { 4, 3 }, nil, c[1] .. " + " .. c[2])
+      end
+    end
+    assert.are.equal("float32", (cell.tensor({ 1 }, cell.int32) / cell.tensor({ 2 }, cell.int64)).dtype.name)
+  end)
+
+  it("maximum and minimum propagate NaN", function()
+    local nan = 0 / 0
+    local a, b = cell.tensor({ nan, 1, 2 }), cell.tensor({ 1, nan, 3 })
+    local mx, mn = a:maximum(b):totable(), a:minimum(b):totable()
+    assert.is_true(mx[1] ~= mx[1] and mx[2] ~= mx[2])
+    assert.are.equal(3, mx[3])
+    assert.is_true(mn[1] ~= mn[1] and mn[2] ~= mn[2])
+    assert.are.equal(2, mn[3])
+  end)
+
+  it("float division by zero gives inf and nan", function()
+    local r = cell.tensor({ 1, -1, 0 }) / cell.tensor({ 0, 0, 0 })
+    local v = r:totable()
+    assert.are.equal(math.huge, v[1])
+    assert.are.equal(-math.huge, v[2])
+    assert.is_true(v[3] ~= v[3])
+  end)
+end)
+
+describe("tensor and number", function()
+  local t = cell.tensor({ { 1, 2 }, { 3, 4 } })
+
+  it("works on both sides of every operator", function()
+    assert_values(t + 1, { { 2, 3 }, { 4, 5 } }, "float32")
+    assert_values(1 + t, { { 2, 3 }, { 4, 5 } }, "float32")
+    assert_values(t - 1, { { 0, 1 }, { 2, 3 } })
+    assert_values(10 - t, { { 9, 8 }, { 7, 6 } })
+    assert_values(t * 2, { { 2, 4 }, { 6, 8 } })
+    assert_values(2 * t, { { 2, 4 }, { 6, 8 } })
+    assert_values(t / 2, { { 0.5, 1 }, { 1.5, 2 } })
+    assert_values(12 / t, { { 12, 6 }, { 4, 3 } })
+    assert_values(t ^ 2, { { 1, 4 }, { 9, 16 } })
+    assert_values(2 ^ t, { { 2, 4 }, { 8, 16 } })
+    assert_values(-t, { { -1, -2 }, { -3, -4 } })
+    assert_values(t:add(1), { { 2, 3 }, { 4, 5 } })
+    assert_values(t:sub(0.5), { { 0.5, 1.5 }, { 2.5, 3.5 } })
+    assert_values(t:mul(-1), { { -1, -2 }, { -3, -4 } })
+    assert_values(t:div(4), { { 0.25, 0.5 }, { 0.75, 1 } })
+    assert_close(t:pow(0.5), { { 1, math.sqrt(2) }, { math.sqrt(3), 2 } })
+  end)
+
+  it("keeps the tensor's dtype unless the number needs a float", function()
+    local i = cell.tensor({ 1, 2, 3 }, cell.int32)
+    assert_values(i + 1, { 2, 3, 4 }, "int32")
+    assert_values(2 * i, { 2, 4, 6 }, "int32")
+    assert_values(10 - i, { 9, 8, 7 }, "int32")
+    assert_values(i + 1.5, { 2.5, 3.5, 4.5 }, "float32")
+    assert_values(i / 2, { 0.5, 1, 1.5 }, "float32")
+    assert_values(i ^ 2, { 1, 4, 9 }, "int32")
+    local d = cell.tensor({ 1, 2 }, cell.float64)
+    assert_values(d * 2.5, { 2.5, 5 }, "float64")
+    assert_values(cell.tensor({ 1, 2 }, cell.float16) + 1.5, { 2.5, 3.5 }, "float16")
+    assert_values(cell.tensor({ true, false }) + 1, { 2, 1 }, "int64")
+    assert_values(cell.tensor({ 250 }, cell.uint8) + 10, { 4 }, "uint8")
+  end)
+
+  it("in-place forms update and return the tensor", function()
+    local a = cell.tensor({ 1, 2, 3 })
+    local r = a:add_(1)
+    assert.are.equal(a, r)
+    assert_values(a, { 2, 3, 4 })
+    a:mul_(cell.tensor({ 2 }))
+    assert_values(a, { 4, 6, 8 })
+    a:sub_(cell.tensor({ 1, 2, 3 }))
+    assert_values(a, { 3, 4, 5 })
+    a:div_(2)
+    assert_values(a, { 1.5, 2, 2.5 })
+    a:pow_(2)
+    assert_values(a, { 2.25, 4, 6.25 })
+    a:fill_(7)
+    assert_values(a, { 7, 7, 7 })
+    a:zero_()
+    assert_values(a, { 0, 0, 0 })
+    a:copy_(cell.tensor({ 9, 8, 7 }, cell.int64))
+    assert_values(a, { 9, 8, 7 }, "float32")
+    a:copy_(cell.tensor({ 1 }))
+    assert_values(a, { 1, 1, 1 })
+    local i = cell.tensor({ 1, 2 }, cell.int64)
+    i:add_(cell.tensor({ 3, 4 }, cell.int32))
+    assert_values(i, { 4, 6 }, "int64")
+    local m = cell.zeros({ 2, 3 })
+    m:add_(cell.tensor({ 1, 2, 3 }))
+    assert_values(m, { { 1, 2, 3 }, { 1, 2, 3 } })
+    local e = cell.tensor({ 0, 1 })
+    e:exp_()
+    assert_close(e, { 1, math.exp(1) })
+  end)
+
+  it("in-place ops on a view write through to the base", function()
+    local m = cell.ones({ 3, 3 })
+    m[2]:mul_(5)
+    m[{ {}, 3 }]:add_(1)
+    assert_values(m, { { 1, 1, 2 }, { 5, 5, 6 }, { 1, 1, 2 } })
+  end)
+end)
+
+-- --- unary math -------------------------------------------------------------------
+
+describe("unary math", function()
+  local x, p = FX.unary_x, FX.unary_p
+  local float_tol = { float32 = 1e-5, float64 = 1e-12, float16 = 3e-3, bfloat16 = 2e-2 }
+  local function strided(data, dt)
+    -- the values as a non-contiguous column of an n x 2 tensor
+    local rows = {}
+    for i = 1, #data do rows[i] = { data[i], 0 } end
+    return cell.tensor(rows, cell[dt]):select(2, 1)
+  end
+  for _, set in ipairs({ { x, FX.unary }, { p, FX.unary_pos } }) do
+    local input, refs = set[1], set[2]
+    local names = {}
+    for name in pairs(refs) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      for _, dt in ipairs(H.float_dtypes) do
+        it(("%s %s"):format(name, dt), function()
+          local tol = float_tol[dt]
+          local t = cell.tensor(input, cell[dt])
+          local r = t[name](t)
+          assert.are.equal(dt, r.dtype.name)
+          assert_close(r, refs[name], tol, name .. " " .. dt)
+          assert_close(strided(input, dt)[name](strided(input, dt)), refs[name], tol, name .. " " .. dt .. " strided")
+          -- a 2-D shape: the first 12 (or 6) values as a matrix
+          local n = #input - #input % 2
+          local flat, want = {}, {}
+          for i = 1, n do flat[i], want[i] = input[i], refs[name][i] end
+          local m = cell.tensor(flat, cell[dt]):reshape({ 2, n / 2 })
+          assert_close(m[name](m), H.nest({ 2, n / 2 }, want), tol, name .. " " .. dt .. " 2-D")
+        end)
+      end
+    end
+  end
+
+  it("rounds half to even", function()
+    assert_values(cell.tensor({ -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.4, 0.6 }):round(),
+      { -2, -2, 0, 0, 2, 2, 0, 1 }, "float32")
+  end)
+
+  it("math on integer tensors gives float32; abs, neg, sign, relu keep the dtype", function()
+    local i = cell.tensor({ -2, 0, 3 }, cell.int32)
+    assert_close(i:exp(), { math.exp(-2), 1, math.exp(3) })
+    assert.are.equal("float32", i:exp().dtype.name)
+    assert.are.equal("float32", cell.tensor({ 1, 4 }, cell.int64):sqrt().dtype.name)
+    assert_close(cell.tensor({ 1, 4 }, cell.int64):sqrt(), { 1, 2 })
+    assert.are.equal("float32", i:sigmoid().dtype.name)
+    assert_values(i:abs(), { 2, 0, 3 }, "int32")
+    assert_values(i:neg(), { 2, 0, -3 }, "int32")
+    assert_values(-i, { 2, 0, -3 }, "int32")
+    assert_values(i:sign(), { -1, 0, 1 }, "int32")
+    assert_values(i:relu(), { 0, 0, 3 }, "int32")
+    assert_values(i:floor(), { -2, 0, 3 }, "int32")
+    assert_values(cell.tensor({ -5, 7 }, cell.int8):abs(), { 5, 7 }, "int8")
+  end)
+
+  it("special values", function()
+    local r = cell.tensor({ 0, -1, 1 }):log():totable()
+    assert.are.equal(-math.huge, r[1])
+    assert.is_true(r[2] ~= r[2])
+    assert.are.equal(0, r[3])
+    assert_close(cell.tensor({ -100, 100 }):sigmoid(), { 0, 1 })
+    assert_close(cell.tensor({ -100, 100 }):silu(), { 0, 100 })
+    assert_close(cell.tensor({ 0, 4 }):rsqrt(), { math.huge, 0.5 })
+    assert_values(cell.tensor({ -0.0, 0.0, -3, 2 }):sign(), { 0, 0, -1, 1 })
+  end)
+
+  it("logical_not, logical_and, logical_or", function()
+    local a, b = cell.tensor({ true, true, false, false }), cell.tensor({ true, false, true, false })
+    assert_values(a:logical_and(b), { true, false, false, false }, "bool")
+    assert_values(a:logical_or(b), { true, true, true, false }, "bool")
+    assert_values(a:logical_not(), { false, false, true, true }, "bool")
+    local f = cell.tensor({ 0, 2, -1 })
+    assert_values(f:logical_not(), { true, false, false }, "bool")
+    assert_values(f:logical_and(cell.tensor({ 1, 1, 0 })), { false, true, false }, "bool")
+    assert_values(f:logical_or(0), { false, true, true }, "bool")
+  end)
+end)
+
+-- --- comparisons -------------------------------------------------------------------
+
+describe("comparisons", function()
+  local cmps = {
+    { "eq", function(x, y) return x == y end }, { "ne", function(x, y) return x ~= y end },
+    { "lt", function(x, y) return x < y end }, { "le", function(x, y) return x <= y end },
+    { "gt", function(x, y) return x > y end }, { "ge", function(x, y) return x >= y end },
+  }
+  local dts = { "float32", "float64", "float16", "int8", "uint8", "int32", "int64" }
+  local cshapes = { { { 2, 3 }, { 2, 3 } }, { { 2, 3 }, { 3 } }, { { 3, 1 }, { 1, 2 } }, { { 4 }, {} } }
+  for _, c in ipairs(cmps) do
+    for _, dt in ipairs(dts) do
+      for _, sh in ipairs(cshapes) do
+        local label = ("%s %s %s %s"):format(c[1], dt, H.shape_str(sh[1]), H.shape_str(sh[2]))
+        it(label, function()
+          local da, db = H.pattern(sh[1], 0, 3, 5), H.pattern(sh[2], 0, 3, 3)
+          local a, b = cell.tensor(da, cell[dt]), cell.tensor(db, cell[dt])
+          local r = a[c[1]](a, b)
+          assert.are.equal("bool", r.dtype.name)
+          assert_values(r, H.ref_binary(da, db, c[2]), "bool", label)
+          -- against a number
+          assert_values(a[c[1]](a, 2), H.map(da, function(v) return c[2](v, 2) end), "bool", label .. " vs 2")
+        end)
+      end
+    end
+  end
+
+  it("compare across dtypes and against fractional numbers", function()
+    local i = cell.tensor({ 1, 2, 3 }, cell.int32)
+    assert_values(i:gt(1.5), { false, true, true }, "bool")
+    assert_values(i:eq(cell.tensor({ 1, 2.5, 3 })), { true, false, true }, "bool")
+    assert_values(cell.tensor({ true, false }):eq(cell.tensor({ true, true })), { true, false }, "bool")
+    local nan = 0 / 0
+    assert_values(cell.tensor({ nan, 1 }):eq(cell.tensor({ nan, 1 })), { false, true })
+    assert_values(cell.tensor({ nan, 1 }):ne(cell.tensor({ nan, 1 })), { true, false })
+  end)
+end)
+
+-- --- where, masked_fill, clamp -----------------------------------------------------
+
+describe("where, masked_fill, clamp", function()
+  it("where selects with broadcasting", function()
+    local cond = cell.tensor({ { true, false, true }, { false, false, true } })
+    local a = cell.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
+    local b = cell.tensor({ -1, -2, -3 })
+    assert_values(cell.where(cond, a, b), { { 1, -2, 3 }, { -1, -2, 6 } }, "float32")
+    local c1 = cell.tensor({ { true }, { false } })
+    assert_values(cell.where(c1, a, b), { { 1, 2, 3 }, { -1, -2, -3 } })
+  end)
+
+  it("where takes numbers on either side", function()
+    local cond = cell.tensor({ true, false, true })
+    local a = cell.tensor({ 1, 2, 3 }, cell.int32)
+    local r = cell.where(cond, a, 0)
+    assert_values(r, { 1, 0, 3 }, "int32")
+    assert_values(cell.where(cond, 9, a), { 9, 2, 9 }, "int32")
+    assert_values(cell.where(cond, a, 0.5), { 1, 0.5, 3 }, "float32")
+    assert_values(cell.where(cond, 1, -1), { 1, -1, 1 })
+    assert_values(cell.where(cond, cell.tensor({ 1, 2, 3 }, cell.float64), a), { 1, 2, 3 }, "float64")
+  end)
+
+  it("masked_fill", function()
+    local a = cell.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
+    assert_values(a:masked_fill(a:gt(3), 0), { { 1, 2, 3 }, { 0, 0, 0 } }, "float32")
+    assert_values(a:masked_fill(cell.tensor({ true, false, true }), -1), { { -1, 2, -1 }, { -1, 5, -1 } })
+    local i = cell.tensor({ 1, 2, 3 }, cell.int64)
+    assert_values(i:masked_fill(cell.tensor({ false, true, false }), 7), { 1, 7, 3 }, "int64")
+    assert_values(a, { { 1, 2, 3 }, { 4, 5, 6 } }) -- not in place
+  end)
+
+  it("clamp with min, max, or both", function()
+    local a = cell.tensor({ -3, -1, 0, 2, 5 })
+    assert_values(a:clamp(-1, 2), { -1, -1, 0, 2, 2 }, "float32")
+    assert_values(a:clamp(0), { 0, 0, 0, 2, 5 })
+    assert_values(a:clamp(nil, 1), { -3, -1, 0, 1, 1 })
+    assert_values(a:clamp(-0.5, 0.5), { -0.5, -0.5, 0, 0.5, 0.5 })
+    local i = cell.tensor({ -3, 0, 9 }, cell.int32)
+    assert_values(i:clamp(-1, 4), { -1, 0, 4 }, "int32")
+    assert_values(cell.tensor({ { 1, 9 }, { 5, -5 } }, cell.float64):clamp(0, 6), { { 1, 6 }, { 5, 0 } }, "float64")
+  end)
+end)
+
+-- --- reductions --------------------------------------------------------------------
+
+describe("reductions", function()
+  local R = FX.reduce
+  local inputs = {
+    { "contiguous", function(dt) return cell.tensor(FX.m, cell[dt]) end },
+    { "transposed view", function(dt) return cell.tensor(FX.mt, cell[dt]):transpose(1, 2) end },
+  }
+  local tols = { float32 = 2e-5, float64 = 1e-12 }
+
+  -- {label, function(t) return result end, expected}
+  local cases = {
+    { "sum()", function(t) return t:sum() end, R.sum },
+    { "sum(1)", function(t) return t:sum(1) end, R.sum_d1 },
+    { "sum(2)", function(t) return t:sum(2) end, R.sum_d2 },
+    { "sum(-1)", function(t) return t:sum(-1) end, R.sum_d2 },
+    { "sum(-2)", function(t) return t:sum(-2) end, R.sum_d1 },
+    { "sum(2, true)", function(t) return t:sum(2, true) end, R.sum_d2_keep },
+    { "sum{dim=2, keepdim=true}", function(t) return t:sum { dim = 2, keepdim = true } end, R.sum_d2_keep },
+    { "sum({1, 2})", function(t) return t:sum({ 1, 2 }) end, R.sum },
+    { "sum({-1, 1})", function(t) return t:sum({ -1, 1 }) end, R.sum },
+    { "mean()", function(t) return t:mean() end, R.mean },
+    { "mean(1)", function(t) return t:mean(1) end, R.mean_d1 },
+    { "mean(-1)", function(t) return t:mean(-1) end, R.mean_d2 },
+    { "prod()", function(t) return t:prod() end, R.prod },
+    { "prod(1)", function(t) return t:prod(1) end, R.prod_d1 },
+    { "prod(2)", function(t) return t:prod(2) end, R.prod_d2 },
+    { "var() has ddof 0", function(t) return t:var() end, R.var0 },
+    { "var(1)", function(t) return t:var(1) end, R.var0_d1 },
+    { "var(-1)", function(t) return t:var(-1) end, R.var0_d2 },
+    { "var(2, true)", function(t) return t:var(2, true) end, R.var0_d2_keep },
+    { "var{ddof=1}", function(t) return t:var { ddof = 1 } end, R.var1 },
+    { "var{dim=1, ddof=1}", function(t) return t:var { dim = 1, ddof = 1 } end, R.var1_d1 },
+    { "var(2, {ddof=1, keepdim=true})", function(t) return t:var(2, { ddof = 1, keepdim = true }) end, R.var1_d2_keep },
+    { "var(2, 1) (MindSpore's positional ddof)", function(t) return t:var(2, 1) end, R.var1_d2 },
+    { "var(2, 1, true)", function(t) return t:var(2, 1, true) end, R.var1_d2_keep },
+    { "std()", function(t) return t:std() end, R.std0 },
+    { "std(1)", function(t) return t:std(1) end, R.std0_d1 },
+    { "std(2)", function(t) return t:std(2) end, R.std0_d2 },
+    { "std{ddof=1}", function(t) return t:std { ddof = 1 } end, R.std1 },
+    { "std{dim=-1, ddof=1}", function(t) return t:std { dim = -1, ddof = 1 } end, R.std1_d2 },
+    { "std(1, 1) (positional ddof)", function(t) return t:std(1, 1) end, R.std1_d1 },
+    { "norm()", function(t) return t:norm() end, R.norm2 },
+    { "norm(2, 2)", function(t) return t:norm(2, 2) end, R.norm2_d2 },
+    { "norm(2, 1, true)", function(t) return t:norm(2, 1, true) end, R.norm2_d1_keep },
+    { "norm{p=2, dim=1, keepdim=true}", function(t) return t:norm { p = 2, dim = 1, keepdim = true } end, R.norm2_d1_keep },
+    { "norm(1)", function(t) return t:norm(1) end, R.norm1 },
+    { "norm(1, 1)", function(t) return t:norm(1, 1) end, R.norm1_d1 },
+    { "norm(3)", function(t) return t:norm(3) end, R.norm3 },
+    { "norm(3, -1)", function(t) return t:norm(3, -1) end, R.norm3_d2 },
+    { "norm(inf)", function(t) return t:norm(math.huge) end, R.norminf },
+    { "norm{p=inf, dim=2}", function(t) return t:norm { p = math.huge, dim = 2 } end, R.norminf_d2 },
+    { "cumsum(1)", function(t) return t:cumsum(1) end, R.cumsum_d1 },
+    { "cumsum(2)", function(t) return t:cumsum(2) end, R.cumsum_d2 },
+    { "cumsum(-1)", function(t) return t:cumsum(-1) end, R.cumsum_d2 },
+    { "max()", function(t) return t:max() end, R.max },
+    { "min()", function(t) return t:min() end, R.min },
+    { "max(1) values", function(t) return (t:max(1)) end, R.max_d1 },
+    { "max(1) indices", function(t) return select(2, t:max(1)) end, R.max_d1_idx, "int64" },
+    { "max(2) values", function(t) return (t:max(2)) end, R.max_d2 },
+    { "max(-1) indices", function(t) return select(2, t:max(-1)) end, R.max_d2_idx, "int64" },
+    { "min(1) values", function(t) return (t:min(1)) end, R.min_d1 },
+    { "min(1) indices", function(t) return select(2, t:min(1)) end, R.min_d1_idx, "int64" },
+    { "min(2) indices", function(t) return select(2, t:min(2)) end, R.min_d2_idx, "int64" },
+    { "argmax()", function(t) return t:argmax() end, R.argmax, "int64" },
+    { "argmin()", function(t) return t:argmin() end, R.argmin, "int64" },
+    { "argmax(1)", function(t) return t:argmax(1) end, R.argmax_d1, "int64" },
+    { "argmax(-1)", function(t) return t:argmax(-1) end, R.argmax_d2, "int64" },
+    { "argmin(2)", function(t) return t:argmin(2) end, R.argmin_d2, "int64" },
+  }
+
+  for _, input in ipairs(inputs) do
+    for _, dt in ipairs({ "float32", "float64" }) do
+      for _, c in ipairs(cases) do
+        local label = ("%s on a %s %s"):format(c[1], dt, input[1])
+        it(label, function()
+          local t = input[2](dt)
+          local r = c[2](t)
+          local want_dt = c[4] or dt
+          assert.are.equal(want_dt, r.dtype.name, label .. " dtype")
+          assert_close(r, c[3], c[4] and 0 or tols[dt], label)
+        end)
+      end
+    end
+  end
+
+  it("max and min along a dimension return values and 1-based indices", function()
+    local t = cell.tensor({ { 3, 9, 1 }, { 7, 2, 8 } })
+    local v, i = t:max(2)
+    assert_values(v, { 9, 8 }, "float32")
+    assert_values(i, { 2, 3 }, "int64")
+    v, i = t:min(1)
+    assert_values(v, { 3, 2, 1 })
+    assert_values(i, { 1, 2, 1 }, "int64")
+    v, i = t:max(1, true)
+    assert_values(v, { { 7, 9, 8 } })
+    assert_values(i, { { 2, 1, 2 } })
+    v, i = t:max { dim = -1, keepdim = true }
+    assert_values(v, { { 9 }, { 8 } })
+    assert_values(i, { { 2 }, { 3 } })
+    -- ties: the first position
+    v, i = cell.tensor({ 5, 1, 5, 5 }):max(1)
+    assert_values(v, 5)
+    assert_values(i, 1)
+    assert_values(cell.tensor({ 2, 0, 0, 2 }):argmin(), 2, "int64")
+    assert_values(cell.tensor({ { 1, 4 }, { 4, 1 } }):argmax(), 2, "int64")
+    assert_values(cell.tensor({ { 1, 4 }, { 4, 1 } }):argmax(1, true), { { 2, 1 } }, "int64")
+  end)
+
+  it("reduces integer and bool tensors with MindSpore's result dtypes", function()
+    local i = cell.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, cell.int32)
+    assert_values(i:sum(), 21, "int64")
+    assert_values(i:sum(1), { 5, 7, 9 }, "int64")
+    assert_values(i:prod(2), { 6, 120 }, "int64")
+    assert_values(i:mean(), 3.5, "float32")
+    assert_values(i:mean(2), { 2, 5 }, "float32")
+    assert_values(i:max(), 6, "int32")
+    local v, idx = i:min(2)
+    assert_values(v, { 1, 4 }, "int32")
+    assert_values(idx, { 1, 1 }, "int64")
+    assert_values(i:argmax(2), { 3, 3 }, "int64")
+    assert_close(i:var(), 35 / 12)
+    assert.are.equal("float32", i:var().dtype.name)
+    assert_values(i:cumsum(2), { { 1, 3, 6 }, { 4, 9, 15 } }, "int64")
+    assert_values(cell.tensor({ 100, 100, 100 }, cell.int8):sum(), 300, "int64")
+    local b = cell.tensor({ { true, false, true }, { true, true, true } })
+    assert_values(b:sum(), 5, "int64")
+    assert_values(b:all(), false, "bool")
+    assert_values(b:all(2), { false, true }, "bool")
+    assert_values(b:any(1), { true, true, true }, "bool")
+    assert_values(b:all(1, true), { { true, false, true } }, "bool")
+    assert_values(cell.tensor({ 0, 0.5 }):any(), true, "bool")
+    assert_values(cell.tensor({ 0, 0.5 }):all(), false, "bool")
+    assert_values(cell.tensor({ 1.5, 2 }, cell.float16):sum(), 3.5, "float16")
+  end)
+
+  it("sum and mean of an empty dimension", function()
+    local e = cell.zeros({ 0, 3 })
+    assert_values(e:sum(1), { 0, 0, 0 })
+    assert_values(e:sum(), 0)
+    assert_values(e:prod(1), { 1, 1, 1 })
+  end)
+
+  it("var and std by hand", function()
+    local t = cell.tensor({ 1, 2, 3, 4 })
+    assert_close(t:var(), 1.25)
+    assert_close(t:var { ddof = 1 }, 5 / 3)
+    assert_close(t:std(), math.sqrt(1.25))
+    assert_close(t:std { ddof = 1 }, math.sqrt(5 / 3))
+    assert_close(cell.tensor({ { 1, 3 }, { 5, 11 } }):var(1), { 4, 16 })
+    assert_close(cell.tensor({ 7 }):var(), 0)
+  end)
+
+  it("norm and cumsum by hand", function()
+    assert_close(cell.tensor({ 3, -4 }):norm(), 5)
+    assert_close(cell.tensor({ 3, -4 }):norm(1), 7)
+    assert_close(cell.tensor({ 3, -4 }):norm(math.huge), 4)
+    assert_close(cell.tensor({ { 3, 4 }, { 6, 8 } }):norm(2, 2), { 5, 10 })
+    assert_values(cell.tensor({ 1, 2, 3, 4 }):cumsum(1), { 1, 3, 6, 10 })
+    assert_values(cell.tensor({ { 1, 2 }, { 3, 4 } }):cumsum(1), { { 1, 2 }, { 4, 6 } })
+  end)
+
+  describe("on a 3-D tensor", function()
+    local R3 = FX.reduce3
+    local cases3 = {
+      { "sum({1, 3})", function(t) return t:sum({ 1, 3 }) end, R3.sum_d13 },
+      { "sum({1, 3}, true)", function(t) return t:sum({ 1, 3 }, true) end, R3.sum_d13_keep },
+      { "sum{dim={-3, -1}, keepdim=true}", function(t) return t:sum { dim = { -3, -1 }, keepdim = true } end, R3.sum_d13_keep },
+      { "mean(-1)", function(t) return t:mean(-1) end, R3.mean_dm1 },
+      { "var({1, 2})", function(t) return t:var({ 1, 2 }) end, R3.var0_d12 },
+      { "std{dim=-1, ddof=1}", function(t) return t:std { dim = -1, ddof = 1 } end, R3.std1_dm1 },
+      { "norm(2, -2)", function(t) return t:norm(2, -2) end, R3.norm2_dm2 },
+      { "cumsum(2)", function(t) return t:cumsum(2) end, R3.cumsum_d2 },
+      { "cumsum(-1)", function(t) return t:cumsum(-1) end, R3.cumsum_dm1 },
+      { "prod(3)", function(t) return t:prod(3) end, R3.prod_d3 },
+      { "max(2) values", function(t) return (t:max(2)) end, R3.max_d2 },
+      { "max(2) indices", function(t) return select(2, t:max(2)) end, R3.max_d2_idx, "int64" },
+      { "argmax(-1)", function(t) return t:argmax(-1) end, R3.argmax_dm1, "int64" },
+      { "argmin(1, true)", function(t) return t:argmin(1, true) end, R3.argmin_d1_keep, "int64" },
+    }
+    local function permuted(dt)
+      -- the same values, as a non-contiguous view: permute a contiguous
+      -- [4, 2, 3] copy back to [2, 3, 4]
+      local c = cell.tensor(FX.t3, cell[dt]):permute(3, 1, 2):contiguous()
+      return c:permute(2, 3, 1)
+    end
+    for _, dt in ipairs({ "float32", "float64" }) do
+      for _, c in ipairs(cases3) do
+        it(("%s %s"):format(c[1], dt), function()
+          local want_dt = c[4] or dt
+          local tol = c[4] and 0 or (dt == "float32" and 2e-5 or 1e-12)
+          local r = c[2](cell.tensor(FX.t3, cell[dt]))
+          assert.are.equal(want_dt, r.dtype.name)
+          assert_close(r, c[3], tol, c[1])
+          local p = permuted(dt)
+          assert.is_false(p:is_contiguous())
+          assert_close(c[2](p), c[3], tol, c[1] .. " (permuted view)")
+        end)
+      end
+    end
+  end)
+
+  describe("on a long vector", function()
+    local L = FX.long
+    local data = {}
+    for k = 1, L.n do data[k] = ((k - 1) * 7919 % 1009 - 504) / 256 end
+    for _, dt in ipairs({ "float32", "float64" }) do
+      it("sum, mean, var, norm, max, argmax, cumsum " .. dt, function()
+        local tol = dt == "float32" and 1e-5 or 1e-10
+        local t = cell.tensor(data, cell[dt])
+        assert_close(t:sum(), L.sum, tol * 100, "sum")
+        assert_close(t:mean(), L.mean, tol, "mean")
+        assert_close(t:var(), L.var0, tol, "var")
+        assert_close(t:norm(), L.norm2, tol, "norm")
+        assert_close(t:max(), L.max, 0, "max")
+        assert_values(t:argmax(), L.argmax, "int64", "argmax")
+        local cs = t:cumsum(1)
+        assert_close(cs[L.n], L.cumsum_last, tol * 100, "cumsum")
+        -- the same through a strided view of a 2 x n tensor
+        local two = cell.stack({ t, t * 0 }, 2) -- [n, 2]
+        local col = two:select(2, 1)
+        assert.is_false(col:is_contiguous())
+        assert_close(col:sum(), L.sum, tol * 100, "strided sum")
+        assert_values(col:argmax(), L.argmax, "int64", "strided argmax")
+      end)
+    end
+  end)
+end)
+
+-- --- linear algebra -----------------------------------------------------------------
+
+describe("linear algebra", function()
+  local tols = { float32 = 1e-5, float64 = 1e-12 }
+  for _, dt in ipairs({ "float32", "float64" }) do
+    local D = cell[dt]
+    local tol = tols[dt]
+    describe(dt, function()
+      it("matmul 5x7 by 7x3", function()
+        local a, b = cell.tensor(FX.matmul.a, D), cell.tensor(FX.matmul.b, D)
+        local r = a:matmul(b)
+        assert.are.equal(dt, r.dtype.name)
+        assert_close(r, FX.matmul.out, tol)
+        assert_close(a:mm(b), FX.matmul.out, tol)
+        assert_close(cell.ops.matmul(a, b), FX.matmul.out, tol)
+      end)
+
+      it("matmul of transposed views", function()
+        local at = cell.tensor(FX.matmul_t.at, D):transpose(1, 2)
+        local bt = cell.tensor(FX.matmul_t.bt, D):transpose(1, 2)
+        local a, b = cell.tensor(FX.matmul.a, D), cell.tensor(FX.matmul.b, D)
+        assert_close(at:matmul(bt), FX.matmul_t.out, tol)
+        assert_close(at:matmul(b), FX.matmul_t.out, tol)
+        assert_close(a:matmul(bt), FX.matmul_t.out, tol)
+        assert_close(at:mm(bt), FX.matmul_t.out, tol)
+      end)
+
+      it("matmul 33x40 by 40x20", function()
+        local a, b = cell.tensor(FX.matmul_big.a, D), cell.tensor(FX.matmul_big.b, D)
+        assert_close(a:matmul(b), FX.matmul_big.out, tol * 10)
+        local at = cell.tensor(H.transpose2(FX.matmul_big.a), D):transpose(1, 2)
+        assert_close(at:matmul(b), FX.matmul_big.out, tol * 10)
+      end)
+
+      it("batched matmul broadcasts batch dims: [2,1,3,4] @ [3,4,2]", function()
+        local a, b = cell.tensor(FX.matmul_batched.a, D), cell.tensor(FX.matmul_batched.b, D)
+        local r = a:matmul(b)
+        assert_shape(r, { 2, 3, 3, 2 })
+        assert_close(r, FX.matmul_batched.out, tol)
+      end)
+
+      it("matmul [2,3,4] @ [4,5] and bmm [2,3,4] @ [2,4,5]", function()
+        local p = cell.tensor(FX.matmul_3d_2d.a, D)
+        assert_close(p:matmul(cell.tensor(FX.matmul_3d_2d.b, D)), FX.matmul_3d_2d.out, tol)
+        local q = cell.tensor(FX.bmm.b, D)
+        assert_close(p:bmm(q), FX.bmm.out, tol)
+        assert_close(p:matmul(q), FX.bmm.out, tol)
+      end)
+
+      it("1-D operands", function()
+        local v = cell.tensor(FX.matmul_vec_mat.a, D)
+        local r = v:matmul(cell.tensor(FX.matmul_vec_mat.b, D))
+        assert_shape(r, { 3 })
+        assert_close(r, FX.matmul_vec_mat.out, tol)
+        r = cell.tensor(FX.matmul_mat_vec.a, D):matmul(cell.tensor(FX.matmul_mat_vec.b, D))
+        assert_shape(r, { 5 })
+        assert_close(r, FX.matmul_mat_vec.out, tol)
+        r = cell.tensor(FX.matmul_vec_batched.a, D):matmul(cell.tensor(FX.matmul_vec_batched.b, D))
+        assert_shape(r, { 3, 4 })
+        assert_close(r, FX.matmul_vec_batched.out, tol)
+        local d = cell.tensor(FX.dot.a, D):dot(cell.tensor(FX.dot.b, D))
+        assert_shape(d, {})
+        assert_close(d, FX.dot.out, tol)
+        local m = cell.tensor(FX.dot.a, D):matmul(cell.tensor(FX.dot.b, D))
+        assert_shape(m, {})
+        assert_close(m, FX.dot.out, tol)
+      end)
+    end)
+  end
+
+  it("by hand, with integer and mixed dtypes", function()
+    local a = cell.tensor({ { 1, 2 }, { 3, 4 } }, cell.int32)
+    local b = cell.tensor({ { 5, 6 }, { 7, 8 } }, cell.int32)
+    assert_values(a:matmul(b), { { 19, 22 }, { 43, 50 } }, "int32")
+    assert_values(a:matmul(cell.tensor({ { 1 }, { 0.5 } })), { { 2 }, { 5 } }, "float32")
+    assert_values(cell.tensor({ 1, 2, 3 }, cell.int64):dot(cell.tensor({ 4, 5, 6 }, cell.int64)), 32, "int64")
+    assert_values(cell.tensor({ { 1, 2, 3 } }):matmul(cell.tensor({ { 1 }, { 1 }, { 1 } })), { { 6 } })
+    assert_values(cell.zeros({ 2, 0 }):matmul(cell.zeros({ 0, 3 })), { { 0, 0, 0 }, { 0, 0, 0 } })
+  end)
+end)
+
+-- --- shape ops -------------------------------------------------------------------------
+
+describe("shape ops", function()
+  local a = cell.tensor({ { 1, 2 }, { 3, 4 } })
+  local b = cell.tensor({ { 5, 6 }, { 7, 8 } })
+
+  it("cat", function()
+    assert_values(cell.cat({ a, b }), { { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } }, "float32")
+    assert_values(cell.cat({ a, b }, 1), { { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } })
+    assert_values(cell.cat({ a, b }, 2), { { 1, 2, 5, 6 }, { 3, 4, 7, 8 } })
+    assert_values(cell.cat({ a, b }, -1), { { 1, 2, 5, 6 }, { 3, 4, 7, 8 } })
+    assert_values(cell.cat({ a, cell.tensor({ { 9, 10 } }), b }, 1), { { 1, 2 }, { 3, 4 }, { 9, 10 }, { 5, 6 }, { 7, 8 } })
+    assert_values(cell.cat({ a:transpose(1, 2), b }, 2), { { 1, 3, 5, 6 }, { 2, 4, 7, 8 } })
+    assert_values(cell.cat({ cell.tensor({ 1, 2 }, cell.int64), cell.tensor({ 3 }, cell.int64) }), { 1, 2, 3 }, "int64")
+    assert_values(cell.ops.concat({ a, b }, 2), { { 1, 2, 5, 6 }, { 3, 4, 7, 8 } })
+    assert_values(cell.cat({ a }), a:totable())
+  end)
+
+  it("stack", function()
+    local s = cell.stack({ a, b })
+    assert_shape(s, { 2, 2, 2 })
+    assert_values(s, { { { 1, 2 }, { 3, 4 } }, { { 5, 6 }, { 7, 8 } } })
+    assert_values(cell.stack({ a, b }, 2), { { { 1, 2 }, { 5, 6 } }, { { 3, 4 }, { 7, 8 } } })
+    assert_values(cell.stack({ a, b }, 3), { { { 1, 5 }, { 2, 6 } }, { { 3, 7 }, { 4, 8 } } })
+    assert_values(cell.stack({ a, b }, -1), { { { 1, 5 }, { 2, 6 } }, { { 3, 7 }, { 4, 8 } } })
+    assert_values(cell.stack({ cell.tensor({ 1, 2 }), cell.tensor({ 3, 4 }), cell.tensor({ 5, 6 }) }), { { 1, 2 }, { 3, 4 }, { 5, 6 } })
+  end)
+
+  it("split by size or sections, and chunk", function()
+    local t = cell.arange(10):reshape({ 5, 2 })
+    local parts = t:split(2)
+    assert.are.equal(3, #parts)
+    assert_values(parts[1], { { 0, 1 }, { 2, 3 } })
+    assert_values(parts[2], { { 4, 5 }, { 6, 7 } })
+    assert_values(parts[3], { { 8, 9 } })
+    parts = t:split({ 1, 4 }, 1)
+    assert.are.equal(2, #parts)
+    assert_values(parts[1], { { 0, 1 } })
+    assert_shape(parts[2], { 4, 2 })
+    parts = t:split(1, 2)
+    assert.are.equal(2, #parts)
+    assert_values(parts[2], { { 1 }, { 3 }, { 5 }, { 7 }, { 9 } })
+    parts = t:split(1, -1)
+    assert.are.equal(2, #parts)
+    local c = cell.arange(6):chunk(3)
+    assert.are.equal(3, #c)
+    assert_values(c[3], { 4, 5 })
+    c = cell.arange(5):chunk(2)
+    assert.are.equal(2, #c)
+    assert_values(c[1], { 0, 1, 2 })
+    assert_values(c[2], { 3, 4 })
+    c = t:chunk(2, 2)
+    assert_values(c[1], { { 0 }, { 2 }, { 4 }, { 6 }, { 8 } })
+    -- the pieces are views
+    parts = t:split(2)
+    parts[1]:fill_(-1)
+    assert_values(t[1], { -1, -1 })
+  end)
+
+  it("gather with 1-based indices", function()
+    local t = cell.tensor({ { 1, 2 }, { 3, 4 } })
+    assert_values(t:gather(2, cell.tensor({ { 1, 1 }, { 2, 1 } }, cell.int64)), { { 1, 1 }, { 4, 3 } }, "float32")
+    assert_values(t:gather(1, cell.tensor({ { 1, 2 }, { 2, 1 } }, cell.int64)), { { 1, 4 }, { 3, 2 } })
+    assert_values(t:gather(-1, cell.tensor({ { 2 }, { 1 } }, cell.int32)), { { 2 }, { 3 } })
+    local m = cell.arange(12):reshape({ 3, 4 })
+    assert_values(m:gather(2, cell.tensor({ { 4, 1 }, { 2, 2 }, { 3, 4 } }, cell.int64)), { { 3, 0 }, { 5, 5 }, { 10, 11 } }, "int64")
+    assert_values(m:gather(1, cell.tensor({ { 3, 1, 2, 3 } }, cell.int64)), { { 8, 1, 6, 11 } })
+  end)
+
+  it("scatter with 1-based indices, out of place", function()
+    local src = cell.arange(1, 11):reshape({ 2, 5 }):float()
+    local z = cell.zeros({ 3, 5 })
+    local r = z:scatter(1, cell.tensor({ { 1, 2, 3, 1 } }, cell.int64), src)
+    assert_values(r, { { 1, 0, 0, 4, 0 }, { 0, 2, 0, 0, 0 }, { 0, 0, 3, 0, 0 } }, "float32")
+    assert_values(z, { { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 } })
+    local z2 = cell.zeros({ 2, 4 })
+    assert_values(z2:scatter(2, cell.tensor({ { 2 }, { 4 } }, cell.int64), cell.tensor({ { 9 }, { 8 } })),
+      { { 0, 9, 0, 0 }, { 0, 0, 0, 8 } })
+    assert_values(z2:scatter(-1, cell.tensor({ { 1, 3 } }, cell.int32), cell.tensor({ { 5, 6 } })),
+      { { 5, 0, 6, 0 }, { 0, 0, 0, 0 } })
+  end)
+
+  it("index_select with 1-based indices", function()
+    local m = cell.arange(12):reshape({ 3, 4 })
+    assert_values(m:index_select(1, cell.tensor({ 3, 1 }, cell.int64)), { { 8, 9, 10, 11 }, { 0, 1, 2, 3 } }, "int64")
+    assert_values(m:index_select(2, cell.tensor({ 2, 2, 4 }, cell.int64)), { { 1, 1, 3 }, { 5, 5, 7 }, { 9, 9, 11 } })
+    assert_values(m:index_select(-1, cell.tensor({ 1 }, cell.int32)), { { 0 }, { 4 }, { 8 } })
+    assert_values(m:transpose(1, 2):index_select(1, cell.tensor({ 4 }, cell.int64)), { { 3, 7, 11 } })
+  end)
+
+  it("tile", function()
+    local v = cell.tensor({ 1, 2, 3 })
+    assert_values(v:tile({ 2 }), { 1, 2, 3, 1, 2, 3 })
+    local m = cell.tensor({ { 1, 2 }, { 3, 4 } })
+    assert_values(m:tile({ 2, 1 }), { { 1, 2 }, { 3, 4 }, { 1, 2 }, { 3, 4 } })
+    assert_values(m:tile({ 1, 2 }), { { 1, 2, 1, 2 }, { 3, 4, 3, 4 } })
+    assert_values(cell.tensor({ 1, 2 }):tile({ 2, 2 }), { { 1, 2, 1, 2 }, { 1, 2, 1, 2 } })
+    assert_values(m:tile(2, 2), { { 1, 2, 1, 2 }, { 3, 4, 3, 4 }, { 1, 2, 1, 2 }, { 3, 4, 3, 4 } })
+  end)
+
+  it("repeat_interleave", function()
+    assert_values(cell.tensor({ 1, 2, 3 }):repeat_interleave(2), { 1, 1, 2, 2, 3, 3 })
+    local m = cell.tensor({ { 1, 2 }, { 3, 4 } })
+    assert_values(m:repeat_interleave(2), { 1, 1, 2, 2, 3, 3, 4, 4 })
+    assert_values(m:repeat_interleave(2, 1), { { 1, 2 }, { 1, 2 }, { 3, 4 }, { 3, 4 } })
+    assert_values(m:repeat_interleave(3, 2), { { 1, 1, 1, 2, 2, 2 }, { 3, 3, 3, 4, 4, 4 } })
+    assert_values(m:repeat_interleave(2, -1), { { 1, 1, 2, 2 }, { 3, 3, 4, 4 } })
+  end)
+
+  it("pad", function()
+    local m = cell.tensor({ { 1, 2 }, { 3, 4 } })
+    assert_values(m:pad({ 1, 1 }), { { 0, 1, 2, 0 }, { 0, 3, 4, 0 } })
+    assert_values(m:pad({ 1, 0, 0, 1 }, 9), { { 9, 1, 2 }, { 9, 3, 4 }, { 9, 9, 9 } })
+    assert_values(m:pad({ 0, 0, 1, 0 }), { { 0, 0 }, { 1, 2 }, { 3, 4 } })
+    assert_values(cell.tensor({ 1, 2, 3, 4 }):pad({ -1, -1 }), { 2, 3 })
+    assert_values(cell.tensor({ 1, 2 }, cell.int32):pad({ 2, 0 }, 7), { 7, 7, 1, 2 }, "int32")
+  end)
+end)
+
+describe("cell.ops", function()
+  it("has functional forms of the tensor methods", function()
+    local a, b = cell.tensor({ 1, 2 }), cell.tensor({ 3, 4 })
+    assert_values(cell.ops.add(a, b), { 4, 6 })
+    assert_values(cell.ops.mul(a, 2), { 2, 4 })
+    assert_values(cell.ops.exp(cell.tensor({ 0 })), { 1 })
+    assert_values(cell.ops.sum(a), 3)
+    assert_values(cell.ops.where(a:gt(1), a, b), { 3, 2 })
+    assert_values(cell.ops.cat({ a, b }), { 1, 2, 3, 4 })
+    assert_values(cell.ops.stack({ a, b }), { { 1, 2 }, { 3, 4 } })
+  end)
+end)

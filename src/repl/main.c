@@ -1,0 +1,852 @@
+/* main.c - the `cell` executable: Lua with cell's engine built in, and a REPL.
+ *
+ * Modelled on Lua 5.4's lua.c, whose options, argument table, error reports
+ * and interrupt handling users already know. What differs, and why:
+ * - cell.core is linked in and put in package.preload, and the Lua files
+ *   are found relative to the executable's real location, so `bin/cell`
+ *   works from the source tree and `PREFIX/bin/cell` once installed, with
+ *   no LUA_PATH set.
+ * - The REPL reads piped input line by line with the same logic as a
+ *   terminal (lua.c runs piped stdin as one file), so a session can be
+ *   replayed or tested through a pipe; `cell -` still runs stdin as a file.
+ * - The REPL has `cell` loaded as a global and prints expressions without
+ *   `=`, each result through the global tostring, so a failing __tostring
+ *   is reported and the session goes on.
+ * - Ctrl-C also raises the engine's interrupt flag, so a long kernel (which
+ *   never reaches a Lua hook) stops too.
+ * It compiles against Lua 5.4 and LuaJIT's 5.1 API (`make LUA=luajit`). */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#if defined(LUA_JITLIBNAME) /* only LuaJIT's lualib.h names a "jit" library */
+#include <luajit.h>
+#endif
+
+#include "cell.h"
+
+/* Defined by the binding (src/lua/lcore.c), linked into this executable. */
+int luaopen_cell_core(lua_State *L);
+
+/* --- compatibility with LuaJIT's 5.1 API ------------------------------------ */
+#if LUA_VERSION_NUM < 502
+#define LUA_OK 0
+#define lua_rawlen(L, i) lua_objlen(L, (i))
+#define lua_pushglobaltable(L) lua_pushvalue(L, LUA_GLOBALSINDEX)
+#endif
+
+/* The directory name under share/lua and lib/lua for this Lua version. */
+#if LUA_VERSION_NUM >= 504
+#define LUA_VDIR LUA_VERSION_MAJOR "." LUA_VERSION_MINOR
+#elif LUA_VERSION_NUM == 503
+#define LUA_VDIR "5.3"
+#elif LUA_VERSION_NUM == 502
+#define LUA_VDIR "5.2"
+#else
+#define LUA_VDIR "5.1"
+#endif
+
+#if defined(LUAJIT_VERSION)
+#define HOST_VERSION LUAJIT_VERSION
+#else
+#define HOST_VERSION LUA_RELEASE
+#endif
+
+#define PROMPT "> "
+#define PROMPT2 ">> "
+
+/* The name errors are reported under; NULL in the REPL, as lua.c does, so
+ * an interactive error reads as the message alone. */
+static const char *progname = "cell";
+
+/* The state the SIGINT handler hooks, and the completer reads. */
+static lua_State *globalL = NULL;
+
+/* Whether stdin is a terminal: decides readline and prompts. */
+static int interactive = 0;
+
+/* --- messages ---------------------------------------------------------------- */
+
+static void l_message(const char *pname, const char *msg) {
+  if (pname) fprintf(stderr, "%s: ", pname);
+  fprintf(stderr, "%s\n", msg);
+  fflush(stderr);
+}
+
+/* Print the error message on the stack top, if status is an error, and pop
+ * it. The message handler has already made it a string. */
+static int report(lua_State *L, int status) {
+  if (status != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    l_message(progname, msg ? msg : "(error object is not a string)");
+    lua_pop(L, 1);
+  }
+  return status;
+}
+
+/* --- interrupts ------------------------------------------------------------------ */
+
+static void setsignal(int sig, void (*handler)(int)) {
+  struct sigaction sa;
+  sa.sa_handler = handler;
+  sa.sa_flags = 0;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, NULL);
+}
+
+/* The hook set by laction: runs at the next Lua instruction, outside the
+ * signal handler, where raising an error is safe. */
+static void lstop(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "KeyboardInterrupt: interrupted!");
+}
+
+/* SIGINT during a call: stop Lua code at its next instruction (lua.c's
+ * trick: lua_sethook is the one API call safe in a signal handler) and
+ * raise the engine's flag, which kernels poll, so C loops stop too. The
+ * default action comes back at once, so a second Ctrl-C kills a process
+ * stuck where neither is checked. */
+static void laction(int sig) {
+  int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
+  setsignal(sig, SIG_DFL);
+  cell_interrupt(1);
+  lua_sethook(globalL, lstop, flag, 1);
+}
+
+/* Turn an error into a string with a traceback (lua.c's msghandler). */
+static int msghandler(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      return 1; /* an error object that describes itself: as it is */
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/* Call the function below its narg arguments, with the message handler
+ * and Ctrl-C armed for just this call. */
+static int docall(lua_State *L, int narg, int nres) {
+  int base = lua_gettop(L) - narg;
+  lua_pushcfunction(L, msghandler);
+  lua_insert(L, base);
+  cell_interrupt(0); /* a Ctrl-C of an earlier call must not stop this one */
+  globalL = L;
+  setsignal(SIGINT, laction);
+  int status = lua_pcall(L, narg, nres, base);
+  setsignal(SIGINT, SIG_DFL);
+  /* A Ctrl-C that a kernel answered can unwind before the hook runs; the
+   * hook would then fire in the next call. */
+  if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
+  cell_interrupt(0);
+  lua_remove(L, base);
+  return status;
+}
+
+static void print_version(void) {
+  printf("cell %s (%s)\n", CELL_VERSION, HOST_VERSION);
+  fflush(stdout);
+}
+
+static void print_usage(const char *badoption) {
+  if (badoption[1] == 'e' || badoption[1] == 'l')
+    fprintf(stderr, "cell: '%s' needs argument\n", badoption);
+  else
+    fprintf(stderr, "cell: unrecognized option '%s'\n", badoption);
+  fprintf(stderr,
+          "usage: cell [options] [script [args]]\n"
+          "Available options are:\n"
+          "  -e stat   execute string 'stat'\n"
+          "  -i        enter interactive mode after executing 'script'\n"
+          "  -l mod    require library 'mod' into global 'mod'\n"
+          "  -l g=mod  require library 'mod' into global 'g'\n"
+          "  -v        show version information\n"
+          "  -E        ignore environment variables\n"
+#if LUA_VERSION_NUM >= 504
+          "  -W        turn warnings on\n"
+#endif
+          "  --        stop handling options\n"
+          "  -         stop handling options and execute stdin\n");
+}
+
+/* --- setting up the state --------------------------------------------------------- */
+
+/* The global `arg`: the script at 0, its arguments from 1, the interpreter
+ * and options at negative indices (lua.c's layout). */
+static void createargtable(lua_State *L, char **argv, int argc, int script) {
+  int narg = argc - (script + 1);
+  lua_createtable(L, narg > 0 ? narg : 0, script + 1);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+/* The directory holding the running executable, from its real path, so a
+ * symlink in ~/bin to a source tree still finds that tree's Lua files.
+ * Falls back on argv[0]; returns 0 when neither says. */
+static int exe_dir(const char *argv0, char *out, size_t size) {
+  char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n > 0) {
+    path[n] = '\0';
+  } else if (argv0 && strchr(argv0, '/') && realpath(argv0, path)) {
+    /* path filled by realpath */
+  } else {
+    return 0;
+  }
+  char *slash = strrchr(path, '/');
+  if (!slash) return 0;
+  *slash = '\0';
+  if (strlen(path) + 1 > size) return 0;
+  strcpy(out, path);
+  return 1;
+}
+
+/* Prepend `value` to package[field] (a search path). */
+static void prepend_path(lua_State *L, const char *field, const char *value) {
+  lua_getglobal(L, "package");
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_getfield(L, -1, field);
+  const char *old = lua_tostring(L, -1);
+  lua_pushfstring(L, "%s;%s", value, old ? old : "");
+  lua_setfield(L, -3, field);
+  lua_pop(L, 2);
+}
+
+/* Make `require "cell"` work with no environment set up: the engine is
+ * built in (package.preload), the Lua layer sits beside the executable -
+ * lua/ in the source tree, share/lua/<V>/ once installed. Put in front of
+ * LUA_PATH so this executable always loads its own Lua files. */
+static void setup_package(lua_State *L, const char *argv0) {
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "preload");
+  lua_pushcfunction(L, luaopen_cell_core);
+  lua_setfield(L, -2, "cell.core");
+  lua_pop(L, 2);
+
+  char dir[PATH_MAX];
+  if (!exe_dir(argv0, dir, sizeof dir)) return;
+  lua_pushfstring(L,
+                  "%s/../lua/?.lua;%s/../lua/?/init.lua;"
+                  "%s/../share/lua/" LUA_VDIR "/?.lua;%s/../share/lua/" LUA_VDIR "/?/init.lua",
+                  dir, dir, dir, dir);
+  prepend_path(L, "path", lua_tostring(L, -1));
+  lua_pop(L, 1);
+  /* C modules installed beside it (a GPU backend, later) load from here. */
+  lua_pushfstring(L, "%s/../lib/lua/" LUA_VDIR "/?.so", dir);
+  prepend_path(L, "cpath", lua_tostring(L, -1));
+  lua_pop(L, 1);
+}
+
+static int dochunk(lua_State *L, int status) {
+  if (status == LUA_OK) status = docall(L, 0, 0);
+  return report(L, status);
+}
+
+static int dofile(lua_State *L, const char *name) {
+  return dochunk(L, luaL_loadfile(L, name));
+}
+
+static int dostring(lua_State *L, const char *s, const char *name) {
+  return dochunk(L, luaL_loadbuffer(L, s, strlen(s), name));
+}
+
+/* `-l mod` sets global mod = require "mod"; `-l g=mod` sets g. */
+static int dolibrary(lua_State *L, const char *spec) {
+  const char *eq = strchr(spec, '=');
+  const char *modname = eq ? eq + 1 : spec;
+  lua_getglobal(L, "require");
+  lua_pushstring(L, modname);
+  int status = docall(L, 1, 1);
+  if (status == LUA_OK) {
+    if (eq)
+      lua_pushlstring(L, spec, (size_t)(eq - spec));
+    else
+      lua_pushstring(L, spec);
+    lua_insert(L, -2);
+    lua_setglobal(L, lua_tostring(L, -2));
+    lua_pop(L, 1);
+  }
+  return report(L, status);
+}
+
+/* Push arg[1..#arg] for the main chunk's `...`. */
+static int pushargs(lua_State *L) {
+  lua_getglobal(L, "arg");
+  if (!lua_istable(L, -1)) luaL_error(L, "'arg' is not a table");
+  int n = (int)lua_rawlen(L, -1);
+  luaL_checkstack(L, n + 3, "too many arguments to script");
+  int i;
+  for (i = 1; i <= n; i++) lua_rawgeti(L, -i, i);
+  lua_remove(L, -i);
+  return n;
+}
+
+static int handle_script(lua_State *L, char **argv) {
+  const char *fname = argv[0];
+  if (strcmp(fname, "-") == 0 && strcmp(argv[-1], "--") != 0) fname = NULL; /* stdin */
+  int status = luaL_loadfile(L, fname);
+  if (status == LUA_OK) {
+    int n = pushargs(L);
+    status = docall(L, n, LUA_MULTRET);
+  }
+  return report(L, status);
+}
+
+/* LUA_INIT_5_4 (or LUA_INIT): a chunk, or @file, run before anything. */
+static int handle_luainit(lua_State *L) {
+#if LUA_VERSION_NUM >= 502
+  const char *name = "=LUA_INIT_" LUA_VERSION_MAJOR "_" LUA_VERSION_MINOR;
+  const char *init = getenv(name + 1);
+  if (init == NULL) {
+    name = "=LUA_INIT";
+    init = getenv(name + 1);
+  }
+#else
+  const char *name = "=LUA_INIT";
+  const char *init = getenv(name + 1);
+#endif
+  if (init == NULL) return LUA_OK;
+  if (init[0] == '@') return dofile(L, init + 1);
+  return dostring(L, init, name);
+}
+
+/* --- options -------------------------------------------------------------------------- */
+
+#define has_error 1 /* bad option */
+#define has_i 2     /* -i */
+#define has_v 4     /* -v */
+#define has_e 8     /* -e */
+#define has_E 16    /* -E */
+
+/* Scan the options; *first gets the index of the script (0 if none, or of
+ * the bad option on has_error). As lua.c. */
+static int collectargs(char **argv, int *first) {
+  int args = 0;
+  if (argv[0] == NULL) {
+    *first = -1;
+    return 0;
+  }
+  for (int i = 1; argv[i] != NULL; i++) {
+    *first = i;
+    if (argv[i][0] != '-') return args; /* the script */
+    switch (argv[i][1]) {
+    case '-': /* -- */
+      if (argv[i][2] != '\0') return has_error;
+      *first = i + 1;
+      return args;
+    case '\0': /* - : the script is stdin */
+      return args;
+    case 'E':
+      if (argv[i][2] != '\0') return has_error;
+      args |= has_E;
+      break;
+    case 'W':
+      if (argv[i][2] != '\0') return has_error;
+      break;
+    case 'i':
+      args |= has_i; /* -i implies -v */
+      /* fall through */
+    case 'v':
+      if (argv[i][2] != '\0') return has_error;
+      args |= has_v;
+      break;
+    case 'e':
+      args |= has_e;
+      /* fall through */
+    case 'l': /* both need an argument */
+      if (argv[i][2] == '\0') {
+        i++;
+        if (argv[i] == NULL || argv[i][0] == '-') {
+          *first = i - 1;
+          return has_error;
+        }
+      }
+      break;
+    default:
+      return has_error;
+    }
+  }
+  *first = 0;
+  return args;
+}
+
+/* Run -e, -l and -W in their order on the command line. */
+static int runargs(lua_State *L, char **argv, int n) {
+  for (int i = 1; i < n; i++) {
+    int option = argv[i][1];
+    switch (option) {
+    case 'e':
+    case 'l': {
+      const char *extra = argv[i] + 2;
+      if (*extra == '\0') extra = argv[++i];
+      int status = option == 'e' ? dostring(L, extra, "=(command line)") : dolibrary(L, extra);
+      if (status != LUA_OK) return 0;
+      break;
+    }
+#if LUA_VERSION_NUM >= 504
+    case 'W':
+      lua_warning(L, "@on", 0);
+      break;
+#endif
+    default:
+      break;
+    }
+  }
+  return 1;
+}
+
+/* --- completion (terminal only) ------------------------------------------------------------ */
+
+static const char *const lua_keywords[] = {
+    "and",   "break", "do",     "else", "elseif", "end",   "false", "for",
+    "function", "goto", "if",   "in",   "local",  "nil",   "not",   "or",
+    "repeat", "return", "then", "true", "until",  "while", NULL};
+
+static int is_identifier(const char *s, size_t len) {
+  if (len == 0 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
+    return 0;
+  for (size_t i = 1; i < len; i++) {
+    char c = s[i];
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      return 0;
+  }
+  return 1;
+}
+
+/* Add the string keys of the table at idx that start with partial to the
+ * set at set_idx (key -> true), as prefix .. key. methods_only keeps
+ * function values (after ':'). */
+static void collect_keys(lua_State *L, int idx, int set_idx, const char *prefix,
+                         const char *partial, int methods_only) {
+  size_t plen = strlen(partial);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    size_t klen;
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      const char *k = lua_tolstring(L, -2, &klen);
+      if (is_identifier(k, klen) && klen >= plen && memcmp(k, partial, plen) == 0 &&
+          (!methods_only || lua_type(L, -1) == LUA_TFUNCTION)) {
+        lua_pushfstring(L, "%s%s", prefix, k);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, set_idx);
+      }
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* If mt is the tensor metatable, push the tensor method table that cell.core
+ * exports (a tensor's __index is a function, since it also indexes
+ * elements, so there is no __index table to list); else push nil. */
+static void push_tensor_methods(lua_State *L, int mt) {
+  int top = lua_gettop(L);
+  lua_pushnil(L); /* the result slot */
+  lua_getglobal(L, "package");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "loaded");
+    if (lua_istable(L, -1)) {
+      lua_getfield(L, -1, "cell.core");
+      if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, "_tensor_mt");
+        int same = lua_rawequal(L, -1, mt);
+        lua_pop(L, 1);
+        if (same) {
+          lua_getfield(L, -1, "Tensor");
+          lua_replace(L, top + 1);
+        }
+      }
+    }
+  }
+  lua_settop(L, top + 1);
+}
+
+/* Under pcall: complete(text) -> set of candidates. text is a dotted path
+ * such as "cell.ze" or "t:su". Fields are read with lua_getfield, so lazy
+ * submodules load; errors (a raising __index) just give no candidates. */
+static int complete_collect(lua_State *L) {
+  const char *text = luaL_checkstring(L, 1);
+  lua_newtable(L);
+  int set = lua_gettop(L);
+  const char *sep = strrchr(text, '.');
+  const char *colon = strrchr(text, ':');
+  if (colon && (!sep || colon > sep)) sep = colon;
+  if (sep == text) return 1; /* ":x" after a call: nothing to look up */
+  const char *partial = sep ? sep + 1 : text;
+  lua_pushlstring(L, text, sep ? (size_t)(sep - text) + 1 : 0);
+  const char *prefix = lua_tostring(L, -1);
+
+  lua_pushglobaltable(L);
+  if (sep) {
+    /* Walk a.b.c: every component before the last separator. */
+    const char *p = text;
+    while (p < sep) {
+      const char *q = p;
+      while (q < sep && *q != '.' && *q != ':') q++;
+      if (!is_identifier(p, (size_t)(q - p))) return 1;
+      if (!lua_istable(L, -1) && !lua_isuserdata(L, -1)) return 1;
+      lua_pushlstring(L, p, (size_t)(q - p));
+      lua_gettable(L, -2);
+      lua_remove(L, -2);
+      p = q + 1;
+    }
+  } else {
+    for (const char *const *kw = lua_keywords; *kw; kw++) {
+      if (strncmp(*kw, partial, strlen(partial)) == 0) {
+        lua_pushstring(L, *kw);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, set);
+      }
+    }
+  }
+  int methods_only = sep && *sep == ':';
+  /* The value's own keys, then those of its __index tables. */
+  for (int depth = 0; depth < 8 && lua_istable(L, -1) ; depth++) {
+    collect_keys(L, lua_gettop(L), set, prefix, partial, methods_only);
+    if (!lua_getmetatable(L, -1)) break;
+    int mt = lua_gettop(L);
+    lua_getfield(L, mt, "__index");
+    if (!lua_istable(L, -1)) {
+      lua_pop(L, 1);
+      push_tensor_methods(L, mt);
+    }
+    lua_replace(L, mt - 1); /* the __index table replaces the value */
+    lua_settop(L, mt - 1);
+  }
+  /* A tensor is a userdata whose __index is a function. */
+  if (lua_isuserdata(L, -1) && lua_getmetatable(L, -1)) {
+    push_tensor_methods(L, lua_gettop(L));
+    if (lua_istable(L, -1)) collect_keys(L, lua_gettop(L), set, prefix, partial, methods_only);
+  }
+  lua_settop(L, set);
+  return 1;
+}
+
+static char **matches = NULL;
+static size_t nmatches = 0;
+
+static void free_matches(void) {
+  for (size_t i = 0; i < nmatches; i++) free(matches[i]);
+  free(matches);
+  matches = NULL;
+  nmatches = 0;
+}
+
+/* readline's generator: on state 0 gather all candidates, then hand them
+ * out one per call (readline frees each). */
+static char *complete_generator(const char *text, int state) {
+  static size_t next;
+  if (state == 0) {
+    free_matches();
+    next = 0;
+    lua_State *L = globalL;
+    int top = lua_gettop(L);
+    lua_pushcfunction(L, complete_collect);
+    lua_pushstring(L, text);
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+      size_t cap = 0;
+      lua_pushnil(L);
+      while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        if (nmatches == cap) {
+          cap = cap ? 2 * cap : 16;
+          char **grown = realloc(matches, cap * sizeof *grown);
+          if (!grown) break;
+          matches = grown;
+        }
+        char *s = strdup(lua_tostring(L, -1));
+        if (s) matches[nmatches++] = s;
+      }
+    }
+    lua_settop(L, top);
+  }
+  if (next < nmatches) {
+    char *s = matches[next];
+    matches[next++] = NULL; /* readline owns it now */
+    return s;
+  }
+  return NULL;
+}
+
+static char **complete(const char *text, int start, int end) {
+  (void)start;
+  (void)end;
+  rl_attempted_completion_over = 1; /* no file names: this is Lua code */
+  rl_completion_append_character = '\0'; /* a name may go on with . : ( */
+  return rl_completion_matches(text, complete_generator);
+}
+
+/* --- the REPL --------------------------------------------------------------------------- */
+
+/* One line of input, without its newline, or NULL at end of input. The
+ * result is malloc'd. A terminal gets readline; a pipe gets getline, with
+ * no prompt, since nobody sees it. */
+static char *read_line(const char *prompt) {
+  if (interactive) return readline(prompt);
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n = getline(&line, &cap, stdin);
+  if (n < 0) {
+    free(line);
+    return NULL;
+  }
+  if (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
+  if (n > 0 && line[n - 1] == '\r') line[--n] = '\0';
+  return line;
+}
+
+/* The prompt: the global _PROMPT / _PROMPT2 if set (as lua.c), else ours. */
+static const char *get_prompt(lua_State *L, int firstline) {
+  lua_getglobal(L, firstline ? "_PROMPT" : "_PROMPT2");
+  const char *p = lua_tostring(L, -1);
+  if (p == NULL) {
+    lua_pop(L, 1);
+    lua_pushstring(L, firstline ? PROMPT : PROMPT2);
+    p = lua_tostring(L, -1);
+  }
+  return p; /* stays on the stack until the line is read */
+}
+
+/* Push the next line (a leading '=' becomes 'return', as Lua 5.2 did), or
+ * return 0 at end of input. */
+static int pushline(lua_State *L, int firstline) {
+  const char *prompt = get_prompt(L, firstline);
+  char *b = read_line(prompt);
+  lua_pop(L, 1);
+  if (b == NULL) return 0;
+  if (firstline && b[0] == '=')
+    lua_pushfstring(L, "return %s", b + 1);
+  else
+    lua_pushstring(L, b);
+  free(b);
+  return 1;
+}
+
+static void saveline(const char *line) {
+  if (interactive && line[0] != '\0') add_history(line);
+}
+
+/* Try the line on the stack top as `return <line>;` so an expression prints
+ * its value. Leaves the compiled chunk (replacing the line) on success. */
+static int addreturn(lua_State *L) {
+  const char *line = lua_tostring(L, -1);
+  const char *retline = lua_pushfstring(L, "return %s;", line);
+  int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
+  if (status == LUA_OK) {
+    lua_remove(L, -2); /* the modified line */
+    saveline(line);
+  } else {
+    lua_pop(L, 2); /* the error and the modified line */
+  }
+  return status;
+}
+
+/* Whether a syntax error only says the chunk ended too soon: Lua 5.4 ends
+ * such messages with "<eof>", 5.1 and LuaJIT with "'<eof>'". Pops it then. */
+static int incomplete(lua_State *L, int status) {
+  if (status != LUA_ERRSYNTAX) return 0;
+  size_t len;
+  const char *msg = lua_tolstring(L, -1, &len);
+  static const char mark[] = "<eof>", mark51[] = "'<eof>'";
+  size_t m = sizeof mark - 1, m51 = sizeof mark51 - 1;
+  if ((len >= m && strcmp(msg + len - m, mark) == 0) ||
+      (len >= m51 && strcmp(msg + len - m51, mark51) == 0)) {
+    lua_pop(L, 1);
+    return 1;
+  }
+  return 0;
+}
+
+/* Compile the text at index 1 as a statement, reading continuation lines
+ * while it is incomplete. Leaves the chunk or the error on the stack top. */
+static int multiline(lua_State *L) {
+  for (;;) {
+    size_t len;
+    const char *line = lua_tolstring(L, 1, &len);
+    int status = luaL_loadbuffer(L, line, len, "=stdin");
+    if (!incomplete(L, status)) {
+      saveline(line);
+      return status;
+    }
+    if (!pushline(L, 0)) {
+      /* Input ended inside a chunk: report it as Lua would. */
+      saveline(line);
+      return luaL_loadbuffer(L, line, len, "=stdin");
+    }
+    lua_pushliteral(L, "\n");
+    lua_insert(L, -2);
+    lua_concat(L, 3); /* the joined text, at index 1 */
+  }
+}
+
+/* Read and compile one statement: -1 at end of input, else its status,
+ * with the chunk (or error) alone on the stack. */
+static int loadline(lua_State *L) {
+  lua_settop(L, 0);
+  if (!pushline(L, 1)) return -1;
+  int status = addreturn(L);
+  if (status != LUA_OK) status = multiline(L);
+  lua_remove(L, 1); /* the line */
+  return status;
+}
+
+/* Under pcall: tostring of each argument, joined by tabs. Calling the
+ * global tostring (not lua_tostring) runs __tostring and lets users
+ * replace it. */
+static int format_results(lua_State *L) {
+  int n = lua_gettop(L);
+  luaL_Buffer b;
+  lua_getglobal(L, "tostring");
+  int tostr = lua_gettop(L);
+  luaL_buffinit(L, &b);
+  for (int i = 1; i <= n; i++) {
+    lua_pushvalue(L, tostr);
+    lua_pushvalue(L, i);
+    lua_call(L, 1, 1);
+    if (!lua_isstring(L, -1)) luaL_error(L, "'tostring' must return a string");
+    if (i > 1) luaL_addchar(&b, '\t');
+    luaL_addvalue(&b); /* the string on the top */
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* Print the values a line returned; an error while formatting them (a
+ * failing __tostring) is reported like any other, and the REPL goes on. */
+static void print_results(lua_State *L) {
+  int n = lua_gettop(L);
+  if (n == 0) return;
+  luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+  lua_pushcfunction(L, format_results);
+  lua_insert(L, 1);
+  int status = docall(L, n, 1);
+  if (status == LUA_OK) {
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    fwrite(s, 1, len, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    lua_pop(L, 1);
+  } else {
+    lua_pushfstring(L, "error printing the result: %s", lua_tostring(L, -1));
+    lua_remove(L, -2);
+    report(L, status);
+  }
+}
+
+/* The REPL starts with `cell` as a global; if the package fails to load,
+ * say why and carry on with plain Lua. */
+static void load_cell_global(lua_State *L) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "cell");
+  int status = docall(L, 1, 1);
+  if (status == LUA_OK)
+    lua_setglobal(L, "cell");
+  else
+    report(L, status);
+}
+
+static void doREPL(lua_State *L) {
+  const char *oldprogname = progname;
+  progname = NULL; /* errors in the REPL read as the message alone */
+  if (interactive) {
+    rl_readline_name = "cell"; /* for $if cell in ~/.inputrc */
+    rl_attempted_completion_function = complete;
+    /* '.' and ':' are part of a completion word: cell.ze<TAB>. */
+    rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(+-*/%^~#,[]})";
+  }
+  load_cell_global(L);
+  int status;
+  while ((status = loadline(L)) != -1) {
+    if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
+    if (status == LUA_OK)
+      print_results(L);
+    else
+      report(L, status);
+  }
+  lua_settop(L, 0);
+  if (interactive) {
+    fputc('\n', stdout);
+    fflush(stdout);
+  }
+  free_matches();
+  progname = oldprogname;
+}
+
+/* --- main ------------------------------------------------------------------------------ */
+
+/* Everything that can raise runs here, under lua_pcall (as lua.c). */
+static int pmain(lua_State *L) {
+  int argc = (int)lua_tointeger(L, 1);
+  char **argv = (char **)lua_touserdata(L, 2);
+  int script;
+  int args = collectargs(argv, &script);
+  int optlim = script > 0 ? script : argc;
+#if LUA_VERSION_NUM >= 502
+  luaL_checkversion(L);
+#endif
+  if (args == has_error) {
+    print_usage(argv[script]);
+    return 0;
+  }
+  if (args & has_v) print_version();
+  if (args & has_E) {
+    /* Tell the package library to ignore LUA_PATH and friends. */
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+  }
+  luaL_openlibs(L);
+  setup_package(L, argv[0]);
+  createargtable(L, argv, argc, script);
+  lua_gc(L, LUA_GCRESTART, 0);
+#if LUA_VERSION_NUM >= 504
+  /* As lua.c, so a script behaves the same under lua5.4 and cell. */
+  lua_gc(L, LUA_GCGEN, 0, 0);
+#endif
+  if (!(args & has_E) && handle_luainit(L) != LUA_OK) return 0;
+  if (!runargs(L, argv, optlim)) return 0;
+  if (script > 0 && handle_script(L, argv + script) != LUA_OK) return 0;
+  if (args & has_i) {
+    doREPL(L);
+  } else if (script < 1 && !(args & (has_e | has_v))) {
+    if (interactive) print_version();
+    doREPL(L);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  lua_State *L = luaL_newstate();
+  if (L == NULL) {
+    l_message(argv[0], "cannot create state: not enough memory");
+    return EXIT_FAILURE;
+  }
+  interactive = isatty(STDIN_FILENO);
+  lua_gc(L, LUA_GCSTOP, 0); /* no collections while the state is built */
+  lua_pushcfunction(L, pmain);
+  lua_pushinteger(L, argc);
+  lua_pushlightuserdata(L, argv);
+  int status = lua_pcall(L, 2, 1, 0);
+  int result = lua_toboolean(L, -1);
+  report(L, status);
+  lua_close(L);
+  return (result && status == LUA_OK) ? EXIT_SUCCESS : EXIT_FAILURE;
+}
