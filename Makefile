@@ -94,8 +94,8 @@ spec: all
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" all build-asan/test_engine
-	ASAN_OPTIONS=detect_leaks=1 build-asan/test_engine
-	ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 build-asan/test_engine
+	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	  $(MAKE) --no-print-directory BUILD=build-asan spec-only
 
 spec-only:
@@ -107,21 +107,30 @@ bench: all
 demo: all
 	$(CELL_BIN) examples/tour.lua
 
-LUA_SHARE = $(PREFIX)/share/lua/$(LUA_VERSION)
-LUA_CLIB = $(PREFIX)/lib/lua/$(LUA_VERSION)
+# Install locations; each may be overridden on its own (the rockspec points
+# them into LuaRocks' tree: LUA_SHARE=$(LUADIR) LUA_CLIB=$(LIBDIR) ...).
+LUA_SHARE ?= $(PREFIX)/share/lua/$(LUA_VERSION)
+LUA_CLIB ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+# Every Lua file under lua/cell/, subpackages (cell/nn/...) included.
+LUA_FILES = $(shell find lua/cell -name '*.lua' 2>/dev/null)
 install: all
-	install -d $(DESTDIR)$(LUA_SHARE)/cell $(DESTDIR)$(LUA_CLIB)/cell $(DESTDIR)$(PREFIX)/bin \
-	  $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
-	install -m 644 lua/cell/*.lua $(DESTDIR)$(LUA_SHARE)/cell/
+	install -d $(DESTDIR)$(LUA_SHARE)/cell $(DESTDIR)$(LUA_CLIB)/cell $(DESTDIR)$(BINDIR) \
+	  $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)
+	for f in $(LUA_FILES:lua/%=%); do \
+	  install -D -m 644 "lua/$$f" "$(DESTDIR)$(LUA_SHARE)/$$f" || exit 1; \
+	done
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_CLIB)/cell/core.so
-	install -m 755 $(CELL_BIN) $(DESTDIR)$(PREFIX)/bin/cell
-	install -m 644 $(LIBCELL_A) $(LIBCELL_SO) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/cell.h include/cell_ffi.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/cell
+	install -m 644 $(LIBCELL_A) $(LIBCELL_SO) $(DESTDIR)$(LIBDIR)/
+	install -m 644 include/cell.h include/cell_ffi.h $(DESTDIR)$(INCLUDEDIR)/
 
 uninstall:
-	rm -rf $(DESTDIR)$(LUA_SHARE)/cell $(DESTDIR)$(LUA_CLIB)/cell $(DESTDIR)$(PREFIX)/bin/cell
-	rm -f $(DESTDIR)$(PREFIX)/lib/libcell.a $(DESTDIR)$(PREFIX)/lib/libcell.so
-	rm -f $(DESTDIR)$(PREFIX)/include/cell.h $(DESTDIR)$(PREFIX)/include/cell_ffi.h
+	rm -rf $(DESTDIR)$(LUA_SHARE)/cell $(DESTDIR)$(LUA_CLIB)/cell $(DESTDIR)$(BINDIR)/cell
+	rm -f $(DESTDIR)$(LIBDIR)/libcell.a $(DESTDIR)$(LIBDIR)/libcell.so
+	rm -f $(DESTDIR)$(INCLUDEDIR)/cell.h $(DESTDIR)$(INCLUDEDIR)/cell_ffi.h
 
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \

@@ -382,9 +382,34 @@ static void test_rng(void) {
   cell_tensor_release(b);
 }
 
+static int released;
+static void on_release(void *ctx, void *data) {
+  released += ctx == (void *)&released && data != NULL;
+}
+
+/* Host memory wrapped without a copy: writes show through, and the release
+ * callback runs once, when the last view goes. */
+static void test_wrap(void) {
+  float host[6] = {1, 2, 3, 4, 5, 6};
+  int64_t s[2] = {2, 3};
+  cell_tensor *t = NULL, *v = NULL;
+  released = 0;
+  CHECK_OK(cell_tensor_wrap(host, CELL_DTYPE_F32, 2, s, NULL, on_release, &released, &t));
+  CHECK(cell_tensor_data_ptr(t) == (void *)host && at(t, 1, 2) == 6);
+  CHECK_OK(cell_tensor_transpose(t, 0, 1, &v));
+  CHECK_OK(cell_tensor_fill_(v, 7));
+  CHECK(host[4] == 7);
+  cell_tensor_release(t);
+  CHECK(released == 0);
+  cell_tensor_release(v);
+  CHECK(released == 1);
+  CHECK(cell_tensor_wrap(NULL, CELL_DTYPE_F32, 2, s, NULL, NULL, NULL, &t) == CELL_ERR_VALUE);
+}
+
 int main(void) {
   long base = cell_alloc_live_blocks();
   test_views();
+  test_wrap();
   test_binary_dtypes();
   test_promotion();
   test_half_conversions();

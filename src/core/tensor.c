@@ -89,6 +89,28 @@ static void storage_release(cell_storage *s) {
   cell_dealloc(s);
 }
 
+/* A header and a storage for data (owned by the caller until this
+ * succeeds), with contiguous geometry; NULL when out of memory. */
+static cell_tensor *tensor_over(void *data, size_t nbytes, cell_dtype dt, int ndim,
+                                const int64_t *shape) {
+  cell_tensor *t = header_alloc();
+  cell_storage *s = t ? cell_alloc(sizeof *s) : NULL;
+  if (!s) {
+    cell_dealloc(t);
+    return NULL;
+  }
+  memset(s, 0, sizeof *s);
+  s->refcount = 1;
+  s->nbytes = nbytes;
+  s->data = data;
+  t->storage = s;
+  t->dtype = dt;
+  t->ndim = ndim;
+  for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+  cell_contig_strides(ndim, shape, t->stride);
+  return t;
+}
+
 cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape,
                                    cell_tensor **out) {
   if ((unsigned)dt >= CELL_DTYPE_COUNT)
@@ -104,25 +126,14 @@ cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape
     }
     nbytes *= (size_t)shape[i];
   }
-  cell_tensor *t = header_alloc();
-  cell_storage *s = t ? cell_alloc(sizeof *s) : NULL;
-  void *data = s ? cell_alloc(nbytes) : NULL;
-  if (!data) {
-    cell_dealloc(s);
-    cell_dealloc(t);
+  void *data = cell_alloc(nbytes);
+  cell_tensor *t = data ? tensor_over(data, nbytes, dt, ndim, shape) : NULL;
+  if (!t) {
+    cell_dealloc(data);
     char b[256];
     return cell_error(CELL_ERR_MEMORY, "tensor: out of memory allocating %zu bytes for shape %s",
                       nbytes, cell_shape_str(ndim, shape, b, sizeof b));
   }
-  memset(s, 0, sizeof *s);
-  s->refcount = 1;
-  s->nbytes = nbytes;
-  s->data = data;
-  t->storage = s;
-  t->dtype = dt;
-  t->ndim = ndim;
-  for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
-  cell_contig_strides(ndim, shape, t->stride);
   *out = t;
   return CELL_OK;
 }
@@ -170,29 +181,19 @@ cell_status cell_tensor_wrap(void *data, cell_dtype dt, int ndim, const int64_t 
   if ((unsigned)dt >= CELL_DTYPE_COUNT)
     return cell_error(CELL_ERR_TYPE, "wrap: unknown dtype %d", (int)dt);
   CELL_TRY(cell_check_shape("wrap", ndim, shape));
-  cell_tensor *t = header_alloc();
-  cell_storage *s = t ? cell_alloc(sizeof *s) : NULL;
-  if (!s) {
-    cell_dealloc(t);
-    return cell_error(CELL_ERR_MEMORY, "wrap: out of memory");
-  }
-  memset(s, 0, sizeof *s);
-  s->refcount = 1;
-  s->data = data;
+  cell_tensor *t = tensor_over(data, 0, dt, ndim, shape);
+  if (!t) return cell_error(CELL_ERR_MEMORY, "wrap: out of memory");
+  cell_storage *s = t->storage;
   s->external = true;
   s->release = release;
   s->release_ctx = ctx;
   int64_t span = 1;
-  t->dtype = dt;
-  t->ndim = ndim;
-  for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
   if (strides) {
     for (int i = 0; i < ndim; i++) {
       t->stride[i] = strides[i];
       span += (shape[i] - 1) * (strides[i] < 0 ? -strides[i] : strides[i]);
     }
   } else {
-    cell_contig_strides(ndim, shape, t->stride);
     span = cell_shape_numel(ndim, shape);
   }
   s->nbytes = (size_t)span * (size_t)cell_dtype_size(dt);
