@@ -40,7 +40,8 @@ HEADERS = $(wildcard include/*.h src/*/*.h)
 LIBCELL_A = $(BUILD)/libcell.a
 LIBCELL_SO = $(BUILD)/libcell.so
 MODULE = $(BUILD)/$(LUA)/cell/core.so
-CELL_BIN = bin/cell
+# One executable per host Lua, so a LuaJIT build does not replace the 5.4 one.
+CELL_BIN = bin/cell$(if $(filter luajit,$(LUA)),-luajit,)
 CTEST = $(BUILD)/test_engine
 
 .PHONY: all test ctest spec asan bench install uninstall deps clean demo rock-check

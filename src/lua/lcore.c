@@ -7,12 +7,13 @@
 #include <string.h>
 
 /* The collector is told about tensor bytes in two ways. Every GC_STEP_BYTES
- * of new tensors, an incremental step worth that many bytes; this keeps
- * loops of small and medium temporaries flat at little cost. Steps alone
- * were seen to finalize nothing when every single allocation triggers one
- * (tensors larger than the step), so a full collection also runs once the
- * bytes made since the last one exceed what was live after it (Lua's own
- * pause rule), and at least GC_FULL_BYTES. */
+ * of new tensor memory, a step worth that many bytes. That alone is not
+ * enough: Debian's lua5.4 runs the collector in generational mode, where a
+ * step is a minor collection, and a tensor that survives two of them is
+ * only freed by a major one, which Lua paces by its own heap alone. So a
+ * full collection also runs once the bytes made since the last one exceed
+ * what was live after it (Lua's own pause rule), and at least
+ * GC_FULL_BYTES; its cost is amortised over that many bytes of tensors. */
 #define GC_STEP_BYTES ((size_t)256 << 10)
 #define GC_FULL_BYTES ((size_t)24 << 20)
 
@@ -49,7 +50,8 @@ cell_tensor **lc_newtensor(lua_State *L) {
 
 static void account(lua_State *L, const cell_tensor *t) {
   lc_state *st = lua_touserdata(L, UV_STATE);
-  size_t bytes = cell_tensor_nbytes(t) + 512; /* + headers, as allocated */
+  /* New storage counts in full; a view of existing storage costs a header. */
+  size_t bytes = 512 + (t->storage->refcount == 1 ? t->storage->nbytes : 0);
   st->gc_debt += bytes;
   st->full_debt += bytes;
   if (st->full_debt >= st->full_threshold) {
@@ -59,9 +61,9 @@ static void account(lua_State *L, const cell_tensor *t) {
     cell_alloc_get_stats(&s);
     st->full_threshold = s.in_use > GC_FULL_BYTES ? (size_t)s.in_use : GC_FULL_BYTES;
   } else if (st->gc_debt >= GC_STEP_BYTES) {
-    int kb = (int)(st->gc_debt >> 10);
+    size_t kb = st->gc_debt >> 10;
     st->gc_debt = 0;
-    lua_gc(L, LUA_GCSTEP, kb);
+    lua_gc(L, LUA_GCSTEP, kb > 1u << 30 ? 1 << 30 : (int)kb);
   }
 }
 
