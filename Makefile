@@ -102,7 +102,12 @@ asan:
 spec-only:
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
 
-bench: all
+# bench/matmul.c calls the engine and OpenBLAS directly, without Lua.
+BENCH_MATMUL = $(BUILD)/bench_matmul
+$(BENCH_MATMUL): bench/matmul.c $(LIBCELL_A)
+	$(CC) $(ALL_CFLAGS) bench/matmul.c -o $@ $(LIBCELL_A) $(LIBS)
+
+bench: all $(BENCH_MATMUL)
 	$(SPEC_ENV) BUILD=$(BUILD) sh bench/run.sh
 
 demo: all

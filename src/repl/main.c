@@ -116,9 +116,16 @@ static void lstop(lua_State *L, lua_Debug *ar) {
  * trick: lua_sethook is the one API call safe in a signal handler) and
  * raise the engine's flag, which kernels poll, so C loops stop too. The
  * default action comes back at once, so a second Ctrl-C kills a process
- * stuck where neither is checked. */
+ * stuck where neither is checked.
+ * Unlike lua.c, no call and return hooks: when a kernel raises the
+ * interrupt first, the hook is still set while the message handler (a C
+ * function) runs, and a call or return hook would raise again there,
+ * leaving "error in error handling" instead of the message. Line and count
+ * hooks only fire in Lua code, which stops at its next instruction anyway.
+ * (LuaJIT runs no hooks in compiled code, so there a pure Lua loop cannot
+ * be interrupted; a loop of tensor ops stops through the engine's flag.) */
 static void laction(int sig) {
-  int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
+  int flag = LUA_MASKLINE | LUA_MASKCOUNT;
   setsignal(sig, SIG_DFL);
   cell_interrupt(1);
   lua_sethook(globalL, lstop, flag, 1);
@@ -518,7 +525,7 @@ static int complete_collect(lua_State *L) {
   }
   int methods_only = sep && *sep == ':';
   /* The value's own keys, then those of its __index tables. */
-  for (int depth = 0; depth < 8 && lua_istable(L, -1) ; depth++) {
+  for (int depth = 0; depth < 8 && lua_istable(L, -1); depth++) {
     collect_keys(L, lua_gettop(L), set, prefix, partial, methods_only);
     if (!lua_getmetatable(L, -1)) break;
     int mt = lua_gettop(L);
@@ -766,6 +773,7 @@ static void load_cell_global(lua_State *L) {
 static void doREPL(lua_State *L) {
   const char *oldprogname = progname;
   progname = NULL; /* errors in the REPL read as the message alone */
+  globalL = L;     /* for the completer, which may run before any call */
   if (interactive) {
     rl_readline_name = "cell"; /* for $if cell in ~/.inputrc */
     rl_attempted_completion_function = complete;
@@ -782,10 +790,6 @@ static void doREPL(lua_State *L) {
       report(L, status);
   }
   lua_settop(L, 0);
-  if (interactive) {
-    fputc('\n', stdout);
-    fflush(stdout);
-  }
   free_matches();
   progname = oldprogname;
 }

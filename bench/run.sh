@@ -1,0 +1,86 @@
+#!/bin/sh
+# run.sh - every benchmark, then the ratios that compare them. Each line is
+# `name value unit`; the lines are also kept in $BUILD/bench.txt. Invoked by
+# `make bench` (which builds the module and $BUILD/bench_matmul and sets
+# LUA_PATH, LUA_CPATH, BUILD and CELL_LUA); runs standalone from a built tree.
+# CELL_BENCH_THREADS (default: all cores) is the thread count of every
+# matmul; CELL_BENCH_ITERS (default 1e6) the loop length of the Lua and
+# PyTorch small-op benchmarks; CELL_BENCH_PYTHON (default /usr/bin/python3,
+# Debian's, where python3-torch installs) the Python for the PyTorch side.
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+BUILD=${BUILD:-build}
+LUA_BIN=${CELL_LUA:-lua5.4}
+case "$LUA_BIN" in luajit*) luadir=luajit ;; *) luadir=lua5.4 ;; esac
+export LUA_PATH="${LUA_PATH:-lua/?.lua;lua/?/init.lua;;}"
+export LUA_CPATH="${LUA_CPATH:-$BUILD/$luadir/?.so;;}"
+CELL_BENCH_THREADS=${CELL_BENCH_THREADS:-$(nproc 2>/dev/null || echo 1)}
+export CELL_BENCH_THREADS
+ITERS=${CELL_BENCH_ITERS:-1000000}
+PYTHON=${CELL_BENCH_PYTHON:-/usr/bin/python3}
+
+results="$BUILD/bench.txt"
+mkdir -p "$BUILD"
+: >"$results"
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT INT TERM
+failed=0
+
+# Run one benchmark: show its lines and keep them; a failure is reported
+# and the others still run.
+run() {
+  if "$@" >"$tmp"; then
+    cat "$tmp"
+    cat "$tmp" >>"$results"
+  else
+    cat "$tmp"
+    echo "bench: FAILED: $*" >&2
+    failed=1
+  fi
+}
+
+echo "# small ops ($LUA_BIN, $ITERS iterations)"
+run "$LUA_BIN" bench/small_ops.lua "$ITERS"
+
+echo "# matmul ($CELL_BENCH_THREADS threads)"
+if [ ! -x "$BUILD/bench_matmul" ]; then
+  make --no-print-directory BUILD="$BUILD" "$BUILD/bench_matmul" >&2 || failed=1
+fi
+run "$BUILD/bench_matmul"
+
+echo "# memory"
+run "$LUA_BIN" bench/rss_loop.lua 1000000
+
+echo "# PyTorch"
+if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
+  run "$PYTHON" bench/torch/small_ops.py "$ITERS"
+  run "$PYTHON" bench/torch/matmul.py
+else
+  echo "torch: not available, skipped"
+fi
+
+# Every ratio is oriented so that above 1 favours cell: times (us/op) are
+# other over cell, throughputs (GFLOP/s) cell over other.
+echo "# ratios"
+awk '
+function ratio(name, num, den) {
+  if ((num in v) && (den in v) && v[den] > 0)
+    printf "%s %.3f x\n", name, v[num] / v[den]
+}
+NF >= 2 && $2 ~ /^[0-9.eE+-]+$/ { v[$1] = $2 + 0 }
+END {
+  ratio("ratio_add_small_torch_over_cell", "torch_add_small", "lua_add_small")
+  ratio("ratio_add_inplace_torch_over_cell", "torch_add_inplace_small", "lua_add_inplace_small")
+  ratio("ratio_matmul_256_cell_over_openblas", "cell_matmul_f32_256", "openblas_sgemm_f32_256")
+  ratio("ratio_matmul_1024_cell_over_openblas", "cell_matmul_f32_1024", "openblas_sgemm_f32_1024")
+  ratio("ratio_matmul_2048_cell_over_openblas", "cell_matmul_f32_2048", "openblas_sgemm_f32_2048")
+  ratio("ratio_matmul_256_cell_over_torch", "cell_matmul_f32_256", "torch_matmul_f32_256")
+  ratio("ratio_matmul_1024_cell_over_torch", "cell_matmul_f32_1024", "torch_matmul_f32_1024")
+  ratio("ratio_matmul_2048_cell_over_torch", "cell_matmul_f32_2048", "torch_matmul_f32_2048")
+}' "$results" >"$tmp"
+cat "$tmp"
+cat "$tmp" >>"$results"
+
+exit "$failed"

@@ -1,0 +1,62 @@
+-- cell-scm-1.rockspec - builds cell from a checkout with `luarocks make`;
+-- the Makefile does the work (build.type = "make"), so the rock and
+-- `make install` cannot drift apart. Releases are cut from
+-- rocks/cell-VERSION.rockspec.in (see rocks/README.md).
+rockspec_format = "3.0"
+package = "cell"
+version = "scm-1"
+
+source = {
+  -- A checkout is built in place by `luarocks make`; nothing is fetched.
+  url = "git+file:///dev/null",
+}
+
+description = {
+  summary = "A deep-learning framework for Lua on a C engine",
+  detailed = [[
+cell gives Lua tensors, automatic differentiation and MindSpore-style
+neural-network cells. A C engine owns tensors, kernels and memory and sends
+matrix products to OpenBLAS; a thin binding (cell.core) exposes it to Lua 5.4
+and LuaJIT; the modelling layer is written in Lua. The rock also installs
+`cell`, a Lua 5.4 interpreter with the engine built in and a REPL.
+]],
+  labels = { "deep-learning", "tensor", "neural-network", "autograd" },
+}
+
+dependencies = {
+  "lua >= 5.1",
+}
+
+-- On Debian and Ubuntu cblas.h lives in the multiarch directory, which
+-- LuaRocks does not search: pass OPENBLAS_INCDIR=/usr/include/x86_64-linux-gnu
+-- (rocks/check.sh does), or set it once in the LuaRocks config's `variables`.
+external_dependencies = {
+  OPENBLAS = {
+    header = "cblas.h",
+    library = "openblas",
+  },
+}
+
+build = {
+  type = "make",
+  build_variables = {
+    CFLAGS = "$(CFLAGS)",
+    LUA_INCDIR = "$(LUA_INCDIR)",
+    BLAS_INCDIR = "$(OPENBLAS_INCDIR)",
+    BLAS_LIB = "-L$(OPENBLAS_LIBDIR) -lopenblas",
+  },
+  install_variables = {
+    PREFIX = "$(PREFIX)",
+    LUA_SHARE = "$(LUADIR)",
+    LUA_CLIB = "$(LIBDIR)",
+    BINDIR = "$(BINDIR)",
+    -- The C library and headers stay inside the rock's own directory:
+    -- LuaRocks deploys everything in $(LIBDIR) onto package.cpath.
+    LIBDIR = "$(PREFIX)/engine/lib",
+    INCLUDEDIR = "$(PREFIX)/engine/include",
+  },
+}
+
+test = {
+  type = "busted",
+}
