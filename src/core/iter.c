@@ -74,7 +74,7 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
     /* One long row: split it into chunks when it is large. */
     int64_t nchunks = total >= CELL_PARALLEL_GRAIN && nthreads > 1 ? nthreads : 1;
     int64_t chunk = (inner + nchunks - 1) / nchunks;
-CELL_FOR(nchunks > 1, int64_t, c, nchunks, {
+    CELL_FOR(nchunks > 1, int64_t, c, nchunks, {
       int64_t lo = c * chunk, n = inner - lo < chunk ? inner - lo : chunk;
       if (n <= 0) continue;
       char *p[CELL_ITER_MAX];
@@ -85,7 +85,7 @@ CELL_FOR(nchunks > 1, int64_t, c, nchunks, {
   }
   int par = total >= CELL_PARALLEL_GRAIN && nthreads > 1;
   int stop = 0;
-CELL_FOR(par, int64_t, r, rows, {
+  CELL_FOR(par, int64_t, r, rows, {
     if (stop) continue;
     if (*intr) {
       stop = 1;

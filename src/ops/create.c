@@ -25,7 +25,7 @@ static cell_status run_fill(cell_tensor *t, fill_fn fn, const void *ctx) {
   int64_t nchunks = (n + FILL_CHUNK - 1) / FILL_CHUNK;
   int par = n >= CELL_PARALLEL_GRAIN && cell_ctx()->num_threads > 1;
   cell_tensor_bump(t);
-CELL_FOR(par, int64_t, c, nchunks, {
+  CELL_FOR(par, int64_t, c, nchunks, {
     if (*intr) continue;
     int64_t lo = c * FILL_CHUNK, hi = lo + FILL_CHUNK < n ? lo + FILL_CHUNK : n;
     fn(ctx, data, dt, lo, hi);

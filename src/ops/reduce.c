@@ -478,7 +478,7 @@ static cell_status run_fast(const rjob *j, int nthreads) {
       int64_t chunk = (n + NBLOCKS - 1) / NBLOCKS;
       const char *p = pl->base;
       int par = nthreads > 1;
-CELL_FOR(par, int, b, NBLOCKS, {
+      CELL_FOR(par, int, b, NBLOCKS, {
         int64_t lo = (int64_t)b * chunk, m = n - lo < chunk ? n - lo : chunk;
         part[b] = m > 0 ? fast_run(pl->dt, k, p + lo * pl->es, m) : a.d; /* a.d: identity */
       });
@@ -493,7 +493,7 @@ CELL_FOR(par, int, b, NBLOCKS, {
     store_one(j, &a, 0);
   } else {
     int par = total >= CELL_PARALLEL_GRAIN && nthreads > 1;
-CELL_FOR(par, int64_t, o, pl->outer_n, {
+    CELL_FOR(par, int64_t, o, pl->outer_n, {
       fold_acc a;
       acc_init(&j->f, &a);
       a.d = fast_run(pl->dt, k, pl->base + outer_offset(pl, pl->nout, o), n);
@@ -635,7 +635,7 @@ static cell_status run_col(const rjob *j, int nthreads) {
   int64_t iinit = j->f.kind == K_SUM ? 0 : j->f.kind == K_PROD ? 1 : init.i;
   volatile int *intr = &cell_ctx()->interrupt;
   int stop = 0;
-CELL_FOR(par, int64_t, b, nblocks, {
+  CELL_FOR(par, int64_t, b, nblocks, {
     if (stop) continue;
     if (*intr) {
       stop = 1;
@@ -685,7 +685,7 @@ static cell_status run_job(const rjob *j) {
   int par = pl->outer_n > 1 && pl->outer_n * pl->red_n >= CELL_PARALLEL_GRAIN && nthreads > 1;
   volatile int *intr = &cell_ctx()->interrupt;
   int stop = 0;
-CELL_FOR(par, int64_t, o, pl->outer_n, {
+  CELL_FOR(par, int64_t, o, pl->outer_n, {
     if (stop) continue;
     if (*intr) {
       stop = 1;
@@ -1020,7 +1020,7 @@ static cell_status cumsum_run(const cell_tensor *a, int dim, cell_tensor *r) {
   char *ob = cell_tensor_base(r);
   volatile int *intr = &cell_ctx()->interrupt;
   int stop = 0;
-CELL_FOR(par, int64_t, b, nblocks, {
+  CELL_FOR(par, int64_t, b, nblocks, {
     if (stop) continue;
     if (*intr) {
       stop = 1;
