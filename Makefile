@@ -74,8 +74,8 @@ $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A) $(LUA_LIB) -lreadline $(LIBS) -ldl -Wl,-E
 
-$(CTEST): tests/test_engine.c $(wildcard tests/*.h) $(LIBCELL_A)
-	$(CC) $(ALL_CFLAGS) -Isrc tests/test_engine.c -o $@ $(LIBCELL_A) $(LIBS)
+$(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A)
+	$(CC) $(ALL_CFLAGS) -Isrc $(wildcard tests/*.c) -o $@ $(LIBCELL_A) $(LIBS)
 
 # Specs run against the freshly built module and the source Lua files.
 SPEC_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_CPATH="$(BUILD)/$(LUA)/?.so;;" CELL_BIN="$(CURDIR)/$(CELL_BIN)" CELL_LUA="$(LUA_BIN)"

@@ -1,36 +1,15 @@
 /* test_engine.c - the engine's C tests: views, broadcasting, kernels on
  * contiguous and strided inputs for every dtype, error paths, and failed
- * allocations (fail the Nth for N = 1, 2, ... until the op succeeds). */
-#include "cell.h"
-#include "core/alloc.h"
-#include "core/tensor.h"
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+ * allocations (fail the Nth for N = 1, 2, ... until the op succeeds).
+ * main() also runs the other test files (entry points in check.h) and
+ * owns the shared check counters. */
+#include "check.h"
 
-static int passed, failed;
+int passed, failed;
 
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (cond) {                                                               \
-      passed++;                                                               \
-    } else {                                                                  \
-      failed++;                                                               \
-      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, \
-              __LINE__, #cond, cell_last_error());                            \
-    }                                                                         \
-  } while (0)
-#define CHECK_OK(expr) CHECK((expr) == CELL_OK)
-#define NEAR(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol) * (1 + fabs((double)(b))))
-
-static cell_tensor *from(cell_dtype dt, int ndim, const int64_t *shape, const double *v) {
-  cell_tensor *t = NULL;
-  if (cell_tensor_empty(dt, ndim, shape, &t) != CELL_OK) return NULL;
-  int64_t n = cell_tensor_numel(t), es = cell_dtype_size(dt);
-  for (int64_t i = 0; i < n; i++) cell_store_f64(dt, (char *)cell_tensor_data_ptr(t) + i * es, v[i]);
-  return t;
-}
+const cell_dtype all_dtypes[NDT] = {CELL_DTYPE_F32, CELL_DTYPE_F64, CELL_DTYPE_F16,
+                                    CELL_DTYPE_BF16, CELL_DTYPE_I8,  CELL_DTYPE_U8,
+                                    CELL_DTYPE_I32, CELL_DTYPE_I64, CELL_DTYPE_BOOL};
 
 static double at(const cell_tensor *t, int64_t i0, int64_t i1) {
   int64_t idx[2] = {i0, i1};
@@ -38,25 +17,6 @@ static double at(const cell_tensor *t, int64_t i0, int64_t i1) {
   cell_tensor_get(t, idx, &v);
   return v;
 }
-
-static double flat(const cell_tensor *t, int64_t i) {
-  /* i-th element in row-major order of the view */
-  int64_t idx[CELL_MAX_DIMS];
-  int nd = cell_tensor_ndim(t);
-  for (int d = nd - 1; d >= 0; d--) {
-    int64_t n = cell_tensor_dim(t, d);
-    idx[d] = i % n;
-    i /= n;
-  }
-  double v = NAN;
-  cell_tensor_get(t, idx, &v);
-  return v;
-}
-
-static const cell_dtype all_dtypes[] = {CELL_DTYPE_F32, CELL_DTYPE_F64, CELL_DTYPE_F16,
-                                        CELL_DTYPE_BF16, CELL_DTYPE_I8,  CELL_DTYPE_U8,
-                                        CELL_DTYPE_I32, CELL_DTYPE_I64, CELL_DTYPE_BOOL};
-#define NDT (int)(sizeof all_dtypes / sizeof all_dtypes[0])
 
 static void test_views(void) {
   int64_t s23[2] = {2, 3};
@@ -419,6 +379,9 @@ int main(void) {
   test_failed_allocations();
   test_allocator_stats();
   test_rng();
+  test_reduce_all();
+  test_shape_all();
+  test_create_all();
   CHECK(cell_alloc_live_blocks() == base); /* every test released what it made */
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

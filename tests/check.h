@@ -1,0 +1,88 @@
+/* check.h - what the engine's C test files share: the CHECK macros and
+ * their counters (defined in test_engine.c), small tensor helpers, and the
+ * entry point of each test file. All files are linked into one binary. */
+#ifndef CELL_TESTS_CHECK_H
+#define CELL_TESTS_CHECK_H
+#include "cell.h"
+#include "core/alloc.h"
+#include "core/tensor.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern int passed, failed;
+
+#define CHECK(cond)                                                           \
+  do {                                                                        \
+    if (cond) {                                                               \
+      passed++;                                                               \
+    } else {                                                                  \
+      failed++;                                                               \
+      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, \
+              __LINE__, #cond, cell_last_error());                            \
+    }                                                                         \
+  } while (0)
+/* CHECK with a printf-style explanation, printed (evaluated) only on failure. */
+#define CHECKF(cond, ...)                                                          \
+  do {                                                                             \
+    if (cond) {                                                                    \
+      passed++;                                                                    \
+    } else {                                                                       \
+      failed++;                                                                    \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);     \
+      fprintf(stderr, __VA_ARGS__);                                                \
+      fprintf(stderr, " (last error: %s)\n", cell_last_error());                   \
+    }                                                                              \
+  } while (0)
+#define CHECK_OK(expr) CHECK((expr) == CELL_OK)
+/* CHECK_OK that leaves the enclosing void function when expr fails, for
+ * calls whose results the rest of the test reads. */
+#define REQUIRE_OK(expr)                                                               \
+  do {                                                                                 \
+    if ((expr) == CELL_OK) {                                                           \
+      passed++;                                                                        \
+    } else {                                                                           \
+      failed++;                                                                        \
+      fprintf(stderr, "%s:%d: check failed: %s == CELL_OK (last error: %s); test "     \
+                      "abandoned\n", __FILE__, __LINE__, #expr, cell_last_error());   \
+      return;                                                                          \
+    }                                                                                  \
+  } while (0)
+/* The last error message contains s. */
+#define CHECK_MSG(s) CHECKF(strstr(cell_last_error(), (s)) != NULL, "message lacks \"%s\"", (s))
+#define NEAR(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol) * (1 + fabs((double)(b))))
+
+/* The nine dtypes, in enum order (defined in test_engine.c). */
+#define NDT 9
+extern const cell_dtype all_dtypes[NDT];
+
+/* A contiguous tensor of dtype dt holding v (row-major), or NULL. */
+static inline cell_tensor *from(cell_dtype dt, int ndim, const int64_t *shape, const double *v) {
+  cell_tensor *t = NULL;
+  if (cell_tensor_empty(dt, ndim, shape, &t) != CELL_OK) return NULL;
+  int64_t n = cell_tensor_numel(t), es = cell_dtype_size(dt);
+  for (int64_t i = 0; i < n; i++) cell_store_f64(dt, (char *)cell_tensor_data_ptr(t) + i * es, v[i]);
+  return t;
+}
+
+/* The i-th element of the view in row-major order (NaN if unreadable). */
+static inline double flat(const cell_tensor *t, int64_t i) {
+  int64_t idx[CELL_MAX_DIMS];
+  int nd = cell_tensor_ndim(t);
+  for (int d = nd - 1; d >= 0; d--) {
+    int64_t n = cell_tensor_dim(t, d);
+    idx[d] = i % n;
+    i /= n;
+  }
+  double v = NAN;
+  cell_tensor_get(t, idx, &v);
+  return v;
+}
+
+/* One entry point per test file, called from main() in test_engine.c. */
+void test_reduce_all(void);
+void test_shape_all(void);
+void test_create_all(void);
+
+#endif
