@@ -41,7 +41,8 @@ LIBCELL_A = $(BUILD)/libcell.a
 LIBCELL_SO = $(BUILD)/libcell.so
 MODULE = $(BUILD)/$(LUA)/cell/core.so
 # One executable per host Lua, so a LuaJIT build does not replace the 5.4 one.
-CELL_BIN = bin/cell$(if $(filter luajit,$(LUA)),-luajit,)
+# Other builds (make asan) keep theirs under their own folder.
+CELL_BIN = $(if $(filter build,$(BUILD)),bin,$(BUILD)/bin)/cell$(if $(filter luajit,$(LUA)),-luajit,)
 CTEST = $(BUILD)/test_engine
 
 .PHONY: all test ctest spec asan bench install uninstall deps clean demo rock-check
