@@ -11,12 +11,13 @@ local a = cell.tensor({ 1, 2, 3, 4 })
 local b = cell.tensor({ 0.5, 0.25, 0.125, 0.0625 })
 assert(tostring(a.dtype) == "Float32")
 
---- CPU seconds for n calls of fn (os.clock: the ops are single-threaded).
+--- Wall seconds for n calls of fn, as PyTorch's side is timed (os.clock
+-- would add the CPU time of idle BLAS worker threads).
 local function time(fn, n)
   collectgarbage()
-  local t0 = os.clock()
+  local t0 = cell.perf_counter()
   fn(n)
-  return os.clock() - t0
+  return cell.perf_counter() - t0
 end
 
 --- Best of REPS timings after a warm-up, in microseconds per op.

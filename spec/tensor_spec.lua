@@ -538,3 +538,13 @@ describe("item and totable", function()
     assert.are_not.equal(0.1, f[1]) -- float32 rounding is visible
   end)
 end)
+
+describe("cell.perf_counter", function()
+  it("is a monotonic clock in seconds", function()
+    local t0 = cell.perf_counter()
+    local x = 0
+    for i = 1, 1e6 do x = x + i end
+    local t1 = cell.perf_counter()
+    assert.is_true(t1 > t0 and t1 - t0 < 10)
+  end)
+end)

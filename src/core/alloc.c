@@ -5,12 +5,27 @@
  * reach the OS. The cache is bounded; past the bound blocks go back. */
 #include "alloc.h"
 #include "cell.h"
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define HEADER 64u
 #define NCLASSES 256
+
+/* A spinlock: the critical sections are a few loads and stores, and an
+ * uncontended pthread mutex costs more than a whole small op. */
+typedef struct {
+  volatile char held;
+} spinlock;
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+static void lock(spinlock *l) {
+  while (__atomic_test_and_set(&l->held, __ATOMIC_ACQUIRE))
+    while (__atomic_load_n(&l->held, __ATOMIC_RELAXED)) CPU_RELAX();
+}
+static void unlock(spinlock *l) { __atomic_clear(&l->held, __ATOMIC_RELEASE); }
 
 typedef struct block {
   struct block *next;  /* free-list link while cached */
@@ -19,13 +34,13 @@ typedef struct block {
 } block;
 
 static struct {
-  pthread_mutex_t lock;
+  spinlock lock;
   block *free_list[NCLASSES];
   unsigned long long in_use, peak, cached, n_alloc, n_os;
   size_t cache_limit;
   long fail_countdown;
   long live;
-} A = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0, 0, 0, (size_t)512 << 20, 0, 0};
+} A = {{0}, {0}, 0, 0, 0, 0, 0, (size_t)512 << 20, 0, 0};
 
 /* Class of n: sizes up to 64 share class 0; above, 4 classes per octave. */
 static int size_class(size_t n, size_t *class_size) {
@@ -47,9 +62,9 @@ void *cell_alloc(size_t n) {
   int cls = size_class(n ? n : 1, &csize);
   if (cls < 0) csize = n;
   if (csize > ((size_t)1 << 62) - HEADER) return NULL;
-  pthread_mutex_lock(&A.lock);
+  lock(&A.lock);
   if (A.fail_countdown > 0 && --A.fail_countdown == 0) {
-    pthread_mutex_unlock(&A.lock);
+    unlock(&A.lock);
     return NULL;
   }
   block *b = NULL;
@@ -61,18 +76,18 @@ void *cell_alloc(size_t n) {
   A.n_alloc++;
   if (!b) {
     A.n_os++;
-    pthread_mutex_unlock(&A.lock);
+    unlock(&A.lock);
     void *mem = NULL;
     if (posix_memalign(&mem, 64, HEADER + csize) != 0) return NULL;
     b = mem;
     b->size = csize;
     b->cls = cls;
-    pthread_mutex_lock(&A.lock);
+    lock(&A.lock);
   }
   A.in_use += b->size;
   if (A.in_use > A.peak) A.peak = A.in_use;
   A.live++;
-  pthread_mutex_unlock(&A.lock);
+  unlock(&A.lock);
   return (char *)b + HEADER;
 }
 
@@ -85,7 +100,7 @@ void *cell_alloc_zero(size_t n) {
 void cell_dealloc(void *p) {
   if (!p) return;
   block *b = (block *)((char *)p - HEADER);
-  pthread_mutex_lock(&A.lock);
+  lock(&A.lock);
   A.in_use -= b->size;
   A.live--;
   if (b->cls >= 0 && A.cached + b->size <= A.cache_limit) {
@@ -94,12 +109,12 @@ void cell_dealloc(void *p) {
     A.cached += b->size;
     b = NULL;
   }
-  pthread_mutex_unlock(&A.lock);
+  unlock(&A.lock);
   free(b);
 }
 
 void cell_alloc_empty_cache(void) {
-  pthread_mutex_lock(&A.lock);
+  lock(&A.lock);
   for (int i = 0; i < NCLASSES; i++) {
     block *b = A.free_list[i];
     while (b) {
@@ -110,42 +125,42 @@ void cell_alloc_empty_cache(void) {
     A.free_list[i] = NULL;
   }
   A.cached = 0;
-  pthread_mutex_unlock(&A.lock);
+  unlock(&A.lock);
 }
 
 void cell_alloc_get_stats(cell_alloc_stats *out) {
   if (!out) return;
-  pthread_mutex_lock(&A.lock);
+  lock(&A.lock);
   out->in_use = A.in_use;
   out->peak = A.peak;
   out->cached = A.cached;
   out->n_alloc = A.n_alloc;
   out->n_os = A.n_os;
-  pthread_mutex_unlock(&A.lock);
+  unlock(&A.lock);
 }
 
 void cell_alloc_reset_peak(void) {
-  pthread_mutex_lock(&A.lock);
+  lock(&A.lock);
   A.peak = A.in_use;
-  pthread_mutex_unlock(&A.lock);
+  unlock(&A.lock);
 }
 
 void cell_alloc_fail_after(long n) {
-  pthread_mutex_lock(&A.lock);
+  lock(&A.lock);
   A.fail_countdown = n > 0 ? n : 0;
-  pthread_mutex_unlock(&A.lock);
+  unlock(&A.lock);
 }
 
 long cell_alloc_live_blocks(void) {
-  pthread_mutex_lock(&A.lock);
+  lock(&A.lock);
   long n = A.live;
-  pthread_mutex_unlock(&A.lock);
+  unlock(&A.lock);
   return n;
 }
 
 void cell_alloc_set_cache_limit(size_t bytes) {
-  pthread_mutex_lock(&A.lock);
+  lock(&A.lock);
   A.cache_limit = bytes;
-  pthread_mutex_unlock(&A.lock);
+  unlock(&A.lock);
   if (bytes == 0) cell_alloc_empty_cache();
 }

@@ -83,26 +83,22 @@ static void storage_release(cell_storage *s) {
   if (!s || --s->refcount > 0) return;
   if (s->external) {
     if (s->release) s->release(s->release_ctx, s->data);
-  } else {
+  } else if (!s->inline_data) {
     cell_dealloc(s->data);
   }
   cell_dealloc(s);
 }
 
-/* A header and a storage for data (owned by the caller until this
- * succeeds), with contiguous geometry; NULL when out of memory. */
-static cell_tensor *tensor_over(void *data, size_t nbytes, cell_dtype dt, int ndim,
+_Static_assert(sizeof(cell_storage) <= CELL_STORAGE_HEADER, "storage header");
+
+/* A tensor header over storage s (whose data the caller set), with
+ * contiguous geometry; NULL when out of memory. */
+static cell_tensor *tensor_over(cell_storage *s, size_t nbytes, cell_dtype dt, int ndim,
                                 const int64_t *shape) {
   cell_tensor *t = header_alloc();
-  cell_storage *s = t ? cell_alloc(sizeof *s) : NULL;
-  if (!s) {
-    cell_dealloc(t);
-    return NULL;
-  }
-  memset(s, 0, sizeof *s);
+  if (!t) return NULL;
   s->refcount = 1;
   s->nbytes = nbytes;
-  s->data = data;
   t->storage = s;
   t->dtype = dt;
   t->ndim = ndim;
@@ -126,10 +122,16 @@ cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape
     }
     nbytes *= (size_t)shape[i];
   }
-  void *data = cell_alloc(nbytes);
-  cell_tensor *t = data ? tensor_over(data, nbytes, dt, ndim, shape) : NULL;
+  /* One block holds the storage header and the data, 64-byte aligned. */
+  cell_storage *s = cell_alloc(CELL_STORAGE_HEADER + nbytes);
+  if (s) {
+    memset(s, 0, sizeof *s);
+    s->data = (char *)s + CELL_STORAGE_HEADER;
+    s->inline_data = true;
+  }
+  cell_tensor *t = s ? tensor_over(s, nbytes, dt, ndim, shape) : NULL;
   if (!t) {
-    cell_dealloc(data);
+    cell_dealloc(s);
     char b[256];
     return cell_error(CELL_ERR_MEMORY, "tensor: out of memory allocating %zu bytes for shape %s",
                       nbytes, cell_shape_str(ndim, shape, b, sizeof b));
@@ -181,9 +183,14 @@ cell_status cell_tensor_wrap(void *data, cell_dtype dt, int ndim, const int64_t 
   if ((unsigned)dt >= CELL_DTYPE_COUNT)
     return cell_error(CELL_ERR_TYPE, "wrap: unknown dtype %d", (int)dt);
   CELL_TRY(cell_check_shape("wrap", ndim, shape));
-  cell_tensor *t = tensor_over(data, 0, dt, ndim, shape);
-  if (!t) return cell_error(CELL_ERR_MEMORY, "wrap: out of memory");
-  cell_storage *s = t->storage;
+  cell_storage *s = cell_alloc(sizeof *s);
+  if (s) memset(s, 0, sizeof *s);
+  cell_tensor *t = s ? tensor_over(s, 0, dt, ndim, shape) : NULL;
+  if (!t) {
+    cell_dealloc(s);
+    return cell_error(CELL_ERR_MEMORY, "wrap: out of memory");
+  }
+  s->data = data;
   s->external = true;
   s->release = release;
   s->release_ctx = ctx;

@@ -16,7 +16,11 @@ typedef struct cell_storage {
   void (*release)(void *ctx, void *data); /* NULL: data came from cell_alloc */
   void *release_ctx;
   bool external;      /* data not owned by the allocator */
+  bool inline_data;   /* data lives in the same block, right after this header */
 } cell_storage;
+
+/* Storage headers precede their data in one block (see tensor.c). */
+#define CELL_STORAGE_HEADER 64
 
 struct cell_tensor {
   int refcount;

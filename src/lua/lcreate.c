@@ -4,6 +4,7 @@
 #include "../core/dtype.h"
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 /* --- cell.tensor(data [, dtype]) ---------------------------------------------- */
 
@@ -323,6 +324,15 @@ static int l_gemm_backend(lua_State *L) {
   return 1;
 }
 
+/* Seconds on a monotonic wall clock, for timing (os.clock counts the CPU
+ * time of every thread, OpenBLAS's spinning workers included). */
+static int l_perf_counter(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
 static int l_interrupt(lua_State *L) {
   cell_interrupt(lua_toboolean(L, 1));
   return 0;
@@ -356,6 +366,7 @@ static const luaL_Reg create_funcs[] = {
     {"is_dtype", l_is_dtype},
     {"promote_types", l_promote_types},
     {"_gemm_backend", l_gemm_backend},
+    {"perf_counter", l_perf_counter},
     {"_interrupt", l_interrupt},
     {NULL, NULL}};
 
