@@ -29,7 +29,7 @@ ALL_CFLAGS = $(MANDATORY) $(CFLAGS)
 LIBS = $(BLAS_LIB) -lm -lpthread -fopenmp
 
 BUILD ?= build
-ENGINE_SRC = $(wildcard src/core/*.c src/ops/*.c src/backend/*.c)
+ENGINE_SRC = $(wildcard src/core/*.c src/ops/*.c src/backend/*.c src/autograd/*.c)
 BIND_SRC = $(wildcard src/lua/*.c)
 REPL_SRC = $(wildcard src/repl/*.c)
 ENGINE_OBJ = $(ENGINE_SRC:%.c=$(BUILD)/%.o)

@@ -258,6 +258,40 @@ CELL_API cell_status cell_op_repeat_interleave(const cell_tensor *a, int64_t rep
 CELL_API cell_status cell_op_pad(const cell_tensor *a, int npairs, const int64_t *pads,
                                  double value, cell_tensor **out);
 
+/* --- automatic differentiation ---------------------------------------------------- */
+/* Grad mode (thread-local, on by default): while on, differentiable ops on
+ * tensors that require grad record how to differentiate their outputs. */
+CELL_API int cell_grad_is_enabled(void);
+CELL_API int cell_grad_set_enabled(int on); /* returns the previous mode */
+/* Only floating tensors may require grad (TypeError otherwise); only a leaf
+ * (a tensor no recorded op produced) may have the flag changed. */
+CELL_API cell_status cell_tensor_set_requires_grad(cell_tensor *t, int on);
+CELL_API int cell_tensor_requires_grad(const cell_tensor *t);
+CELL_API int cell_tensor_is_leaf(const cell_tensor *t);
+/* Name of the node that produced t ("MulBackward", ...), or NULL. */
+CELL_API const char *cell_tensor_grad_fn_name(const cell_tensor *t);
+/* The same data, cut from the graph (MindSpore's stop_gradient). */
+CELL_API cell_status cell_tensor_detach(const cell_tensor *t, cell_tensor **out);
+/* Gradients of root with respect to the leaves inputs[0..n). sens is the
+ * gradient of root (NULL: root must have one element, and it is 1).
+ * grads[i] gets a new tensor, zeros where inputs[i] did not contribute.
+ * The graph's saved tensors are freed afterwards: a second call on the same
+ * graph is a RuntimeError. */
+CELL_API cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens, int n,
+                                        cell_tensor *const *inputs, cell_tensor **grads);
+/* A function run on t's gradient during backward; it may set *replacement
+ * (a new reference) to replace it. release(ud) runs when the hook goes.
+ * t must require grad. *id identifies the hook for removal. */
+CELL_API cell_status cell_tensor_register_hook(cell_tensor *t,
+                                               cell_status (*fn)(void *ud, const cell_tensor *grad,
+                                                                 cell_tensor **replacement),
+                                               void (*release)(void *ud), void *ud, int *id);
+CELL_API void cell_tensor_remove_hook(cell_tensor *t, int id);
+/* The names of every backward node the engine can record ("MulBackward",
+ * ...), up to max of them; returns the count. Tests check each has a
+ * gradient check. */
+CELL_API int cell_autograd_node_names(const char **names, int max);
+
 /* --- printing ---------------------------------------------------------------------- */
 /* MindSpore's repr: "Tensor(shape=[2, 3], dtype=Float32, value=\n[[...]])".
  * *out is a NUL-terminated string owned by the caller (free with free()). */

@@ -11,6 +11,11 @@ end
 cell.core = core
 tensor.install(core.Tensor, core)
 
+local autograd = require "cell.autograd"
+for _, k in ipairs { "grad", "value_and_grad", "no_grad", "enable_grad" } do
+  cell[k] = autograd[k]
+end
+
 --- Submodules load lazily, so `require "cell"` stays cheap.
 local submodules = { ops = true, nn = true, dataset = true, train = true, communication = true }
 setmetatable(cell, {

@@ -10,5 +10,7 @@ for _, name in ipairs { "cat", "stack", "where", "zeros", "ones", "full", "arang
   ops[name] = core[name]
 end
 ops.concat = core.cat
+ops.GradOperation = require("cell.autograd").GradOperation
+ops.stop_gradient = core.Tensor.stop_gradient
 
 return ops

@@ -215,6 +215,7 @@ void cell_tensor_retain(cell_tensor *t) {
 
 void cell_tensor_release(cell_tensor *t) {
   if (!t || --t->refcount > 0) return;
+  if (t->autograd) (*(void (**)(cell_tensor *))t->autograd)(t);
   storage_release(t->storage);
   cell_dealloc(t);
 }

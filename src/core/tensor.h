@@ -30,7 +30,8 @@ struct cell_tensor {
   int64_t shape[CELL_MAX_DIMS];
   int64_t stride[CELL_MAX_DIMS];   /* in elements */
   cell_storage *storage;
-  void *autograd;                  /* reserved for the autograd layer */
+  void *autograd; /* the autograd layer's state; its first member is a
+                     void (*)(cell_tensor *) that frees it */
 };
 
 /* A contiguous tensor of the given shape, data uninitialised. */

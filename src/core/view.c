@@ -1,5 +1,6 @@
 /* view.c - views that share storage: reshape, transpose, narrow, expand, ... */
 #include "tensor.h"
+#include "kernels.h"
 
 #define NULLCHECK(op, t, out) \
   if (!(t) || !(out)) return cell_error(CELL_ERR_VALUE, op ": NULL argument")
@@ -63,7 +64,7 @@ static bool view_strides(const cell_tensor *t, int ndim, const int64_t *shape, i
   return view_d == -1;
 }
 
-cell_status cell_tensor_view(const cell_tensor *t, int ndim, const int64_t *shape,
+cell_status cell_k_view(const cell_tensor *t, int ndim, const int64_t *shape,
                              cell_tensor **out) {
   NULLCHECK("view", t, out);
   int64_t res[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
@@ -78,20 +79,20 @@ cell_status cell_tensor_view(const cell_tensor *t, int ndim, const int64_t *shap
   return cell_tensor_new_view(t, ndim, res, st, t->offset, out);
 }
 
-cell_status cell_tensor_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
+cell_status cell_k_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
                                 cell_tensor **out) {
   NULLCHECK("reshape", t, out);
   int64_t res[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
   CELL_TRY(infer_shape("reshape", t, ndim, shape, res));
   if (view_strides(t, ndim, res, st)) return cell_tensor_new_view(t, ndim, res, st, t->offset, out);
   cell_tensor *c;
-  CELL_TRY(cell_tensor_clone(t, &c));
-  cell_status s = cell_tensor_view(c, ndim, res, out);
+  CELL_TRY(cell_k_clone(t, &c));
+  cell_status s = cell_k_view(c, ndim, res, out);
   cell_tensor_release(c);
   return s;
 }
 
-cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1, cell_tensor **out) {
+cell_status cell_k_transpose(const cell_tensor *t, int d0, int d1, cell_tensor **out) {
   NULLCHECK("transpose", t, out);
   if (t->ndim == 0 && d0 == 0 && d1 == 0)
     return cell_tensor_new_view(t, 0, t->shape, t->stride, t->offset, out);
@@ -107,7 +108,7 @@ cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1, cell_ten
   return cell_tensor_new_view(t, t->ndim, sh, st, t->offset, out);
 }
 
-cell_status cell_tensor_permute(const cell_tensor *t, const int *dims, cell_tensor **out) {
+cell_status cell_k_permute(const cell_tensor *t, const int *dims, cell_tensor **out) {
   NULLCHECK("permute", t, out);
   if (t->ndim && !dims) return cell_error(CELL_ERR_VALUE, "permute: NULL dims");
   int64_t sh[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
@@ -123,7 +124,7 @@ cell_status cell_tensor_permute(const cell_tensor *t, const int *dims, cell_tens
   return cell_tensor_new_view(t, t->ndim, sh, st, t->offset, out);
 }
 
-cell_status cell_tensor_squeeze(const cell_tensor *t, int dim, cell_tensor **out) {
+cell_status cell_k_squeeze(const cell_tensor *t, int dim, cell_tensor **out) {
   NULLCHECK("squeeze", t, out);
   if (dim >= 0 && t->ndim > 0) CELL_TRY(cell_check_dim("squeeze", dim, t->ndim));
   int64_t sh[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
@@ -136,7 +137,7 @@ cell_status cell_tensor_squeeze(const cell_tensor *t, int dim, cell_tensor **out
   return cell_tensor_new_view(t, n, sh, st, t->offset, out);
 }
 
-cell_status cell_tensor_unsqueeze(const cell_tensor *t, int dim, cell_tensor **out) {
+cell_status cell_k_unsqueeze(const cell_tensor *t, int dim, cell_tensor **out) {
   NULLCHECK("unsqueeze", t, out);
   if (dim < 0 || dim > t->ndim)
     return cell_error(CELL_ERR_INDEX, "unsqueeze: dimension %d out of range for a %d-D tensor",
@@ -157,11 +158,11 @@ cell_status cell_tensor_unsqueeze(const cell_tensor *t, int dim, cell_tensor **o
   return cell_tensor_new_view(t, t->ndim + 1, sh, st, t->offset, out);
 }
 
-cell_status cell_tensor_flatten(const cell_tensor *t, int start, int end, cell_tensor **out) {
+cell_status cell_k_flatten(const cell_tensor *t, int start, int end, cell_tensor **out) {
   NULLCHECK("flatten", t, out);
   if (t->ndim == 0) {
     int64_t one = 1;
-    return cell_tensor_reshape(t, 1, &one, out);
+    return cell_k_reshape(t, 1, &one, out);
   }
   CELL_TRY(cell_check_dim("flatten", start, t->ndim));
   CELL_TRY(cell_check_dim("flatten", end, t->ndim));
@@ -173,10 +174,10 @@ cell_status cell_tensor_flatten(const cell_tensor *t, int start, int end, cell_t
   for (int i = 0; i < start; i++) sh[n++] = t->shape[i];
   sh[n++] = cell_shape_numel(end - start + 1, t->shape + start);
   for (int i = end + 1; i < t->ndim; i++) sh[n++] = t->shape[i];
-  return cell_tensor_reshape(t, n, sh, out);
+  return cell_k_reshape(t, n, sh, out);
 }
 
-cell_status cell_tensor_slice(const cell_tensor *t, int dim, int64_t start, int64_t stop,
+cell_status cell_k_slice(const cell_tensor *t, int dim, int64_t start, int64_t stop,
                               int64_t step, cell_tensor **out) {
   NULLCHECK("slice", t, out);
   CELL_TRY(cell_check_dim("slice", dim, t->ndim));
@@ -195,7 +196,7 @@ cell_status cell_tensor_slice(const cell_tensor *t, int dim, int64_t start, int6
   return cell_tensor_new_view(t, t->ndim, sh, st, t->offset + start * t->stride[dim], out);
 }
 
-cell_status cell_tensor_narrow(const cell_tensor *t, int dim, int64_t start, int64_t len,
+cell_status cell_k_narrow(const cell_tensor *t, int dim, int64_t start, int64_t len,
                                cell_tensor **out) {
   NULLCHECK("narrow", t, out);
   CELL_TRY(cell_check_dim("narrow", dim, t->ndim));
@@ -204,10 +205,10 @@ cell_status cell_tensor_narrow(const cell_tensor *t, int dim, int64_t start, int
     return cell_error(CELL_ERR_INDEX,
                       "narrow: start %lld and length %lld are out of range for dimension %d of size %lld",
                       (long long)start, (long long)len, dim, (long long)t->shape[dim]);
-  return cell_tensor_slice(t, dim, start, start + len, 1, out);
+  return cell_k_slice(t, dim, start, start + len, 1, out);
 }
 
-cell_status cell_tensor_select(const cell_tensor *t, int dim, int64_t i, cell_tensor **out) {
+cell_status cell_k_select(const cell_tensor *t, int dim, int64_t i, cell_tensor **out) {
   NULLCHECK("select", t, out);
   if (t->ndim == 0) return cell_error(CELL_ERR_INDEX, "select: cannot index a 0-D tensor");
   CELL_TRY(cell_check_dim("select", dim, t->ndim));
@@ -224,7 +225,7 @@ cell_status cell_tensor_select(const cell_tensor *t, int dim, int64_t i, cell_te
   return cell_tensor_new_view(t, n, sh, st, t->offset + i * t->stride[dim], out);
 }
 
-cell_status cell_tensor_expand(const cell_tensor *t, int ndim, const int64_t *shape,
+cell_status cell_k_expand(const cell_tensor *t, int ndim, const int64_t *shape,
                                cell_tensor **out) {
   NULLCHECK("expand", t, out);
   if (ndim < t->ndim || ndim > CELL_MAX_DIMS || (ndim && !shape)) {

@@ -20,6 +20,8 @@ typedef struct lc_state {
   size_t gc_debt;        /* tensor bytes made since the last GC step */
   size_t full_debt;      /* tensor bytes made since the last full collection */
   size_t full_threshold; /* full_debt that triggers the next one */
+  lua_State *running;    /* the thread running a backward pass (for hooks) */
+  int error_ref;         /* a hook's Lua error, kept until the pass unwinds */
 } lc_state;
 
 typedef struct tensor_ud {
@@ -72,5 +74,14 @@ void lc_setfuncs(lua_State *L, int target, int base, const luaL_Reg *regs);
 void lc_open_tensor(lua_State *L, int base);
 void lc_register_ops(lua_State *L, int base);
 void lc_register_create(lua_State *L, int module, int base);
+void lc_register_autograd(lua_State *L, int module, int base);
+/* lc_newtensor for code that runs outside a binding closure (hooks). */
+cell_tensor **lc_newtensor_at(lua_State *L, lc_state *st);
+
+#if LUA_VERSION_NUM >= 502
+#define LUA_OK_COMPAT LUA_OK
+#else
+#define LUA_OK_COMPAT 0
+#endif
 
 #endif

@@ -48,6 +48,15 @@ cell_tensor **lc_newtensor(lua_State *L) {
   return &ud->t;
 }
 
+cell_tensor **lc_newtensor_at(lua_State *L, lc_state *st) {
+  tensor_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
+  ud->t = NULL;
+  (void)st;
+  luaL_getmetatable(L, TENSOR_MT);
+  lua_setmetatable(L, -2);
+  return &ud->t;
+}
+
 static void account(lua_State *L, const cell_tensor *t) {
   lc_state *st = lua_touserdata(L, UV_STATE);
   /* New storage counts in full; a view of existing storage costs a header. */
@@ -283,11 +292,14 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   st->gc_debt = 0;
   st->full_debt = 0;
   st->full_threshold = GC_FULL_BYTES;
+  st->running = NULL;
+  st->error_ref = LUA_NOREF;
   int base = lua_gettop(L);
   lua_newtable(L);
   luaL_newmetatable(L, TENSOR_MT);
   lc_open_tensor(L, base);
   lc_register_create(L, module, base);
+  lc_register_autograd(L, module, base);
   lua_pushvalue(L, base + 1);
   lua_setfield(L, module, "Tensor"); /* the methods table, for the Lua layer */
   lua_pushvalue(L, base + 2);

@@ -255,7 +255,7 @@ static int tensor_contiguous(lua_State *L) {
     return 1;
   }
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_tensor_clone(t, out));
+  return lc_finish(L, cell_tensor_contiguous(t, out));
 }
 
 static int tensor_clone(lua_State *L) {
@@ -344,6 +344,12 @@ static int tensor_index(lua_State *L) {
     if (strcmp(k, "shape") == 0) push_shape(L, t);
     else if (strcmp(k, "dtype") == 0) lc_push_dtype(L, t->dtype);
     else if (strcmp(k, "ndim") == 0) lua_pushinteger(L, t->ndim);
+    else if (strcmp(k, "requires_grad") == 0) lua_pushboolean(L, cell_tensor_requires_grad(t));
+    else if (strcmp(k, "grad_fn") == 0) {
+      const char *name = cell_tensor_grad_fn_name(t);
+      if (name) lua_pushstring(L, name);
+      else lua_pushnil(L);
+    }
     else if (strcmp(k, "T") == 0) {
       cell_tensor **out = lc_newtensor(L);
       int dims[CELL_MAX_DIMS];

@@ -4,6 +4,7 @@
  * contiguous path, a scalar-broadcast path and a strided path. Inputs are
  * converted to the promoted dtype first (a copy only when dtypes differ). */
 #include "../core/iter.h"
+#include "../core/kernels.h"
 #include "../core/ops.h"
 
 #define ID(x) (x)
@@ -162,7 +163,7 @@ cell_status cell_as_dtype(const cell_tensor *t, cell_dtype dt, cell_tensor **out
     *out = (cell_tensor *)t;
     return CELL_OK;
   }
-  return cell_tensor_astype(t, dt, out);
+  return cell_k_astype(t, dt, out);
 }
 
 static cell_status run_binary(cell_binop op, cell_dtype ct, cell_tensor *out,
@@ -183,7 +184,7 @@ static cell_status run_binary(cell_binop op, cell_dtype ct, cell_tensor *out,
   return s;
 }
 
-cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
+cell_status cell_k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
                            cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   cell_dtype ct, rt;
@@ -233,7 +234,7 @@ cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b)
   cell_tensor_bump(a);
   if (rt == a->dtype && ct == a->dtype) return run_binary(op, ct, a, a, b);
   cell_tensor *r;
-  CELL_TRY(cell_op_binary(op, a, b, &r));
+  CELL_TRY(cell_k_binary(op, a, b, &r));
   cell_status s = cell_tensor_copy_(a, r);
   cell_tensor_release(r);
   return s;
@@ -261,12 +262,12 @@ static const cell_tensor *make_scalar(stack_scalar *ss, const cell_tensor *t, do
   return &ss->tensor;
 }
 
-cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float,
+cell_status cell_k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float,
                                   int reversed, cell_tensor **out) {
   if (!t || !out) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   stack_scalar ss;
   const cell_tensor *st = make_scalar(&ss, t, s, s_is_float);
-  return reversed ? cell_op_binary(op, st, t, out) : cell_op_binary(op, t, st, out);
+  return reversed ? cell_k_binary(op, st, t, out) : cell_k_binary(op, t, st, out);
 }
 
 cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {

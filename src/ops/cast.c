@@ -1,5 +1,6 @@
 /* cast.c - copies and dtype conversion: copy_, fill_, astype, contiguous, clone. */
 #include "../core/iter.h"
+#include "../core/kernels.h"
 
 typedef struct {
   cell_dtype to, from;
@@ -91,7 +92,7 @@ cell_status cell_tensor_fill_(cell_tensor *t, double v) {
   return cell_iter_run(&it, fill_loop, &ctx);
 }
 
-cell_status cell_tensor_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out) {
+cell_status cell_k_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out) {
   if (!t || !out) return cell_error(CELL_ERR_VALUE, "astype: NULL argument");
   if ((unsigned)dt >= CELL_DTYPE_COUNT)
     return cell_error(CELL_ERR_TYPE, "astype: unknown dtype %d", (int)dt);
@@ -106,17 +107,17 @@ cell_status cell_tensor_astype(const cell_tensor *t, cell_dtype dt, cell_tensor 
   return CELL_OK;
 }
 
-cell_status cell_tensor_clone(const cell_tensor *t, cell_tensor **out) {
+cell_status cell_k_clone(const cell_tensor *t, cell_tensor **out) {
   if (!t) return cell_error(CELL_ERR_VALUE, "clone: NULL tensor");
-  return cell_tensor_astype(t, t->dtype, out);
+  return cell_k_astype(t, t->dtype, out);
 }
 
-cell_status cell_tensor_contiguous(const cell_tensor *t, cell_tensor **out) {
+cell_status cell_k_contiguous(const cell_tensor *t, cell_tensor **out) {
   if (!t || !out) return cell_error(CELL_ERR_VALUE, "contiguous: NULL argument");
   if (cell_tensor_is_contiguous(t)) {
     cell_tensor_retain((cell_tensor *)t);
     *out = (cell_tensor *)t;
     return CELL_OK;
   }
-  return cell_tensor_clone(t, out);
+  return cell_k_clone(t, out);
 }

@@ -1,5 +1,6 @@
 /* linalg.c - matmul (NumPy semantics, batched, broadcasting), mm, bmm, dot. */
 #include "../backend/backend.h"
+#include "../core/kernels.h"
 #include "../core/ops.h"
 
 static cell_status mismatch(const char *op, const cell_tensor *a, const cell_tensor *b) {
@@ -94,25 +95,25 @@ static cell_status matmul_nd(const char *op, const cell_tensor *a, const cell_te
   return CELL_OK;
 }
 
-cell_status cell_op_matmul(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+cell_status cell_k_matmul(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "matmul: NULL argument");
   if (a->ndim == 0 || b->ndim == 0)
     return cell_error(CELL_ERR_VALUE, "matmul: both operands need at least one dimension, got "
                                       "%d-D and %d-D", a->ndim, b->ndim);
   cell_dtype dt;
   CELL_TRY(matmul_dtype("matmul", a, b, &dt));
-  if (a->ndim == 1 && b->ndim == 1) return cell_op_dot(a, b, out);
+  if (a->ndim == 1 && b->ndim == 1) return cell_k_dot(a, b, out);
   cell_tensor *ca = NULL, *cb = NULL, *va = NULL, *vb = NULL, *r = NULL;
   cell_status s = cell_as_dtype(a, dt, &ca);
   if (s == CELL_OK) s = cell_as_dtype(b, dt, &cb);
   /* 1-D operands become matrices, and the added dimension goes again. */
-  if (s == CELL_OK) s = a->ndim == 1 ? cell_tensor_unsqueeze(ca, 0, &va) : (cell_tensor_retain(ca), va = ca, CELL_OK);
-  if (s == CELL_OK) s = b->ndim == 1 ? cell_tensor_unsqueeze(cb, 1, &vb) : (cell_tensor_retain(cb), vb = cb, CELL_OK);
+  if (s == CELL_OK) s = a->ndim == 1 ? cell_k_unsqueeze(ca, 0, &va) : (cell_tensor_retain(ca), va = ca, CELL_OK);
+  if (s == CELL_OK) s = b->ndim == 1 ? cell_k_unsqueeze(cb, 1, &vb) : (cell_tensor_retain(cb), vb = cb, CELL_OK);
   if (s == CELL_OK && va->shape[va->ndim - 1] != vb->shape[vb->ndim - 2]) s = mismatch("matmul", a, b);
   if (s == CELL_OK) s = matmul_nd("matmul", va, vb, &r);
   if (s == CELL_OK && (a->ndim == 1 || b->ndim == 1)) {
     cell_tensor *sq;
-    s = cell_tensor_squeeze(r, a->ndim == 1 ? r->ndim - 2 : r->ndim - 1, &sq);
+    s = cell_k_squeeze(r, a->ndim == 1 ? r->ndim - 2 : r->ndim - 1, &sq);
     cell_tensor_release(r);
     r = s == CELL_OK ? sq : NULL;
   }
@@ -122,25 +123,25 @@ cell_status cell_op_matmul(const cell_tensor *a, const cell_tensor *b, cell_tens
   return CELL_OK;
 }
 
-cell_status cell_op_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+cell_status cell_k_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "mm: NULL argument");
   if (a->ndim != 2 || b->ndim != 2)
     return cell_error(CELL_ERR_VALUE, "mm: both operands must be 2-D, got %d-D and %d-D", a->ndim,
                       b->ndim);
   if (a->shape[1] != b->shape[0]) return mismatch("mm", a, b);
-  return cell_op_matmul(a, b, out);
+  return cell_k_matmul(a, b, out);
 }
 
-cell_status cell_op_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+cell_status cell_k_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "bmm: NULL argument");
   if (a->ndim != 3 || b->ndim != 3)
     return cell_error(CELL_ERR_VALUE, "bmm: both operands must be 3-D, got %d-D and %d-D",
                       a->ndim, b->ndim);
   if (a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1]) return mismatch("bmm", a, b);
-  return cell_op_matmul(a, b, out);
+  return cell_k_matmul(a, b, out);
 }
 
-cell_status cell_op_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+cell_status cell_k_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "dot: NULL argument");
   if (a->ndim != 1 || b->ndim != 1)
     return cell_error(CELL_ERR_VALUE, "dot: both operands must be 1-D, got %d-D and %d-D",

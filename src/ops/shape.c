@@ -9,6 +9,7 @@
  * walking the index tensor in row-major order (so a scatter with repeated
  * positions keeps the last write). */
 #include "../core/iter.h"
+#include "../core/kernels.h"
 #include "../core/ops.h"
 
 /* --- helpers ------------------------------------------------------------- */
@@ -93,7 +94,7 @@ static cell_dtype promote_all(int n, cell_tensor *const *ts) {
   return dt;
 }
 
-cell_status cell_op_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
+cell_status cell_k_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
   CELL_TRY(check_list("cat", n, ts, out));
   const cell_tensor *t0 = ts[0];
   int nd = t0->ndim;
@@ -134,7 +135,7 @@ cell_status cell_op_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **ou
   return finish(s, r, out);
 }
 
-cell_status cell_op_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
+cell_status cell_k_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
   CELL_TRY(check_list("stack", n, ts, out));
   const cell_tensor *t0 = ts[0];
   int nd = t0->ndim;
@@ -238,7 +239,7 @@ static cell_status check_fits(const char *op, const cell_tensor *index, const ce
   return CELL_OK;
 }
 
-cell_status cell_op_gather(const cell_tensor *a, int dim, const cell_tensor *index,
+cell_status cell_k_gather(const cell_tensor *a, int dim, const cell_tensor *index,
                            int64_t index_base, cell_tensor **out) {
   if (!a || !index || !out) return cell_error(CELL_ERR_VALUE, "gather: NULL argument");
   CELL_TRY(cell_check_dim("gather", dim, a->ndim));
@@ -249,7 +250,7 @@ cell_status cell_op_gather(const cell_tensor *a, int dim, const cell_tensor *ind
   return finish(index_walk("gather", index, dim, index_base, r, a, 0), r, out);
 }
 
-cell_status cell_op_scatter(const cell_tensor *a, int dim, const cell_tensor *index,
+cell_status cell_k_scatter(const cell_tensor *a, int dim, const cell_tensor *index,
                             const cell_tensor *src, int64_t index_base, cell_tensor **out) {
   if (!a || !index || !src || !out) return cell_error(CELL_ERR_VALUE, "scatter: NULL argument");
   CELL_TRY(cell_check_dim("scatter", dim, a->ndim));
@@ -258,7 +259,7 @@ cell_status cell_op_scatter(const cell_tensor *a, int dim, const cell_tensor *in
   CELL_TRY(check_fits("scatter", index, src, "source", dim, 0));
   cell_tensor *cs, *r = NULL;
   CELL_TRY(cell_as_dtype(src, a->dtype, &cs));
-  cell_status s = cell_tensor_clone(a, &r);
+  cell_status s = cell_k_clone(a, &r);
   if (s == CELL_OK) s = index_walk("scatter", index, dim, index_base, cs, r, 1);
   cell_tensor_release(cs);
   return finish(s, r, out);
@@ -266,7 +267,7 @@ cell_status cell_op_scatter(const cell_tensor *a, int dim, const cell_tensor *in
 
 /* --- index_select ------------------------------------------------------------- */
 
-cell_status cell_op_index_select(const cell_tensor *a, int dim, const cell_tensor *index,
+cell_status cell_k_index_select(const cell_tensor *a, int dim, const cell_tensor *index,
                                  int64_t index_base, cell_tensor **out) {
   if (!a || !index || !out) return cell_error(CELL_ERR_VALUE, "index_select: NULL argument");
   CELL_TRY(cell_check_dim("index_select", dim, a->ndim));
@@ -307,7 +308,7 @@ cell_status cell_op_index_select(const cell_tensor *a, int dim, const cell_tenso
 
 /* --- tile, repeat_interleave -------------------------------------------------- */
 
-cell_status cell_op_tile(const cell_tensor *a, int nreps, const int64_t *reps, cell_tensor **out) {
+cell_status cell_k_tile(const cell_tensor *a, int nreps, const int64_t *reps, cell_tensor **out) {
   if (!a || !out || (nreps > 0 && !reps))
     return cell_error(CELL_ERR_VALUE, "tile: NULL argument");
   if (nreps < 0 || nreps > CELL_MAX_DIMS)
@@ -351,7 +352,7 @@ cell_status cell_op_tile(const cell_tensor *a, int nreps, const int64_t *reps, c
   return finish(s, r, out);
 }
 
-cell_status cell_op_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim,
+cell_status cell_k_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim,
                                       cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "repeat_interleave: NULL argument");
   CELL_TRY(cell_check_dim("repeat_interleave", dim, a->ndim));
@@ -388,7 +389,7 @@ cell_status cell_op_repeat_interleave(const cell_tensor *a, int64_t repeats, int
 
 /* --- pad ------------------------------------------------------------------------- */
 
-cell_status cell_op_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value,
+cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value,
                         cell_tensor **out) {
   if (!a || !out || (npairs > 0 && !pads))
     return cell_error(CELL_ERR_VALUE, "pad: NULL argument");

@@ -1,5 +1,6 @@
 /* unary.c - elementwise math, clamp, where and masked_fill. */
 #include "../core/iter.h"
+#include "../core/kernels.h"
 #include "../core/ops.h"
 #include <tgmath.h>
 
@@ -133,7 +134,7 @@ static cell_status run_unary(cell_unop op, cell_dtype ct, cell_tensor *out, cons
   return s;
 }
 
-cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
+cell_status cell_k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "unary op: NULL argument");
   cell_dtype ct;
   CELL_TRY(unop_type(op, a->dtype, &ct));
@@ -169,7 +170,7 @@ cell_status cell_release4(cell_status s, cell_tensor *a, cell_tensor *b, cell_te
 }
 
 /* clamp = minimum(maximum(a, lo), hi), through the binary kernels. */
-cell_status cell_op_clamp(const cell_tensor *a, int has_lo, double lo, int has_hi, double hi,
+cell_status cell_k_clamp(const cell_tensor *a, int has_lo, double lo, int has_hi, double hi,
                           cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "clamp: NULL argument");
   if (a->dtype == CELL_DTYPE_BOOL)
@@ -178,10 +179,10 @@ cell_status cell_op_clamp(const cell_tensor *a, int has_lo, double lo, int has_h
     return cell_error(CELL_ERR_VALUE, "clamp: min %g is greater than max %g", lo, hi);
   int is_float = cell_dtype_is_float(a->dtype);
   cell_tensor *t = NULL, *r = NULL;
-  if (has_lo) CELL_TRY(cell_op_binary_scalar(CELL_OP_MAXIMUM, a, lo, is_float, 0, &t));
-  else CELL_TRY(cell_tensor_clone(a, &t));
+  if (has_lo) CELL_TRY(cell_k_binary_scalar(CELL_OP_MAXIMUM, a, lo, is_float, 0, &t));
+  else CELL_TRY(cell_k_clone(a, &t));
   if (has_hi) {
-    cell_status s = cell_op_binary_scalar(CELL_OP_MINIMUM, t, hi, is_float, 0, &r);
+    cell_status s = cell_k_binary_scalar(CELL_OP_MINIMUM, t, hi, is_float, 0, &r);
     cell_tensor_release(t);
     if (s != CELL_OK) return s;
     t = r;
@@ -202,7 +203,7 @@ static void where_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
   }
 }
 
-cell_status cell_op_where(const cell_tensor *cond, const cell_tensor *a, const cell_tensor *b,
+cell_status cell_k_where(const cell_tensor *cond, const cell_tensor *a, const cell_tensor *b,
                           cell_tensor **out) {
   if (!cond || !a || !b || !out) return cell_error(CELL_ERR_VALUE, "where: NULL argument");
   if (cond->dtype != CELL_DTYPE_BOOL)
@@ -233,7 +234,7 @@ cell_status cell_op_where(const cell_tensor *cond, const cell_tensor *a, const c
   return CELL_OK;
 }
 
-cell_status cell_op_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value,
+cell_status cell_k_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value,
                                 cell_tensor **out) {
   if (!a || !mask || !out) return cell_error(CELL_ERR_VALUE, "masked_fill: NULL argument");
   if (mask->dtype != CELL_DTYPE_BOOL)
@@ -241,7 +242,7 @@ cell_status cell_op_masked_fill(const cell_tensor *a, const cell_tensor *mask, d
                       cell_dtype_name(mask->dtype));
   cell_tensor *v;
   CELL_TRY(cell_tensor_full(a->dtype, 0, NULL, value, &v));
-  cell_status s = cell_op_where(mask, v, a, out);
+  cell_status s = cell_k_where(mask, v, a, out);
   cell_tensor_release(v);
   return s;
 }

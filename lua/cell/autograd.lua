@@ -1,0 +1,183 @@
+--- MindSpore's functional front door to differentiation: cell.grad,
+-- cell.value_and_grad, cell.ops.GradOperation, cell.no_grad. The engine
+-- records the tape; these functions choose what to differentiate, run the
+-- function with grad mode on, and shape the results as MindSpore does.
+local core = require "cell.core"
+
+local M = {}
+local unpack = table.unpack or unpack
+
+local function pack(...) return { n = select("#", ...), ... } end
+
+--- Run fn(...) with grad mode set to `on`, restoring it even on error.
+local function with_grad_mode(on, fn, ...)
+  local prev = core.set_grad_enabled(on)
+  local res = pack(pcall(fn, ...))
+  core.set_grad_enabled(prev)
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, res.n)
+end
+
+--- cell.no_grad(fn, ...): fn(...) without recording anything.
+function M.no_grad(fn, ...) return with_grad_mode(false, fn, ...) end
+--- cell.enable_grad(fn, ...): fn(...) with recording on.
+function M.enable_grad(fn, ...) return with_grad_mode(true, fn, ...) end
+
+--- The positions to differentiate: nil, a number, or a list (1-based).
+local function positions_of(grad_position)
+  if grad_position == nil then return {}, false end
+  if type(grad_position) == "number" then
+    if grad_position < 1 or grad_position ~= math.floor(grad_position) then
+      error(("ValueError: grad_position must be a positive integer (1 is the first argument), got %s")
+        :format(tostring(grad_position)), 3)
+    end
+    return { grad_position }, true
+  end
+  if type(grad_position) ~= "table" then
+    error(("TypeError: grad_position must be a number, a table of numbers or nil, got %s")
+      :format(type(grad_position)), 3)
+  end
+  for _, p in ipairs(grad_position) do positions_of(p) end
+  return grad_position, false
+end
+
+local function check_weights(weights)
+  if weights == nil then return {} end
+  if core.is_tensor(weights) then return { weights }, true end
+  if type(weights) ~= "table" then
+    error(("TypeError: weights must be a list of Parameters, got %s"):format(type(weights)), 3)
+  end
+  for i, w in ipairs(weights) do
+    if not core.is_tensor(w) then
+      error(("TypeError: weights[%d] is a %s, not a Parameter"):format(i, type(w)), 3)
+    end
+  end
+  return weights
+end
+
+--- The differentiating function behind grad and value_and_grad. Options:
+-- grad_position, weights, has_aux, sens_param (sens is the last argument).
+local function differentiate(fn, opts, with_value)
+  if type(fn) ~= "function" and not (type(fn) == "table" and getmetatable(fn)) then
+    error(("TypeError: grad: expected a function or a cell, got %s"):format(type(fn)), 3)
+  end
+  local positions, single = positions_of(opts.grad_position)
+  local weights, single_weight = check_weights(opts.weights)
+  if #positions == 0 and #weights == 0 then
+    error("ValueError: grad: grad_position and weights cannot both be nil", 3)
+  end
+  return function(...)
+    if not core.is_grad_enabled() then
+      error("RuntimeError: grad: called inside no_grad, where nothing is recorded; "
+        .. "call it outside the no_grad region", 2)
+    end
+    local args = pack(...)
+    local sens
+    if opts.sens_param then
+      sens = args[args.n]
+      if not core.is_tensor(sens) then
+        error("TypeError: grad: with sens_param the last argument must be the sens Tensor", 2)
+      end
+      args[args.n] = nil
+      args.n = args.n - 1
+    end
+    local leaves = {}
+    for k, p in ipairs(positions) do
+      local x = args[p]
+      if not core.is_tensor(x) then
+        error(("TypeError: grad: argument %d is a %s; only Tensor arguments can be differentiated")
+          :format(p, type(x)), 2)
+      end
+      if not x.dtype.is_floating_point then
+        error(("TypeError: grad: argument %d is a %s tensor; only floating-point tensors have "
+          .. "gradients"):format(p, tostring(x.dtype)), 2)
+      end
+      local leaf = x:stop_gradient():requires_grad_(true)
+      args[p] = leaf
+      leaves[k] = leaf
+    end
+    local res = pack(with_grad_mode(true, fn, unpack(args, 1, args.n)))
+    local out = res[1]
+    if not core.is_tensor(out) then
+      error(("TypeError: grad: the function must return a Tensor%s, got %s")
+        :format(opts.has_aux and " first" or "", type(out)), 2)
+    end
+    local targets = {}
+    for _, t in ipairs(leaves) do targets[#targets + 1] = t end
+    for _, w in ipairs(weights) do targets[#targets + 1] = w end
+    local all
+    if out.requires_grad then
+      all = core._backward(out, sens, targets)
+    else -- nothing being differentiated reached the output: zeros, as MindSpore
+      all = {}
+      for k, t in ipairs(targets) do all[k] = core.zeros_like(t) end
+    end
+    local input_grads, weight_grads = {}, {}
+    for k = 1, #leaves do input_grads[k] = all[k] end
+    for k = 1, #weights do weight_grads[k] = all[#leaves + k] end
+    local grads
+    if #positions > 0 then
+      grads = single and input_grads[1] or input_grads
+      if #weights > 0 then grads = { grads, single_weight and weight_grads[1] or weight_grads } end
+    else
+      grads = single_weight and weight_grads[1] or weight_grads
+    end
+    local aux = opts.has_aux and { unpack(res, 2, res.n) } or nil
+    if with_value then
+      if opts.has_aux then return { out, unpack(aux) }, grads end
+      return res.n > 1 and { unpack(res, 1, res.n) } or out, grads
+    end
+    if opts.has_aux then return grads, unpack(aux) end
+    return grads
+  end
+end
+
+--- Positional (grad_position, weights, has_aux) or one options table.
+local function options(grad_position, weights, has_aux)
+  if type(grad_position) == "table" and (grad_position.grad_position ~= nil
+      or grad_position.weights ~= nil or grad_position.has_aux ~= nil
+      or grad_position.sens_param ~= nil) then
+    return grad_position
+  end
+  if grad_position == nil and weights == nil then grad_position = 1 end
+  return { grad_position = grad_position, weights = weights, has_aux = has_aux }
+end
+
+--- cell.grad(fn, grad_position = 1, weights = nil, has_aux = false)
+function M.grad(fn, grad_position, weights, has_aux)
+  return differentiate(fn, options(grad_position, weights, has_aux), false)
+end
+
+--- cell.value_and_grad(fn, grad_position = 1, weights = nil, has_aux = false)
+function M.value_and_grad(fn, grad_position, weights, has_aux)
+  return differentiate(fn, options(grad_position, weights, has_aux), true)
+end
+
+--- cell.ops.GradOperation{get_all =, get_by_list =, sens_param =}: called
+-- on a function (or a cell) it returns its gradient function; with
+-- get_by_list that function takes the weights first: GradOperation{get_by_list
+-- = true}(net, weights)(x).
+function M.GradOperation(opts)
+  opts = opts or {}
+  return function(fn, weights)
+    return function(...)
+      local n = select("#", ...)
+      if opts.sens_param then n = n - 1 end
+      local positions
+      if opts.get_all then
+        positions = {}
+        for i = 1, n do positions[i] = i end
+      elseif not opts.get_by_list then
+        positions = 1
+      end
+      local g = differentiate(fn, {
+        grad_position = positions,
+        weights = opts.get_by_list and weights or nil,
+        sens_param = opts.sens_param,
+      }, false)
+      return g(...)
+    end
+  end
+end
+
+return M

@@ -1,0 +1,288 @@
+-- autograd_spec.lua - the tape and cell.grad (src/autograd, lua/cell/autograd.lua):
+-- a numerical gradient check (central differences in float64) over every
+-- differentiable op the engine registers, front-door result shapes, and
+-- the error paths.
+local cell = require "cell"
+local H = require "helpers"
+
+local f64 = cell.float64
+local unpack = table.unpack or unpack
+
+--- A float64 tensor of the given shape with distinct, well-spread values.
+local function input(shape, lo, hi, seed)
+  cell.set_seed(seed or 1)
+  lo, hi = lo or -1, hi or 1
+  return cell.rand(shape, f64) * (hi - lo) + lo
+end
+
+--- sum(fn(inputs) * w) for a fixed weight w, so every output element counts.
+local function scalarize(fn, args, weight)
+  local out = fn(unpack(args))
+  if weight == nil then
+    cell.set_seed(99)
+    weight = cell.rand(out.shape, f64) + 0.5
+  end
+  return (out * weight):sum(), weight
+end
+
+--- Central differences of the scalarized fn with respect to argument k.
+local function numeric_grad(fn, args, k, weight, eps)
+  local x = args[k]
+  local flat = x:contiguous():view(-1)
+  local base = x:contiguous()
+  local g = cell.zeros({ flat:numel() }, f64)
+  for j = 1, flat:numel() do
+    local orig = flat[j]
+    local trial = {}
+    for i, a in ipairs(args) do trial[i] = a end
+    local plus, minus = base:clone(), base:clone()
+    plus:view(-1)[j] = orig + eps
+    minus:view(-1)[j] = orig - eps
+    trial[k] = plus
+    local fp = scalarize(fn, trial, weight):item()
+    trial[k] = minus
+    local fm = scalarize(fn, trial, weight):item()
+    g[j] = (fp - fm) / (2 * eps)
+  end
+  return g:reshape(x.shape)
+end
+
+local function gradcheck(fn, args, opts)
+  opts = opts or {}
+  local positions = {}
+  for i in ipairs(args) do
+    if not (opts.skip and opts.skip[i]) then positions[#positions + 1] = i end
+  end
+  local _, weight = scalarize(fn, args)
+  local analytic = cell.grad(function(...) return (fn(...) * weight):sum() end, positions)(
+    unpack(args))
+  for n, k in ipairs(positions) do
+    local num = numeric_grad(fn, args, k, weight, opts.eps or 1e-6)
+    H.assert_close(analytic[n], num:totable(), opts.tol or 1e-5)
+  end
+end
+
+-- One entry per backward node the engine registers (core._backward_nodes):
+-- the op, a builder of its arguments (float64 inputs, transposed or
+-- broadcast where the op takes them), and which arguments are constants.
+local T = function(t) return t:transpose(1, 2) end
+local function r(shape, lo, hi, seed) return function() return input(shape, lo, hi, seed) end end
+local function idx(t) return function() return cell.tensor(t, cell.int64) end end
+local function mask(t) return function() return cell.tensor(t) end end
+local I = { skip = { [2] = true } }
+local cases = {
+  AddBackward = { function(a, b) return a + b end, { r { 2, 3 }, r { 3 } } },
+  SubBackward = { function(a, b) return a - b end, { r { 2, 1 }, r { 3 } } },
+  MulBackward = { function(a, b) return T(a) * b end, { r { 3, 2 }, r { 2, 3 } } },
+  DivBackward = { function(a, b) return a / b end, { r { 2, 3 }, r({ 2, 3 }, 1, 2) } },
+  PowBackward = { function(a, b) return a ^ b end, { r({ 2, 3 }, 0.5, 2), r { 3 } } },
+  MaximumBackward = { function(a, b) return a:maximum(b) end, { r { 2, 3 }, r { 3 } } },
+  MinimumBackward = { function(a, b) return a:minimum(b) end, { r { 2, 3 }, r { 3 } } },
+  MatMulBackward = { function(a, b) return a:matmul(T(b)) end, { r { 2, 4, 3 }, r { 5, 3 } } },
+  BatchMatMulBackward = { function(a, b) return a:bmm(b) end, { r { 2, 2, 3 }, r { 2, 3, 4 } } },
+  DotBackward = { function(a, b) return a:dot(b) end, { r { 4 }, r { 4 } } },
+  AbsBackward = { function(a) return T(a):abs() end, { r { 3, 2 } } },
+  NegBackward = { function(a) return -a end, { r { 2, 3 } } },
+  ExpBackward = { function(a) return T(a):exp() end, { r { 3, 2 } } },
+  LogBackward = { function(a) return a:log() end, { r({ 2, 3 }, 0.5, 2) } },
+  Log1pBackward = { function(a) return a:log1p() end, { r({ 2, 3 }, 0, 1) } },
+  SqrtBackward = { function(a) return a:sqrt() end, { r({ 2, 3 }, 0.5, 2) } },
+  RsqrtBackward = { function(a) return a:rsqrt() end, { r({ 2, 3 }, 0.5, 2) } },
+  SinBackward = { function(a) return a:sin() end, { r { 2, 3 } } },
+  CosBackward = { function(a) return a:cos() end, { r { 2, 3 } } },
+  TanhBackward = { function(a) return a:tanh() end, { r { 2, 3 } } },
+  SigmoidBackward = { function(a) return a:sigmoid() end, { r { 2, 3 } } },
+  ReluBackward = { function(a) return a:relu() end, { r { 2, 3 } } },
+  GeluBackward = { function(a) return a:gelu() end, { r { 2, 3 } } },
+  SiluBackward = { function(a) return a:silu() end, { r { 2, 3 } } },
+  FloorBackward = { function(a) return a:floor() end, { r({ 2, 3 }, 0.1, 0.9) } },
+  CeilBackward = { function(a) return a:ceil() end, { r({ 2, 3 }, 0.1, 0.9) } },
+  RoundBackward = { function(a) return a:round() end, { r({ 2, 3 }, 0.1, 0.4) } },
+  SignBackward = { function(a) return a:sign() end, { r({ 2, 3 }, 0.1, 0.9) } },
+  SumBackward = { function(a) return T(a):sum(2) end, { r { 3, 4 } } },
+  MeanBackward = { function(a) return a:mean({ 1, 3 }, true) end, { r { 2, 3, 2 } } },
+  ProdBackward = { function(a) return a:prod(2) end, { r({ 2, 3 }, 0.5, 1.5) } },
+  MaxBackward = { function(a) return a:max() end, { r { 2, 3 } } },
+  MinBackward = { function(a) return T(a):min() end, { r { 2, 3 } } },
+  ClampBackward = { function(a) return a:clamp(-0.5, 0.5) end, { r { 3, 4 } } },
+  WhereBackward = { function(c, a, b) return cell.where(c, a, b) end,
+    { mask { { true, false, true }, { false, true, false } }, r { 2, 3 }, r { 3 } }, { skip = { [1] = true } } },
+  MaskedFillBackward = { function(a, m) return a:masked_fill(m, 0) end,
+    { r { 2, 3 }, mask { true, false, false } }, I },
+  MaxDimBackward = { function(a) return (a:max(2)) end, { r { 3, 4 } } },
+  VarBackward = { function(a) return a:var(2, 1) end, { r { 3, 4 } } },
+  NormBackward = { function(a) return T(a):norm(3, 1) end, { r { 3, 4 } } },
+  CumsumBackward = { function(a) return T(a):cumsum(1) end, { r { 3, 4 } } },
+  AstypeBackward = { function(a) return a:float():double() end, { r { 2, 3 } }, { tol = 1e-3, eps = 1e-3 } },
+  CatBackward = { function(a, b) return cell.cat({ a, T(b) }, 2) end, { r { 2, 3 }, r { 2, 2 } } },
+  CloneBackward = { function(a) return a:clone() end, { r { 2, 3 } } },
+  ContiguousBackward = { function(a) return T(a):contiguous() end, { r { 2, 3 } } },
+  ExpandBackward = { function(a) return a:expand({ 3, 2, 4 }) end, { r { 2, 1 } } },
+  FlattenBackward = { function(a) return T(a):flatten() end, { r { 2, 3 } } },
+  GatherBackward = { function(a, i) return a:gather(2, i) end,
+    { r { 2, 3 }, idx { { 1, 1, 3 }, { 2, 3, 2 } } }, I },
+  IndexSelectBackward = { function(a, i) return a:index_select(1, i) end, { r { 3, 2 }, idx { 3, 1, 3 } }, I },
+  NarrowBackward = { function(a) return a:narrow(2, 2, 2) end, { r { 2, 4 } } },
+  PadBackward = { function(a) return a:pad({ 1, 2, 0, 1 }, 0) end, { r { 2, 3 } } },
+  PermuteBackward = { function(a) return a:permute(3, 1, 2) end, { r { 2, 3, 4 } } },
+  RepeatInterleaveBackward = { function(a) return a:repeat_interleave(2, 1) end, { r { 2, 3 } } },
+  ReshapeBackward = { function(a) return T(a):reshape({ 6 }) end, { r { 2, 3 } } },
+  ScatterBackward = { function(a, i, s) return a:scatter(2, i, s) end,
+    { r { 2, 3 }, idx { { 3, 1 }, { 2, 3 } }, r { 2, 2 } }, I },
+  SelectBackward = { function(a) return a[2] end, { r { 3, 4 } } },
+  SliceBackward = { function(a) return a[{ {}, { 1, 4, 2 } }] end, { r { 3, 4 } } },
+  SqueezeBackward = { function(a) return a:squeeze() end, { r { 2, 1, 3 } } },
+  StackBackward = { function(a, b) return cell.stack({ a, b }, 2) end, { r { 2, 3 }, r { 2, 3 } } },
+  TileBackward = { function(a) return a:tile({ 2, 1, 2 }) end, { r { 2, 3 } } },
+  TransposeBackward = { function(a) return T(a) end, { r { 2, 3 } } },
+  UnsqueezeBackward = { function(a) return a:unsqueeze(2) end, { r { 2, 3 } } },
+  ViewBackward = { function(a) return a:view({ 3, 2 }) end, { r { 2, 3 } } },
+}
+
+describe("autograd", function()
+  describe("gradcheck", function()
+    it("covers every backward node the engine registers", function()
+      for _, name in ipairs(cell.core._backward_nodes()) do
+        assert.is_not_nil(cases[name], "no gradient check for " .. name)
+      end
+    end)
+    for name, c in pairs(cases) do
+      it(name, function()
+        local args = {}
+        for i, make in ipairs(c[2]) do args[i] = make(i) end
+        -- the op under test is the one that produced the output
+        local leafs = {}
+        for i, a in ipairs(args) do
+          leafs[i] = (c[3] and c[3].skip and c[3].skip[i]) and a or a:stop_gradient():requires_grad_(true)
+        end
+        assert.are.equal(name, c[1](unpack(leafs)).grad_fn)
+        gradcheck(c[1], args, c[3])
+      end)
+    end
+  end)
+
+  describe("cell.grad", function()
+    it("differentiates the first argument by default", function()
+      local f = function(x, y) return (x * y):sum() end
+      local g = cell.grad(f)(cell.tensor({ 1, 2 }), cell.tensor({ 3, 4 }))
+      H.assert_close(g, { 3, 4 })
+    end)
+    it("returns a list for a list of positions, and {inputs, weights} with weights", function()
+      local w = cell.tensor({ 2, 2 }):requires_grad_(true)
+      local f = function(x, y) return (x * y * w):sum() end
+      local gs = cell.grad(f, { 1, 2 })(cell.tensor({ 1, 2 }), cell.tensor({ 3, 4 }))
+      H.assert_close(gs[1], { 6, 8 })
+      H.assert_close(gs[2], { 2, 4 })
+      local both = cell.grad(f, 1, { w })(cell.tensor({ 1, 2 }), cell.tensor({ 3, 4 }))
+      H.assert_close(both[1], { 6, 8 })
+      H.assert_close(both[2][1], { 3, 8 })
+      local only_w = cell.grad(f, nil, { w })(cell.tensor({ 1, 2 }), cell.tensor({ 3, 4 }))
+      H.assert_close(only_w[1], { 3, 8 })
+    end)
+    it("value_and_grad returns the value too, and has_aux passes extra results", function()
+      local f = function(x) return (x * x):sum(), x * 10 end
+      local v, g = cell.value_and_grad(f, 1, nil, true)(cell.tensor({ 1, 3 }))
+      H.assert_close(v[1], 10)
+      H.assert_close(v[2], { 10, 30 })
+      H.assert_close(g, { 2, 6 })
+    end)
+    it("gives zeros for an input that does not contribute", function()
+      local g = cell.grad(function(x, y) return x:sum() end, 2)(cell.ones({ 2 }), cell.ones({ 3 }))
+      H.assert_close(g, { 0, 0, 0 })
+    end)
+    it("GradOperation with get_all and sens_param", function()
+      local f = function(x, y) return x * y end
+      local gs = cell.ops.GradOperation { get_all = true, sens_param = true }(f)(
+        cell.tensor({ 1, 2 }), cell.tensor({ 3, 4 }), cell.tensor({ 1, 10 }))
+      H.assert_close(gs[1], { 3, 40 })
+      H.assert_close(gs[2], { 1, 20 })
+    end)
+    it("no_grad records nothing, stop_gradient cuts the graph", function()
+      local x = cell.ones({ 2 }):requires_grad_(true)
+      local y = cell.no_grad(function() return x * 2 end)
+      assert.is_false(y.requires_grad)
+      assert.is_true((x * 2).requires_grad)
+      assert.are.equal("MulBackward", (x * 2).grad_fn)
+      assert.is_false((x * 2):stop_gradient().requires_grad)
+      local g = cell.grad(function(a) return (a * a:stop_gradient()):sum() end)(cell.tensor({ 3 }))
+      H.assert_close(g, { 3 })
+    end)
+    it("register_hook replaces the gradient, and its handle removes it", function()
+      local f = function(x)
+        local y = x * 2
+        y:register_hook(function(g) return g * 10 end)
+        return y:sum()
+      end
+      H.assert_close(cell.grad(f)(cell.ones({ 2 })), { 20, 20 })
+      local seen
+      local f2 = function(x)
+        local y = x * 3
+        local h = y:register_hook(function(g) seen = true end)
+        h:remove()
+        return y:sum()
+      end
+      H.assert_close(cell.grad(f2)(cell.ones({ 2 })), { 3, 3 })
+      assert.is_nil(seen)
+    end)
+  end)
+
+  describe("errors", function()
+    it("a non-scalar output without sens", function()
+      H.expect_error(function() return cell.grad(function(x) return x * 2 end)(cell.ones({ 2, 3 })) end,
+        "RuntimeError", "shape [2, 3]", "sens")
+    end)
+    it("a non-differentiable input", function()
+      H.expect_error(function() return cell.grad(function(x) return x end)(cell.ones({ 2 }, cell.int64)) end,
+        "TypeError", "Int64", "floating-point")
+      H.expect_error(function() return cell.grad(function(x) return x end)("a") end,
+        "TypeError", "argument 1", "string")
+      H.expect_error(function() return cell.ones({ 2 }, cell.int32):requires_grad_(true) end,
+        "TypeError", "floating-point")
+    end)
+    it("an in-place change to a saved tensor", function()
+      H.expect_error(function()
+        return cell.grad(function(x)
+          local y = x * 1
+          local z = y * y
+          y:add_(1)
+          return z:sum()
+        end)(cell.ones({ 2 }))
+      end, "RuntimeError", "MulBackward", "modified in place")
+    end)
+    it("an error inside a hook propagates, and the next grad works", function()
+      local ok, err = pcall(cell.grad(function(x)
+        local y = x * 2
+        y:register_hook(function() error("boom in hook") end)
+        return y:sum()
+      end), cell.ones({ 2 }))
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("boom in hook", 1, true))
+      assert.is_true(cell.is_grad_enabled())
+      H.assert_close(cell.grad(function(x) return (x * 5):sum() end)(cell.ones({ 2 })), { 5, 5 })
+    end)
+    it("grad inside no_grad, and a graph used twice", function()
+      H.expect_error(function()
+        return cell.no_grad(function() return cell.grad(function(x) return x:sum() end)(cell.ones({ 2 })) end)
+      end, "RuntimeError", "no_grad")
+      local x = cell.ones({ 2 }):requires_grad_(true)
+      local y = (x * x):sum()
+      cell.core._backward(y, nil, { x })
+      H.expect_error(function() return cell.core._backward(y, nil, { x }) end,
+        "RuntimeError", "already used")
+    end)
+  end)
+
+  it("the graph of a training loop is freed each step", function()
+    local w = cell.randn({ 64, 64 }):requires_grad_(true)
+    local x = cell.randn({ 8, 64 })
+    local vg = cell.value_and_grad(function(a) return (a:matmul(w) * 2):sum() end, 1, { w })
+    vg(x)
+    local base = cell.memory_stats().in_use
+    for _ = 1, 200 do vg(x) end
+    collectgarbage()
+    collectgarbage()
+    assert.is_true(cell.memory_stats().in_use - base < 1024 * 1024)
+  end)
+end)
+
+return { cases = cases }

@@ -1,0 +1,103 @@
+/* autograd.h - the tape: nodes, grad mode, recording and the backward pass
+ * (internal; the public calls are in cell.h).
+ *
+ * PyNative style. When grad mode is on and an input of a differentiable op
+ * requires grad, the op's output gets a node: the backward rule, what the
+ * rule needs (saved tensors with their versions, input shapes, arguments)
+ * and one edge per input to the node that produced it (or to the input's
+ * leaf accumulator). Nodes are refcounted: a tensor holds its node, a node
+ * holds the nodes of its inputs, so a graph lives exactly as long as the
+ * outputs that can reach it. */
+#ifndef CELL_AUTOGRAD_H
+#define CELL_AUTOGRAD_H
+#include "../core/tensor.h"
+
+#define CELL_NODE_MAX_IN 4
+#define CELL_NODE_MAX_SAVED 4
+
+typedef struct cell_node cell_node;
+
+/* grad_in[i] receives a new reference (or NULL: no gradient) for input i;
+ * grad_out is the gradient of the node's output (borrowed). */
+typedef cell_status (*cell_backward_fn)(cell_node *n, const cell_tensor *grad_out,
+                                        cell_tensor **grad_in);
+
+struct cell_node {
+  int refcount;
+  const char *name;
+  cell_backward_fn backward;          /* NULL for a leaf accumulator */
+  void (*release_extra)(cell_node *n); /* frees extra, may be NULL */
+  void *extra;
+  int n_inputs;
+  cell_node *next[CELL_NODE_MAX_IN];  /* the producer of each input, or NULL */
+  int in_ndim[CELL_NODE_MAX_IN];
+  int64_t in_shape[CELL_NODE_MAX_IN][CELL_MAX_DIMS];
+  cell_dtype in_dtype[CELL_NODE_MAX_IN];
+  int n_saved;
+  cell_tensor *saved[CELL_NODE_MAX_SAVED];
+  unsigned saved_version[CELL_NODE_MAX_SAVED];
+  bool released;                      /* saved tensors freed by a backward pass */
+  int iarg[CELL_MAX_DIMS + 4];
+  double darg[4];
+  cell_tensor *leaf;                  /* accumulators: the leaf (weak) */
+  struct cell_ag_hook *hooks;         /* run on the gradient of the output */
+  /* scratch of one backward pass */
+  unsigned pass;
+  int pending;
+  cell_tensor *grad;
+  cell_node *queue_next;
+};
+
+/* The autograd state of a tensor (t->autograd). */
+typedef struct cell_ag_meta {
+  void (*free)(cell_tensor *t);  /* called by cell_tensor_release */
+  bool requires_grad;
+  cell_node *grad_fn;            /* producer; NULL for leaves */
+  cell_node *accumulator;        /* leaves: their node, made on first use */
+} cell_ag_meta;
+
+typedef struct cell_ag_hook {
+  int id;
+  cell_status (*fn)(void *ud, const cell_tensor *grad, cell_tensor **replacement);
+  void (*release)(void *ud);
+  void *ud;
+  struct cell_ag_hook *next;
+} cell_ag_hook;
+
+/* Whether recording is needed for an op on these inputs. */
+bool cell_ag_wants(int n, const cell_tensor *const *inputs);
+/* A node for an op on inputs (edges and input shapes filled in). */
+cell_node *cell_ag_node_new(const char *name, cell_backward_fn fn, int n,
+                            const cell_tensor *const *inputs);
+/* Keep t for the backward rule (an alias without autograd state, so an
+ * output saved by its own node makes no cycle), remembering its version. */
+cell_status cell_ag_save(cell_node *n, const cell_tensor *t);
+/* End of a recording wrapper: with s == CELL_OK, make n the producer of
+ * *out; otherwise (or if that fails) release n and *out and return the
+ * error. n may be NULL (node allocation failed: a MemoryError). */
+cell_status cell_ag_finish(cell_node *n, cell_status s, cell_tensor **out);
+void cell_node_release(cell_node *n);
+cell_ag_meta *cell_ag_meta_of(cell_tensor *t); /* created on demand; NULL if OOM */
+
+/* Sum g over the dimensions broadcast from shape (ndim, shape): the
+ * gradient of an input that was broadcast. */
+cell_status cell_ag_sum_to(const cell_tensor *g, int ndim, const int64_t *shape,
+                           cell_tensor **out);
+/* g converted to node input i's dtype and reduced to its shape. */
+cell_status cell_ag_grad_for(const cell_node *n, int i, cell_tensor *g, cell_tensor **out);
+
+/* The node names each rules file records (for the gradcheck table). */
+int cell_ag_binary_nodes(const char **names, int max);
+int cell_ag_math_nodes(const char **names, int max);
+int cell_ag_shape_nodes(const char **names, int max);
+
+/* The op-wrapper pattern: run the raw kernel with grad mode off. */
+#define CELL_AG_RAW(call)                        \
+  ({                                             \
+    int prev_ = cell_grad_set_enabled(0);        \
+    cell_status s_ = (call);                     \
+    cell_grad_set_enabled(prev_);                \
+    s_;                                          \
+  })
+
+#endif

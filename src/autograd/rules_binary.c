@@ -1,0 +1,282 @@
+/* rules_binary.c - recording wrappers and backward rules for the binary
+ * elementwise ops and the matrix products. */
+#include "autograd.h"
+#include "../core/kernels.h"
+
+/* a op b with raw kernels, for rules (grad mode is off during backward). */
+static cell_status bin(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  return cell_k_binary(op, a, b, out);
+}
+
+/* gin[i] = grad_for(node, i, t) and release t. */
+static cell_status give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin) {
+  if (s == CELL_OK && n->next[i]) s = cell_ag_grad_for(n, i, t, &gin[i]);
+  cell_tensor_release(t);
+  return s;
+}
+
+static cell_status add_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  cell_status s = CELL_OK;
+  for (int i = 0; i < 2 && s == CELL_OK; i++)
+    if (n->next[i]) s = cell_ag_grad_for(n, i, (cell_tensor *)g, &gin[i]);
+  return s;
+}
+
+static cell_status sub_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  cell_status s = n->next[0] ? cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]) : CELL_OK;
+  if (s == CELL_OK && n->next[1]) {
+    cell_tensor *neg;
+    s = cell_k_unary(CELL_OP_NEG, g, &neg);
+    if (s == CELL_OK) s = give(n, 1, s, neg, gin);
+  }
+  return s;
+}
+
+static cell_status mul_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  cell_status s = CELL_OK;
+  for (int i = 0; i < 2 && s == CELL_OK; i++) {
+    if (!n->next[i]) continue;
+    cell_tensor *t = NULL;
+    s = bin(CELL_OP_MUL, g, n->saved[1 - i], &t);
+    s = give(n, i, s, t, gin);
+  }
+  return s;
+}
+
+static cell_status div_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  const cell_tensor *a = n->saved[0], *b = n->saved[1];
+  cell_tensor *t = NULL, *u = NULL, *v = NULL;
+  cell_status s = CELL_OK;
+  if (n->next[0]) {
+    s = bin(CELL_OP_DIV, g, b, &t);
+    s = give(n, 0, s, t, gin);
+    t = NULL;
+  }
+  if (s == CELL_OK && n->next[1]) { /* -g * a / b^2 */
+    s = bin(CELL_OP_MUL, g, a, &t);
+    if (s == CELL_OK) s = bin(CELL_OP_MUL, b, b, &u);
+    if (s == CELL_OK) s = bin(CELL_OP_DIV, t, u, &v);
+    cell_tensor_release(t);
+    cell_tensor_release(u);
+    t = NULL;
+    if (s == CELL_OK) s = cell_k_unary(CELL_OP_NEG, v, &t);
+    cell_tensor_release(v);
+    s = give(n, 1, s, t, gin);
+  }
+  return s;
+}
+
+/* d(a^b)/da = b a^(b-1); d(a^b)/db = a^b log a, taken as 0 where a == 0. */
+static cell_status pow_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  const cell_tensor *a = n->saved[0], *b = n->saved[1], *out = n->saved[2];
+  cell_tensor *t = NULL, *u = NULL, *v = NULL;
+  cell_status s = CELL_OK;
+  if (n->next[0]) {
+    s = cell_k_binary_scalar(CELL_OP_SUB, b, 1.0, 1, 0, &t);
+    if (s == CELL_OK) s = bin(CELL_OP_POW, a, t, &u);
+    cell_tensor_release(t);
+    t = NULL;
+    if (s == CELL_OK) s = bin(CELL_OP_MUL, u, b, &v);
+    cell_tensor_release(u);
+    u = NULL;
+    if (s == CELL_OK) s = bin(CELL_OP_MUL, g, v, &t);
+    cell_tensor_release(v);
+    v = NULL;
+    s = give(n, 0, s, t, gin);
+    t = NULL;
+  }
+  if (s == CELL_OK && n->next[1]) {
+    cell_tensor *zero = NULL, *lg = NULL;
+    s = cell_k_unary(CELL_OP_LOG, a, &lg);
+    if (s == CELL_OK) s = cell_k_binary_scalar(CELL_OP_EQ, a, 0.0, 0, 0, &zero);
+    if (s == CELL_OK) s = cell_k_masked_fill(lg, zero, 0.0, &t);
+    cell_tensor_release(lg);
+    cell_tensor_release(zero);
+    if (s == CELL_OK) s = bin(CELL_OP_MUL, t, out, &u);
+    cell_tensor_release(t);
+    t = NULL;
+    if (s == CELL_OK) s = bin(CELL_OP_MUL, g, u, &t);
+    cell_tensor_release(u);
+    s = give(n, 1, s, t, gin);
+  }
+  return s;
+}
+
+/* maximum/minimum: the gradient goes to the chosen side, halved on ties. */
+static cell_status extreme_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  const cell_tensor *a = n->saved[0], *b = n->saved[1];
+  bool is_max = n->iarg[0] == CELL_OP_MAXIMUM;
+  cell_status s = CELL_OK;
+  for (int i = 0; i < 2 && s == CELL_OK; i++) {
+    if (!n->next[i]) continue;
+    const cell_tensor *x = i ? b : a, *y = i ? a : b;
+    cell_tensor *win = NULL, *tie = NULL, *wf = NULL, *tf = NULL, *w = NULL, *t = NULL;
+    s = bin(is_max ? CELL_OP_GT : CELL_OP_LT, x, y, &win);
+    if (s == CELL_OK) s = bin(CELL_OP_EQ, x, y, &tie);
+    if (s == CELL_OK) s = cell_k_astype(win, g->dtype, &wf);
+    if (s == CELL_OK) s = cell_k_astype(tie, g->dtype, &tf);
+    if (s == CELL_OK) s = cell_k_binary_scalar(CELL_OP_MUL, tf, 0.5, 1, 0, &t);
+    if (s == CELL_OK) s = bin(CELL_OP_ADD, wf, t, &w);
+    cell_tensor_release(t);
+    t = NULL;
+    if (s == CELL_OK) s = bin(CELL_OP_MUL, g, w, &t);
+    cell_tensor_release(win);
+    cell_tensor_release(tie);
+    cell_tensor_release(wf);
+    cell_tensor_release(tf);
+    cell_tensor_release(w);
+    s = give(n, i, s, t, gin);
+  }
+  return s;
+}
+
+/* One row per binary op: its backward rule, or NULL where the result is
+ * not differentiable (comparisons and logic give bool). The compiler
+ * checks the table covers the enum. */
+static const struct {
+  const char *node;
+  cell_backward_fn backward;
+  int nsaved; /* 2: a and b; 3: a, b and the output */
+} rules[] = {
+    [CELL_OP_ADD] = {"AddBackward", add_backward, 0},
+    [CELL_OP_SUB] = {"SubBackward", sub_backward, 0},
+    [CELL_OP_MUL] = {"MulBackward", mul_backward, 2},
+    [CELL_OP_DIV] = {"DivBackward", div_backward, 2},
+    [CELL_OP_POW] = {"PowBackward", pow_backward, 3},
+    [CELL_OP_MAXIMUM] = {"MaximumBackward", extreme_backward, 2},
+    [CELL_OP_MINIMUM] = {"MinimumBackward", extreme_backward, 2},
+    [CELL_OP_EQ] = {NULL, NULL, 0},
+    [CELL_OP_NE] = {NULL, NULL, 0},
+    [CELL_OP_LT] = {NULL, NULL, 0},
+    [CELL_OP_LE] = {NULL, NULL, 0},
+    [CELL_OP_GT] = {NULL, NULL, 0},
+    [CELL_OP_GE] = {NULL, NULL, 0},
+    [CELL_OP_LOGICAL_AND] = {NULL, NULL, 0},
+    [CELL_OP_LOGICAL_OR] = {NULL, NULL, 0},
+};
+_Static_assert(sizeof rules / sizeof rules[0] == CELL_BINOP_COUNT, "a backward rule per binary op");
+
+cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
+                           cell_tensor **out) {
+  const cell_tensor *in[2] = {a, b};
+  if ((unsigned)op >= CELL_BINOP_COUNT || !rules[op].backward || !a || !b || !cell_ag_wants(2, in))
+    return cell_k_binary(op, a, b, out);
+  cell_status s = CELL_AG_RAW(cell_k_binary(op, a, b, out));
+  if (s != CELL_OK) return s;
+  cell_node *n = cell_ag_node_new(rules[op].node, rules[op].backward, 2, in);
+  if (n) {
+    n->iarg[0] = op;
+    if (rules[op].nsaved >= 2) {
+      s = cell_ag_save(n, a);
+      if (s == CELL_OK) s = cell_ag_save(n, b);
+    }
+    if (s == CELL_OK && rules[op].nsaved == 3) s = cell_ag_save(n, *out);
+  }
+  return cell_ag_finish(n, s, out);
+}
+
+/* With a number on one side: the number becomes a 0-d tensor that needs no
+ * gradient, so the tensor-tensor rule serves. */
+cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double v, int v_is_float,
+                                  int reversed, cell_tensor **out) {
+  const cell_tensor *in[1] = {t};
+  if (!t || !cell_ag_wants(1, in)) return cell_k_binary_scalar(op, t, v, v_is_float, reversed, out);
+  cell_tensor *sc;
+  CELL_TRY(cell_tensor_full(cell_dtype_promote_scalar(t->dtype, v_is_float), 0, NULL, v, &sc));
+  cell_status s = reversed ? cell_op_binary(op, sc, t, out) : cell_op_binary(op, t, sc, out);
+  cell_tensor_release(sc);
+  return s;
+}
+
+/* --- matrix products ------------------------------------------------------------ */
+
+/* a @ b with 1-D operands made matrices: gA = g @ b^T, gB = a^T @ g, each
+ * summed over broadcast batch dimensions by cell_ag_grad_for. */
+static cell_status matmul_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  const cell_tensor *a = n->saved[0], *b = n->saved[1];
+  cell_tensor *a2 = NULL, *b2 = NULL, *g2 = NULL, *t = NULL, *u = NULL;
+  cell_status s = a->ndim == 1 ? cell_k_unsqueeze(a, 0, &a2) : cell_k_contiguous(a, &a2);
+  if (s == CELL_OK) s = b->ndim == 1 ? cell_k_unsqueeze(b, 1, &b2) : cell_k_contiguous(b, &b2);
+  if (s == CELL_OK) { /* g with the dimensions the 1-D operands dropped */
+    cell_tensor *tmp = NULL;
+    s = a->ndim == 1 ? cell_k_unsqueeze(g, g->ndim - (b->ndim == 1 ? 0 : 1), &tmp)
+                     : cell_k_contiguous(g, &tmp);
+    if (s == CELL_OK) s = b->ndim == 1 ? cell_k_unsqueeze(tmp, tmp->ndim, &g2) : cell_k_contiguous(tmp, &g2);
+    cell_tensor_release(tmp);
+  }
+  if (s == CELL_OK && n->next[0]) {
+    s = cell_k_transpose(b2, b2->ndim - 2, b2->ndim - 1, &t);
+    if (s == CELL_OK) s = cell_k_matmul(g2, t, &u);
+    cell_tensor_release(t);
+    t = NULL;
+    s = give(n, 0, s, u, gin);
+    u = NULL;
+  }
+  if (s == CELL_OK && n->next[1]) {
+    s = cell_k_transpose(a2, a2->ndim - 2, a2->ndim - 1, &t);
+    if (s == CELL_OK) s = cell_k_matmul(t, g2, &u);
+    cell_tensor_release(t);
+    t = NULL;
+    if (s == CELL_OK && b->ndim == 1) { /* [..., k, 1] -> [..., k] */
+      s = cell_k_squeeze(u, u->ndim - 1, &t);
+      cell_tensor_release(u);
+      u = t;
+      t = NULL;
+    }
+    s = give(n, 1, s, u, gin);
+  }
+  cell_tensor_release(a2);
+  cell_tensor_release(b2);
+  cell_tensor_release(g2);
+  return s;
+}
+
+static cell_status dot_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  cell_status s = CELL_OK;
+  for (int i = 0; i < 2 && s == CELL_OK; i++) {
+    if (!n->next[i]) continue;
+    cell_tensor *t = NULL;
+    s = bin(CELL_OP_MUL, n->saved[1 - i], g, &t);
+    s = give(n, i, s, t, gin);
+  }
+  return s;
+}
+
+typedef cell_status (*product_fn)(const cell_tensor *, const cell_tensor *, cell_tensor **);
+
+static cell_status product(product_fn raw, const char *name, cell_backward_fn rule,
+                           const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  const cell_tensor *in[2] = {a, b};
+  if (!a || !b || !cell_ag_wants(2, in)) return raw(a, b, out);
+  cell_status s = CELL_AG_RAW(raw(a, b, out));
+  if (s != CELL_OK) return s;
+  cell_node *n = cell_ag_node_new(name, rule, 2, in);
+  if (n) {
+    s = cell_ag_save(n, a);
+    if (s == CELL_OK) s = cell_ag_save(n, b);
+  }
+  return cell_ag_finish(n, s, out);
+}
+
+cell_status cell_op_matmul(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  if (a && b && a->ndim == 1 && b->ndim == 1) return cell_op_dot(a, b, out);
+  return product(cell_k_matmul, "MatMulBackward", matmul_backward, a, b, out);
+}
+cell_status cell_op_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  return product(cell_k_mm, "MatMulBackward", matmul_backward, a, b, out);
+}
+cell_status cell_op_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  return product(cell_k_bmm, "BatchMatMulBackward", matmul_backward, a, b, out);
+}
+cell_status cell_op_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  return product(cell_k_dot, "DotBackward", dot_backward, a, b, out);
+}
+
+int cell_ag_binary_nodes(const char **names, int max) {
+  int n = 0;
+  for (int op = 0; op < CELL_BINOP_COUNT; op++)
+    if (rules[op].node && n < max) names[n++] = rules[op].node;
+  const char *more[] = {"MatMulBackward", "BatchMatMulBackward", "DotBackward"};
+  for (size_t i = 0; i < sizeof more / sizeof more[0] && n < max; i++) names[n++] = more[i];
+  return n;
+}

@@ -1,0 +1,772 @@
+/* rules_math.c - recording wrappers and backward rules for the unary math
+ * ops, clamp / where / masked_fill, the reductions (sum, mean, prod, max,
+ * min; max / min along a dimension), var / std, p-norms and cumsum.
+ *
+ * Most rules are elementwise in the gradient, the saved input and the saved
+ * output: they run as one pass of a small kernel (ew below) that loads its
+ * operands as doubles, so every float dtype and stride layout is served and
+ * a rule makes one tensor instead of a chain of temporaries. Reductions
+ * bring the gradient (and the saved result) back to the input's rank as a
+ * "keep" shape (the reduced dimensions of size 1), which then broadcasts
+ * over the input in that pass.
+ *
+ * Only floating results record; ops that give bool or integers never do.
+ * Backward runs with grad mode off, and rules call raw kernels only. */
+#include "autograd.h"
+#include "../core/iter.h"
+#include "../core/kernels.h"
+#include "../core/ops.h"
+
+/* --- the elementwise backward kernel ------------------------------------------- */
+
+/* Operands are called a, b, c (each may be absent); k0, k1 are numbers. */
+typedef enum {
+  EW_NONE = 0,
+  /* unary rules: a = g, b = x (input), c = y (output) */
+  EW_ABS,
+  EW_NEG,
+  EW_EXP,
+  EW_LOG,
+  EW_LOG1P,
+  EW_SQRT,
+  EW_RSQRT,
+  EW_SIN,
+  EW_COS,
+  EW_TANH,
+  EW_SIGMOID,
+  EW_RELU,
+  EW_GELU,
+  EW_SILU,
+  /* the others */
+  EW_CLAMP,      /* (g, x): g where k0 <= x <= k1 */
+  EW_SEL_TRUE,   /* (g, cond): g where cond */
+  EW_SEL_FALSE,  /* (g, cond): g where !cond */
+  EW_SCALE,      /* (a): a * k0 */
+  EW_MUL,        /* (a, b): a * b */
+  EW_DIV,        /* (a, b): a / b */
+  EW_EQ,         /* (a, b): a == b */
+  EW_ABS_EQ,     /* (a, b): |a| == b */
+  EW_IS_ZERO,    /* (a): a == 0 */
+  EW_ZERO_TO_ONE,/* (a): a == 0 ? 1 : a */
+  EW_PROD,       /* (gw, x, zeros): see prod_grad */
+  EW_PICK,       /* (gc, x, y): x == y ? gc : 0 */
+  EW_PICK_ABS,   /* (gc, x, y): |x| == y ? gc * sign(x) : 0 */
+  EW_STD_SCALE,  /* (g, std): std == 0 ? 0 : g / (k0 * std) */
+  EW_DEV,        /* (gs, x, mean): gs * (x - mean) */
+  EW_NORM_SCALE, /* (g, norm): norm == 0 ? 0 : g / norm^(k0 - 1) */
+  EW_NORM        /* (gs, x): x == 0 ? 0 : gs * sign(x) |x|^(k0 - 1) */
+} ew_op;
+
+#define EW_CHUNK 256
+
+typedef struct {
+  ew_op op;
+  double k0, k1;
+  int pos[3];                    /* iterator operand of a, b, c; 0 when absent */
+  cell_dtype dt[CELL_ITER_MAX];  /* dtype of each iterator operand */
+} ew_ctx;
+
+static void load_run(cell_dtype dt, const char *p, int64_t s, int64_t n, double *o) {
+  if (dt == CELL_DTYPE_F32) {
+    for (int64_t i = 0; i < n; i++) o[i] = *(const float *)(p + i * s);
+  } else if (dt == CELL_DTYPE_F64) {
+    for (int64_t i = 0; i < n; i++) o[i] = *(const double *)(p + i * s);
+  } else {
+    for (int64_t i = 0; i < n; i++) o[i] = cell_load_f64(dt, p + i * s);
+  }
+}
+
+static void store_run(cell_dtype dt, char *p, int64_t s, int64_t n, const double *v) {
+  if (dt == CELL_DTYPE_F32) {
+    for (int64_t i = 0; i < n; i++) *(float *)(p + i * s) = (float)v[i];
+  } else if (dt == CELL_DTYPE_F64) {
+    for (int64_t i = 0; i < n; i++) *(double *)(p + i * s) = v[i];
+  } else {
+    for (int64_t i = 0; i < n; i++) cell_store_f64(dt, p + i * s, v[i]);
+  }
+}
+
+/* sign with sign(0) = 0; NaN stays NaN. */
+static inline double sgn(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x; }
+
+static inline double sigmoid(double x) {
+  return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+}
+
+#define EW_FOR(EXPR)                                  \
+  do {                                                \
+    for (int64_t i = 0; i < n; i++) r[i] = (EXPR);    \
+  } while (0)
+
+static void ew_apply(const ew_ctx *c, int64_t n, const double *a, const double *b,
+                     const double *cc, double *r) {
+  const double k0 = c->k0, k1 = c->k1;
+  switch (c->op) {
+  case EW_ABS: EW_FOR(a[i] * sgn(b[i])); break;
+  case EW_NEG: EW_FOR(-a[i]); break;
+  case EW_EXP: EW_FOR(a[i] * cc[i]); break;
+  case EW_LOG: EW_FOR(a[i] / b[i]); break;
+  case EW_LOG1P: EW_FOR(a[i] / (1.0 + b[i])); break;
+  case EW_SQRT: EW_FOR(a[i] * 0.5 / cc[i]); break;
+  case EW_RSQRT: EW_FOR(-0.5 * a[i] * cc[i] * cc[i] * cc[i]); break;
+  case EW_SIN: EW_FOR(a[i] * cos(b[i])); break;
+  case EW_COS: EW_FOR(-a[i] * sin(b[i])); break;
+  case EW_TANH: EW_FOR(a[i] * (1.0 - cc[i] * cc[i])); break;
+  case EW_SIGMOID: EW_FOR(a[i] * cc[i] * (1.0 - cc[i])); break;
+  case EW_RELU: EW_FOR(b[i] > 0 ? a[i] : 0.0); break;
+  case EW_GELU: /* Phi(x) + x phi(x) */
+    EW_FOR(a[i] * (0.5 * (1.0 + erf(b[i] * 0.70710678118654752440)) +
+                   b[i] * 0.39894228040143267794 * exp(-0.5 * b[i] * b[i])));
+    break;
+  case EW_SILU:
+    for (int64_t i = 0; i < n; i++) {
+      double s = sigmoid(b[i]);
+      r[i] = a[i] * s * (1.0 + b[i] * (1.0 - s));
+    }
+    break;
+  case EW_CLAMP: EW_FOR(b[i] >= k0 && b[i] <= k1 ? a[i] : 0.0); break;
+  case EW_SEL_TRUE: EW_FOR(b[i] != 0 ? a[i] : 0.0); break;
+  case EW_SEL_FALSE: EW_FOR(b[i] != 0 ? 0.0 : a[i]); break;
+  case EW_SCALE: EW_FOR(a[i] * k0); break;
+  case EW_MUL: EW_FOR(a[i] * b[i]); break;
+  case EW_DIV: EW_FOR(a[i] / b[i]); break;
+  case EW_EQ: EW_FOR(a[i] == b[i] ? 1.0 : 0.0); break;
+  case EW_ABS_EQ: EW_FOR(fabs(a[i]) == b[i] ? 1.0 : 0.0); break;
+  case EW_IS_ZERO: EW_FOR(a[i] == 0 ? 1.0 : 0.0); break;
+  case EW_ZERO_TO_ONE: EW_FOR(a[i] == 0 ? 1.0 : a[i]); break;
+  case EW_PROD: /* no zero in the slice: gw / x; one: gw at the zero; more: 0 */
+    EW_FOR(cc[i] == 0 ? a[i] / b[i] : (cc[i] == 1 && b[i] == 0) ? a[i] : 0.0);
+    break;
+  case EW_PICK: EW_FOR(b[i] == cc[i] ? a[i] : 0.0); break;
+  case EW_PICK_ABS: EW_FOR(fabs(b[i]) == cc[i] ? a[i] * sgn(b[i]) : 0.0); break;
+  case EW_STD_SCALE: EW_FOR(b[i] == 0 ? 0.0 : a[i] / (k0 * b[i])); break;
+  case EW_DEV: EW_FOR(a[i] * (b[i] - cc[i])); break;
+  case EW_NORM_SCALE:
+    if (k0 == 1.0) EW_FOR(b[i] == 0 ? 0.0 : a[i]);
+    else if (k0 == 2.0) EW_FOR(b[i] == 0 ? 0.0 : a[i] / b[i]);
+    else EW_FOR(b[i] == 0 ? 0.0 : a[i] / pow(b[i], k0 - 1.0));
+    break;
+  case EW_NORM:
+    if (k0 == 1.0) EW_FOR(a[i] * sgn(b[i]));
+    else if (k0 == 2.0) EW_FOR(a[i] * b[i]);
+    else EW_FOR(b[i] == 0 ? 0.0 : a[i] * sgn(b[i]) * pow(fabs(b[i]), k0 - 1.0));
+    break;
+  default: EW_FOR(0.0); break;
+  }
+}
+#undef EW_FOR
+
+static void ew_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
+  const ew_ctx *c = vctx;
+  double buf[3][EW_CHUNK], res[EW_CHUNK];
+  for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
+    int64_t m = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;
+    for (int k = 0; k < 3; k++) {
+      int q = c->pos[k];
+      if (q) load_run(c->dt[q], p[q] + i0 * s[q], s[q], m, buf[k]);
+    }
+    ew_apply(c, m, buf[0], buf[1], buf[2], res);
+    store_run(c->dt[0], p[0] + i0 * s[0], s[0], m, res);
+  }
+}
+
+/* A new contiguous tensor of dtype dt and the given shape: op over the
+ * operands a, b, c (NULL when unused), each broadcast to that shape. */
+static cell_status ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
+                      const int64_t *shape, const cell_tensor *a, const cell_tensor *b,
+                      const cell_tensor *c, cell_tensor **out) {
+  const cell_tensor *opd[3] = {a, b, c};
+  for (int k = 0; k < 3; k++) {
+    const cell_tensor *t = opd[k];
+    if (!t) continue;
+    bool ok = t->ndim <= ndim;
+    for (int i = 0; ok && i < t->ndim; i++) {
+      int64_t e = t->shape[i], want = shape[ndim - t->ndim + i];
+      ok = e == want || e == 1;
+    }
+    if (!ok) {
+      char b1[256], b2[256];
+      return cell_error(CELL_ERR_RUNTIME,
+                        "autograd: a tensor of shape %s does not broadcast to the shape %s of "
+                        "the gradient being computed",
+                        cell_shape_str(t->ndim, t->shape, b1, sizeof b1),
+                        cell_shape_str(ndim, shape, b2, sizeof b2));
+    }
+  }
+  cell_tensor *r;
+  CELL_TRY(cell_tensor_new_contig(dt, ndim, shape, &r));
+  ew_ctx x;
+  memset(&x, 0, sizeof x);
+  x.op = op;
+  x.k0 = k0;
+  x.k1 = k1;
+  x.dt[0] = dt;
+  cell_iter it;
+  cell_iter_init(&it, ndim, shape);
+  cell_iter_add(&it, r);
+  for (int k = 0; k < 3; k++) {
+    if (!opd[k]) continue;
+    x.pos[k] = it.nops;
+    x.dt[it.nops] = opd[k]->dtype;
+    cell_iter_add(&it, opd[k]);
+  }
+  cell_status s = cell_iter_run(&it, ew_loop, &x);
+  if (s != CELL_OK) {
+    cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
+}
+
+/* --- shared helpers ---------------------------------------------------------------- */
+
+/* The dtype a gradient for input i is computed in: the input's own. */
+static cell_dtype grad_dtype(const cell_node *n, int i, const cell_tensor *g) {
+  if (cell_dtype_is_float(n->in_dtype[i])) return n->in_dtype[i];
+  return cell_dtype_is_float(g->dtype) ? g->dtype : CELL_DTYPE_F32;
+}
+
+/* gin[i] = grad_for(n, i, t) when input i wants a gradient; releases t. */
+static cell_status give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin) {
+  if (s == CELL_OK && t && n->next[i]) s = cell_ag_grad_for(n, i, t, &gin[i]);
+  cell_tensor_release(t);
+  return s;
+}
+
+/* End of a wrapper: make n the producer of r and hand r over. *out is set
+ * only on success. */
+static cell_status record_end(cell_node *n, cell_status s, cell_tensor *r, cell_tensor **out) {
+  s = cell_ag_finish(n, s, &r);
+  if (s == CELL_OK) *out = r;
+  return s;
+}
+
+/* The reduced dimensions as a bit set (ndims == 0: all of them). */
+static int dims_mask(int ndim, int ndims, const int *dims) {
+  if (ndims == 0) return (int)((1u << ndim) - 1u);
+  unsigned m = 0;
+  for (int k = 0; k < ndims; k++) m |= 1u << dims[k];
+  return (int)m;
+}
+
+static bool reduced(int mask, int d) { return ((unsigned)mask >> d) & 1u; }
+
+/* The input's shape with the reduced dimensions of size 1. */
+static void keep_shape(const cell_node *n, int mask, int64_t *ks) {
+  for (int d = 0; d < n->in_ndim[0]; d++) ks[d] = reduced(mask, d) ? 1 : n->in_shape[0][d];
+}
+
+/* The reduced dimensions as a list, for cell_k_reduce (0 of them on a 0-D
+ * input, which reduces that one element). */
+static int mask_dims(const cell_node *n, int mask, int *dims) {
+  int k = 0;
+  for (int d = 0; d < n->in_ndim[0]; d++)
+    if (reduced(mask, d)) dims[k++] = d;
+  return k;
+}
+
+/* How many input elements fold into each output element. */
+static int64_t mask_count(const cell_node *n, int mask) {
+  int64_t c = 1;
+  for (int d = 0; d < n->in_ndim[0]; d++)
+    if (reduced(mask, d)) c *= n->in_shape[0][d];
+  return c;
+}
+
+/* t (a reduction's result, with or without keepdim) in the keep shape. */
+static cell_status to_keep(const cell_node *n, int mask, const cell_tensor *t, cell_tensor **out) {
+  int64_t ks[CELL_MAX_DIMS];
+  keep_shape(n, mask, ks);
+  return cell_k_reshape(t, n->in_ndim[0], ks, out);
+}
+
+/* --- unary ops ------------------------------------------------------------------------ */
+
+typedef enum {
+  RULE_MISSING = 0, /* an op added to cell_unop without a row below */
+  RULE_EW,          /* gradient from the elementwise rule ew */
+  RULE_ZERO,        /* differentiable with a zero gradient (step functions) */
+  RULE_NONE         /* not differentiable: no node (logical_not gives bool) */
+} rule_kind;
+
+#define SAVE_X 1 /* the rule reads the input */
+#define SAVE_Y 2 /* the rule reads the output */
+
+static const struct {
+  const char *node;
+  rule_kind kind;
+  ew_op ew;
+  int save;
+} unary_rules[] = {
+    [CELL_OP_ABS] = {"AbsBackward", RULE_EW, EW_ABS, SAVE_X},
+    [CELL_OP_NEG] = {"NegBackward", RULE_EW, EW_NEG, 0},
+    [CELL_OP_EXP] = {"ExpBackward", RULE_EW, EW_EXP, SAVE_Y},
+    [CELL_OP_LOG] = {"LogBackward", RULE_EW, EW_LOG, SAVE_X},
+    [CELL_OP_LOG1P] = {"Log1pBackward", RULE_EW, EW_LOG1P, SAVE_X},
+    [CELL_OP_SQRT] = {"SqrtBackward", RULE_EW, EW_SQRT, SAVE_Y},
+    [CELL_OP_RSQRT] = {"RsqrtBackward", RULE_EW, EW_RSQRT, SAVE_Y},
+    [CELL_OP_SIN] = {"SinBackward", RULE_EW, EW_SIN, SAVE_X},
+    [CELL_OP_COS] = {"CosBackward", RULE_EW, EW_COS, SAVE_X},
+    [CELL_OP_TANH] = {"TanhBackward", RULE_EW, EW_TANH, SAVE_Y},
+    [CELL_OP_SIGMOID] = {"SigmoidBackward", RULE_EW, EW_SIGMOID, SAVE_Y},
+    [CELL_OP_RELU] = {"ReluBackward", RULE_EW, EW_RELU, SAVE_X},
+    [CELL_OP_GELU] = {"GeluBackward", RULE_EW, EW_GELU, SAVE_X},
+    [CELL_OP_SILU] = {"SiluBackward", RULE_EW, EW_SILU, SAVE_X},
+    [CELL_OP_FLOOR] = {"FloorBackward", RULE_ZERO, EW_NONE, 0},
+    [CELL_OP_CEIL] = {"CeilBackward", RULE_ZERO, EW_NONE, 0},
+    [CELL_OP_ROUND] = {"RoundBackward", RULE_ZERO, EW_NONE, 0},
+    [CELL_OP_SIGN] = {"SignBackward", RULE_ZERO, EW_NONE, 0},
+    [CELL_OP_LOGICAL_NOT] = {NULL, RULE_NONE, EW_NONE, 0},
+};
+_Static_assert(sizeof unary_rules / sizeof unary_rules[0] == CELL_UNOP_COUNT,
+               "a backward rule (or RULE_NONE) per unary op");
+
+static cell_status unary_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  cell_unop op = (cell_unop)n->iarg[0];
+  if (unary_rules[op].kind != RULE_EW || !n->next[0]) return CELL_OK; /* zero: no gradient */
+  const cell_tensor *x = NULL, *y = NULL;
+  int k = 0;
+  if (unary_rules[op].save & SAVE_X) x = n->saved[k++];
+  if (unary_rules[op].save & SAVE_Y) y = n->saved[k++];
+  cell_tensor *t = NULL;
+  cell_status s = ew(unary_rules[op].ew, 0, 0, grad_dtype(n, 0, g), n->in_ndim[0],
+                     n->in_shape[0], g, x, y, &t);
+  return give(n, 0, s, t, gin);
+}
+
+cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
+  const cell_tensor *in[1] = {a};
+  if ((unsigned)op >= CELL_UNOP_COUNT || !a || !out || unary_rules[op].kind == RULE_NONE ||
+      !cell_ag_wants(1, in))
+    return cell_k_unary(op, a, out);
+  if (unary_rules[op].kind == RULE_MISSING)
+    return cell_error(CELL_ERR_NOTIMPL, "%s: no backward rule is defined for this op",
+                      cell_unop_name(op));
+  cell_tensor *r;
+  cell_status s = CELL_AG_RAW(cell_k_unary(op, a, &r));
+  if (s != CELL_OK) return s;
+  if (!cell_dtype_is_float(r->dtype)) {
+    *out = r;
+    return CELL_OK;
+  }
+  cell_node *n = cell_ag_node_new(unary_rules[op].node, unary_backward, 1, in);
+  if (n) {
+    n->iarg[0] = op;
+    if (unary_rules[op].save & SAVE_X) s = cell_ag_save(n, a);
+    if (s == CELL_OK && (unary_rules[op].save & SAVE_Y)) s = cell_ag_save(n, r);
+  }
+  return record_end(n, s, r, out);
+}
+
+/* --- clamp, where, masked_fill ---------------------------------------------------------- */
+
+/* The gradient passes where lo <= x <= hi (bounds included, as torch). */
+static cell_status clamp_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  cell_tensor *t = NULL;
+  cell_status s = ew(EW_CLAMP, n->darg[0], n->darg[1], grad_dtype(n, 0, g), n->in_ndim[0],
+                     n->in_shape[0], g, n->saved[0], NULL, &t);
+  return give(n, 0, s, t, gin);
+}
+
+cell_status cell_op_clamp(const cell_tensor *a, int has_lo, double lo, int has_hi, double hi,
+                          cell_tensor **out) {
+  const cell_tensor *in[1] = {a};
+  if (!a || !out || !cell_ag_wants(1, in)) return cell_k_clamp(a, has_lo, lo, has_hi, hi, out);
+  cell_tensor *r;
+  cell_status s = CELL_AG_RAW(cell_k_clamp(a, has_lo, lo, has_hi, hi, &r));
+  if (s != CELL_OK) return s;
+  if (!cell_dtype_is_float(r->dtype)) {
+    *out = r;
+    return CELL_OK;
+  }
+  cell_node *n = cell_ag_node_new("ClampBackward", clamp_backward, 1, in);
+  if (n) {
+    n->darg[0] = has_lo ? lo : -INFINITY;
+    n->darg[1] = has_hi ? hi : INFINITY;
+    s = cell_ag_save(n, a);
+  }
+  return record_end(n, s, r, out);
+}
+
+/* saved[0] = cond; inputs (cond, a, b). */
+static cell_status where_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  cell_status s = CELL_OK;
+  for (int i = 1; i <= 2 && s == CELL_OK; i++) {
+    if (!n->next[i]) continue;
+    cell_tensor *t = NULL;
+    s = ew(i == 1 ? EW_SEL_TRUE : EW_SEL_FALSE, 0, 0, grad_dtype(n, i, g), g->ndim, g->shape, g,
+           n->saved[0], NULL, &t);
+    s = give(n, i, s, t, gin);
+  }
+  return s;
+}
+
+cell_status cell_op_where(const cell_tensor *cond, const cell_tensor *a, const cell_tensor *b,
+                          cell_tensor **out) {
+  const cell_tensor *in[3] = {cond, a, b};
+  if (!cond || !a || !b || !out || !cell_ag_wants(3, in)) return cell_k_where(cond, a, b, out);
+  cell_tensor *r;
+  cell_status s = CELL_AG_RAW(cell_k_where(cond, a, b, &r));
+  if (s != CELL_OK) return s;
+  if (!cell_dtype_is_float(r->dtype)) {
+    *out = r;
+    return CELL_OK;
+  }
+  cell_node *n = cell_ag_node_new("WhereBackward", where_backward, 3, in);
+  if (n) s = cell_ag_save(n, cond);
+  return record_end(n, s, r, out);
+}
+
+/* saved[0] = mask: the gradient reaches a where the mask is false. */
+static cell_status masked_fill_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  cell_tensor *t = NULL;
+  cell_status s = ew(EW_SEL_FALSE, 0, 0, grad_dtype(n, 0, g), g->ndim, g->shape, g, n->saved[0],
+                     NULL, &t);
+  return give(n, 0, s, t, gin);
+}
+
+cell_status cell_op_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value,
+                                cell_tensor **out) {
+  const cell_tensor *in[1] = {a};
+  if (!a || !mask || !out || !cell_ag_wants(1, in)) return cell_k_masked_fill(a, mask, value, out);
+  cell_tensor *r;
+  cell_status s = CELL_AG_RAW(cell_k_masked_fill(a, mask, value, &r));
+  if (s != CELL_OK) return s;
+  if (!cell_dtype_is_float(r->dtype)) {
+    *out = r;
+    return CELL_OK;
+  }
+  cell_node *n = cell_ag_node_new("MaskedFillBackward", masked_fill_backward, 1, in);
+  if (n) s = cell_ag_save(n, mask);
+  return record_end(n, s, r, out);
+}
+
+/* --- reductions ---------------------------------------------------------------------------- */
+
+/* The gradient of an extreme (max / min, or the inf-norm when use_abs) over
+ * the masked dims, split evenly among the elements that attain it (x == y,
+ * or |x| == y), as torch's amax / amin. gk and y are in the keep shape. */
+static cell_status extreme_grad(const cell_node *n, int mask, const cell_tensor *gk,
+                                const cell_tensor *x, const cell_tensor *yk, int use_abs,
+                                cell_dtype dt, cell_tensor **out) {
+  int nd = n->in_ndim[0], dims[CELL_MAX_DIMS], ndims = mask_dims(n, mask, dims);
+  const int64_t *shape = n->in_shape[0];
+  int64_t ks[CELL_MAX_DIMS];
+  keep_shape(n, mask, ks);
+  cell_tensor *eq = NULL, *cnt = NULL, *gc = NULL;
+  cell_status s =
+      ew(use_abs ? EW_ABS_EQ : EW_EQ, 0, 0, CELL_DTYPE_F64, nd, shape, x, yk, NULL, &eq);
+  if (s == CELL_OK) s = cell_k_reduce(CELL_RED_SUM, eq, ndims, dims, 1, &cnt);
+  if (s == CELL_OK) s = ew(EW_DIV, 0, 0, CELL_DTYPE_F64, nd, ks, gk, cnt, NULL, &gc);
+  if (s == CELL_OK) s = ew(use_abs ? EW_PICK_ABS : EW_PICK, 0, 0, dt, nd, shape, gc, x, yk, out);
+  return cell_release4(s, eq, cnt, gc, NULL);
+}
+
+/* d prod / d x_i = the product of the others: gw / x_i when the slice has no
+ * zero; at its zero (the product of the nonzero others) when it has one;
+ * 0 everywhere when it has more. */
+static cell_status prod_grad(const cell_node *n, int mask, const cell_tensor *gk,
+                             const cell_tensor *x, cell_dtype dt, cell_tensor **out) {
+  int nd = n->in_ndim[0], dims[CELL_MAX_DIMS], ndims = mask_dims(n, mask, dims);
+  const int64_t *shape = n->in_shape[0];
+  int64_t ks[CELL_MAX_DIMS];
+  keep_shape(n, mask, ks);
+  cell_tensor *t = NULL, *zc = NULL, *nzp = NULL, *gw = NULL;
+  cell_status s = ew(EW_IS_ZERO, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
+  if (s == CELL_OK) s = cell_k_reduce(CELL_RED_SUM, t, ndims, dims, 1, &zc);
+  cell_tensor_release(t);
+  t = NULL;
+  if (s == CELL_OK) s = ew(EW_ZERO_TO_ONE, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
+  if (s == CELL_OK) s = cell_k_reduce(CELL_RED_PROD, t, ndims, dims, 1, &nzp);
+  cell_tensor_release(t);
+  if (s == CELL_OK) s = ew(EW_MUL, 0, 0, CELL_DTYPE_F64, nd, ks, gk, nzp, NULL, &gw);
+  if (s == CELL_OK) s = ew(EW_PROD, 0, 0, dt, nd, shape, gw, x, zc, out);
+  return cell_release4(s, zc, nzp, gw, NULL);
+}
+
+/* iarg: op, reduced-dims mask; saved: x (prod, max, min), y (max, min). */
+static cell_status reduce_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  cell_redop op = (cell_redop)n->iarg[0];
+  int mask = n->iarg[1], nd = n->in_ndim[0];
+  const int64_t *shape = n->in_shape[0];
+  cell_dtype dt = grad_dtype(n, 0, g);
+  cell_tensor *gk = NULL, *yk = NULL, *t = NULL;
+  cell_status s = to_keep(n, mask, g, &gk);
+  if (s == CELL_OK) {
+    switch (op) {
+    case CELL_RED_SUM: s = ew(EW_SCALE, 1.0, 0, dt, nd, shape, gk, NULL, NULL, &t); break;
+    case CELL_RED_MEAN:
+      s = ew(EW_SCALE, 1.0 / (double)mask_count(n, mask), 0, dt, nd, shape, gk, NULL, NULL, &t);
+      break;
+    case CELL_RED_PROD: s = prod_grad(n, mask, gk, n->saved[0], dt, &t); break;
+    case CELL_RED_MAX:
+    case CELL_RED_MIN:
+      s = to_keep(n, mask, n->saved[1], &yk);
+      if (s == CELL_OK) s = extreme_grad(n, mask, gk, n->saved[0], yk, 0, dt, &t);
+      break;
+    default: s = cell_error(CELL_ERR_RUNTIME, "%s: no backward rule", n->name); break;
+    }
+  }
+  cell_tensor_release(gk);
+  cell_tensor_release(yk);
+  return give(n, 0, s, t, gin);
+}
+
+static const struct {
+  const char *node; /* NULL: not differentiable (the result is bool) */
+  int save;         /* SAVE_X, SAVE_Y */
+} reduce_rules[] = {
+    [CELL_RED_SUM] = {"SumBackward", 0},
+    [CELL_RED_MEAN] = {"MeanBackward", 0},
+    [CELL_RED_PROD] = {"ProdBackward", SAVE_X},
+    [CELL_RED_MAX] = {"MaxBackward", SAVE_X | SAVE_Y},
+    [CELL_RED_MIN] = {"MinBackward", SAVE_X | SAVE_Y},
+    [CELL_RED_ALL] = {NULL, 0},
+    [CELL_RED_ANY] = {NULL, 0},
+};
+_Static_assert(sizeof reduce_rules / sizeof reduce_rules[0] == CELL_REDOP_COUNT,
+               "a backward rule (or NULL) per reduction");
+
+cell_status cell_op_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims,
+                           int keepdim, cell_tensor **out) {
+  const cell_tensor *in[1] = {a};
+  if ((unsigned)op >= CELL_REDOP_COUNT || !reduce_rules[op].node || !a || !out ||
+      !cell_ag_wants(1, in))
+    return cell_k_reduce(op, a, ndims, dims, keepdim, out);
+  cell_tensor *r;
+  cell_status s = CELL_AG_RAW(cell_k_reduce(op, a, ndims, dims, keepdim, &r));
+  if (s != CELL_OK) return s;
+  if (!cell_dtype_is_float(r->dtype)) {
+    *out = r;
+    return CELL_OK;
+  }
+  cell_node *n = cell_ag_node_new(reduce_rules[op].node, reduce_backward, 1, in);
+  if (n) {
+    n->iarg[0] = op;
+    n->iarg[1] = dims_mask(a->ndim, ndims, dims); /* dims were checked by the kernel */
+    if (reduce_rules[op].save & SAVE_X) s = cell_ag_save(n, a);
+    if (s == CELL_OK && (reduce_rules[op].save & SAVE_Y)) s = cell_ag_save(n, r);
+  }
+  return record_end(n, s, r, out);
+}
+
+/* iarg: dim; darg: index_base; saved: the indices. The gradient goes to the
+ * chosen position of each slice. */
+static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  int dim = n->iarg[0], nd = n->in_ndim[0];
+  const int64_t *shape = n->in_shape[0];
+  cell_dtype dt = grad_dtype(n, 0, g);
+  cell_tensor *t = NULL;
+  if (nd == 0) { /* one element, which is the extreme */
+    cell_status s = ew(EW_SCALE, 1.0, 0, dt, 0, shape, g, NULL, NULL, &t);
+    return give(n, 0, s, t, gin);
+  }
+  int mask = 1 << dim;
+  cell_tensor *gk = NULL, *ik = NULL, *z = NULL;
+  cell_status s = to_keep(n, mask, g, &gk);
+  if (s == CELL_OK) s = to_keep(n, mask, n->saved[0], &ik);
+  if (s == CELL_OK) s = cell_tensor_full(dt, nd, shape, 0.0, &z);
+  if (s == CELL_OK) s = cell_k_scatter(z, dim, ik, gk, (int64_t)n->darg[0], &t);
+  cell_release4(CELL_OK, gk, ik, z, NULL);
+  return give(n, 0, s, t, gin);
+}
+
+cell_status cell_op_max_dim(const cell_tensor *a, int dim, int keepdim, int is_min,
+                            int64_t index_base, cell_tensor **values, cell_tensor **indices) {
+  const cell_tensor *in[1] = {a};
+  if (!a || !values || !cell_ag_wants(1, in))
+    return cell_k_max_dim(a, dim, keepdim, is_min, index_base, values, indices);
+  cell_tensor *v, *ix;
+  cell_status s = CELL_AG_RAW(cell_k_max_dim(a, dim, keepdim, is_min, index_base, &v, &ix));
+  if (s != CELL_OK) return s;
+  if (cell_dtype_is_float(v->dtype)) {
+    cell_node *n = cell_ag_node_new(is_min ? "MinDimBackward" : "MaxDimBackward",
+                                    max_dim_backward, 1, in);
+    if (n) {
+      n->iarg[0] = dim;
+      n->darg[0] = (double)index_base;
+      s = cell_ag_save(n, ix);
+    }
+    s = cell_ag_finish(n, s, &v);
+    if (s != CELL_OK) {
+      cell_tensor_release(ix);
+      return s;
+    }
+  }
+  *values = v;
+  if (indices) *indices = ix;
+  else cell_tensor_release(ix);
+  return CELL_OK;
+}
+
+/* d var / dx = 2 (x - mean) / (N - ddof); d std / dx = (x - mean) / ((N - ddof) std),
+ * taken as 0 where std == 0 (as torch). iarg: mask, ddof, take_sqrt;
+ * saved: x, and the std for take_sqrt. */
+static cell_status var_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  int mask = n->iarg[1], take_sqrt = n->iarg[2], nd = n->in_ndim[0];
+  int dims[CELL_MAX_DIMS], ndims = mask_dims(n, mask, dims);
+  const int64_t *shape = n->in_shape[0];
+  int64_t ks[CELL_MAX_DIMS];
+  keep_shape(n, mask, ks);
+  double dof = (double)mask_count(n, mask) - (double)n->iarg[0];
+  if (!(dof > 0)) dof = 0; /* as the forward: the result is inf / NaN */
+  cell_dtype dt = grad_dtype(n, 0, g);
+  const cell_tensor *x = n->saved[0];
+  cell_tensor *gk = NULL, *yk = NULL, *mean = NULL, *gs = NULL, *t = NULL;
+  cell_status s = to_keep(n, mask, g, &gk);
+  if (s == CELL_OK) s = cell_k_reduce(CELL_RED_MEAN, x, ndims, dims, 1, &mean);
+  if (s == CELL_OK && take_sqrt) {
+    s = to_keep(n, mask, n->saved[1], &yk);
+    if (s == CELL_OK) s = ew(EW_STD_SCALE, dof, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
+  } else if (s == CELL_OK) {
+    s = ew(EW_SCALE, 2.0 / dof, 0, CELL_DTYPE_F64, nd, ks, gk, NULL, NULL, &gs);
+  }
+  if (s == CELL_OK) s = ew(EW_DEV, 0, 0, dt, nd, shape, gs, x, mean, &t);
+  cell_release4(CELL_OK, gk, yk, mean, gs);
+  return give(n, 0, s, t, gin);
+}
+
+cell_status cell_op_var(const cell_tensor *a, int ndims, const int *dims, int ddof, int keepdim,
+                        int take_sqrt, cell_tensor **out) {
+  const cell_tensor *in[1] = {a};
+  if (!a || !out || !cell_ag_wants(1, in))
+    return cell_k_var(a, ndims, dims, ddof, keepdim, take_sqrt, out);
+  cell_tensor *r;
+  cell_status s = CELL_AG_RAW(cell_k_var(a, ndims, dims, ddof, keepdim, take_sqrt, &r));
+  if (s != CELL_OK) return s;
+  if (!cell_dtype_is_float(a->dtype)) { /* integer input: no gradient to carry */
+    *out = r;
+    return CELL_OK;
+  }
+  cell_node *n = cell_ag_node_new(take_sqrt ? "StdBackward" : "VarBackward", var_backward, 1, in);
+  if (n) {
+    n->iarg[0] = ddof;
+    n->iarg[1] = dims_mask(a->ndim, ndims, dims);
+    n->iarg[2] = take_sqrt != 0;
+    s = cell_ag_save(n, a);
+    if (s == CELL_OK && take_sqrt) s = cell_ag_save(n, r);
+  }
+  return record_end(n, s, r, out);
+}
+
+/* p-norm: g sign(x) |x|^(p-1) / norm^(p-1), 0 where norm == 0 (or x == 0);
+ * inf-norm: g sign(x) split among the elements with |x| == norm.
+ * iarg: mask; darg: p; saved: x, norm. */
+static cell_status norm_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  int mask = n->iarg[0], nd = n->in_ndim[0];
+  double p = n->darg[0];
+  const int64_t *shape = n->in_shape[0];
+  int64_t ks[CELL_MAX_DIMS];
+  keep_shape(n, mask, ks);
+  cell_dtype dt = grad_dtype(n, 0, g);
+  const cell_tensor *x = n->saved[0];
+  cell_tensor *gk = NULL, *yk = NULL, *gs = NULL, *t = NULL;
+  cell_status s = to_keep(n, mask, g, &gk);
+  if (s == CELL_OK) s = to_keep(n, mask, n->saved[1], &yk);
+  if (s == CELL_OK && isinf(p)) {
+    s = extreme_grad(n, mask, gk, x, yk, 1, dt, &t);
+  } else if (s == CELL_OK) {
+    s = ew(EW_NORM_SCALE, p, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
+    if (s == CELL_OK) s = ew(EW_NORM, p, 0, dt, nd, shape, gs, x, NULL, &t);
+  }
+  cell_release4(CELL_OK, gk, yk, gs, NULL);
+  return give(n, 0, s, t, gin);
+}
+
+cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *dims, int keepdim,
+                         cell_tensor **out) {
+  const cell_tensor *in[1] = {a};
+  if (!a || !out || !cell_ag_wants(1, in)) return cell_k_norm(a, p, ndims, dims, keepdim, out);
+  cell_tensor *r;
+  cell_status s = CELL_AG_RAW(cell_k_norm(a, p, ndims, dims, keepdim, &r));
+  if (s != CELL_OK) return s;
+  if (!cell_dtype_is_float(a->dtype)) {
+    *out = r;
+    return CELL_OK;
+  }
+  cell_node *n = cell_ag_node_new("NormBackward", norm_backward, 1, in);
+  if (n) {
+    n->iarg[0] = dims_mask(a->ndim, ndims, dims);
+    n->darg[0] = p;
+    s = cell_ag_save(n, a);
+    if (s == CELL_OK) s = cell_ag_save(n, r);
+  }
+  return record_end(n, s, r, out);
+}
+
+/* --- cumsum ------------------------------------------------------------------------------------ */
+
+/* The gradient is the reverse cumulative sum of g along dim, accumulated
+ * in double (a float64 scratch, converted by cell_ag_grad_for). */
+static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  int dim = n->iarg[0], nd = n->in_ndim[0];
+  const int64_t *shape = n->in_shape[0];
+  if (!cell_shape_equal(g->ndim, g->shape, nd, shape)) {
+    char b1[256], b2[256];
+    return cell_error(CELL_ERR_RUNTIME, "%s: gradient of shape %s for an output of shape %s",
+                      n->name, cell_shape_str(g->ndim, g->shape, b1, sizeof b1),
+                      cell_shape_str(nd, shape, b2, sizeof b2));
+  }
+  int64_t outer = 1, len = 1, inner = 1;
+  for (int d = 0; d < nd; d++) {
+    if (d < dim) outer *= shape[d];
+    else if (d == dim) len = shape[d];
+    else inner *= shape[d];
+  }
+  cell_tensor *gc = NULL, *w = NULL;
+  cell_status s = cell_k_contiguous(g, &gc);
+  if (s == CELL_OK) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd, shape, &w);
+  if (s == CELL_OK && outer * len * inner > 0) {
+    const char *src = cell_tensor_base(gc);
+    double *dst = (double *)cell_tensor_base(w);
+    int64_t es = cell_dtype_size(gc->dtype);
+    cell_dtype gdt = gc->dtype;
+    int par = outer > 1 && outer * len * inner >= CELL_PARALLEL_GRAIN && cell_ctx()->num_threads > 1;
+    CELL_FOR(par, int64_t, o, outer, {
+      for (int64_t k = len - 1; k >= 0; k--) {
+        int64_t off = (o * len + k) * inner;
+        double *row = dst + off;
+        load_run(gdt, src + off * es, es, inner, row);
+        if (k < len - 1)
+          for (int64_t i = 0; i < inner; i++) row[i] += row[i + inner];
+      }
+    });
+  }
+  cell_tensor_release(gc);
+  return give(n, 0, s, w, gin);
+}
+
+cell_status cell_op_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {
+  const cell_tensor *in[1] = {a};
+  if (!a || !out || !cell_ag_wants(1, in)) return cell_k_cumsum(a, dim, out);
+  cell_tensor *r;
+  cell_status s = CELL_AG_RAW(cell_k_cumsum(a, dim, &r));
+  if (s != CELL_OK) return s;
+  if (!cell_dtype_is_float(r->dtype)) {
+    *out = r;
+    return CELL_OK;
+  }
+  cell_node *n = cell_ag_node_new("CumsumBackward", cumsum_backward, 1, in);
+  if (n) n->iarg[0] = dim;
+  return record_end(n, s, r, out);
+}
+
+int cell_ag_math_nodes(const char **names, int max) {
+  int n = 0;
+  for (int op = 0; op < CELL_UNOP_COUNT; op++)
+    if (unary_rules[op].node && n < max) names[n++] = unary_rules[op].node;
+  for (int op = 0; op < CELL_REDOP_COUNT; op++)
+    if (reduce_rules[op].node && n < max) names[n++] = reduce_rules[op].node;
+  const char *more[] = {"ClampBackward", "WhereBackward", "MaskedFillBackward", "MaxDimBackward",
+                        "VarBackward", "NormBackward", "CumsumBackward"};
+  for (size_t i = 0; i < sizeof more / sizeof more[0] && n < max; i++) names[n++] = more[i];
+  return n;
+}

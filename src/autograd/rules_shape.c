@@ -1,0 +1,708 @@
+/* rules_shape.c - recording wrappers and backward rules for the views
+ * (reshape, transpose, narrow, expand, ...), the copies (contiguous, clone,
+ * astype) and the shape ops that move elements (cat, stack, gather,
+ * scatter, index_select, tile, repeat_interleave, pad).
+ *
+ * Rules compute with the raw kernels (cell_k_*): grad mode is off during a
+ * backward pass, and kernels never record anyway. Arguments too wide for an
+ * int are kept in two iarg slots (put_i64 / get_i64). */
+#include "autograd.h"
+#include "../core/alloc.h"
+#include "../core/kernels.h"
+
+/* --- helpers ---------------------------------------------------------------- */
+
+/* gin[i] = grad_for(node, i, t) when input i wants a gradient; t released. */
+static cell_status give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin) {
+  if (s == CELL_OK && n->next[i]) s = cell_ag_grad_for(n, i, t, &gin[i]);
+  cell_tensor_release(t);
+  return s;
+}
+
+static void put_i64(int *slot, int64_t v) {
+  uint64_t u = (uint64_t)v;
+  slot[0] = (int)(uint32_t)(u & 0xffffffffu);
+  slot[1] = (int)(uint32_t)(u >> 32);
+}
+
+static int64_t get_i64(const int *slot) {
+  uint64_t u = (uint64_t)(uint32_t)slot[0] | ((uint64_t)(uint32_t)slot[1] << 32);
+  return (int64_t)u;
+}
+
+/* A node on one input (NULL when out of memory). */
+static cell_node *node1(const char *name, cell_backward_fn fn, const cell_tensor *t) {
+  const cell_tensor *in[1] = {t};
+  return cell_ag_node_new(name, fn, 1, in);
+}
+
+static bool wants1(const cell_tensor *t) {
+  const cell_tensor *in[1] = {t};
+  return t && cell_ag_wants(1, in);
+}
+
+/* The dtype gradients are accumulated in: half types add in float32. */
+static cell_dtype acc_dtype(cell_dtype dt) {
+  return dt == CELL_DTYPE_F16 || dt == CELL_DTYPE_BF16 ? CELL_DTYPE_F32 : dt;
+}
+
+static cell_status zeros(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+  return cell_tensor_full(dt, ndim, shape, 0.0, out);
+}
+
+/* --- identity-like rules ------------------------------------------------------- */
+
+/* contiguous, clone, astype (float to float), expand: the gradient as it
+ * is, converted to the input's dtype and summed over broadcast dims. */
+static cell_status identity_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  return cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]);
+}
+
+/* reshape, view, flatten, squeeze, unsqueeze: g reshaped to the input. */
+static cell_status reshape_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  cell_tensor *t = NULL;
+  cell_status s = cell_k_reshape(g, n->in_ndim[0], n->in_shape[0], &t);
+  return give(n, 0, s, t, gin);
+}
+
+/* --- views --------------------------------------------------------------------- */
+
+cell_status cell_tensor_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
+                                cell_tensor **out) {
+  if (!wants1(t)) return cell_k_reshape(t, ndim, shape, out);
+  cell_status s = CELL_AG_RAW(cell_k_reshape(t, ndim, shape, out));
+  if (s != CELL_OK) return s;
+  return cell_ag_finish(node1("ReshapeBackward", reshape_backward, t), s, out);
+}
+
+cell_status cell_tensor_view(const cell_tensor *t, int ndim, const int64_t *shape,
+                             cell_tensor **out) {
+  if (!wants1(t)) return cell_k_view(t, ndim, shape, out);
+  cell_status s = CELL_AG_RAW(cell_k_view(t, ndim, shape, out));
+  if (s != CELL_OK) return s;
+  return cell_ag_finish(node1("ViewBackward", reshape_backward, t), s, out);
+}
+
+cell_status cell_tensor_flatten(const cell_tensor *t, int start, int end, cell_tensor **out) {
+  if (!wants1(t)) return cell_k_flatten(t, start, end, out);
+  cell_status s = CELL_AG_RAW(cell_k_flatten(t, start, end, out));
+  if (s != CELL_OK) return s;
+  return cell_ag_finish(node1("FlattenBackward", reshape_backward, t), s, out);
+}
+
+cell_status cell_tensor_squeeze(const cell_tensor *t, int dim, cell_tensor **out) {
+  if (!wants1(t)) return cell_k_squeeze(t, dim, out);
+  cell_status s = CELL_AG_RAW(cell_k_squeeze(t, dim, out));
+  if (s != CELL_OK) return s;
+  return cell_ag_finish(node1("SqueezeBackward", reshape_backward, t), s, out);
+}
+
+cell_status cell_tensor_unsqueeze(const cell_tensor *t, int dim, cell_tensor **out) {
+  if (!wants1(t)) return cell_k_unsqueeze(t, dim, out);
+  cell_status s = CELL_AG_RAW(cell_k_unsqueeze(t, dim, out));
+  if (s != CELL_OK) return s;
+  return cell_ag_finish(node1("UnsqueezeBackward", reshape_backward, t), s, out);
+}
+
+static cell_status transpose_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  cell_tensor *t = NULL;
+  cell_status s = cell_k_transpose(g, n->iarg[0], n->iarg[1], &t);
+  return give(n, 0, s, t, gin);
+}
+
+cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1, cell_tensor **out) {
+  if (!wants1(t)) return cell_k_transpose(t, d0, d1, out);
+  cell_status s = CELL_AG_RAW(cell_k_transpose(t, d0, d1, out));
+  if (s != CELL_OK) return s;
+  cell_node *n = node1("TransposeBackward", transpose_backward, t);
+  if (n) {
+    n->iarg[0] = d0;
+    n->iarg[1] = d1;
+  }
+  return cell_ag_finish(n, s, out);
+}
+
+/* iarg[0..ndim): the permutation; the gradient takes its inverse. */
+static cell_status permute_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  int inv[CELL_MAX_DIMS];
+  int nd = n->in_ndim[0];
+  for (int i = 0; i < nd; i++) inv[n->iarg[i]] = i;
+  cell_tensor *t = NULL;
+  cell_status s = cell_k_permute(g, inv, &t);
+  return give(n, 0, s, t, gin);
+}
+
+cell_status cell_tensor_permute(const cell_tensor *t, const int *dims, cell_tensor **out) {
+  if (!wants1(t)) return cell_k_permute(t, dims, out);
+  cell_status s = CELL_AG_RAW(cell_k_permute(t, dims, out));
+  if (s != CELL_OK) return s;
+  cell_node *n = node1("PermuteBackward", permute_backward, t);
+  if (n)
+    for (int i = 0; i < t->ndim; i++) n->iarg[i] = dims[i];
+  return cell_ag_finish(n, s, out);
+}
+
+/* narrow, slice, select: zeros of the input's shape with g copied into the
+ * part the op viewed. iarg[0]: dim; iarg[1]: 1 for select (index at
+ * iarg[2..3]), 0 for slice (start, stop, step at iarg[2..7]). */
+static cell_status slice_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  int dim = n->iarg[0];
+  cell_tensor *z = NULL, *v = NULL;
+  cell_status s = zeros(g->dtype, n->in_ndim[0], n->in_shape[0], &z);
+  if (s == CELL_OK)
+    s = n->iarg[1] ? cell_k_select(z, dim, get_i64(n->iarg + 2), &v)
+                   : cell_k_slice(z, dim, get_i64(n->iarg + 2), get_i64(n->iarg + 4),
+                                  get_i64(n->iarg + 6), &v);
+  if (s == CELL_OK && cell_tensor_numel(v) > 0) s = cell_tensor_copy_(v, g);
+  cell_tensor_release(v);
+  return give(n, 0, s, z, gin);
+}
+
+static cell_status record_slice(const char *name, const cell_tensor *t, int dim, int is_select,
+                                int64_t a, int64_t b, int64_t step, cell_tensor **out) {
+  cell_node *n = node1(name, slice_backward, t);
+  if (n) {
+    n->iarg[0] = dim;
+    n->iarg[1] = is_select;
+    put_i64(n->iarg + 2, a);
+    put_i64(n->iarg + 4, b);
+    put_i64(n->iarg + 6, step);
+  }
+  return cell_ag_finish(n, CELL_OK, out);
+}
+
+cell_status cell_tensor_narrow(const cell_tensor *t, int dim, int64_t start, int64_t len,
+                               cell_tensor **out) {
+  if (!wants1(t)) return cell_k_narrow(t, dim, start, len, out);
+  cell_status s = CELL_AG_RAW(cell_k_narrow(t, dim, start, len, out));
+  if (s != CELL_OK) return s;
+  return record_slice("NarrowBackward", t, dim, 0, start, start + len, 1, out);
+}
+
+cell_status cell_tensor_slice(const cell_tensor *t, int dim, int64_t start, int64_t stop,
+                              int64_t step, cell_tensor **out) {
+  if (!wants1(t)) return cell_k_slice(t, dim, start, stop, step, out);
+  cell_status s = CELL_AG_RAW(cell_k_slice(t, dim, start, stop, step, out));
+  if (s != CELL_OK) return s;
+  return record_slice("SliceBackward", t, dim, 0, start, stop, step, out);
+}
+
+cell_status cell_tensor_select(const cell_tensor *t, int dim, int64_t i, cell_tensor **out) {
+  if (!wants1(t)) return cell_k_select(t, dim, i, out);
+  cell_status s = CELL_AG_RAW(cell_k_select(t, dim, i, out));
+  if (s != CELL_OK) return s;
+  return record_slice("SelectBackward", t, dim, 1, i, 0, 0, out);
+}
+
+/* expand: the gradient summed over the stretched and added dimensions
+ * (cell_ag_grad_for sums g down to the input's shape). */
+cell_status cell_tensor_expand(const cell_tensor *t, int ndim, const int64_t *shape,
+                               cell_tensor **out) {
+  if (!wants1(t)) return cell_k_expand(t, ndim, shape, out);
+  cell_status s = CELL_AG_RAW(cell_k_expand(t, ndim, shape, out));
+  if (s != CELL_OK) return s;
+  return cell_ag_finish(node1("ExpandBackward", identity_backward, t), s, out);
+}
+
+/* --- copies -------------------------------------------------------------------- */
+
+cell_status cell_tensor_contiguous(const cell_tensor *t, cell_tensor **out) {
+  if (!wants1(t)) return cell_k_contiguous(t, out);
+  cell_status s = CELL_AG_RAW(cell_k_contiguous(t, out));
+  if (s != CELL_OK || *out == t) return s; /* t itself: it keeps its own history */
+  return cell_ag_finish(node1("ContiguousBackward", identity_backward, t), s, out);
+}
+
+cell_status cell_tensor_clone(const cell_tensor *t, cell_tensor **out) {
+  if (!wants1(t)) return cell_k_clone(t, out);
+  cell_status s = CELL_AG_RAW(cell_k_clone(t, out));
+  if (s != CELL_OK) return s;
+  return cell_ag_finish(node1("CloneBackward", identity_backward, t), s, out);
+}
+
+/* Only a float-to-float conversion carries a gradient (converted back by
+ * cell_ag_grad_for); a cast to or from an integer dtype records nothing. */
+cell_status cell_tensor_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out) {
+  if ((unsigned)dt >= CELL_DTYPE_COUNT || !cell_dtype_is_float(dt) || !wants1(t) ||
+      !cell_dtype_is_float(t->dtype))
+    return cell_k_astype(t, dt, out);
+  cell_status s = CELL_AG_RAW(cell_k_astype(t, dt, out));
+  if (s != CELL_OK) return s;
+  return cell_ag_finish(node1("AstypeBackward", identity_backward, t), s, out);
+}
+
+/* --- cat, stack ---------------------------------------------------------------- */
+
+/* iarg[0]: dim. iarg[1] == 0: input i was the next in_shape[i][dim] slices
+ * of the output along dim (cat); 1: input i was output slice i (stack). */
+static cell_status concat_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  int dim = n->iarg[0], stacked = n->iarg[1];
+  cell_status s = CELL_OK;
+  int64_t at = 0;
+  for (int i = 0; i < n->n_inputs && s == CELL_OK; i++) {
+    int64_t len = stacked ? 1 : n->in_shape[i][dim];
+    if (n->next[i]) {
+      cell_tensor *t = NULL;
+      s = stacked ? cell_k_select(g, dim, at, &t) : cell_k_narrow(g, dim, at, len, &t);
+      s = give(n, i, s, t, gin);
+    }
+    at += len;
+  }
+  return s;
+}
+
+/* Make *out, the raw result of cat (stacked == 0) or stack of ts[0..n)
+ * along dim, the output of a node on them. A node has at most
+ * CELL_NODE_MAX_IN inputs, so longer lists are split into groups: each
+ * group's part of *out (a view) gets the node of the group, and *out a cat
+ * node on the parts. Nothing is copied. On failure *out is released. */
+static cell_status record_concat(const char *name, int n, cell_tensor *const *ts, int dim,
+                                 int stacked, cell_tensor **out) {
+  const cell_tensor *const *in = (const cell_tensor *const *)ts;
+  if (n <= CELL_NODE_MAX_IN) {
+    cell_node *node = cell_ag_node_new(name, concat_backward, n, in);
+    if (node) {
+      node->iarg[0] = dim;
+      node->iarg[1] = stacked;
+    }
+    return cell_ag_finish(node, CELL_OK, out);
+  }
+  int per = (n + CELL_NODE_MAX_IN - 1) / CELL_NODE_MAX_IN;
+  int ng = (n + per - 1) / per;
+  cell_tensor *part[CELL_NODE_MAX_IN] = {NULL};
+  cell_status s = CELL_OK;
+  int64_t at = 0;
+  for (int k = 0; k < ng && s == CELL_OK; k++) {
+    int lo = k * per, cnt = n - lo < per ? n - lo : per;
+    int64_t len = 0;
+    for (int i = lo; i < lo + cnt; i++) len += stacked ? 1 : ts[i]->shape[dim];
+    s = cell_k_narrow(*out, dim, at, len, &part[k]);
+    at += len;
+    if (s == CELL_OK && cell_ag_wants(cnt, in + lo))
+      s = record_concat(name, cnt, ts + lo, dim, stacked, &part[k]);
+  }
+  cell_node *node = NULL;
+  if (s == CELL_OK) {
+    node = cell_ag_node_new(name, concat_backward, ng, (const cell_tensor *const *)part);
+    if (node) {
+      node->iarg[0] = dim;
+      node->iarg[1] = 0;
+    }
+  }
+  for (int k = 0; k < ng; k++) cell_tensor_release(part[k]);
+  return cell_ag_finish(node, s, out);
+}
+
+cell_status cell_op_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
+  if (n <= 0 || !ts || !cell_ag_wants(n, (const cell_tensor *const *)ts))
+    return cell_k_cat(n, ts, dim, out);
+  cell_status s = CELL_AG_RAW(cell_k_cat(n, ts, dim, out));
+  if (s != CELL_OK) return s;
+  return record_concat("CatBackward", n, ts, dim, 0, out);
+}
+
+cell_status cell_op_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
+  if (n <= 0 || !ts || !cell_ag_wants(n, (const cell_tensor *const *)ts))
+    return cell_k_stack(n, ts, dim, out);
+  cell_status s = CELL_AG_RAW(cell_k_stack(n, ts, dim, out));
+  if (s != CELL_OK) return s;
+  return record_concat("StackBackward", n, ts, dim, 1, out);
+}
+
+/* --- gather, scatter, index_select ----------------------------------------------- */
+
+#define WALK_MAX 3
+#define POLL_MASK 0xffff
+
+/* An operand of walk(): addressed at the index's multi-index through st,
+ * plus pst times the position the index value gives (a target: st[dim] is
+ * 0 and pst its stride along dim; an operand shaped like the index: pst 0). */
+typedef struct walk_op {
+  char *base;
+  int64_t es; /* element size */
+  int64_t st[CELL_MAX_DIMS];
+  int64_t pst;
+} walk_op;
+
+typedef void (*walk_fn)(const void *ctx, char **p);
+
+static void walk_operand(walk_op *w, const cell_tensor *t, int dim, int is_target) {
+  w->base = cell_tensor_base(t);
+  w->es = cell_dtype_size(t->dtype);
+  for (int d = 0; d < t->ndim; d++) w->st[d] = is_target && d == dim ? 0 : t->stride[d];
+  w->pst = is_target && t->ndim ? t->stride[dim] : 0;
+}
+
+/* Every element of index, row-major (backwards when reverse): the position
+ * its value gives (counted from base, checked against size), then fn on the
+ * operands' elements there. */
+static cell_status walk(const char *op, const cell_tensor *index, int64_t base, int64_t size,
+                        int nops, const walk_op *ops, int reverse, walk_fn fn, const void *ctx) {
+  int nd = index->ndim;
+  int64_t n = cell_tensor_numel(index);
+  if (n == 0) return CELL_OK;
+  int64_t ies = cell_dtype_size(index->dtype);
+  const char *ip = cell_tensor_base(index);
+  int64_t cnt[CELL_MAX_DIMS], io = 0, off[WALK_MAX] = {0};
+  for (int d = 0; d < nd; d++) {
+    cnt[d] = reverse ? index->shape[d] - 1 : 0;
+    io += cnt[d] * index->stride[d];
+    for (int k = 0; k < nops; k++) off[k] += cnt[d] * ops[k].st[d];
+  }
+  for (int64_t e = 0; e < n; e++) {
+    if ((e & POLL_MASK) == POLL_MASK && cell_ctx()->interrupt)
+      return cell_error(CELL_ERR_INTERRUPT, "interrupted");
+    int64_t v = cell_load_i64(index->dtype, ip + io * ies), pos;
+    if (__builtin_sub_overflow(v, base, &pos) || pos < 0 || pos >= size)
+      return cell_error(CELL_ERR_INDEX,
+                        "%s: index %lld is out of range for a dimension of size %lld "
+                        "(indices count from %lld)",
+                        op, (long long)v, (long long)size, (long long)base);
+    char *p[WALK_MAX];
+    for (int k = 0; k < nops; k++) p[k] = ops[k].base + (off[k] + pos * ops[k].pst) * ops[k].es;
+    fn(ctx, p);
+    for (int d = nd - 1; d >= 0; d--) {
+      int64_t last = index->shape[d] - 1;
+      if (!reverse && cnt[d] < last) {
+        cnt[d]++;
+        io += index->stride[d];
+        for (int k = 0; k < nops; k++) off[k] += ops[k].st[d];
+        break;
+      }
+      if (reverse && cnt[d] > 0) {
+        cnt[d]--;
+        io -= index->stride[d];
+        for (int k = 0; k < nops; k++) off[k] -= ops[k].st[d];
+        break;
+      }
+      int64_t back = reverse ? last : -last; /* wrap this digit */
+      cnt[d] = reverse ? last : 0;
+      io += back * index->stride[d];
+      for (int k = 0; k < nops; k++) off[k] += back * ops[k].st[d];
+    }
+  }
+  return CELL_OK;
+}
+
+typedef struct {
+  cell_dtype from, to;
+} pair_ctx;
+
+static void no_elem(const void *vctx, char **p) {
+  (void)vctx;
+  (void)p;
+}
+
+/* p[1] += p[0] */
+static void add_elem(const void *vctx, char **p) {
+  const pair_ctx *c = vctx;
+  if (c->from == CELL_DTYPE_F32 && c->to == CELL_DTYPE_F32) {
+    *(float *)p[1] += *(const float *)p[0];
+  } else if (c->from == CELL_DTYPE_F64 && c->to == CELL_DTYPE_F64) {
+    *(double *)p[1] += *(const double *)p[0];
+  } else {
+    cell_store_f64(c->to, p[1], cell_load_f64(c->to, p[1]) + cell_load_f64(c->from, p[0]));
+  }
+}
+
+/* Zeros of the input's shape with g added at the positions index gives
+ * along dim (repeated positions accumulate): the gradient of gather. index
+ * and g have the same shape and as many dims as the input. */
+static cell_status index_add(const char *op, cell_node *n, const cell_tensor *g,
+                             const cell_tensor *index, int dim, int64_t base, cell_tensor **gin) {
+  cell_tensor *z = NULL;
+  cell_dtype dt = acc_dtype(g->dtype);
+  cell_status s = zeros(dt, n->in_ndim[0], n->in_shape[0], &z);
+  if (s == CELL_OK) {
+    walk_op ops[2];
+    walk_operand(&ops[0], g, dim, 0);
+    walk_operand(&ops[1], z, dim, 1);
+    pair_ctx c = {g->dtype, dt};
+    s = walk(op, index, base, z->ndim ? z->shape[dim] : 1, 2, ops, 0, add_elem, &c);
+  }
+  return give(n, 0, s, z, gin);
+}
+
+/* iarg[0]: dim; iarg[1..2]: index_base; saved[0]: the index. */
+static cell_status gather_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  return index_add("gather", n, g, n->saved[0], n->iarg[0], get_i64(n->iarg + 1), gin);
+}
+
+cell_status cell_op_gather(const cell_tensor *a, int dim, const cell_tensor *index,
+                           int64_t index_base, cell_tensor **out) {
+  if (!index || !wants1(a)) return cell_k_gather(a, dim, index, index_base, out);
+  cell_status s = CELL_AG_RAW(cell_k_gather(a, dim, index, index_base, out));
+  if (s != CELL_OK) return s;
+  cell_node *n = node1("GatherBackward", gather_backward, a);
+  if (n) {
+    n->iarg[0] = dim;
+    put_i64(n->iarg + 1, index_base);
+    s = cell_ag_save(n, index);
+  }
+  return cell_ag_finish(n, s, out);
+}
+
+/* Walked backwards over the index: the first visit of a target position
+ * (p[2], a byte mask) is the write the forward pass kept (the last one), so
+ * p[0] (src's gradient) gets g there (p[1]); later visits leave it 0. */
+static void claim_elem(const void *vctx, char **p) {
+  const pair_ctx *c = vctx;
+  if (*(unsigned char *)p[2]) return;
+  *(unsigned char *)p[2] = 1;
+  cell_store_f64(c->to, p[0], cell_load_f64(c->from, p[1]));
+}
+
+/* Inputs a (0) and src (1); iarg[0]: dim; iarg[1..2]: index_base;
+ * saved[0]: the index. a gets g with the overwritten positions zeroed; src
+ * gets g at the position each of its elements was written to, or 0 where a
+ * later write to the same position replaced it. */
+static cell_status scatter_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  const cell_tensor *index = n->saved[0];
+  int dim = n->iarg[0];
+  int64_t base = get_i64(n->iarg + 1);
+  cell_status s = CELL_OK;
+  if (n->next[0]) {
+    cell_tensor *z = NULL, *t = NULL;
+    s = zeros(g->dtype, index->ndim, index->shape, &z);
+    if (s == CELL_OK) s = cell_k_scatter(g, dim, index, z, base, &t);
+    cell_tensor_release(z);
+    s = give(n, 0, s, t, gin);
+  }
+  if (s == CELL_OK && n->next[1]) {
+    cell_tensor *r = NULL, *mask = NULL;
+    s = zeros(g->dtype, n->in_ndim[1], n->in_shape[1], &r);
+    if (s == CELL_OK) s = zeros(CELL_DTYPE_U8, g->ndim, g->shape, &mask);
+    if (s == CELL_OK) {
+      walk_op ops[3];
+      walk_operand(&ops[0], r, dim, 0);
+      walk_operand(&ops[1], g, dim, 1);
+      walk_operand(&ops[2], mask, dim, 1);
+      pair_ctx c = {g->dtype, g->dtype};
+      s = walk("scatter", index, base, g->ndim ? g->shape[dim] : 1, 3, ops, 1, claim_elem, &c);
+    }
+    cell_tensor_release(mask);
+    s = give(n, 1, s, r, gin);
+  }
+  return s;
+}
+
+cell_status cell_op_scatter(const cell_tensor *a, int dim, const cell_tensor *index,
+                            const cell_tensor *src, int64_t index_base, cell_tensor **out) {
+  const cell_tensor *in[2] = {a, src};
+  if (!a || !index || !src || !cell_ag_wants(2, in))
+    return cell_k_scatter(a, dim, index, src, index_base, out);
+  cell_status s = CELL_AG_RAW(cell_k_scatter(a, dim, index, src, index_base, out));
+  if (s != CELL_OK) return s;
+  cell_node *n = cell_ag_node_new("ScatterBackward", scatter_backward, 2, in);
+  if (n) {
+    n->iarg[0] = dim;
+    put_i64(n->iarg + 1, index_base);
+    s = cell_ag_save(n, index);
+  }
+  return cell_ag_finish(n, s, out);
+}
+
+/* index_select is gather with the (0-D or 1-D) index laid along dim and
+ * broadcast over the other dims of g, so its gradient is index_add's. */
+static cell_status index_select_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  const cell_tensor *index = n->saved[0];
+  int dim = n->iarg[0];
+  int64_t base = get_i64(n->iarg + 1);
+  if (g->ndim == 0) { /* a 0-D input: g is its gradient once the index checks */
+    walk_op none = {.base = NULL};
+    CELL_TRY(walk("index_select", index, base, 1, 0, &none, 0, no_elem, NULL));
+    return cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]);
+  }
+  cell_tensor iv = *index; /* a header on the stack: walk() only reads it */
+  iv.ndim = g->ndim;
+  iv.autograd = NULL;
+  for (int d = 0; d < g->ndim; d++) {
+    iv.shape[d] = g->shape[d];
+    iv.stride[d] = d == dim && index->ndim ? index->stride[0] : 0;
+  }
+  return index_add("index_select", n, g, &iv, dim, base, gin);
+}
+
+cell_status cell_op_index_select(const cell_tensor *a, int dim, const cell_tensor *index,
+                                 int64_t index_base, cell_tensor **out) {
+  if (!index || !wants1(a)) return cell_k_index_select(a, dim, index, index_base, out);
+  cell_status s = CELL_AG_RAW(cell_k_index_select(a, dim, index, index_base, out));
+  if (s != CELL_OK) return s;
+  cell_node *n = node1("IndexSelectBackward", index_select_backward, a);
+  if (n) {
+    n->iarg[0] = dim;
+    put_i64(n->iarg + 1, index_base);
+    s = cell_ag_save(n, index);
+  }
+  return cell_ag_finish(n, s, out);
+}
+
+/* --- tile, repeat_interleave ----------------------------------------------------- */
+
+/* g with dimension d, of size a * b, read as [a, b] and summed over its a
+ * part (sum_first) or its b part: g as [P, a, b, Q], summed over axis 1 or
+ * 2, back to g's rank. */
+static cell_status fold_dim(const cell_tensor *g, int d, int64_t a, int64_t b, int sum_first,
+                            cell_tensor **out) {
+  int64_t sh4[4] = {1, a, b, 1}, sh[CELL_MAX_DIMS];
+  for (int i = 0; i < g->ndim; i++) {
+    if (i < d) sh4[0] *= g->shape[i];
+    if (i > d) sh4[3] *= g->shape[i];
+    sh[i] = g->shape[i];
+  }
+  sh[d] = sum_first ? b : a;
+  int axis = sum_first ? 1 : 2;
+  cell_tensor *v = NULL, *r = NULL;
+  cell_status s = cell_k_reshape(g, 4, sh4, &v);
+  if (s == CELL_OK) s = cell_k_reduce(CELL_RED_SUM, v, 1, &axis, 0, &r);
+  cell_tensor_release(v);
+  if (s == CELL_OK) s = cell_k_reshape(r, g->ndim, sh, out);
+  cell_tensor_release(r);
+  return s;
+}
+
+/* g's rank is max(ndim, nreps); dim d of g is reps[d] blocks of the input's
+ * size sz[d] (1 for the added leading dims): sum the blocks, dim by dim. */
+static cell_status tile_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  int nd = g->ndim, lead = nd - n->in_ndim[0];
+  int64_t sz[CELL_MAX_DIMS];
+  for (int d = 0; d < nd; d++) sz[d] = d < lead ? 1 : n->in_shape[0][d - lead];
+  if (cell_shape_numel(n->in_ndim[0], n->in_shape[0]) == 0) {
+    cell_tensor *z = NULL;
+    cell_status s = zeros(g->dtype, n->in_ndim[0], n->in_shape[0], &z);
+    return give(n, 0, s, z, gin);
+  }
+  cell_tensor *cur = (cell_tensor *)g, *next = NULL;
+  cell_tensor_retain(cur);
+  cell_status s = CELL_OK;
+  for (int d = 0; d < nd && s == CELL_OK; d++) {
+    int64_t rp = cur->shape[d] / sz[d];
+    if (rp == 1) continue;
+    s = fold_dim(cur, d, rp, sz[d], 1, &next);
+    if (s == CELL_OK) {
+      cell_tensor_release(cur);
+      cur = next;
+    }
+  }
+  if (s == CELL_OK) {
+    s = cell_k_reshape(cur, n->in_ndim[0], n->in_shape[0], &next);
+    cell_tensor_release(cur);
+    cur = s == CELL_OK ? next : NULL;
+  }
+  return give(n, 0, s, cur, gin);
+}
+
+cell_status cell_op_tile(const cell_tensor *a, int nreps, const int64_t *reps, cell_tensor **out) {
+  if (!wants1(a)) return cell_k_tile(a, nreps, reps, out);
+  cell_status s = CELL_AG_RAW(cell_k_tile(a, nreps, reps, out));
+  if (s != CELL_OK) return s;
+  return cell_ag_finish(node1("TileBackward", tile_backward, a), s, out);
+}
+
+/* iarg[0]: dim; iarg[1..2]: repeats. Element i of the input became
+ * elements [i * repeats, (i + 1) * repeats) along dim. */
+static cell_status repeat_interleave_backward(cell_node *n, const cell_tensor *g,
+                                              cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  int dim = n->iarg[0];
+  int64_t size = n->in_ndim[0] ? n->in_shape[0][dim] : 1;
+  cell_tensor *r = NULL, *t = NULL;
+  cell_status s = fold_dim(g, dim, size, get_i64(n->iarg + 1), 0, &r);
+  if (s == CELL_OK) s = cell_k_reshape(r, n->in_ndim[0], n->in_shape[0], &t);
+  cell_tensor_release(r);
+  return give(n, 0, s, t, gin);
+}
+
+cell_status cell_op_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim,
+                                      cell_tensor **out) {
+  if (!wants1(a)) return cell_k_repeat_interleave(a, repeats, dim, out);
+  cell_status s = CELL_AG_RAW(cell_k_repeat_interleave(a, repeats, dim, out));
+  if (s != CELL_OK) return s;
+  cell_node *n = node1("RepeatInterleaveBackward", repeat_interleave_backward, a);
+  if (n) {
+    n->iarg[0] = dim;
+    put_i64(n->iarg + 1, repeats);
+  }
+  return cell_ag_finish(n, s, out);
+}
+
+/* --- pad ------------------------------------------------------------------------ */
+
+static void free_extra(cell_node *n) {
+  cell_dealloc(n->extra);
+  n->extra = NULL;
+}
+
+/* extra: the padding before each dim (int64_t[ndim]; negative crops). The
+ * input's surviving part, at [lo - before, hi - before) of the input and
+ * [lo, hi) of g, gets g there; cropped-away parts get 0. */
+static cell_status pad_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->next[0]) return CELL_OK;
+  const int64_t *before = n->extra;
+  int nd = n->in_ndim[0];
+  const int64_t *in_shape = n->in_shape[0];
+  int64_t sh[CELL_MAX_DIMS], glo[CELL_MAX_DIMS], alo[CELL_MAX_DIMS];
+  bool whole = true, empty = false;
+  for (int d = 0; d < nd; d++) {
+    int64_t lo = before[d] > 0 ? before[d] : 0, hi = before[d] + in_shape[d];
+    if (hi > g->shape[d]) hi = g->shape[d];
+    if (hi <= lo) {
+      empty = true;
+      hi = lo;
+    }
+    sh[d] = hi - lo;
+    glo[d] = lo;
+    alo[d] = lo - before[d];
+    if (alo[d] != 0 || sh[d] != in_shape[d]) whole = false;
+  }
+  int64_t goff = g->offset;
+  for (int d = 0; d < nd; d++) goff += glo[d] * g->stride[d];
+  cell_tensor *gv = NULL, *z = NULL, *zv = NULL;
+  cell_status s = CELL_OK;
+  if (!empty) s = cell_tensor_new_view(g, nd, sh, g->stride, goff, &gv);
+  if (s == CELL_OK && whole && !empty) return give(n, 0, s, gv, gin);
+  if (s == CELL_OK) s = zeros(g->dtype, nd, in_shape, &z);
+  if (s == CELL_OK && !empty) {
+    int64_t zoff = z->offset;
+    for (int d = 0; d < nd; d++) zoff += alo[d] * z->stride[d];
+    s = cell_tensor_new_view(z, nd, sh, z->stride, zoff, &zv);
+    if (s == CELL_OK) s = cell_tensor_copy_(zv, gv);
+  }
+  cell_tensor_release(zv);
+  cell_tensor_release(gv);
+  return give(n, 0, s, z, gin);
+}
+
+cell_status cell_op_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value,
+                        cell_tensor **out) {
+  if (!wants1(a)) return cell_k_pad(a, npairs, pads, value, out);
+  cell_status s = CELL_AG_RAW(cell_k_pad(a, npairs, pads, value, out));
+  if (s != CELL_OK) return s;
+  cell_node *n = node1("PadBackward", pad_backward, a);
+  if (n) {
+    int64_t *before = cell_alloc_zero(sizeof(int64_t) * CELL_MAX_DIMS);
+    if (!before) {
+      s = cell_error(CELL_ERR_MEMORY, "pad: out of memory recording the op");
+    } else {
+      for (int i = 0; i < npairs; i++) before[a->ndim - 1 - i] = pads[2 * i];
+      n->extra = before;
+      n->release_extra = free_extra;
+    }
+  }
+  return cell_ag_finish(n, s, out);
+}
+
+int cell_ag_shape_nodes(const char **names, int max) {
+  static const char *const all[] = {"AstypeBackward", "CatBackward", "CloneBackward", "ContiguousBackward", "ExpandBackward", "FlattenBackward", "GatherBackward", "IndexSelectBackward", "NarrowBackward", "PadBackward", "PermuteBackward", "RepeatInterleaveBackward", "ReshapeBackward", "ScatterBackward", "SelectBackward", "SliceBackward", "SqueezeBackward", "StackBackward", "TileBackward", "TransposeBackward", "UnsqueezeBackward", "ViewBackward"};
+  int n = 0;
+  for (size_t i = 0; i < sizeof all / sizeof all[0] && n < max; i++) names[n++] = all[i];
+  return n;
+}

@@ -1,0 +1,182 @@
+/* lautograd.c - the binding of the tape: requires_grad, stop_gradient,
+ * grad mode, tensor hooks (Lua functions called from the backward pass)
+ * and the backward call that cell.grad / cell.value_and_grad stand on. */
+#include "lcell.h"
+#include <stdlib.h>
+
+static int tensor_requires_grad_(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  int on = lua_isnone(L, 2) ? 1 : lua_toboolean(L, 2);
+  if (!lua_isnone(L, 2) && !lua_isboolean(L, 2))
+    return lc_argerror(L, 2, "TypeError: requires_grad must be a boolean, got %s", luaL_typename(L, 2));
+  if (cell_tensor_set_requires_grad(t, on) != CELL_OK) return lc_raise(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int tensor_stop_gradient(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_tensor_detach(t, out));
+}
+
+static int tensor_is_leaf(lua_State *L) {
+  lua_pushboolean(L, cell_tensor_is_leaf(lc_check_tensor(L, 1)));
+  return 1;
+}
+
+/* --- hooks: a Lua function in the registry, called through a trampoline -------- */
+
+typedef struct {
+  lc_state *st;
+  lua_State *L; /* the state that registered it; calls run on st->running */
+  int ref;
+} hook_ud;
+
+static void hook_release(void *p) {
+  hook_ud *h = p;
+  luaL_unref(h->L, LUA_REGISTRYINDEX, h->ref);
+  free(h);
+}
+
+/* Calls fn(grad); a tensor result replaces the gradient. A Lua error is
+ * kept in the registry (st->error_ref) and re-raised once the engine has
+ * unwound, so the tape is left consistent. */
+static cell_status hook_call(void *p, const cell_tensor *grad, cell_tensor **replacement) {
+  hook_ud *h = p;
+  lua_State *L = h->st->running ? h->st->running : h->L;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
+  cell_tensor **slot = lc_newtensor_at(L, h->st);
+  cell_tensor_retain((cell_tensor *)grad);
+  *slot = (cell_tensor *)grad;
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK_COMPAT) {
+    h->st->error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_settop(L, top);
+    return cell_error(CELL_ERR_RUNTIME, "a tensor hook raised an error");
+  }
+  tensor_ud *ud = luaL_testudata(L, -1, TENSOR_MT);
+  if (ud && ud->t) {
+    cell_tensor_retain(ud->t);
+    *replacement = ud->t;
+  } else if (!lua_isnil(L, -1)) {
+    lua_settop(L, top);
+    return cell_error(CELL_ERR_TYPE, "a tensor hook must return nil or a Tensor");
+  }
+  lua_settop(L, top);
+  return CELL_OK;
+}
+
+static int handle_remove(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "tensor");
+  lua_getfield(L, 1, "id");
+  /* a plain C function (no binding upvalues): check the type by name */
+  tensor_ud *ud = luaL_testudata(L, -2, TENSOR_MT);
+  if (ud && ud->t && lua_type(L, -1) == LUA_TNUMBER) cell_tensor_remove_hook(ud->t, (int)lua_tointeger(L, -1));
+  lua_pushnil(L);
+  lua_setfield(L, 1, "tensor");
+  return 0;
+}
+
+static int tensor_register_hook(lua_State *L) {
+  cell_tensor *t = lc_check_tensor(L, 1);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  hook_ud *h = malloc(sizeof *h);
+  if (!h) return lc_error(L, "MemoryError: register_hook: out of memory");
+  h->st = lua_touserdata(L, UV_STATE);
+  h->L = L;
+  lua_pushvalue(L, 2);
+  h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  int id;
+  if (cell_tensor_register_hook(t, hook_call, hook_release, h, &id) != CELL_OK) {
+    hook_release(h);
+    return lc_raise(L);
+  }
+  lua_createtable(L, 0, 3); /* the handle */
+  lua_pushvalue(L, 1);
+  lua_setfield(L, -2, "tensor");
+  lua_pushinteger(L, id);
+  lua_setfield(L, -2, "id");
+  lua_pushcfunction(L, handle_remove);
+  lua_setfield(L, -2, "remove");
+  return 1;
+}
+
+/* --- grad mode and backward ------------------------------------------------------ */
+
+static int l_is_grad_enabled(lua_State *L) {
+  lua_pushboolean(L, cell_grad_is_enabled());
+  return 1;
+}
+
+static int l_set_grad_enabled(lua_State *L) {
+  lua_pushboolean(L, cell_grad_set_enabled(lua_toboolean(L, 1)));
+  return 1;
+}
+
+/* _backward(root, sens | nil, {inputs...}) -> {grads...} */
+static int l_backward(lua_State *L) {
+  cell_tensor *root = lc_check_tensor(L, 1);
+  cell_tensor *sens = lua_isnoneornil(L, 2) ? NULL : lc_check_tensor(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  int n = (int)lua_rawlen(L, 3);
+  cell_tensor **in = lua_newuserdatauv(L, sizeof(cell_tensor *) * (size_t)(2 * n + 1), 0);
+  cell_tensor **out = in + n;
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 3, i + 1);
+    in[i] = lc_test_tensor(L, -1);
+    if (!in[i]) return lc_argerror(L, 3, "TypeError: element %d is not a Tensor", i + 1);
+    lua_pop(L, 1);
+  }
+  lc_state *st = lua_touserdata(L, UV_STATE);
+  lua_State *prev = st->running;
+  st->running = L;
+  st->error_ref = LUA_NOREF;
+  cell_status s = cell_autograd_grad(root, sens, n, in, out);
+  st->running = prev;
+  if (s != CELL_OK) {
+    if (st->error_ref != LUA_NOREF) { /* a hook's own error, as it was raised */
+      lua_rawgeti(L, LUA_REGISTRYINDEX, st->error_ref);
+      luaL_unref(L, LUA_REGISTRYINDEX, st->error_ref);
+      st->error_ref = LUA_NOREF;
+      return lua_error(L);
+    }
+    return lc_raise(L);
+  }
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lc_push_owned(L, out[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static int l_backward_nodes(lua_State *L) {
+  const char *names[256];
+  int n = cell_autograd_node_names(names, 256);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, names[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static const luaL_Reg ag_methods[] = {{"requires_grad_", tensor_requires_grad_},
+                                      {"stop_gradient", tensor_stop_gradient},
+                                      {"detach", tensor_stop_gradient},
+                                      {"is_leaf", tensor_is_leaf},
+                                      {"register_hook", tensor_register_hook},
+                                      {NULL, NULL}};
+
+static const luaL_Reg ag_funcs[] = {{"is_grad_enabled", l_is_grad_enabled},
+                                    {"set_grad_enabled", l_set_grad_enabled},
+                                    {"_backward", l_backward},
+                                    {"_backward_nodes", l_backward_nodes},
+                                    {NULL, NULL}};
+
+void lc_register_autograd(lua_State *L, int module, int base) {
+  lc_setfuncs(L, base + 1, base, ag_methods);
+  lc_setfuncs(L, module, base, ag_funcs);
+}
