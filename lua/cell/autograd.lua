@@ -23,6 +23,40 @@ function M.no_grad(fn, ...) return with_grad_mode(false, fn, ...) end
 --- cell.enable_grad(fn, ...): fn(...) with recording on.
 function M.enable_grad(fn, ...) return with_grad_mode(true, fn, ...) end
 
+--- cell.checkpoint(fn, ...): fn(...) without keeping its intermediate
+-- tensors; the backward pass runs fn again to get them (gradient
+-- checkpointing, what Cell:recompute() uses). Gradients flow to the Tensor
+-- arguments that require grad (at most four: pass the parameters fn uses as
+-- arguments). fn must return one Tensor.
+function M.checkpoint(fn, ...)
+  local args = pack(...)
+  local inputs, positions = {}, {}
+  for i = 1, args.n do
+    if core.is_tensor(args[i]) and args[i].requires_grad then
+      inputs[#inputs + 1] = args[i]
+      positions[#positions + 1] = i
+    end
+  end
+  if not core.is_grad_enabled() or #inputs == 0 then return fn(...) end
+  local out = M.no_grad(fn, ...)
+  if not core.is_tensor(out) then
+    error(("TypeError: checkpoint: the function must return a Tensor, got %s"):format(type(out)), 2)
+  end
+  core._lua_node(out, inputs, function(g)
+    local again = { n = args.n }
+    for i = 1, args.n do again[i] = args[i] end
+    local leaves = {}
+    for k, i in ipairs(positions) do
+      leaves[k] = args[i]:stop_gradient():requires_grad_(true)
+      again[i] = leaves[k]
+    end
+    local out2 = M.enable_grad(fn, unpack(again, 1, again.n))
+    if not out2.requires_grad then return end
+    return unpack(core._backward(out2, g, leaves))
+  end)
+  return out
+end
+
 --- The positions to differentiate: nil, a number, or a list (1-based).
 local function positions_of(grad_position)
   if grad_position == nil then return {}, false end

@@ -12,7 +12,7 @@ cell.core = core
 tensor.install(core.Tensor, core)
 
 local autograd = require "cell.autograd"
-for _, k in ipairs { "grad", "value_and_grad", "no_grad", "enable_grad" } do
+for _, k in ipairs { "grad", "value_and_grad", "no_grad", "enable_grad", "checkpoint" } do
   cell[k] = autograd[k]
 end
 

@@ -2,6 +2,7 @@
  * grad mode, tensor hooks (Lua functions called from the backward pass)
  * and the backward call that cell.grad / cell.value_and_grad stand on. */
 #include "lcell.h"
+#include "../autograd/autograd.h"
 #include <stdlib.h>
 
 static int tensor_requires_grad_(lua_State *L) {
@@ -163,6 +164,103 @@ static int l_backward_nodes(lua_State *L) {
   return 1;
 }
 
+/* --- Lua nodes: a backward rule written in Lua ------------------------------------ */
+
+typedef struct {
+  lc_state *st;
+  lua_State *L;
+  int ref; /* the Lua backward function */
+} lua_rule;
+
+static void lua_rule_release(cell_node *n) {
+  lua_rule *r = n->extra;
+  luaL_unref(r->L, LUA_REGISTRYINDEX, r->ref);
+  free(r);
+}
+
+/* Calls fn(grad_out) -> one gradient (a Tensor or nil) per input. */
+static cell_status lua_rule_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  lua_rule *r = n->extra;
+  lua_State *L = r->st->running ? r->st->running : r->L;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, r->ref);
+  cell_tensor **slot = lc_newtensor_at(L, r->st);
+  cell_tensor_retain((cell_tensor *)g);
+  *slot = (cell_tensor *)g;
+  if (lua_pcall(L, 1, n->n_inputs, 0) != LUA_OK_COMPAT) {
+    r->st->error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_settop(L, top);
+    return cell_error(CELL_ERR_RUNTIME, "%s raised an error", n->name);
+  }
+  cell_status s = CELL_OK;
+  for (int i = 0; i < n->n_inputs && s == CELL_OK; i++) {
+    int idx = top + 1 + i;
+    if (lua_isnil(L, idx) || !n->next[i]) continue;
+    tensor_ud *ud = luaL_testudata(L, idx, TENSOR_MT);
+    if (!ud || !ud->t) {
+      s = cell_error(CELL_ERR_TYPE, "%s: gradient %d must be a Tensor or nil, got %s", n->name,
+                     i + 1, luaL_typename(L, idx));
+      break;
+    }
+    if (!cell_shape_equal(ud->t->ndim, ud->t->shape, n->in_ndim[i], n->in_shape[i])) {
+      char a[256], b[256];
+      s = cell_error(CELL_ERR_VALUE, "%s: gradient %d has shape %s but its input has shape %s",
+                     n->name, i + 1, cell_shape_str(ud->t->ndim, ud->t->shape, a, sizeof a),
+                     cell_shape_str(n->in_ndim[i], n->in_shape[i], b, sizeof b));
+      break;
+    }
+    s = cell_ag_grad_for(n, i, ud->t, &gin[i]);
+  }
+  lua_settop(L, top);
+  return s;
+}
+
+/* _lua_node(output, {inputs...}, backward_fn): output (a tensor
+ * no recorded op produced) gets a node whose backward is backward_fn. The
+ * recompute (checkpoint) and custom bprop features stand on it. */
+static int l_lua_node(lua_State *L) {
+  cell_tensor *out = lc_check_tensor(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  int n = (int)lua_rawlen(L, 2);
+  if (n > CELL_NODE_MAX_IN)
+    return lc_argerror(L, 2, "ValueError: a Lua backward node takes at most %d inputs, got %d",
+                       CELL_NODE_MAX_IN, n);
+  const cell_tensor *in[CELL_NODE_MAX_IN];
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, i + 1);
+    in[i] = lc_test_tensor(L, -1);
+    if (!in[i]) return lc_argerror(L, 2, "TypeError: input %d is not a Tensor", i + 1);
+    lua_pop(L, 1);
+  }
+  if (!cell_tensor_is_leaf(out) || cell_tensor_requires_grad(out))
+    return lc_argerror(L, 1, "RuntimeError: the output already belongs to a graph");
+  if (!cell_ag_wants(n, in)) { /* nothing to differentiate: no node */
+    lua_settop(L, 1);
+    return 1;
+  }
+  lua_rule *r = malloc(sizeof *r);
+  if (!r) return lc_error(L, "MemoryError: out of memory");
+  cell_node *node = cell_ag_node_new("LuaBackward", lua_rule_backward, n, in);
+  if (!node) {
+    free(r);
+    return lc_error(L, "MemoryError: out of memory recording a Lua node");
+  }
+  r->st = lua_touserdata(L, UV_STATE);
+  r->L = L;
+  lua_pushvalue(L, 3);
+  r->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  node->extra = r;
+  node->release_extra = lua_rule_release;
+  cell_tensor *o = out;
+  cell_tensor_retain(o);
+  cell_status s = cell_ag_finish(node, CELL_OK, &o);
+  if (s != CELL_OK) return lc_raise(L);
+  cell_tensor_release(o);
+  lua_settop(L, 1);
+  return 1;
+}
+
 static const luaL_Reg ag_methods[] = {{"requires_grad_", tensor_requires_grad_},
                                       {"stop_gradient", tensor_stop_gradient},
                                       {"detach", tensor_stop_gradient},
@@ -174,6 +272,7 @@ static const luaL_Reg ag_funcs[] = {{"is_grad_enabled", l_is_grad_enabled},
                                     {"set_grad_enabled", l_set_grad_enabled},
                                     {"_backward", l_backward},
                                     {"_backward_nodes", l_backward_nodes},
+                                    {"_lua_node", l_lua_node},
                                     {NULL, NULL}};
 
 void lc_register_autograd(lua_State *L, int module, int base) {
