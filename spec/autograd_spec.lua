@@ -244,10 +244,17 @@ describe("autograd", function()
         return cell.grad(function(x)
           local y = x * 1
           local z = y * y
-          y:add_(1)
+          y:stop_gradient():add_(1) -- the same storage, through an alias
           return z:sum()
         end)(cell.ones({ 2 }))
       end, "RuntimeError", "MulBackward", "modified in place")
+    end)
+    it("an in-place op on a tensor that requires grad, while recording", function()
+      local w = cell.ones({ 2 }):requires_grad_(true)
+      H.expect_error(function() return w:add_(1) end, "RuntimeError", "add", "in place", "no_grad")
+      H.expect_error(function() return (w * 2):fill_(0) end, "RuntimeError", "fill_", "in place")
+      cell.no_grad(function() w:add_(1) end) -- an optimizer step
+      H.assert_close(w, { 2, 2 })
     end)
     it("an error inside a hook propagates, and the next grad works", function()
       local ok, err = pcall(cell.grad(function(x)

@@ -450,3 +450,41 @@ int cell_autograd_node_names(const char **names, int max) {
   n += cell_ag_shape_nodes(names + n, max - n);
   return n;
 }
+
+/* --- in-place ops ---------------------------------------------------------------- */
+
+/* In-place changes are not recorded, so on a tensor that requires grad
+ * (while recording) they would make gradients silently wrong: refuse. */
+static cell_status inplace_check(const char *op, const cell_tensor *t) {
+  if (t && grad_enabled && requires(t))
+    return cell_error(CELL_ERR_RUNTIME,
+                      "%s: a tensor that requires grad cannot be changed in place while "
+                      "gradients are recorded; use the out-of-place form, or run it under no_grad",
+                      op);
+  return CELL_OK;
+}
+
+cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
+  CELL_TRY(inplace_check(cell_binop_name(op), a));
+  return cell_k_binary_(op, a, b);
+}
+
+cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
+  CELL_TRY(inplace_check(cell_binop_name(op), t));
+  return cell_k_binary_scalar_(op, t, s, s_is_float);
+}
+
+cell_status cell_op_unary_(cell_unop op, cell_tensor *a) {
+  CELL_TRY(inplace_check(cell_unop_name(op), a));
+  return cell_k_unary_(op, a);
+}
+
+cell_status cell_tensor_copy_(cell_tensor *dst, const cell_tensor *src) {
+  CELL_TRY(inplace_check("copy_", dst));
+  return cell_k_copy_(dst, src);
+}
+
+cell_status cell_tensor_fill_(cell_tensor *t, double v) {
+  CELL_TRY(inplace_check("fill_", t));
+  return cell_k_fill_(t, v);
+}

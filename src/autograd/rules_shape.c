@@ -158,7 +158,7 @@ static cell_status slice_backward(cell_node *n, const cell_tensor *g, cell_tenso
     s = n->iarg[1] ? cell_k_select(z, dim, get_i64(n->iarg + 2), &v)
                    : cell_k_slice(z, dim, get_i64(n->iarg + 2), get_i64(n->iarg + 4),
                                   get_i64(n->iarg + 6), &v);
-  if (s == CELL_OK && cell_tensor_numel(v) > 0) s = cell_tensor_copy_(v, g);
+  if (s == CELL_OK && cell_tensor_numel(v) > 0) s = cell_k_copy_(v, g);
   cell_tensor_release(v);
   return give(n, 0, s, z, gin);
 }
@@ -674,7 +674,7 @@ static cell_status pad_backward(cell_node *n, const cell_tensor *g, cell_tensor 
     int64_t zoff = z->offset;
     for (int d = 0; d < nd; d++) zoff += alo[d] * z->stride[d];
     s = cell_tensor_new_view(z, nd, sh, z->stride, zoff, &zv);
-    if (s == CELL_OK) s = cell_tensor_copy_(zv, gv);
+    if (s == CELL_OK) s = cell_k_copy_(zv, gv);
   }
   cell_tensor_release(zv);
   cell_tensor_release(gv);

@@ -47,4 +47,11 @@ cell_status cell_k_contiguous(const cell_tensor *t, cell_tensor **out);
 cell_status cell_k_clone(const cell_tensor *t, cell_tensor **out);
 cell_status cell_k_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
 
+/* In-place forms; the public ones refuse tensors that require grad. */
+cell_status cell_k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b);
+cell_status cell_k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float);
+cell_status cell_k_unary_(cell_unop op, cell_tensor *a);
+cell_status cell_k_copy_(cell_tensor *dst, const cell_tensor *src);
+cell_status cell_k_fill_(cell_tensor *t, double v);
+
 #endif

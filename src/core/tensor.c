@@ -1,5 +1,6 @@
 /* tensor.c - storage lifetime, tensor creation and accessors. */
 #include "tensor.h"
+#include "kernels.h"
 #include "alloc.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,7 +167,7 @@ cell_status cell_tensor_full(cell_dtype dt, int ndim, const int64_t *shape, doub
                              cell_tensor **out) {
   cell_tensor *t;
   CELL_TRY(cell_tensor_empty(dt, ndim, shape, &t));
-  cell_status s = cell_tensor_fill_(t, value);
+  cell_status s = cell_k_fill_(t, value);
   if (s != CELL_OK) {
     cell_tensor_release(t);
     return s;

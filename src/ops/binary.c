@@ -212,7 +212,7 @@ int cell_dtype_can_cast(cell_dtype from, cell_dtype to) {
   return 1;
 }
 
-cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
+cell_status cell_k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
   if (!a || !b) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   cell_dtype ct, rt;
   CELL_TRY(binop_types(op, a->dtype, b->dtype, &ct, &rt));
@@ -235,7 +235,7 @@ cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b)
   if (rt == a->dtype && ct == a->dtype) return run_binary(op, ct, a, a, b);
   cell_tensor *r;
   CELL_TRY(cell_k_binary(op, a, b, &r));
-  cell_status s = cell_tensor_copy_(a, r);
+  cell_status s = cell_k_copy_(a, r);
   cell_tensor_release(r);
   return s;
 }
@@ -270,9 +270,9 @@ cell_status cell_k_binary_scalar(cell_binop op, const cell_tensor *t, double s, 
   return reversed ? cell_k_binary(op, st, t, out) : cell_k_binary(op, t, st, out);
 }
 
-cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
+cell_status cell_k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
   if (!t) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   stack_scalar ss;
   const cell_tensor *st = make_scalar(&ss, t, s, s_is_float);
-  return cell_op_binary_(op, t, st);
+  return cell_k_binary_(op, t, st);
 }

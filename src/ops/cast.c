@@ -44,7 +44,7 @@ static void copy_convert(void *vctx, int64_t n, char **p, const int64_t *s) {
   }
 }
 
-cell_status cell_tensor_copy_(cell_tensor *dst, const cell_tensor *src) {
+cell_status cell_k_copy_(cell_tensor *dst, const cell_tensor *src) {
   if (!dst || !src) return cell_error(CELL_ERR_VALUE, "copy_: NULL tensor");
   int nd;
   int64_t shape[CELL_MAX_DIMS];
@@ -75,7 +75,7 @@ static void fill_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
   for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * s[0], c->value, (size_t)c->size);
 }
 
-cell_status cell_tensor_fill_(cell_tensor *t, double v) {
+cell_status cell_k_fill_(cell_tensor *t, double v) {
   if (!t) return cell_error(CELL_ERR_VALUE, "fill_: NULL tensor");
   fill_ctx ctx = {cell_dtype_size(t->dtype), {0}};
   cell_store_f64(t->dtype, ctx.value, v);
@@ -98,7 +98,7 @@ cell_status cell_k_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out
     return cell_error(CELL_ERR_TYPE, "astype: unknown dtype %d", (int)dt);
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(dt, t->ndim, t->shape, &r));
-  cell_status s = cell_tensor_copy_(r, t);
+  cell_status s = cell_k_copy_(r, t);
   if (s != CELL_OK) {
     cell_tensor_release(r);
     return s;

@@ -46,7 +46,7 @@ static cell_status matmul_nd(const char *op, const cell_tensor *a, const cell_te
   int64_t batches = cell_shape_numel(nb, bshape);
   int es = cell_dtype_size(a->dtype);
   if (k == 0) { /* empty inner dimension: zeros */
-    cell_status s = cell_tensor_fill_(r, 0);
+    cell_status s = cell_k_fill_(r, 0);
     if (s != CELL_OK) cell_tensor_release(r);
     else *out = r;
     return s;

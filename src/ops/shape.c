@@ -33,7 +33,7 @@ static void narrow_local(cell_tensor *v, int d, int64_t start, int64_t len) {
 /* Copy src into dst unless there is nothing to copy. */
 static cell_status copy_block(cell_tensor *dst, const cell_tensor *src) {
   if (cell_tensor_numel(dst) == 0) return CELL_OK;
-  return cell_tensor_copy_(dst, src);
+  return cell_k_copy_(dst, src);
 }
 
 /* Release r and return s (s != CELL_OK), or hand r out. */
@@ -421,7 +421,7 @@ cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, do
   }
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(a->dtype, nd, shape, &r));
-  cell_status s = cell_tensor_fill_(r, value);
+  cell_status s = cell_k_fill_(r, value);
   /* The part of a that survives cropping, into its place in r: in r's
    * coordinates a spans [before, before + size), clipped to [0, shape). */
   cell_tensor src = local_view(a), dst = local_view(r);

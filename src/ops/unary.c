@@ -149,7 +149,7 @@ cell_status cell_k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) 
   return CELL_OK;
 }
 
-cell_status cell_op_unary_(cell_unop op, cell_tensor *a) {
+cell_status cell_k_unary_(cell_unop op, cell_tensor *a) {
   if (!a) return cell_error(CELL_ERR_VALUE, "unary op: NULL argument");
   cell_dtype ct;
   CELL_TRY(unop_type(op, a->dtype, &ct));
