@@ -34,38 +34,50 @@ typedef struct {
   int ref;
 } hook_ud;
 
+/* Calls the registry function ref with a gradient during a backward pass,
+ * leaving nres results above *top. A Lua error is kept in the registry
+ * (st->error_ref) and re-raised by _backward once the engine has unwound,
+ * so the tape is left consistent. */
+static cell_status call_rule(lc_state *st, lua_State *home, int ref, const cell_tensor *grad,
+                             int nres, const char *what, lua_State **Lout, int *top) {
+  lua_State *L = st->running ? st->running : home;
+  *Lout = L;
+  *top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  cell_tensor **slot = lc_newtensor_at(L, st);
+  cell_tensor_retain((cell_tensor *)grad);
+  *slot = (cell_tensor *)grad;
+  if (lua_pcall(L, 1, nres, 0) != LUA_OK_COMPAT) {
+    st->error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_settop(L, *top);
+    return cell_error(CELL_ERR_RUNTIME, "%s raised an error", what);
+  }
+  return CELL_OK;
+}
+
 static void hook_release(void *p) {
   hook_ud *h = p;
   luaL_unref(h->L, LUA_REGISTRYINDEX, h->ref);
   free(h);
 }
 
-/* Calls fn(grad); a tensor result replaces the gradient. A Lua error is
- * kept in the registry (st->error_ref) and re-raised once the engine has
- * unwound, so the tape is left consistent. */
+/* Calls fn(grad); a tensor result replaces the gradient. */
 static cell_status hook_call(void *p, const cell_tensor *grad, cell_tensor **replacement) {
   hook_ud *h = p;
-  lua_State *L = h->st->running ? h->st->running : h->L;
-  int top = lua_gettop(L);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, h->ref);
-  cell_tensor **slot = lc_newtensor_at(L, h->st);
-  cell_tensor_retain((cell_tensor *)grad);
-  *slot = (cell_tensor *)grad;
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK_COMPAT) {
-    h->st->error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_settop(L, top);
-    return cell_error(CELL_ERR_RUNTIME, "a tensor hook raised an error");
-  }
+  lua_State *L;
+  int top;
+  CELL_TRY(call_rule(h->st, h->L, h->ref, grad, 1, "a tensor hook", &L, &top));
   tensor_ud *ud = luaL_testudata(L, -1, TENSOR_MT);
+  cell_status s = CELL_OK;
   if (ud && ud->t) {
     cell_tensor_retain(ud->t);
     *replacement = ud->t;
   } else if (!lua_isnil(L, -1)) {
-    lua_settop(L, top);
-    return cell_error(CELL_ERR_TYPE, "a tensor hook must return nil or a Tensor");
+    s = cell_error(CELL_ERR_TYPE, "a tensor hook must return nil or a Tensor, got %s",
+                   luaL_typename(L, -1));
   }
   lua_settop(L, top);
-  return CELL_OK;
+  return s;
 }
 
 static int handle_remove(lua_State *L) {
@@ -181,17 +193,9 @@ static void lua_rule_release(cell_node *n) {
 /* Calls fn(grad_out) -> one gradient (a Tensor or nil) per input. */
 static cell_status lua_rule_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   lua_rule *r = n->extra;
-  lua_State *L = r->st->running ? r->st->running : r->L;
-  int top = lua_gettop(L);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, r->ref);
-  cell_tensor **slot = lc_newtensor_at(L, r->st);
-  cell_tensor_retain((cell_tensor *)g);
-  *slot = (cell_tensor *)g;
-  if (lua_pcall(L, 1, n->n_inputs, 0) != LUA_OK_COMPAT) {
-    r->st->error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_settop(L, top);
-    return cell_error(CELL_ERR_RUNTIME, "%s raised an error", n->name);
-  }
+  lua_State *L;
+  int top;
+  CELL_TRY(call_rule(r->st, r->L, r->ref, g, n->n_inputs, n->name, &L, &top));
   cell_status s = CELL_OK;
   for (int i = 0; i < n->n_inputs && s == CELL_OK; i++) {
     int idx = top + 1 + i;
