@@ -158,22 +158,25 @@ describe("autograd", function()
         assert.are.equal(name, c[1](unpack(leafs)).grad_fn)
         gradcheck(c[1], args, c[3])
       end)
-      it(name .. " in float32 agrees with float64", function()
-        local args, args32, positions = {}, {}, {}
-        for i, make in ipairs(c[2]) do
-          args[i] = make(i)
-          local const = c[3] and c[3].skip and c[3].skip[i]
-          args32[i] = (const or not args[i].dtype.is_floating_point) and args[i] or args[i]:float()
-          if not const then positions[#positions + 1] = i end
-        end
-        local function loss(...) return c[1](...):sum() end
-        local g64 = cell.grad(loss, positions)(unpack(args))
-        local g32 = cell.grad(loss, positions)(unpack(args32))
-        for k = 1, #positions do
-          assert.are.equal(cell.float32, g32[k].dtype)
-          H.assert_close(g32[k], g64[k]:totable(), 1e-4)
-        end
-      end)
+      for _, lower in ipairs { { cell.float32, 1e-4 }, { cell.float16, 3e-2 }, { cell.bfloat16, 1e-1 } } do
+        local dt, tol = lower[1], lower[2]
+        it(name .. " in " .. tostring(dt) .. " agrees with float64", function()
+          local args, low, positions = {}, {}, {}
+          for i, make in ipairs(c[2]) do
+            args[i] = make(i)
+            local const = c[3] and c[3].skip and c[3].skip[i]
+            low[i] = (const or not args[i].dtype.is_floating_point) and args[i] or args[i]:astype(dt)
+            if not const then positions[#positions + 1] = i end
+          end
+          local function loss(...) return c[1](...):sum() end
+          local g64 = cell.grad(loss, positions)(unpack(args))
+          local glow = cell.grad(loss, positions)(unpack(low))
+          for k = 1, #positions do
+            assert.are.equal(dt, glow[k].dtype)
+            H.assert_close(glow[k], g64[k]:totable(), tol)
+          end
+        end)
+      end
     end
   end)
 
