@@ -286,6 +286,21 @@ describe("autograd", function()
       assert.is_true(cell.is_grad_enabled())
       H.assert_close(cell.grad(function(x) return (x * 5):sum() end)(cell.ones({ 2 })), { 5, 5 })
     end)
+    it("a hook made in a coroutine that is gone still runs and is freed", function()
+      local x = cell.ones({ 2 }):requires_grad_(true)
+      local y
+      local co = coroutine.wrap(function()
+        y = x * 2
+        y:register_hook(function(g) return g * 3 end)
+      end)
+      co()
+      co = nil
+      collectgarbage()
+      collectgarbage()
+      H.assert_close(cell.core._backward(y:sum(), nil, { x })[1], { 6, 6 })
+      y = nil
+      collectgarbage()
+    end)
     it("a hook that returns something other than a Tensor", function()
       H.expect_error(function()
         return cell.grad(function(x)

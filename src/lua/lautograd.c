@@ -29,8 +29,7 @@ static int tensor_is_leaf(lua_State *L) {
 /* --- hooks: a Lua function in the registry, called through a trampoline -------- */
 
 typedef struct {
-  lc_state *st;
-  lua_State *L; /* the state that registered it; calls run on st->running */
+  lc_state *st; /* calls run on st->running; unref goes through st->home */
   int ref;
 } hook_ud;
 
@@ -38,9 +37,9 @@ typedef struct {
  * leaving nres results above *top. A Lua error is kept in the registry
  * (st->error_ref) and re-raised by _backward once the engine has unwound,
  * so the tape is left consistent. */
-static cell_status call_rule(lc_state *st, lua_State *home, int ref, const cell_tensor *grad,
-                             int nres, const char *what, lua_State **Lout, int *top) {
-  lua_State *L = st->running ? st->running : home;
+static cell_status call_rule(lc_state *st, int ref, const cell_tensor *grad, int nres,
+                             const char *what, lua_State **Lout, int *top) {
+  lua_State *L = st->running ? st->running : st->home;
   *Lout = L;
   *top = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
@@ -57,7 +56,7 @@ static cell_status call_rule(lc_state *st, lua_State *home, int ref, const cell_
 
 static void hook_release(void *p) {
   hook_ud *h = p;
-  luaL_unref(h->L, LUA_REGISTRYINDEX, h->ref);
+  luaL_unref(h->st->home, LUA_REGISTRYINDEX, h->ref);
   free(h);
 }
 
@@ -66,7 +65,7 @@ static cell_status hook_call(void *p, const cell_tensor *grad, cell_tensor **rep
   hook_ud *h = p;
   lua_State *L;
   int top;
-  CELL_TRY(call_rule(h->st, h->L, h->ref, grad, 1, "a tensor hook", &L, &top));
+  CELL_TRY(call_rule(h->st, h->ref, grad, 1, "a tensor hook", &L, &top));
   tensor_ud *ud = luaL_testudata(L, -1, TENSOR_MT);
   cell_status s = CELL_OK;
   if (ud && ud->t) {
@@ -98,7 +97,6 @@ static int tensor_register_hook(lua_State *L) {
   hook_ud *h = malloc(sizeof *h);
   if (!h) return lc_error(L, "MemoryError: register_hook: out of memory");
   h->st = lua_touserdata(L, UV_STATE);
-  h->L = L;
   lua_pushvalue(L, 2);
   h->ref = luaL_ref(L, LUA_REGISTRYINDEX);
   int id;
@@ -180,13 +178,12 @@ static int l_backward_nodes(lua_State *L) {
 
 typedef struct {
   lc_state *st;
-  lua_State *L;
   int ref; /* the Lua backward function */
 } lua_rule;
 
 static void lua_rule_release(cell_node *n) {
   lua_rule *r = n->extra;
-  luaL_unref(r->L, LUA_REGISTRYINDEX, r->ref);
+  luaL_unref(r->st->home, LUA_REGISTRYINDEX, r->ref);
   free(r);
 }
 
@@ -195,7 +192,7 @@ static cell_status lua_rule_backward(cell_node *n, const cell_tensor *g, cell_te
   lua_rule *r = n->extra;
   lua_State *L;
   int top;
-  CELL_TRY(call_rule(r->st, r->L, r->ref, g, n->n_inputs, n->name, &L, &top));
+  CELL_TRY(call_rule(r->st, r->ref, g, n->n_inputs, n->name, &L, &top));
   cell_status s = CELL_OK;
   for (int i = 0; i < n->n_inputs && s == CELL_OK; i++) {
     int idx = top + 1 + i;
@@ -251,7 +248,6 @@ static int l_lua_node(lua_State *L) {
     return lc_error(L, "MemoryError: out of memory recording a Lua node");
   }
   r->st = lua_touserdata(L, UV_STATE);
-  r->L = L;
   lua_pushvalue(L, 3);
   r->ref = luaL_ref(L, LUA_REGISTRYINDEX);
   node->extra = r;

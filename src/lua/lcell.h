@@ -21,6 +21,8 @@ typedef struct lc_state {
   size_t full_debt;      /* tensor bytes made since the last full collection */
   size_t full_threshold; /* full_debt that triggers the next one */
   lua_State *running;    /* the thread running a backward pass (for hooks) */
+  lua_State *home;       /* a thread of our own, anchored in the registry: the
+                            one that outlives any coroutine that made a hook */
   int error_ref;         /* a hook's Lua error, kept until the pass unwinds */
 } lc_state;
 

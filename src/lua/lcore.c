@@ -294,6 +294,8 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   st->full_threshold = GC_FULL_BYTES;
   st->running = NULL;
   st->error_ref = LUA_NOREF;
+  st->home = lua_newthread(L);
+  luaL_ref(L, LUA_REGISTRYINDEX); /* anchored for the life of the state */
   int base = lua_gettop(L);
   lua_newtable(L);
   luaL_newmetatable(L, TENSOR_MT);
