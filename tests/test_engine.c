@@ -320,6 +320,27 @@ static void test_allocator_stats(void) {
   cell_tensor_release(t);
 }
 
+/* Kernels above CELL_PARALLEL_GRAIN split across threads: the results must
+ * equal the one-thread results exactly (elementwise) or closely (sums). */
+static void test_parallel_paths(void) {
+  int64_t sh[2] = {1 << 11, 1 << 10}; /* 2M elements, past the grain */
+  cell_tensor *a = NULL, *b = NULL, *r1 = NULL, *r2 = NULL, *s1 = NULL, *s2 = NULL, *t = NULL;
+  cell_set_seed(3);
+  CHECK_OK(cell_tensor_randn(CELL_DTYPE_F32, 2, sh, &a));
+  CHECK_OK(cell_tensor_transpose(a, 0, 1, &t)); /* strided rows too */
+  CHECK_OK(cell_tensor_randn(CELL_DTYPE_F32, 2, sh, &b));
+  cell_set_num_threads(1);
+  CHECK_OK(cell_op_binary(CELL_OP_MUL, a, b, &r1));
+  CHECK_OK(cell_op_reduce(CELL_RED_SUM, t, 0, NULL, 0, &s1));
+  cell_set_num_threads(2);
+  CHECK_OK(cell_op_binary(CELL_OP_MUL, a, b, &r2));
+  CHECK_OK(cell_op_reduce(CELL_RED_SUM, t, 0, NULL, 0, &s2));
+  CHECK(memcmp(cell_tensor_data_ptr(r1), cell_tensor_data_ptr(r2), cell_tensor_nbytes(r1)) == 0);
+  CHECK(NEAR(flat(s1, 0), flat(s2, 0), 1e-4));
+  cell_tensor *ts[7] = {a, b, r1, r2, s1, s2, t};
+  for (int i = 0; i < 7; i++) cell_tensor_release(ts[i]);
+}
+
 static void test_rng(void) {
   int64_t sh[1] = {10000};
   cell_tensor *a = NULL, *b = NULL;
@@ -379,6 +400,7 @@ int main(void) {
   test_failed_allocations();
   test_allocator_stats();
   test_rng();
+  test_parallel_paths();
   test_reduce_all();
   test_shape_all();
   test_create_all();

@@ -42,7 +42,12 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx);
     }                                                   \
   } while (0)
 
-/* Work below this many elements never pays for threads. */
-#define CELL_PARALLEL_GRAIN 32768
+/* Work below this many elements runs on one thread. The bar is high on
+ * purpose: after a parallel region OpenMP's workers spin for a while, and
+ * on a small machine they take the cores OpenBLAS's threads need for the
+ * next gemm (an MLP's backward pass ran 2.55x its forward with a 32K bar,
+ * 1.8x with this one; OMP_WAIT_POLICY=PASSIVE in the environment also
+ * cures it). Only tensors big enough to amortise that go parallel. */
+#define CELL_PARALLEL_GRAIN (1 << 20)
 
 #endif
