@@ -18,15 +18,9 @@ local REPS, CALLS = 7, 20 -- best of REPS means over CALLS calls each
 local threads = tonumber(os.getenv("CELL_BENCH_THREADS") or "")
 if threads and threads > 0 then cell.set_num_threads(math.floor(threads)) end
 
+local proc = dofile((arg and arg[0] or "bench/autograd.lua"):gsub("[^/]*$", "") .. "proc.lua")
 --- VmRSS (current resident size) of this process in MiB, or nil off Linux.
-local function rss_mib()
-  local f = io.open("/proc/self/status", "r")
-  if not f then return nil end
-  local text = f:read("*a")
-  f:close()
-  local kb = text:match("VmRSS:%s*(%d+)%s*kB")
-  return kb and tonumber(kb) / 1024
-end
+local function rss_mib() return proc.status_mib("VmRSS") end
 
 --- Best mean wall time of fn() in milliseconds, after a warm-up.
 local function bench_ms(fn)

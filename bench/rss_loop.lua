@@ -7,15 +7,7 @@ local cell = require "cell"
 
 local N = math.floor(tonumber(arg and arg[1]) or 1e6)
 
---- VmHWM (peak RSS) of this process in MiB, or nil off Linux.
-local function peak_rss_mib()
-  local f = io.open("/proc/self/status", "r")
-  if not f then return nil end
-  local text = f:read("*a")
-  f:close()
-  local kb = text:match("VmHWM:%s*(%d+)%s*kB")
-  return kb and tonumber(kb) / 1024
-end
+local proc = dofile((arg and arg[0] or "bench/rss_loop.lua"):gsub("[^/]*$", "") .. "proc.lua")
 
 local a = cell.rand({ 1000 })
 local b = cell.rand({ 1000 })
@@ -25,7 +17,7 @@ for _ = 1, N do
 end
 assert(c:numel() == 1000)
 
-local rss = peak_rss_mib()
+local rss = proc.status_mib("VmHWM")
 if rss then
   print(("lua_add_1000_loop_peak_rss %.1f MiB"):format(rss))
 else
