@@ -9,6 +9,7 @@ for k, v in pairs(core) do
   if k:sub(1, 1) ~= "_" then cell[k] = v end
 end
 cell.core = core
+cell.OrderedDict = require "cell.ordered_dict"
 tensor.install(core.Tensor, core)
 
 local autograd = require "cell.autograd"
