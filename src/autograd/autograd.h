@@ -85,6 +85,10 @@ cell_status cell_ag_sum_to(const cell_tensor *g, int ndim, const int64_t *shape,
                            cell_tensor **out);
 /* g converted to node input i's dtype and reduced to its shape. */
 cell_status cell_ag_grad_for(const cell_node *n, int i, cell_tensor *g, cell_tensor **out);
+/* The usual last step of a rule: when s is CELL_OK, t is not NULL and
+ * input i needs a gradient, gin[i] = grad_for(n, i, t); t is released in
+ * every case, and the status is returned. */
+cell_status cell_ag_give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin);
 
 /* The node names each rules file records (for the gradcheck table). */
 int cell_ag_binary_nodes(const char **names, int max);

@@ -212,6 +212,12 @@ cell_status cell_ag_grad_for(const cell_node *n, int i, cell_tensor *g, cell_ten
   return s;
 }
 
+cell_status cell_ag_give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin) {
+  if (s == CELL_OK && t && n->next[i]) s = cell_ag_grad_for(n, i, t, &gin[i]);
+  cell_tensor_release(t);
+  return s;
+}
+
 /* --- hooks ------------------------------------------------------------------------ */
 
 cell_status cell_tensor_register_hook(cell_tensor *t,

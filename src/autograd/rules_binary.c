@@ -8,13 +8,6 @@ static cell_status bin(cell_binop op, const cell_tensor *a, const cell_tensor *b
   return cell_k_binary(op, a, b, out);
 }
 
-/* gin[i] = grad_for(node, i, t) and release t. */
-static cell_status give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin) {
-  if (s == CELL_OK && n->next[i]) s = cell_ag_grad_for(n, i, t, &gin[i]);
-  cell_tensor_release(t);
-  return s;
-}
-
 static cell_status add_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   cell_status s = CELL_OK;
   for (int i = 0; i < 2 && s == CELL_OK; i++)
@@ -27,7 +20,7 @@ static cell_status sub_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   if (s == CELL_OK && n->next[1]) {
     cell_tensor *neg;
     s = cell_k_unary(CELL_OP_NEG, g, &neg);
-    if (s == CELL_OK) s = give(n, 1, s, neg, gin);
+    if (s == CELL_OK) s = cell_ag_give(n, 1, s, neg, gin);
   }
   return s;
 }
@@ -38,7 +31,7 @@ static cell_status mul_backward(cell_node *n, const cell_tensor *g, cell_tensor 
     if (!n->next[i]) continue;
     cell_tensor *t = NULL;
     s = bin(CELL_OP_MUL, g, n->saved[1 - i], &t);
-    s = give(n, i, s, t, gin);
+    s = cell_ag_give(n, i, s, t, gin);
   }
   return s;
 }
@@ -49,7 +42,7 @@ static cell_status div_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   cell_status s = CELL_OK;
   if (n->next[0]) {
     s = bin(CELL_OP_DIV, g, b, &t);
-    s = give(n, 0, s, t, gin);
+    s = cell_ag_give(n, 0, s, t, gin);
     t = NULL;
   }
   if (s == CELL_OK && n->next[1]) { /* -g * a / b^2 */
@@ -61,7 +54,7 @@ static cell_status div_backward(cell_node *n, const cell_tensor *g, cell_tensor 
     t = NULL;
     if (s == CELL_OK) s = cell_k_unary(CELL_OP_NEG, v, &t);
     cell_tensor_release(v);
-    s = give(n, 1, s, t, gin);
+    s = cell_ag_give(n, 1, s, t, gin);
   }
   return s;
 }
@@ -82,7 +75,7 @@ static cell_status pow_backward(cell_node *n, const cell_tensor *g, cell_tensor 
     if (s == CELL_OK) s = bin(CELL_OP_MUL, g, v, &t);
     cell_tensor_release(v);
     v = NULL;
-    s = give(n, 0, s, t, gin);
+    s = cell_ag_give(n, 0, s, t, gin);
     t = NULL;
   }
   if (s == CELL_OK && n->next[1]) {
@@ -97,7 +90,7 @@ static cell_status pow_backward(cell_node *n, const cell_tensor *g, cell_tensor 
     t = NULL;
     if (s == CELL_OK) s = bin(CELL_OP_MUL, g, u, &t);
     cell_tensor_release(u);
-    s = give(n, 1, s, t, gin);
+    s = cell_ag_give(n, 1, s, t, gin);
   }
   return s;
 }
@@ -125,7 +118,7 @@ static cell_status extreme_backward(cell_node *n, const cell_tensor *g, cell_ten
     cell_tensor_release(wf);
     cell_tensor_release(tf);
     cell_tensor_release(w);
-    s = give(n, i, s, t, gin);
+    s = cell_ag_give(n, i, s, t, gin);
   }
   return s;
 }
@@ -209,7 +202,7 @@ static cell_status matmul_backward(cell_node *n, const cell_tensor *g, cell_tens
     if (s == CELL_OK) s = cell_k_matmul(g2, t, &u);
     cell_tensor_release(t);
     t = NULL;
-    s = give(n, 0, s, u, gin);
+    s = cell_ag_give(n, 0, s, u, gin);
     u = NULL;
   }
   if (s == CELL_OK && n->next[1]) {
@@ -223,7 +216,7 @@ static cell_status matmul_backward(cell_node *n, const cell_tensor *g, cell_tens
       u = t;
       t = NULL;
     }
-    s = give(n, 1, s, u, gin);
+    s = cell_ag_give(n, 1, s, u, gin);
   }
   cell_tensor_release(a2);
   cell_tensor_release(b2);
@@ -237,7 +230,7 @@ static cell_status dot_backward(cell_node *n, const cell_tensor *g, cell_tensor 
     if (!n->next[i]) continue;
     cell_tensor *t = NULL;
     s = bin(CELL_OP_MUL, n->saved[1 - i], g, &t);
-    s = give(n, i, s, t, gin);
+    s = cell_ag_give(n, i, s, t, gin);
   }
   return s;
 }

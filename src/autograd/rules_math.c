@@ -227,13 +227,6 @@ static cell_dtype grad_dtype(const cell_node *n, int i, const cell_tensor *g) {
   return cell_dtype_is_float(g->dtype) ? g->dtype : CELL_DTYPE_F32;
 }
 
-/* gin[i] = grad_for(n, i, t) when input i wants a gradient; releases t. */
-static cell_status give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin) {
-  if (s == CELL_OK && t && n->next[i]) s = cell_ag_grad_for(n, i, t, &gin[i]);
-  cell_tensor_release(t);
-  return s;
-}
-
 /* End of a wrapper: make n the producer of r and hand r over. *out is set
  * only on success. */
 static cell_status record_end(cell_node *n, cell_status s, cell_tensor *r, cell_tensor **out) {
@@ -332,7 +325,7 @@ static cell_status unary_backward(cell_node *n, const cell_tensor *g, cell_tenso
   cell_tensor *t = NULL;
   cell_status s = ew(unary_rules[op].ew, 0, 0, grad_dtype(n, 0, g), n->in_ndim[0],
                      n->in_shape[0], g, x, y, &t);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
@@ -367,7 +360,7 @@ static cell_status clamp_backward(cell_node *n, const cell_tensor *g, cell_tenso
   cell_tensor *t = NULL;
   cell_status s = ew(EW_CLAMP, n->darg[0], n->darg[1], grad_dtype(n, 0, g), n->in_ndim[0],
                      n->in_shape[0], g, n->saved[0], NULL, &t);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 cell_status cell_op_clamp(const cell_tensor *a, int has_lo, double lo, int has_hi, double hi,
@@ -398,7 +391,7 @@ static cell_status where_backward(cell_node *n, const cell_tensor *g, cell_tenso
     cell_tensor *t = NULL;
     s = ew(i == 1 ? EW_SEL_TRUE : EW_SEL_FALSE, 0, 0, grad_dtype(n, i, g), g->ndim, g->shape, g,
            n->saved[0], NULL, &t);
-    s = give(n, i, s, t, gin);
+    s = cell_ag_give(n, i, s, t, gin);
   }
   return s;
 }
@@ -425,7 +418,7 @@ static cell_status masked_fill_backward(cell_node *n, const cell_tensor *g, cell
   cell_tensor *t = NULL;
   cell_status s = ew(EW_SEL_FALSE, 0, 0, grad_dtype(n, 0, g), g->ndim, g->shape, g, n->saved[0],
                      NULL, &t);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 cell_status cell_op_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value,
@@ -513,7 +506,7 @@ static cell_status reduce_backward(cell_node *n, const cell_tensor *g, cell_tens
   }
   cell_tensor_release(gk);
   cell_tensor_release(yk);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 static const struct {
@@ -564,7 +557,7 @@ static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_ten
   cell_tensor *t = NULL;
   if (nd == 0) { /* one element, which is the extreme */
     cell_status s = ew(EW_SCALE, 1.0, 0, dt, 0, shape, g, NULL, NULL, &t);
-    return give(n, 0, s, t, gin);
+    return cell_ag_give(n, 0, s, t, gin);
   }
   int mask = 1 << dim;
   cell_tensor *gk = NULL, *ik = NULL, *z = NULL;
@@ -573,7 +566,7 @@ static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_ten
   if (s == CELL_OK) s = cell_tensor_full(dt, nd, shape, 0.0, &z);
   if (s == CELL_OK) s = cell_k_scatter(z, dim, ik, gk, (int64_t)n->darg[0], &t);
   cell_release4(CELL_OK, gk, ik, z, NULL);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 cell_status cell_op_max_dim(const cell_tensor *a, int dim, int keepdim, int is_min,
@@ -629,7 +622,7 @@ static cell_status var_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   }
   if (s == CELL_OK) s = ew(EW_DEV, 0, 0, dt, nd, shape, gs, x, mean, &t);
   cell_release4(CELL_OK, gk, yk, mean, gs);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 cell_status cell_op_var(const cell_tensor *a, int ndims, const int *dims, int ddof, int keepdim,
@@ -677,7 +670,7 @@ static cell_status norm_backward(cell_node *n, const cell_tensor *g, cell_tensor
     if (s == CELL_OK) s = ew(EW_NORM, p, 0, dt, nd, shape, gs, x, NULL, &t);
   }
   cell_release4(CELL_OK, gk, yk, gs, NULL);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *dims, int keepdim,
@@ -741,7 +734,7 @@ static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tens
     });
   }
   cell_tensor_release(gc);
-  return give(n, 0, s, w, gin);
+  return cell_ag_give(n, 0, s, w, gin);
 }
 
 cell_status cell_op_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {

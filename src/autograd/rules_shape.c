@@ -12,13 +12,6 @@
 
 /* --- helpers ---------------------------------------------------------------- */
 
-/* gin[i] = grad_for(node, i, t) when input i wants a gradient; t released. */
-static cell_status give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin) {
-  if (s == CELL_OK && n->next[i]) s = cell_ag_grad_for(n, i, t, &gin[i]);
-  cell_tensor_release(t);
-  return s;
-}
-
 static void put_i64(int *slot, int64_t v) {
   uint64_t u = (uint64_t)v;
   slot[0] = (int)(uint32_t)(u & 0xffffffffu);
@@ -64,7 +57,7 @@ static cell_status reshape_backward(cell_node *n, const cell_tensor *g, cell_ten
   if (!n->next[0]) return CELL_OK;
   cell_tensor *t = NULL;
   cell_status s = cell_k_reshape(g, n->in_ndim[0], n->in_shape[0], &t);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 /* --- views --------------------------------------------------------------------- */
@@ -110,7 +103,7 @@ static cell_status transpose_backward(cell_node *n, const cell_tensor *g, cell_t
   if (!n->next[0]) return CELL_OK;
   cell_tensor *t = NULL;
   cell_status s = cell_k_transpose(g, n->iarg[0], n->iarg[1], &t);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1, cell_tensor **out) {
@@ -133,7 +126,7 @@ static cell_status permute_backward(cell_node *n, const cell_tensor *g, cell_ten
   for (int i = 0; i < nd; i++) inv[n->iarg[i]] = i;
   cell_tensor *t = NULL;
   cell_status s = cell_k_permute(g, inv, &t);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 cell_status cell_tensor_permute(const cell_tensor *t, const int *dims, cell_tensor **out) {
@@ -160,7 +153,7 @@ static cell_status slice_backward(cell_node *n, const cell_tensor *g, cell_tenso
                                   get_i64(n->iarg + 6), &v);
   if (s == CELL_OK && cell_tensor_numel(v) > 0) s = cell_k_copy_(v, g);
   cell_tensor_release(v);
-  return give(n, 0, s, z, gin);
+  return cell_ag_give(n, 0, s, z, gin);
 }
 
 static cell_status record_slice(const char *name, const cell_tensor *t, int dim, int is_select,
@@ -249,7 +242,7 @@ static cell_status concat_backward(cell_node *n, const cell_tensor *g, cell_tens
     if (n->next[i]) {
       cell_tensor *t = NULL;
       s = stacked ? cell_k_select(g, dim, at, &t) : cell_k_narrow(g, dim, at, len, &t);
-      s = give(n, i, s, t, gin);
+      s = cell_ag_give(n, i, s, t, gin);
     }
     at += len;
   }
@@ -425,7 +418,7 @@ static cell_status index_add(const char *op, cell_node *n, const cell_tensor *g,
     pair_ctx c = {g->dtype, dt};
     s = walk(op, index, base, z->ndim ? z->shape[dim] : 1, 2, ops, 0, add_elem, &c);
   }
-  return give(n, 0, s, z, gin);
+  return cell_ag_give(n, 0, s, z, gin);
 }
 
 /* iarg[0]: dim; iarg[1..2]: index_base; saved[0]: the index. */
@@ -472,7 +465,7 @@ static cell_status scatter_backward(cell_node *n, const cell_tensor *g, cell_ten
     s = zeros(g->dtype, index->ndim, index->shape, &z);
     if (s == CELL_OK) s = cell_k_scatter(g, dim, index, z, base, &t);
     cell_tensor_release(z);
-    s = give(n, 0, s, t, gin);
+    s = cell_ag_give(n, 0, s, t, gin);
   }
   if (s == CELL_OK && n->next[1]) {
     cell_tensor *r = NULL, *mask = NULL;
@@ -487,7 +480,7 @@ static cell_status scatter_backward(cell_node *n, const cell_tensor *g, cell_ten
       s = walk("scatter", index, base, g->ndim ? g->shape[dim] : 1, 3, ops, 1, claim_elem, &c);
     }
     cell_tensor_release(mask);
-    s = give(n, 1, s, r, gin);
+    s = cell_ag_give(n, 1, s, r, gin);
   }
   return s;
 }
@@ -578,7 +571,7 @@ static cell_status tile_backward(cell_node *n, const cell_tensor *g, cell_tensor
   if (cell_shape_numel(n->in_ndim[0], n->in_shape[0]) == 0) {
     cell_tensor *z = NULL;
     cell_status s = zeros(g->dtype, n->in_ndim[0], n->in_shape[0], &z);
-    return give(n, 0, s, z, gin);
+    return cell_ag_give(n, 0, s, z, gin);
   }
   cell_tensor *cur = (cell_tensor *)g, *next = NULL;
   cell_tensor_retain(cur);
@@ -597,7 +590,7 @@ static cell_status tile_backward(cell_node *n, const cell_tensor *g, cell_tensor
     cell_tensor_release(cur);
     cur = s == CELL_OK ? next : NULL;
   }
-  return give(n, 0, s, cur, gin);
+  return cell_ag_give(n, 0, s, cur, gin);
 }
 
 cell_status cell_op_tile(const cell_tensor *a, int nreps, const int64_t *reps, cell_tensor **out) {
@@ -618,7 +611,7 @@ static cell_status repeat_interleave_backward(cell_node *n, const cell_tensor *g
   cell_status s = fold_dim(g, dim, size, get_i64(n->iarg + 1), 0, &r);
   if (s == CELL_OK) s = cell_k_reshape(r, n->in_ndim[0], n->in_shape[0], &t);
   cell_tensor_release(r);
-  return give(n, 0, s, t, gin);
+  return cell_ag_give(n, 0, s, t, gin);
 }
 
 cell_status cell_op_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim,
@@ -668,7 +661,7 @@ static cell_status pad_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   cell_tensor *gv = NULL, *z = NULL, *zv = NULL;
   cell_status s = CELL_OK;
   if (!empty) s = cell_tensor_new_view(g, nd, sh, g->stride, goff, &gv);
-  if (s == CELL_OK && whole && !empty) return give(n, 0, s, gv, gin);
+  if (s == CELL_OK && whole && !empty) return cell_ag_give(n, 0, s, gv, gin);
   if (s == CELL_OK) s = zeros(g->dtype, nd, in_shape, &z);
   if (s == CELL_OK && !empty) {
     int64_t zoff = z->offset;
@@ -678,7 +671,7 @@ static cell_status pad_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   }
   cell_tensor_release(zv);
   cell_tensor_release(gv);
-  return give(n, 0, s, z, gin);
+  return cell_ag_give(n, 0, s, z, gin);
 }
 
 cell_status cell_op_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value,

@@ -205,7 +205,6 @@ cell_status cell_tensor_wrap(void *data, cell_dtype dt, int ndim, const int64_t 
     span = cell_shape_numel(ndim, shape);
   }
   s->nbytes = (size_t)span * (size_t)cell_dtype_size(dt);
-  t->storage = s;
   *out = t;
   return CELL_OK;
 }

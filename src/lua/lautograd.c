@@ -43,7 +43,7 @@ static cell_status call_rule(lc_state *st, int ref, const cell_tensor *grad, int
   *Lout = L;
   *top = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
-  cell_tensor **slot = lc_newtensor_at(L, st);
+  cell_tensor **slot = lc_newtensor_at(L);
   cell_tensor_retain((cell_tensor *)grad);
   *slot = (cell_tensor *)grad;
   if (lua_pcall(L, 1, nres, 0) != LUA_OK_COMPAT) {

@@ -78,7 +78,7 @@ void lc_register_ops(lua_State *L, int base);
 void lc_register_create(lua_State *L, int module, int base);
 void lc_register_autograd(lua_State *L, int module, int base);
 /* lc_newtensor for code that runs outside a binding closure (hooks). */
-cell_tensor **lc_newtensor_at(lua_State *L, lc_state *st);
+cell_tensor **lc_newtensor_at(lua_State *L);
 
 #if LUA_VERSION_NUM >= 502
 #define LUA_OK_COMPAT LUA_OK

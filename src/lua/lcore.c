@@ -48,10 +48,9 @@ cell_tensor **lc_newtensor(lua_State *L) {
   return &ud->t;
 }
 
-cell_tensor **lc_newtensor_at(lua_State *L, lc_state *st) {
+cell_tensor **lc_newtensor_at(lua_State *L) {
   tensor_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
   ud->t = NULL;
-  (void)st;
   luaL_getmetatable(L, TENSOR_MT);
   lua_setmetatable(L, -2);
   return &ud->t;
