@@ -5,16 +5,10 @@
 local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
 
---- The message of the error `fn` raises, without its "file:line: " prefix,
--- which must name this spec (the caller's line, not the module's). The
--- calls under test are not tail calls, so the caller's line exists.
-local function err(fn, ...)
-  local ok, msg = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  assert.are.equal("string", type(msg))
-  assert.is_truthy(msg:find("ordered_dict_spec.lua:%d+: "), "error should point at the caller: " .. msg)
-  return (msg:gsub("^.-:%d+: ", "", 1))
-end
+local H = require "helpers"
+
+--- The message of the error fn(...) raises, checked to point at this spec.
+local function err(fn, ...) return H.caller_error("ordered_dict_spec%.lua", fn, ...) end
 
 --- The {key, value} pairs of d, walked with d:items().
 local function items(d)
