@@ -56,11 +56,15 @@ run "$LUA_BIN" bench/rss_loop.lua 1000000
 echo "# autograd ($LUA_BIN, MLP 784-256-10 batch 64; 1e5 small value_and_grad steps)"
 run "$LUA_BIN" bench/autograd.lua 100000
 
+echo "# cells ($LUA_BIN: call overhead; state_dict of 1,000 parameters in 100 sub-cells)"
+run "$LUA_BIN" bench/cell.lua "$ITERS"
+
 echo "# PyTorch"
 if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
   run "$PYTHON" bench/torch/small_ops.py "$ITERS"
   run "$PYTHON" bench/torch/matmul.py
   run "$PYTHON" bench/torch/autograd.py
+  run "$PYTHON" bench/torch/cell_state.py 200000
 else
   echo "torch: not available, skipped"
 fi
@@ -84,6 +88,9 @@ END {
   ratio("ratio_matmul_1024_cell_over_torch", "cell_matmul_f32_1024", "torch_matmul_f32_1024")
   ratio("ratio_matmul_2048_cell_over_torch", "cell_matmul_f32_2048", "torch_matmul_f32_2048")
   ratio("ratio_mlp_fwd_bwd_torch_over_cell", "torch_mlp_fwd_bwd_ms", "cell_mlp_fwd_bwd_ms")
+  ratio("ratio_state_dict_torch_over_cell", "torch_state_dict_1000_params_ms", "cell_state_dict_1000_params_ms")
+  ratio("ratio_load_state_dict_torch_over_cell", "torch_load_state_dict_1000_params_ms",
+    "cell_load_state_dict_1000_params_ms")
 }' "$results" >"$tmp"
 cat "$tmp"
 cat "$tmp" >>"$results"

@@ -23,13 +23,43 @@ function M.no_grad(fn, ...) return with_grad_mode(false, fn, ...) end
 --- cell.enable_grad(fn, ...): fn(...) with recording on.
 function M.enable_grad(fn, ...) return with_grad_mode(true, fn, ...) end
 
---- cell.checkpoint(fn, ...): fn(...) without keeping its intermediate
--- tensors; the backward pass runs fn again to get them (gradient
--- checkpointing, what Cell:recompute() uses). Gradients flow to the Tensor
--- arguments that require grad (at most four: pass the parameters fn uses as
--- arguments). fn must return one Tensor.
-function M.checkpoint(fn, ...)
-  local args = pack(...)
+--- The engine's Lua nodes take at most this many inputs.
+local NODE_MAX = 4
+
+--- M.node(out, inputs, fn): give `out` (a tensor no recorded op produced)
+-- a backward node over any number of `inputs`: fn(grad_out) returns one
+-- gradient (or nil) per input. Beyond the engine's four inputs per node,
+-- the rest hang off a chain of link nodes: the first node computes every
+-- gradient and hands the later ones down the chain, which the engine runs
+-- after it (each link is an input of the node before it).
+function M.node(out, inputs, fn)
+  local n = #inputs
+  if n <= NODE_MAX then return core._lua_node(out, inputs, fn) end
+  local direct = NODE_MAX - 1
+  local handed = {}
+  local rest = {}
+  for i = direct + 1, n do rest[#rest + 1] = inputs[i] end
+  local link = core.zeros({})
+  M.node(link, rest, function() return unpack(handed, 1, n - direct) end)
+  local first = {}
+  for i = 1, direct do first[i] = inputs[i] end
+  first[NODE_MAX] = link
+  return core._lua_node(out, first, function(g)
+    local grads = pack(fn(g))
+    handed = {}
+    for i = direct + 1, n do handed[i - direct] = grads[i] end
+    local r = {}
+    for i = 1, direct do r[i] = grads[i] end
+    r[NODE_MAX] = link.requires_grad and core.zeros({}) or nil
+    return unpack(r, 1, NODE_MAX)
+  end)
+end
+
+--- Run fn(args...) without keeping its intermediate tensors; the backward
+-- pass runs it again to get them. Gradients flow to the Tensor arguments
+-- that require grad and to `weights` (tensors fn reads without taking them
+-- as arguments, such as a cell's parameters).
+function M.recompute(fn, args, weights)
   local inputs, positions = {}, {}
   for i = 1, args.n do
     if core.is_tensor(args[i]) and args[i].requires_grad then
@@ -37,24 +67,38 @@ function M.checkpoint(fn, ...)
       positions[#positions + 1] = i
     end
   end
-  if not core.is_grad_enabled() or #inputs == 0 then return fn(...) end
-  local out = M.no_grad(fn, ...)
-  if not core.is_tensor(out) then
-    error(("TypeError: checkpoint: the function must return a Tensor, got %s"):format(type(out)), 2)
+  local nargs = #inputs
+  for _, w in ipairs(weights or {}) do
+    if w.requires_grad then inputs[#inputs + 1] = w end
   end
-  core._lua_node(out, inputs, function(g)
+  if not core.is_grad_enabled() or #inputs == 0 then return fn(unpack(args, 1, args.n)) end
+  local out = M.no_grad(fn, unpack(args, 1, args.n))
+  if not core.is_tensor(out) then
+    error(("TypeError: checkpoint: the function must return a Tensor, got %s"):format(type(out)), 3)
+  end
+  M.node(out, inputs, function(g)
     local again = { n = args.n }
     for i = 1, args.n do again[i] = args[i] end
-    local leaves = {}
+    local targets = {}
     for k, i in ipairs(positions) do
-      leaves[k] = args[i]:stop_gradient():requires_grad_(true)
-      again[i] = leaves[k]
+      targets[k] = args[i]:stop_gradient():requires_grad_(true)
+      again[i] = targets[k]
     end
+    for k = nargs + 1, #inputs do targets[k] = inputs[k] end
     local out2 = M.enable_grad(fn, unpack(again, 1, again.n))
     if not out2.requires_grad then return end
-    return unpack(core._backward(out2, g, leaves))
+    return unpack(core._backward(out2, g, targets))
   end)
   return out
+end
+
+--- cell.checkpoint(fn, ...): fn(...) without keeping its intermediate
+-- tensors; the backward pass runs fn again to get them (gradient
+-- checkpointing, what Cell:recompute() uses). Gradients flow to the Tensor
+-- arguments that require grad: pass the parameters fn uses as arguments.
+-- fn must return one Tensor.
+function M.checkpoint(fn, ...)
+  return M.recompute(fn, pack(...), nil)
 end
 
 --- The positions to differentiate: nil, a number, or a list (1-based).

@@ -17,6 +17,23 @@ for _, k in ipairs { "grad", "value_and_grad", "no_grad", "enable_grad", "checkp
   cell[k] = autograd[k]
 end
 
+local parameter = require "cell.parameter"
+local initializer = require "cell.initializer"
+for _, k in ipairs { "Parameter", "ParameterTuple", "is_parameter", "is_parameter_tuple" } do
+  cell[k] = parameter[k]
+end
+cell.initializer = initializer.initializer
+cell.is_initializer = initializer.is_initializer
+--- The initializer classes: cell.init.Normal{sigma = 0.02}, cell.init.HeUniform(), ...
+cell.init = {}
+for _, k in ipairs { "Initializer", "Zero", "One", "Constant", "Normal", "Uniform", "TruncatedNormal",
+  "XavierUniform", "XavierNormal", "HeUniform", "HeNormal", "Identity" } do
+  cell.init[k] = initializer[k]
+end
+
+--- cell.kwargs{name = value}: keyword arguments for a cell call, passed last.
+cell.kwargs = require("cell.nn.call").kwargs
+
 --- Submodules load lazily, so `require "cell"` stays cheap.
 local submodules = { ops = true, nn = true, dataset = true, train = true, communication = true }
 setmetatable(cell, {

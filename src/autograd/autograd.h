@@ -46,6 +46,12 @@ struct cell_node {
   int pending;
   cell_tensor *grad;
   cell_node *queue_next;
+  /* The scratch of an outer pass while a nested one (a Lua node's backward
+   * calling backward, as recomputation does) goes through this node. */
+  bool stashed;
+  unsigned stash_pass;
+  int stash_pending;
+  cell_tensor *stash_grad;
 };
 
 /* The autograd state of a tensor (t->autograd). */

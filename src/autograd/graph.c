@@ -259,16 +259,49 @@ void cell_tensor_remove_hook(cell_tensor *t, int id) {
 
 /* --- the backward pass --------------------------------------------------------------- */
 
+/* Backward passes running now on this thread, outermost first: a Lua
+ * node's backward may run a pass of its own (recomputation does), which
+ * can reach nodes the outer pass is using, such as a parameter's
+ * accumulator. Such a node's scratch is stashed and put back afterwards. */
+#define CELL_MAX_NESTED_PASSES 8
+static __thread unsigned active_passes[CELL_MAX_NESTED_PASSES];
+static __thread int n_active_passes;
+
+static bool pass_is_active(unsigned pass) {
+  for (int i = 0; i < n_active_passes; i++)
+    if (active_passes[i] == pass) return true;
+  return false;
+}
+
+/* Claim node c for `pass`, stashing an active outer pass's scratch. */
+static cell_status claim(cell_node *c, unsigned pass) {
+  if (c->pass != 0 && pass_is_active(c->pass)) {
+    if (c->stashed)
+      return cell_error(CELL_ERR_RUNTIME,
+                        "grad: backward passes nested more than two deep go through %s", c->name);
+    c->stashed = true;
+    c->stash_pass = c->pass;
+    c->stash_pending = c->pending;
+    c->stash_grad = c->grad;
+    c->grad = NULL;
+  }
+  c->pass = pass;
+  c->pending = 0;
+  return CELL_OK;
+}
+
 /* Every node reachable from root, each once, in *nodes (an array the caller
  * frees); pending counts the edges into each node. */
 static cell_status collect(cell_node *root, unsigned pass, cell_node ***nodes, size_t *count) {
   size_t cap = 64, n = 0;
   cell_node **arr = cell_alloc(cap * sizeof *arr);
   if (!arr) return cell_error(CELL_ERR_MEMORY, "grad: out of memory");
-  root->pass = pass;
-  root->pending = 0;
+  cell_status s = claim(root, pass);
+  if (s != CELL_OK) {
+    cell_dealloc(arr);
+    return s;
+  }
   arr[n++] = root;
-  cell_status s = CELL_OK;
   for (size_t k = 0; k < n && s == CELL_OK; k++) {
     cell_node *cur = arr[k];
     if (cur->released) {
@@ -293,8 +326,8 @@ static cell_status collect(cell_node *root, unsigned pass, cell_node ***nodes, s
           arr = bigger;
           cap *= 2;
         }
-        c->pass = pass;
-        c->pending = 0;
+        s = claim(c, pass);
+        if (s != CELL_OK) break;
         arr[n++] = c;
       }
       c->pending++;
@@ -402,6 +435,11 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
   cell_node **nodes = NULL;
   size_t count = 0;
   unsigned pass = ++pass_counter;
+  if (pass == 0) pass = ++pass_counter; /* 0 marks a node no pass has used */
+  if (s == CELL_OK && n_active_passes == CELL_MAX_NESTED_PASSES)
+    s = cell_error(CELL_ERR_RUNTIME, "grad: more than %d backward passes nested", CELL_MAX_NESTED_PASSES);
+  bool pushed = s == CELL_OK;
+  if (pushed) active_passes[n_active_passes++] = pass;
   if (s == CELL_OK) s = collect(top, pass, &nodes, &count);
   if (s == CELL_OK) {
     cell_tensor *g0;
@@ -431,6 +469,14 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
     cell_tensor_release(c->grad);
     c->grad = NULL;
     c->pending = 0;
+    if (c->stashed) { /* the outer pass still needs it as it was */
+      c->stashed = false;
+      c->pass = c->stash_pass;
+      c->pending = c->stash_pending;
+      c->grad = c->stash_grad;
+      c->stash_grad = NULL;
+      continue;
+    }
     if (!c->backward) continue;
     for (int i = 0; i < c->n_saved; i++) {
       cell_tensor_release(c->saved[i]);
@@ -440,6 +486,7 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
     c->released = true;
   }
   cell_dealloc(nodes);
+  if (pushed) n_active_passes--;
   cell_grad_set_enabled(prev);
   if (s != CELL_OK) {
     for (int i = 0; i < n; i++) {

@@ -10,6 +10,22 @@
 #define lua_newuserdatauv(L, sz, nuv) lua_newuserdata(L, (sz))
 #endif
 
+/* A userdata's one user value: set pops the value on the stack top and
+ * stores it in the userdata at i; get pushes it. Lua 5.1 and LuaJIT keep it
+ * as the userdata's environment table (so only a table can be stored, and
+ * a userdata that was never given one reads as the creating function's
+ * environment: callers keep a flag of their own saying whether it is set). */
+#if LUA_VERSION_NUM >= 504
+#define lc_setuservalue(L, i) ((void)lua_setiuservalue(L, (i), 1))
+#define lc_getuservalue(L, i) ((void)lua_getiuservalue(L, (i), 1))
+#elif LUA_VERSION_NUM >= 502
+#define lc_setuservalue(L, i) lua_setuservalue(L, (i))
+#define lc_getuservalue(L, i) ((void)lua_getuservalue(L, (i)))
+#else
+#define lc_setuservalue(L, i) ((void)lua_setfenv(L, (i)))
+#define lc_getuservalue(L, i) lua_getfenv(L, (i))
+#endif
+
 /* LuaJIT 2.1 has these 5.2 auxiliary functions; plain Lua 5.1 does not. */
 #if LUA_VERSION_NUM < 502 && !defined(luaL_newlibtable)
 #define luaL_newlibtable(L, l) lua_createtable(L, 0, sizeof(l) / sizeof((l)[0]) - 1)

@@ -28,6 +28,9 @@ typedef struct lc_state {
 
 typedef struct tensor_ud {
   cell_tensor *t;
+  /* 1 when the userdata carries an attrs table as its user value (a
+   * Parameter: see core._attach); plain tensors have no user value. */
+  unsigned char attrs;
 } tensor_ud;
 
 /* Push a userdata for a tensor the caller is about to make; the slot is
@@ -41,6 +44,8 @@ int lc_finish(lua_State *L, cell_status s);
 void lc_push_owned(lua_State *L, cell_tensor *t);
 cell_tensor *lc_check_tensor(lua_State *L, int i);
 cell_tensor *lc_test_tensor(lua_State *L, int i);
+/* The tensor userdata at i (freed or not), or NULL for any other value. */
+tensor_ud *lc_test_ud(lua_State *L, int i);
 /* Raise the engine's last error as "<ExceptionName>: <message>". */
 int lc_raise(lua_State *L);
 /* luaL_argerror with a formatted message (which should start with the
@@ -77,6 +82,13 @@ void lc_open_tensor(lua_State *L, int base);
 void lc_register_ops(lua_State *L, int base);
 void lc_register_create(lua_State *L, int module, int base);
 void lc_register_autograd(lua_State *L, int module, int base);
+void lc_register_attrs(lua_State *L, int module, int base);
+/* For the attributed tensor at 1 (ud->attrs set), with the key at 2:
+ * lc_attrs_get pushes attrs[key] when it is not nil; lc_attrs_meta pushes
+ * the attrs metatable's field `name` when there is one. Each returns
+ * whether it pushed. */
+bool lc_attrs_get(lua_State *L);
+bool lc_attrs_meta(lua_State *L, const char *name);
 /* lc_newtensor for code that runs outside a binding closure (hooks). */
 cell_tensor **lc_newtensor_at(lua_State *L);
 

@@ -43,6 +43,7 @@ int lc_error(lua_State *L, const char *fmt, ...) {
 cell_tensor **lc_newtensor(lua_State *L) {
   tensor_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
   ud->t = NULL;
+  ud->attrs = 0;
   lua_pushvalue(L, UV_TENSOR_MT);
   lua_setmetatable(L, -2);
   return &ud->t;
@@ -51,6 +52,7 @@ cell_tensor **lc_newtensor(lua_State *L) {
 cell_tensor **lc_newtensor_at(lua_State *L) {
   tensor_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
   ud->t = NULL;
+  ud->attrs = 0;
   luaL_getmetatable(L, TENSOR_MT);
   lua_setmetatable(L, -2);
   return &ud->t;
@@ -88,12 +90,17 @@ void lc_push_owned(lua_State *L, cell_tensor *t) {
   account(L, t);
 }
 
-cell_tensor *lc_test_tensor(lua_State *L, int i) {
+tensor_ud *lc_test_ud(lua_State *L, int i) {
   tensor_ud *ud = lua_touserdata(L, i);
   if (!ud || !lua_getmetatable(L, i)) return NULL;
   int same = lua_rawequal(L, -1, UV_TENSOR_MT);
   lua_pop(L, 1);
-  if (!same) return NULL;
+  return same ? ud : NULL;
+}
+
+cell_tensor *lc_test_tensor(lua_State *L, int i) {
+  tensor_ud *ud = lc_test_ud(L, i);
+  if (!ud) return NULL;
   if (!ud->t) luaL_error(L, "RuntimeError: this tensor was freed");
   return ud->t;
 }
@@ -301,6 +308,7 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   lc_open_tensor(L, base);
   lc_register_create(L, module, base);
   lc_register_autograd(L, module, base);
+  lc_register_attrs(L, module, base);
   lua_pushvalue(L, base + 1);
   lua_setfield(L, module, "Tensor"); /* the methods table, for the Lua layer */
   lua_pushvalue(L, base + 2);

@@ -20,9 +20,15 @@ static int tensor_free(lua_State *L) {
 }
 
 static int tensor_tostring(lua_State *L) {
-  tensor_ud *ud = lua_touserdata(L, 1);
+  tensor_ud *ud = lc_test_ud(L, 1);
+  if (!ud) return lc_argerror(L, 1, "TypeError: expected a Tensor, got %s", luaL_typename(L, 1));
   if (!ud->t) {
     lua_pushliteral(L, "Tensor(freed)");
+    return 1;
+  }
+  if (ud->attrs && lc_attrs_meta(L, "__tostring")) { /* a Parameter prints itself */
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
     return 1;
   }
   char *s;
@@ -334,8 +340,16 @@ static cell_tensor *index_view(lua_State *L, cell_tensor *t, int key, bool *scal
   return r;
 }
 
+/* t.key: for an attributed tensor its attrs first (per-object fields, then
+ * the attrs metatable's __index); then the tensor methods, the properties
+ * and, for number and table keys, indexing. */
 static int tensor_index(lua_State *L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
+    /* The hot path of every method call, so no metatable test here: the VM
+     * calls this for tensors, and the size test keeps a direct call with
+     * some other userdata memory-safe (the property path below checks). */
+    tensor_ud *ud = lua_touserdata(L, 1);
+    if (ud && lua_rawlen(L, 1) == sizeof *ud && ud->attrs && lc_attrs_get(L)) return 1;
     lua_pushvalue(L, 2);
     lua_rawget(L, UV_METHODS);
     if (!lua_isnil(L, -1)) return 1;
@@ -374,7 +388,18 @@ static int tensor_index(lua_State *L) {
   return 1;
 }
 
+/* t[i] = v writes; t.key = v goes to an attributed tensor's __setattr. */
 static int tensor_newindex(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    tensor_ud *ud = lc_test_ud(L, 1);
+    if (ud && ud->attrs && lc_attrs_meta(L, "__setattr")) {
+      lua_pushvalue(L, 1);
+      lua_pushvalue(L, 2);
+      lua_pushvalue(L, 3);
+      lua_call(L, 3, 0);
+      return 0;
+    }
+  }
   cell_tensor *t = lc_check_tensor(L, 1);
   if (lua_type(L, 2) != LUA_TNUMBER && !lua_istable(L, 2))
     return lc_argerror(L, 2, "TypeError: cannot set field '%s' of a Tensor",

@@ -1,0 +1,87 @@
+--- cell.nn.Dense: the fully connected layer, y = x W^T + b, with
+-- MindSpore's parameter names, shapes ({out, in} and {out}), default
+-- initialisers (HeUniform(sqrt(5)) for the weight, Uniform(1/sqrt(in)) for
+-- the bias) and extend_repr text. The parameters are made with their values
+-- at once (not lazily), so they can be read before the first call.
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local Cell = require "cell.nn.cell"
+local I = require "cell.nn.internal"
+
+local Dense = Cell:extend("Dense")
+
+local function check_positive_int(v, what, lvl)
+  if type(v) ~= "number" or v ~= math.floor(v) or v < 1 then
+    error(("ValueError: For 'Dense', the '%s' must be a positive integer, but got %s."):format(what, tostring(v)), lvl)
+  end
+end
+
+--- Dense(in_channels, out_channels [, weight_init, bias_init, has_bias = true,
+-- activation, dtype = float32]) or Dense(in, out, {weight_init = , ...}).
+function Dense:init(in_channels, out_channels, weight_init, bias_init, has_bias, activation, dtype)
+  if type(weight_init) == "table" and getmetatable(weight_init) == nil then
+    local o = weight_init
+    weight_init, bias_init, has_bias, activation, dtype = o.weight_init, o.bias_init, o.has_bias, o.activation, o.dtype
+  end
+  local cell = I.cellm()
+  check_positive_int(in_channels, "in_channels", 4)
+  check_positive_int(out_channels, "out_channels", 4)
+  if has_bias == nil then has_bias = true end
+  if type(has_bias) ~= "boolean" then
+    error(("TypeError: For 'Dense', the 'has_bias' must be a boolean, but got %s."):format(I.type_name(has_bias)), 4)
+  end
+  dtype = dtype or cell.float32
+  self.in_channels, self.out_channels, self.has_bias = in_channels, out_channels, has_bias
+  if weight_init == nil then weight_init = cell.init.HeUniform(math.sqrt(5)) end
+  if cell.is_tensor(weight_init) and not I.same_shape(weight_init.shape, { out_channels, in_channels }) then
+    error(("ValueError: For 'Dense', weight init shape error: the weight_init shape must be %s, but got %s.")
+      :format(I.shape_str({ out_channels, in_channels }), I.shape_str(weight_init.shape)), 4)
+  end
+  self.weight = cell.Parameter(cell.initializer(weight_init, { out_channels, in_channels }, dtype):init_data(),
+    "weight")
+  if has_bias then
+    if bias_init == nil then bias_init = cell.init.Uniform(1 / math.sqrt(in_channels)) end
+    if cell.is_tensor(bias_init) and not I.same_shape(bias_init.shape, { out_channels }) then
+      error(("ValueError: For 'Dense', bias init shape error: the bias_init shape must be %s, but got %s.")
+        :format(I.shape_str({ out_channels }), I.shape_str(bias_init.shape)), 4)
+    end
+    self.bias = cell.Parameter(cell.initializer(bias_init, { out_channels }, dtype):init_data(), "bias")
+  end
+  if type(activation) == "string" then
+    local act = require("cell.nn.activation").get_activation(activation, 4)
+    activation = act
+  end
+  if activation ~= nil and not I.is_cell(activation) then
+    error(("TypeError: For 'Dense', the 'activation' must be a string or a Cell, but got %s.")
+      :format(I.type_name(activation)), 4)
+  end
+  self.activation = activation
+end
+
+function Dense:construct(x)
+  local shape = x.shape
+  local n = #shape
+  if n == 0 or shape[n] ~= self.in_channels then
+    error(("ValueError: For 'Dense', the last dimension of the input must be in_channels (%d), but got an input "
+      .. "of shape %s."):format(self.in_channels, I.shape_str(shape)), 2)
+  end
+  if n ~= 2 then x = x:reshape({ -1, shape[n] }) end
+  local y = x:matmul(self.weight.T)
+  if self.has_bias then y = y + self.bias end
+  if self.activation then y = self.activation(y) end
+  if n ~= 2 then
+    local out = {}
+    for i = 1, n - 1 do out[i] = shape[i] end
+    out[n] = self.out_channels
+    y = y:reshape(out)
+  end
+  return y
+end
+
+function Dense:extend_repr()
+  local s = ("input_channels=%d, output_channels=%d"):format(self.in_channels, self.out_channels)
+  if self.has_bias then s = s .. ", has_bias=true" end
+  if self.activation then s = s .. ", activation=" .. tostring(self.activation) end
+  return s
+end
+
+return { Dense = Dense }

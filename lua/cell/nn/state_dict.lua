@@ -1,0 +1,330 @@
+--- Cell:state_dict and Cell:load_state_dict as MindSpore 2.6 defines them,
+-- with their four hook kinds and the extra-state protocol.
+--
+-- Keys come in registration order: a cell's parameters, then its persistent
+-- buffers, then its extra state (`_extra_state`, when the class defines
+-- get_extra_state), then each sub-cell's keys under "name.". Values are the
+-- Parameters and buffers themselves (references; as in MindSpore 2.6,
+-- `keep_vars` is checked but changes nothing). The result is an OrderedDict
+-- whose `_metadata` field (a raw field, not an entry) maps each cell's path
+-- to its metadata table. Loading copies values into the existing tensors,
+-- so Parameters keep their identity.
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local core = require "cell.core"
+local class = require "cell.class"
+local OrderedDict = require "cell.ordered_dict"
+local R = require "cell.nn.registry"
+local I = require "cell.nn.internal"
+
+local S, type_name, class_name = I.S, I.type_name, I.class_name
+
+local M = {}
+
+local EXTRA = "_extra_state"
+
+local odict_set, odict_get, odict_has = OrderedDict.__newindex, OrderedDict.get, OrderedDict.contains
+local odict_items, odict_keys = OrderedDict.items, OrderedDict.keys
+
+--- What load_state_dict returns: the missing and unexpected keys.
+local Incompatible = {}
+Incompatible.__index = Incompatible
+function Incompatible.__tostring(r)
+  if #r.missing_keys == 0 and #r.unexpected_keys == 0 then return "<All keys matched successfully>" end
+  return ("IncompatibleKeys(missing_keys=%s, unexpected_keys=%s)")
+    :format(I.str_list(r.missing_keys), I.str_list(r.unexpected_keys))
+end
+
+local function is_odict(d) return class.is_instance(d, OrderedDict) end
+
+function M.install(Cell)
+  --- Extra state to store under `_extra_state`; define it (with
+  -- set_extra_state) in a subclass that has state beyond its tensors.
+  function Cell:get_extra_state()
+    error("RuntimeError: Reached a code path in Cell.get_extra_state() that should never be called.", 2)
+  end
+
+  --- Receives what get_extra_state returned, when loading.
+  function Cell:set_extra_state()
+    error("RuntimeError: Reached a code path in Cell.set_extra_state() that should never be called.", 2)
+  end
+
+  local base_get, base_set = Cell.get_extra_state, Cell.set_extra_state
+
+  local function register(self, method, field, fn)
+    I.check_hook_fn(method, fn, 3)
+    return I.add_hook(rawget(self, S), field, { fn = fn })
+  end
+
+  --- hook(cell, prefix, keep_vars) runs before the cell's state is saved.
+  function Cell:register_state_dict_pre_hook(hook)
+    local h = register(self, "register_state_dict_pre_hook", "sd_pre", hook)
+    return h
+  end
+
+  --- hook(cell, state_dict, prefix, local_metadata) runs after; it may
+  -- change state_dict in place and must return nil.
+  function Cell:register_state_dict_post_hook(hook)
+    local h = register(self, "register_state_dict_post_hook", "sd_post", hook)
+    return h
+  end
+
+  --- hook(cell, state_dict, prefix, local_metadata, strict, missing_keys,
+  -- unexpected_keys, error_msgs) runs before the cell's tensors are loaded.
+  function Cell:register_load_state_dict_pre_hook(hook)
+    local h = register(self, "register_load_state_dict_pre_hook", "load_pre", hook)
+    return h
+  end
+
+  --- hook(cell, incompatible_keys) runs after the cell and its sub-cells
+  -- are loaded; it may change the key lists in place and must return nil.
+  function Cell:register_load_state_dict_post_hook(hook)
+    local h = register(self, "register_load_state_dict_post_hook", "load_post", hook)
+    return h
+  end
+
+  --- Put this cell's own state (not its sub-cells') into `destination`.
+  function Cell:_save_to_state_dict(destination, prefix)
+    local st = rawget(self, S)
+    for name, p in R.each(st.params) do
+      if p ~= nil then odict_set(destination, prefix .. name, p) end
+    end
+    local np = st.non_persistent
+    for name, b in R.each(st.buffers) do
+      if b ~= nil and not np[name] then odict_set(destination, prefix .. name, b) end
+    end
+    if getmetatable(self).get_extra_state ~= base_get then
+      odict_set(destination, prefix .. EXTRA, self:get_extra_state())
+    end
+  end
+
+  local function save(self, destination, prefix, keep_vars)
+    local st = rawget(self, S)
+    local metadata = rawget(destination, "_metadata")
+    local local_metadata = {}
+    if metadata ~= nil then odict_set(metadata, prefix:sub(1, -2), local_metadata) end
+    local pre = st.sd_pre
+    if pre then
+      for i = 1, #pre do pre[i].fn(self, prefix, keep_vars) end
+    end
+    self:_save_to_state_dict(destination, prefix, keep_vars)
+    for name, c in R.each(st.cells) do
+      if c ~= nil then c:state_dict { destination = destination, prefix = prefix .. name .. ".", keep_vars = keep_vars } end
+    end
+    local post = st.sd_post
+    if post then
+      for i = 1, #post do
+        if post[i].fn(self, destination, prefix, local_metadata) ~= nil then
+          error("RuntimeError: state_dict post-hook must return nil", 0)
+        end
+      end
+    end
+    return destination
+  end
+
+  --- state_dict{destination = , prefix = "", keep_vars = false}, or the
+  -- same positionally: an OrderedDict of the cell's whole state.
+  function Cell:state_dict(...)
+    local destination, prefix, keep_vars
+    local a = ...
+    if select("#", ...) == 1 and type(a) == "table" and getmetatable(a) == nil then
+      destination, prefix, keep_vars = a.destination, a.prefix, a.keep_vars
+    else
+      destination, prefix, keep_vars = ...
+    end
+    if prefix == nil then prefix = "" end
+    if keep_vars == nil then keep_vars = false end
+    if destination ~= nil and not is_odict(destination) then
+      error(("TypeError: The type of destination must be OrderedDict, but got %s"):format(type_name(destination)), 2)
+    end
+    if type(prefix) ~= "string" then
+      error(("TypeError: The type of prefix must be string, but got %s"):format(type_name(prefix)), 2)
+    end
+    if type(keep_vars) ~= "boolean" then
+      error(("TypeError: The type of keep_vars must be bool, but got %s"):format(type_name(keep_vars)), 2)
+    end
+    if destination == nil then
+      destination = OrderedDict()
+      rawset(destination, "_metadata", OrderedDict())
+    end
+    return save(self, destination, prefix, keep_vars)
+  end
+
+  --- Copy `input` into `t` (a Parameter or buffer), converting its dtype,
+  -- without recording.
+  local function assign(t, input)
+    if t.has_init then t:init_data() end
+    local prev = core.set_grad_enabled(false)
+    local ok, err = pcall(t.copy_, t, input)
+    core.set_grad_enabled(prev)
+    if not ok then return (tostring(err):gsub("^.-:%d+: ", "")) end
+  end
+
+  --- Whether tensors a and b have one shape (without making shape tables).
+  local function same_shape(a, b)
+    local n = a.ndim
+    if n ~= b.ndim then return false end
+    for d = 1, n do
+      if a:size(d) ~= b:size(d) then return false end
+    end
+    return true
+  end
+
+  --- Load this cell's own tensors from `state_dict` (keys with `prefix`),
+  -- adding to the three lists; sub-cells are load_state_dict's business.
+  function Cell:_load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+    local st = rawget(self, S)
+    local pre = st.load_pre
+    if pre then
+      for i = 1, #pre do
+        pre[i].fn(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+      end
+    end
+    local local_state, names = {}, {}
+    for name, p in R.each(st.params) do
+      if p ~= nil then names[#names + 1], local_state[name] = name, p end
+    end
+    for name, b in R.each(st.buffers) do
+      if b ~= nil and not st.non_persistent[name] then names[#names + 1], local_state[name] = name, b end
+    end
+    for _, name in ipairs(names) do
+      local t, key = local_state[name], prefix .. name
+      if odict_has(state_dict, key) then
+        local input = odict_get(state_dict, key)
+        if not core.is_tensor(input) then
+          error_msgs[#error_msgs + 1] = ('While copying the parameter named "%s", expected Tensor or '
+            .. "Tensor-like object from checkpoint but received %s"):format(key, type_name(input))
+        elseif not same_shape(input, t) then
+          error_msgs[#error_msgs + 1] = ("size mismatch for %s: copying a param with shape %s from checkpoint, "
+            .. "the shape in current model is %s."):format(key, I.shape_str(input.shape), I.shape_str(t.shape))
+        else
+          local err = assign(t, input)
+          if err then
+            error_msgs[#error_msgs + 1] = ('While copy the parameter named "%s", whose shape in the model are %s '
+              .. "and whose shape in the checkpoint are %s, an exception occurred : %s.")
+              :format(key, I.shape_str(t.shape), I.shape_str(input.shape), err)
+          end
+        end
+      elseif strict then
+        missing_keys[#missing_keys + 1] = key
+      end
+    end
+    local extra_key = prefix .. EXTRA
+    if getmetatable(self).set_extra_state ~= base_set then
+      if odict_has(state_dict, extra_key) then
+        self:set_extra_state(odict_get(state_dict, extra_key))
+      elseif strict then
+        missing_keys[#missing_keys + 1] = extra_key
+      end
+    elseif strict and odict_has(state_dict, extra_key) then
+      unexpected_keys[#unexpected_keys + 1] = extra_key
+    end
+    if strict then
+      local n = #prefix
+      local cells = st.cells.pos
+      for _, key in ipairs(odict_keys(state_dict)) do
+        if type(key) == "string" and key ~= extra_key and (n == 0 or key:find(prefix, 1, true) == 1) then
+          local dot = key:find(".", n + 1, true)
+          if dot then
+            if cells[key:sub(n + 1, dot - 1)] == nil then unexpected_keys[#unexpected_keys + 1] = key end
+          elseif local_state[key:sub(n + 1)] == nil then
+            unexpected_keys[#unexpected_keys + 1] = key
+          end
+        end
+      end
+    end
+  end
+
+  --- The entries of `sd` (an OrderedDict) split by their first path
+  -- component after `prefix`: component -> OrderedDict of those entries.
+  local function by_child(sd, prefix)
+    local groups, n = {}, #prefix
+    for k, v in odict_items(sd) do
+      local dot = type(k) == "string" and k:find(".", n + 1, true)
+      if dot then
+        local head = k:sub(n + 1, dot - 1)
+        do
+          local g = groups[head]
+          if not g then
+            g = OrderedDict()
+            groups[head] = g
+          end
+          odict_set(g, k, v)
+        end
+      end
+    end
+    return groups
+  end
+
+  --- load_state_dict(state_dict [, strict = true]) (or {strict = }): copy
+  -- tensors into this cell and its sub-cells. Returns {missing_keys,
+  -- unexpected_keys}; with strict, any of them is an error, and so is a
+  -- size mismatch or a bad value with or without strict, all reported in
+  -- one RuntimeError.
+  function Cell:load_state_dict(state_dict, strict)
+    if type(strict) == "table" and getmetatable(strict) == nil then strict = strict.strict end
+    if strict == nil then strict = true end
+    if type(strict) ~= "boolean" then
+      error(("TypeError: load_state_dict: strict must be a boolean, but got %s"):format(type_name(strict)), 2)
+    end
+    local sd, metadata = OrderedDict(), nil
+    if is_odict(state_dict) then
+      for k, v in odict_items(state_dict) do odict_set(sd, k, v) end
+      metadata = rawget(state_dict, "_metadata")
+    elseif type(state_dict) == "table" and getmetatable(state_dict) == nil then
+      local keys = {}
+      for k in pairs(state_dict) do
+        if type(k) ~= "string" then
+          error(("TypeError: load_state_dict: state_dict keys must be strings, but got %s"):format(type_name(k)), 2)
+        end
+        keys[#keys + 1] = k
+      end
+      table.sort(keys)
+      for _, k in ipairs(keys) do odict_set(sd, k, state_dict[k]) end
+    else
+      error(("TypeError: Expected state_dict to be dict-like, got %s."):format(type_name(state_dict)), 2)
+    end
+    if metadata ~= nil then rawset(sd, "_metadata", metadata) end
+    local missing, unexpected, errors = {}, {}, {}
+    local incompatible = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, Incompatible)
+    local function load(c, local_sd, prefix)
+      local md = metadata and odict_get(metadata, prefix:sub(1, -2)) or {}
+      c:_load_from_state_dict(local_sd, prefix, md, true, missing, unexpected, errors)
+      local st = rawget(c, S)
+      local groups = by_child(local_sd, prefix)
+      for name, child in R.each(st.cells) do
+        if child ~= nil then load(child, groups[name] or OrderedDict(), prefix .. name .. ".") end
+      end
+      local post = st.load_post
+      if post then
+        for i = 1, #post do
+          if post[i].fn(c, incompatible) ~= nil then
+            error("RuntimeError: Hooks registered with register_load_state_dict_post_hook are not expected to "
+              .. "return new values; if incompatible_keys need to be modified, it should be done in place.", 0)
+          end
+        end
+      end
+    end
+    load(self, sd, "")
+    if strict then
+      local function quoted(list)
+        local q = {}
+        for i = 1, #list do q[i] = '"' .. list[i] .. '"' end
+        return table.concat(q, ", ")
+      end
+      if #unexpected > 0 then
+        table.insert(errors, 1, ("Unexpected key(s) in state_dict: %s. "):format(quoted(unexpected)))
+      end
+      if #missing > 0 then
+        table.insert(errors, 1, ("Missing key(s) in state_dict: %s. "):format(quoted(missing)))
+      end
+    end
+    if #errors > 0 then
+      error(("RuntimeError: Error(s) in loading state_dict for %s:\n\t%s")
+        :format(class_name(self), table.concat(errors, "\n\t")), 2)
+    end
+    return incompatible
+  end
+end
+
+return M

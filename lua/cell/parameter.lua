@@ -1,0 +1,424 @@
+--- Parameter and ParameterTuple: named tensors a Cell trains, with MindSpore's rules for names and data.
+--
+--     local cell = require "cell"
+--     local w = cell.Parameter(cell.ones({2, 3}), "w")
+--     tostring(w)  --> Parameter (name=w, shape=(2, 3), dtype=Float32, requires_grad=true)
+--     local y = w * 2                           -- a Parameter is a Tensor in every op
+--     w:set_data(cell.zeros({2, 3}))            -- copied into w's own storage
+--     local b = cell.Parameter(cell.initializer("normal", {3}), "b")  -- lazy until
+--     b:init_data()                                                    -- this call
+--
+-- A Parameter is a tensor userdata with an attributes table (core._attach):
+-- the same metatable as every tensor, so ops take it, with per-object fields
+-- (name, has_init, ...) read before the tensor's methods and properties, and
+-- this module's methods (set_data, clone, ...) after the fields. Made from a
+-- Tensor, it shares that tensor's storage (as torch.nn.Parameter does) but
+-- not its autograd history: it is a leaf of its own.
+--
+-- `requires_grad` is the engine's flag, so `cell.grad(fn, nil, {p})` works.
+-- The engine lets only floating-point tensors require grad; an integer or
+-- bool Parameter keeps MindSpore's flag (default true) as a plain field.
+--
+-- Numbers follow the project's rule (identical under Lua 5.4 and LuaJIT): a
+-- number without a fractional part is an integer, so Parameter(3) and
+-- Parameter(3.0) are int64 0-D and Parameter(0.5) is float32 0-D.
+--
+-- set_data converts dtypes as MindSpore's implicit_conversion_seq allows:
+-- the incoming dtype must not rank above the Parameter's in
+--   bool < int8 < uint8 < int32 < int64 < float16 < float32 < float64 < bfloat16
+-- (MindSpore 2.x's order with the dtypes cell has; bfloat16 was appended
+-- after float64 there, so a float32 Parameter refuses bfloat16 data).
+local core = require "cell.core"
+local class = require "cell.class"
+local init_mod = require "cell.initializer"
+
+local Tensor = core.Tensor -- the engine's methods, for calls that a Parameter method shadows
+local type_name, shape_tuple = init_mod.type_name, init_mod.shape_tuple
+
+local M = {}
+
+local DEFAULT_NAME = "Parameter"
+local NAME_MAX_LEN = 1024
+
+--- Parameter methods: the attrs metatable's __index.
+local P = {}
+--- The metatable of every Parameter's attrs table; core's binding reads its
+-- __index, __setattr and __tostring.
+local AttrsMT = { __index = P, __name = "Parameter" }
+
+--- Whether x is a Parameter.
+function M.is_parameter(x)
+  local a = core._attrs(x)
+  return a ~= nil and getmetatable(a) == AttrsMT
+end
+local is_parameter = M.is_parameter
+
+--- The attrs table of Parameter `self`, or a TypeError (a method called on
+-- something else, or with a dot instead of a colon).
+local function attrs_of(self, method, lvl)
+  local a = core._attrs(self)
+  if a == nil or getmetatable(a) ~= AttrsMT then
+    error(("TypeError: Parameter.%s: expected a Parameter (call it as p:%s(...)), got %s")
+      :format(method, method, type_name(self)), lvl)
+  end
+  return a
+end
+
+-- Checks ------------------------------------------------------------------------
+
+--- A name as MindSpore keeps it: stripped; nil or empty -> "Parameter".
+local function check_name(v, lvl)
+  if v == nil then return DEFAULT_NAME end
+  if type(v) ~= "string" then
+    error(("ValueError: The type of the Parameter's name should be 'string' or 'nil', but got %s.")
+      :format(type_name(v)), lvl)
+  end
+  v = v:gsub("^%s+", ""):gsub("%s+$", "")
+  if v == "" then return DEFAULT_NAME end
+  if #v > NAME_MAX_LEN then
+    error(("ValueError: The length of the '%s' name should be less than %d."):format(v, NAME_MAX_LEN), lvl)
+  end
+  return v
+end
+
+local function check_requires_grad(v, lvl)
+  if type(v) ~= "boolean" then
+    error(("TypeError: The argument 'requires_grad' must be bool type, got %s"):format(type_name(v)), lvl)
+  end
+end
+
+--- Set the flag: the engine's for a floating-point Parameter, a field otherwise.
+local function set_requires_grad(p, attrs, v)
+  if p.dtype.is_floating_point then
+    Tensor.requires_grad_(p, v)
+    rawset(attrs, "requires_grad", nil)
+  else
+    rawset(attrs, "requires_grad", v)
+  end
+end
+
+--- MindSpore's implicit conversion order (see the file comment).
+local RANK = {}
+for i, name in ipairs { "bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64", "bfloat16" } do
+  RANK[core[name]] = i
+end
+
+local INT_DTYPES = { [core.int8] = true, [core.uint8] = true, [core.int32] = true, [core.int64] = true }
+
+local function is_fractional(x) return x ~= math.floor(x) or x == math.huge or x == -math.huge end
+
+local function conversion_error(current, incoming, lvl)
+  error(("TypeError: Incoming Parameter dtype can not be converted to current dtype implicitly. "
+    .. "Current dtype is %s, and incoming is %s."):format(tostring(current), tostring(incoming)), lvl)
+end
+
+--- fn(...) with grad mode off, restoring it on error.
+local function without_grad(fn, ...)
+  local prev = core.set_grad_enabled(false)
+  local ok, err = pcall(fn, ...)
+  core.set_grad_enabled(prev)
+  if not ok then error(err, 0) end
+end
+
+-- Construction -------------------------------------------------------------------
+
+--- A lazy Parameter for InitTensor `it`: a zero-stride broadcast of one
+-- scalar stands for the data (so no memory), until init_data swaps it. The
+-- scalar is NaN for floating-point dtypes, so values read before init_data
+-- show as nan rather than passing for zeros. (A cell initialises its lazy
+-- parameters when it is called, as MindSpore's _init_check does.)
+local function attach_lazy(it, attrs)
+  rawset(attrs, "has_init", true)
+  rawset(attrs, "init_mode", it)
+  local fill = it.dtype.is_floating_point and 0 / 0 or 0
+  return core._attach(core.full({}, fill, it.dtype):expand(it.shape), attrs)
+end
+
+--- The tensor (or InitTensor) behind `data`, for cell.Parameter.
+local function tensor_of(data, lvl)
+  if type(data) == "boolean" then error("ValueError: Parameter data can not be a boolean", lvl) end
+  if core.is_tensor(data) then
+    local a = core._attrs(data)
+    if a and rawget(a, "has_init") then return rawget(a, "init_mode") end -- a lazy Parameter
+    return data
+  end
+  if type(data) == "number" then
+    return core.tensor(data, is_fractional(data) and core.float32 or core.int64)
+  end
+  if init_mod.is_init_tensor(data) then return data end
+  if type(data) == "table" and getmetatable(data) == nil then
+    local ok, t = pcall(core.tensor, data)
+    if not ok then error(t, lvl) end
+    return t
+  end
+  error(("TypeError: The type of the argument 'data' must be in ['Tensor', 'number', 'table', "
+    .. "'initializer'], but got %s."):format(type_name(data)), lvl)
+end
+
+local OPTIONS = { name = true, requires_grad = true }
+
+--- cell.Parameter(data [, name [, requires_grad]]) or cell.Parameter(data,
+-- {name =, requires_grad =}). `data`: a Tensor (shared storage), a number,
+-- a nested table, or an initializer from cell.initializer (lazy: no data
+-- until init_data()). `requires_grad` defaults to true.
+function M.Parameter(data, name, requires_grad)
+  if type(name) == "table" and getmetatable(name) == nil then
+    for k in pairs(name) do
+      if not OPTIONS[k] then
+        error(("TypeError: Parameter() got an unexpected keyword argument '%s'"):format(tostring(k)), 2)
+      end
+    end
+    name, requires_grad = name.name, name.requires_grad
+  end
+  if requires_grad == nil then requires_grad = true end
+  check_requires_grad(requires_grad, 3)
+  local attrs = setmetatable({ name = check_name(name, 3), has_init = false }, AttrsMT)
+  local t = tensor_of(data, 3)
+  local p
+  if init_mod.is_init_tensor(t) then
+    p = attach_lazy(t, attrs)
+  else
+    p = core._attach(t, attrs)
+  end
+  rawset(attrs, "data", p)
+  set_requires_grad(p, attrs, requires_grad)
+  return p
+end
+
+-- Attributes ------------------------------------------------------------------------
+
+--- Fields a user cannot assign (shape, dtype, ... are the tensor's own).
+local READ_ONLY = {
+  data = true, has_init = true, init_mode = true, shape = true, dtype = true, ndim = true, T = true,
+  grad_fn = true,
+}
+
+--- p.key = value: name and requires_grad are checked, the tensor's own
+-- properties are read-only, anything else is a per-object field. Runs
+-- under the binding's __newindex, so the assignment is 3 levels up.
+function AttrsMT.__setattr(self, key, value)
+  local attrs = core._attrs(self)
+  if key == "name" then
+    rawset(attrs, "name", check_name(value, 4))
+  elseif key == "requires_grad" then
+    check_requires_grad(value, 4)
+    set_requires_grad(self, attrs, value)
+  elseif READ_ONLY[key] then
+    error(("AttributeError: the attribute '%s' of a Parameter is read-only"):format(key), 3)
+  else
+    rawset(attrs, key, value)
+  end
+end
+
+--- "Parameter (name=w, shape=(2, 3), dtype=Float32, requires_grad=true)"
+function AttrsMT.__tostring(self)
+  return ("Parameter (name=%s, shape=%s, dtype=%s, requires_grad=%s)")
+    :format(self.name, shape_tuple(self.shape), tostring(self.dtype), tostring(self.requires_grad))
+end
+
+--- p:requires_grad_([v = true]) -> p, with the checks of p.requires_grad = v.
+function P.requires_grad_(self, v)
+  local attrs = attrs_of(self, "requires_grad_", 3)
+  if v == nil then v = true end
+  check_requires_grad(v, 3)
+  set_requires_grad(self, attrs, v)
+  return self
+end
+
+-- Data -------------------------------------------------------------------------------
+
+--- set_data with errors at level `lvl`.
+local function set_data(self, attrs, data, lvl)
+  local dtype = self.dtype
+  local kind = type(data)
+  if kind == "number" or kind == "boolean" then
+    if kind == "number" and INT_DTYPES[dtype] and is_fractional(data) then
+      conversion_error(dtype, core.float32, lvl + 1)
+    end
+    data = core.tensor(data, dtype)
+  elseif core.is_tensor(data) then
+    local a = core._attrs(data)
+    if a and rawget(a, "has_init") then data = rawget(a, "init_mode") end -- a lazy Parameter
+  elseif not init_mod.is_init_tensor(data) then
+    error(("TypeError: Parameter data must be a Tensor or a number, but got %s."):format(type_name(data)), lvl)
+  end
+  local shape = self.shape
+  if not init_mod.same_shape(shape, data.shape) then
+    error(("ValueError: Can not change the shape of Parameter which has been initialized. "
+      .. "Current shape is %s, and incoming is %s."):format(shape_tuple(shape), shape_tuple(data.shape)), lvl)
+  end
+  if data.dtype ~= dtype and RANK[dtype] < RANK[data.dtype] then conversion_error(dtype, data.dtype, lvl + 1) end
+  if init_mod.is_init_tensor(data) then
+    if rawget(attrs, "has_init") then -- both lazy: keep the new recipe
+      rawset(attrs, "init_mode", init_mod.retype(data, dtype))
+      return self
+    end
+    data = data:init_data()
+  end
+  if rawget(attrs, "has_init") then -- materialise, in storage of its own
+    local fresh = core.empty(shape, dtype)
+    without_grad(Tensor.copy_, fresh, data)
+    core._swap(self, fresh)
+    rawset(attrs, "has_init", false)
+    rawset(attrs, "init_mode", nil)
+    return self
+  end
+  if Tensor.data_ptr(data) == Tensor.data_ptr(self) then data = Tensor.clone(data) end -- overlapping views
+  without_grad(Tensor.copy_, self, data)
+  return self
+end
+
+--- p:set_data(data) -> p. `data` (a Tensor, a number, or an initializer)
+-- must have p's shape and a dtype that converts to p's implicitly; its
+-- values are copied into p's storage (identity and storage stay). A lazy
+-- p is materialised, except by an initializer, which becomes its new recipe.
+function P.set_data(self, data)
+  local attrs = attrs_of(self, "set_data", 3)
+  local p = set_data(self, attrs, data, 3) -- not a tail call: the caller's frame must stay for errors
+  return p
+end
+
+--- p:init_data() -> p: draw a lazy Parameter's data (no-op otherwise).
+function P.init_data(self)
+  local attrs = attrs_of(self, "init_data", 3)
+  if not rawget(attrs, "has_init") then return self end
+  core._swap(self, rawget(attrs, "init_mode"):init_data())
+  rawset(attrs, "has_init", false)
+  rawset(attrs, "init_mode", nil)
+  return self
+end
+
+--- p:value() -> a plain Tensor with p's current value: a view of p, so
+-- gradients flow back to p.
+function P.value(self)
+  attrs_of(self, "value", 3)
+  return Tensor.expand(self, self.shape)
+end
+
+--- clone with errors at level `lvl`.
+local function clone(self, attrs, init, lvl)
+  if init == nil then init = "same" end
+  local it
+  if init ~= "same" then -- a Tensor keeps its dtype, for set_data's conversion rule
+    local dtype = self.dtype
+    if core.is_tensor(init) then dtype = nil end
+    it = init_mod.make(init, self.shape, dtype, lvl + 1)
+  end
+  local new = setmetatable({}, AttrsMT)
+  for k, v in pairs(attrs) do
+    if k ~= "data" then rawset(new, k, v) end
+  end
+  local x
+  if rawget(attrs, "has_init") then
+    x = attach_lazy(rawget(attrs, "init_mode"), new)
+  elseif it then
+    x = core._attach(core.empty(self.shape, self.dtype), new)
+  else
+    local copy
+    without_grad(function() copy = Tensor.clone(self) end)
+    x = core._attach(copy, new)
+  end
+  rawset(new, "data", x)
+  set_requires_grad(x, new, self.requires_grad)
+  if it then set_data(x, new, it, lvl + 1) end
+  return x
+end
+
+--- p:clone([init = "same"]) -> a new Parameter with p's name and
+-- requires_grad: a copy of p's data ("same"; a lazy p gives a lazy clone
+-- with the same recipe), or p's shape and dtype filled from `init` (an
+-- initializer name, a number, a Tensor or an initializer object).
+function P.clone(self, init)
+  local attrs = attrs_of(self, "clone", 3)
+  local x = clone(self, attrs, init, 3)
+  return x
+end
+
+--- p:copy() -> p:clone("same").
+function P.copy(self)
+  local attrs = attrs_of(self, "copy", 3)
+  local x = clone(self, attrs, "same", 3)
+  return x
+end
+
+-- ParameterTuple -----------------------------------------------------------------------
+
+--- A sequence of Parameters with unique names: `#pt`, `pt[i]`, `ipairs(pt)`.
+local ParameterTuple = class("ParameterTuple")
+M.ParameterTuple = ParameterTuple
+
+--- ParameterTuple(list) or ParameterTuple(iterator): the same Parameter may
+-- appear twice; two Parameters may not share a name.
+function ParameterTuple:init(items, state, control)
+  local list = {}
+  if type(items) == "function" then
+    for v in items, state, control do list[#list + 1] = v end
+  elseif type(items) == "table" and not class.is_instance(items, init_mod.InitTensor) then
+    for i = 1, #items do list[i] = items[i] end
+  else
+    error(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
+      .. "collection, but got a %s."):format(type_name(items)), 3)
+  end
+  local seen, names = {}, {}
+  for i, x in ipairs(list) do
+    if not is_parameter(x) then
+      error(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
+        .. "collection, but got a %s."):format(type_name(x)), 3)
+    end
+    if not seen[x] then
+      if names[x.name] then
+        error(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
+          .. "parameter."):format(tostring(x), x.name), 3)
+      end
+      names[x.name] = true
+      seen[x] = true
+    end
+    rawset(self, i, x)
+  end
+end
+
+--- A ParameterTuple is immutable: no new entries.
+function ParameterTuple:__newindex(key)
+  error(("TypeError: 'ParameterTuple' object does not support item assignment (key %s)"):format(tostring(key)), 2)
+end
+
+--- As Python prints a tuple: (Parameter (...), Parameter (...)).
+function ParameterTuple:__tostring()
+  local parts = {}
+  for i = 1, #self do parts[i] = tostring(self[i]) end
+  if #parts == 1 then return "(" .. parts[1] .. ",)" end
+  return "(" .. table.concat(parts, ", ") .. ")"
+end
+
+local PREFIX_RE = "^\\w+[0-9a-zA-Z_./-]*$"
+
+--- pt:clone(prefix [, init = "same"]) -> a ParameterTuple of clones named
+-- prefix .. "." .. name. `prefix` must be word characters, then word
+-- characters, dots, slashes or hyphens (MindSpore's check_str_by_regular).
+-- A Parameter that appears twice is cloned once and appears twice (MindSpore
+-- clones it twice, and then refuses the two clones' equal names).
+function ParameterTuple:clone(prefix, init)
+  if type(prefix) ~= "string" or not prefix:find("^[%w_][%w_%./%-]*$") then
+    error(("ValueError: The prefix %s is illegal, it must match the regular expression '%s'.")
+      :format(type(prefix) == "string" and ("'" .. prefix .. "'") or ("of type " .. type_name(prefix)),
+        PREFIX_RE), 2)
+  end
+  local new, done = {}, {}
+  for i = 1, #self do
+    local p = self[i]
+    local x = done[p]
+    if not x then
+      x = clone(p, core._attrs(p), init, 3)
+      rawset(core._attrs(x), "name", check_name(prefix .. "." .. x.name, 3))
+      done[p] = x
+    end
+    new[i] = x
+  end
+  local pt = ParameterTuple(new)
+  return pt
+end
+
+--- Whether x is a ParameterTuple.
+function M.is_parameter_tuple(x) return class.is_instance(x, ParameterTuple) end
+
+return M
