@@ -307,5 +307,33 @@ describe("calling a cell", function()
       H.assert_close(again[1], plain[1]:totable(), 1e-6)
       H.assert_close(again[2][1], plain[2][1]:totable(), 1e-6)
     end)
+
+    it("keeps less memory alive between forward and backward", function()
+      local Block = nn.Cell:extend("Block")
+      function Block:init() self.w = cell.Parameter(cell.randn({ 128, 128 }) * 0.05, "w") end
+      function Block:construct(x)
+        for _ = 1, 10 do x = x:matmul(self.w):tanh() end
+        return x
+      end
+      local function live_after_forward(recompute)
+        local blocks = {}
+        for i = 1, 4 do
+          blocks[i] = Block()
+          if recompute then blocks[i]:recompute() end
+        end
+        local x = cell.randn({ 128, 128 }):requires_grad_(true)
+        collectgarbage()
+        local base = cell.memory_stats().in_use
+        local out = x
+        for i = 1, 4 do out = blocks[i](out) end
+        out = out:sum()
+        collectgarbage()
+        local live = cell.memory_stats().in_use - base
+        cell.core._backward(out, nil, { x })
+        return live
+      end
+      local with_rc, without = live_after_forward(true), live_after_forward(false)
+      assert.is_true(with_rc * 4 < without, ("%d vs %d bytes"):format(with_rc, without))
+    end)
   end)
 end)

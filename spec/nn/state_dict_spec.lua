@@ -200,6 +200,11 @@ describe("load_state_dict", function()
     assert.are.equal("TypeError: load_state_dict: strict must be a boolean, but got string",
       err(function() net:load_state_dict({}, "no") end))
     H.expect_error(function() net:load_state_dict({ [1] = cell.ones({ 1 }) }) end, "TypeError", "keys must be strings")
+    for _, m in ipairs { "register_state_dict_pre_hook", "register_state_dict_post_hook",
+      "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook" } do
+      assert.are.equal("TypeError: " .. m .. ": the hook must be a function, but got string",
+        err(function() net[m](net, "x") end))
+    end
   end)
 
   it("loads into lazily initialised parameters", function()

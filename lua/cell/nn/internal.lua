@@ -37,33 +37,17 @@ local function cellm()
 end
 M.cellm = cellm
 
---- The type of `v` as error messages name it: Parameter, Tensor,
--- ParameterTuple, a cell's class name, or Lua's type name.
-function M.type_name(v)
-  if core.is_tensor(v) then
-    return cellm().is_parameter(v) and "Parameter" or "Tensor"
-  end
-  if M.is_cell(v) then return M.class_name(v) end
-  if cellm().is_parameter_tuple(v) then return "ParameterTuple" end
-  return type(v)
-end
+local init = require "cell.initializer"
+
+--- The type of `v` as error messages name it: Parameter, Tensor, a class
+-- instance's class name (a cell's, ParameterTuple), or Lua's type name.
+M.type_name = init.type_name
 
 --- A shape as Python prints a tuple: (2, 3), (2,), ().
-function M.shape_str(shape)
-  if #shape == 1 then return "(" .. shape[1] .. ",)" end
-  local parts = {}
-  for i = 1, #shape do parts[i] = tostring(shape[i]) end
-  return "(" .. table.concat(parts, ", ") .. ")"
-end
+M.shape_str = init.shape_tuple
 
 --- Whether two shapes (tables) are equal.
-function M.same_shape(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do
-    if a[i] ~= b[i] then return false end
-  end
-  return true
-end
+M.same_shape = init.same_shape
 
 --- A list of strings as Python prints it: ['a', 'b'].
 function M.str_list(list)

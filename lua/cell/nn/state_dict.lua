@@ -50,36 +50,26 @@ function M.install(Cell)
 
   local base_get, base_set = Cell.get_extra_state, Cell.set_extra_state
 
-  local function register(self, method, field, fn)
-    I.check_hook_fn(method, fn, 3)
-    return I.add_hook(rawget(self, S), field, { fn = fn })
-  end
-
-  --- hook(cell, prefix, keep_vars) runs before the cell's state is saved.
-  function Cell:register_state_dict_pre_hook(hook)
-    local h = register(self, "register_state_dict_pre_hook", "sd_pre", hook)
-    return h
-  end
-
-  --- hook(cell, state_dict, prefix, local_metadata) runs after; it may
-  -- change state_dict in place and must return nil.
-  function Cell:register_state_dict_post_hook(hook)
-    local h = register(self, "register_state_dict_post_hook", "sd_post", hook)
-    return h
-  end
-
-  --- hook(cell, state_dict, prefix, local_metadata, strict, missing_keys,
-  -- unexpected_keys, error_msgs) runs before the cell's tensors are loaded.
-  function Cell:register_load_state_dict_pre_hook(hook)
-    local h = register(self, "register_load_state_dict_pre_hook", "load_pre", hook)
-    return h
-  end
-
-  --- hook(cell, incompatible_keys) runs after the cell and its sub-cells
-  -- are loaded; it may change the key lists in place and must return nil.
-  function Cell:register_load_state_dict_post_hook(hook)
-    local h = register(self, "register_load_state_dict_post_hook", "load_post", hook)
-    return h
+  --- The four hook kinds, registered as register_<kind>(hook) -> handle:
+  -- state_dict_pre_hook: hook(cell, prefix, keep_vars), before a cell's state is saved;
+  -- state_dict_post_hook: hook(cell, state_dict, prefix, local_metadata), after; it
+  --   may change state_dict in place and must return nil;
+  -- load_state_dict_pre_hook: hook(cell, state_dict, prefix, local_metadata, strict,
+  --   missing_keys, unexpected_keys, error_msgs), before a cell's tensors are loaded;
+  -- load_state_dict_post_hook: hook(cell, incompatible_keys), after the cell and its
+  --   sub-cells are loaded; it may change the key lists in place and must return nil.
+  local hook_fields = {
+    register_state_dict_pre_hook = "sd_pre",
+    register_state_dict_post_hook = "sd_post",
+    register_load_state_dict_pre_hook = "load_pre",
+    register_load_state_dict_post_hook = "load_post",
+  }
+  for method, field in pairs(hook_fields) do
+    Cell[method] = function(self, hook)
+      I.check_hook_fn(method, hook, 2)
+      local h = I.add_hook(rawget(self, S), field, { fn = hook })
+      return h
+    end
   end
 
   --- Put this cell's own state (not its sub-cells') into `destination`.
