@@ -302,4 +302,8 @@ CELL_API cell_status cell_tensor_format(const cell_tensor *t, char **out);
  * ("blas" or "cpu"): for tests and benchmarks. */
 CELL_API const char *cell_gemm_backend_name(cell_dtype dt, int64_t m, int64_t n, int64_t k);
 
+#include "cell_conv.h"
+#include "cell_nn.h"
+#include "cell_optim.h"
+
 #endif

@@ -139,6 +139,17 @@ local cases = {
   ViewBackward = { function(a) return a:view({ 3, 2 }) end, { r { 2, 3 } } },
 }
 
+-- Cases of the other op families live beside this file, one module per
+-- family (spec/autograd/cases_<family>.lua), each a function of the
+-- builders here returning more entries of the same form.
+local builders = { cell = cell, input = input, r = r, idx = idx, mask = mask, T = T, I = I }
+for _, family in ipairs { "nn", "conv" } do
+  for name, c in pairs(require("autograd.cases_" .. family)(builders)) do
+    assert(cases[name] == nil, "two gradient checks for " .. name)
+    cases[name] = c
+  end
+end
+
 describe("autograd", function()
   describe("gradcheck", function()
     it("covers every backward node the engine registers", function()

@@ -9,6 +9,7 @@ end
 for _, name in ipairs { "cat", "stack", "where", "zeros", "ones", "full", "arange", "eye" } do
   ops[name] = core[name]
 end
+for name, fn in pairs(core.nnops) do ops[name] = fn end
 ops.concat = core.cat
 ops.GradOperation = require("cell.autograd").GradOperation
 ops.stop_gradient = core.Tensor.stop_gradient

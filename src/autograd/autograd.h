@@ -100,6 +100,8 @@ cell_status cell_ag_give(cell_node *n, int i, cell_status s, cell_tensor *t, cel
 int cell_ag_binary_nodes(const char **names, int max);
 int cell_ag_math_nodes(const char **names, int max);
 int cell_ag_shape_nodes(const char **names, int max);
+int cell_ag_conv_nodes(const char **names, int max);
+int cell_ag_nn_nodes(const char **names, int max);
 
 /* The op-wrapper pattern: run the raw kernel with grad mode off. */
 #define CELL_AG_RAW(call)                        \

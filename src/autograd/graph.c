@@ -501,6 +501,8 @@ int cell_autograd_node_names(const char **names, int max) {
   int n = cell_ag_binary_nodes(names, max);
   n += cell_ag_math_nodes(names + n, max - n);
   n += cell_ag_shape_nodes(names + n, max - n);
+  n += cell_ag_conv_nodes(names + n, max - n);
+  n += cell_ag_nn_nodes(names + n, max - n);
   return n;
 }
 

@@ -83,6 +83,10 @@ void lc_register_ops(lua_State *L, int base);
 void lc_register_create(lua_State *L, int module, int base);
 void lc_register_autograd(lua_State *L, int module, int base);
 void lc_register_attrs(lua_State *L, int module, int base);
+/* Register into the table core.nnops (at index nnops). */
+void lc_register_conv(lua_State *L, int nnops, int base);
+void lc_register_nn(lua_State *L, int nnops, int base);
+void lc_register_optim(lua_State *L, int nnops, int base);
 /* For the attributed tensor at 1 (ud->attrs set), with the key at 2:
  * lc_attrs_get pushes attrs[key] when it is not nil; lc_attrs_meta pushes
  * the attrs metatable's field `name` when there is one. Each returns

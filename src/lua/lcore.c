@@ -309,6 +309,12 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   lc_register_create(L, module, base);
   lc_register_autograd(L, module, base);
   lc_register_attrs(L, module, base);
+  lua_newtable(L); /* core.nnops: the functional neural-network ops */
+  int nnops = lua_gettop(L);
+  lc_register_conv(L, nnops, base);
+  lc_register_nn(L, nnops, base);
+  lc_register_optim(L, nnops, base);
+  lua_setfield(L, module, "nnops");
   lua_pushvalue(L, base + 1);
   lua_setfield(L, module, "Tensor"); /* the methods table, for the Lua layer */
   lua_pushvalue(L, base + 2);
