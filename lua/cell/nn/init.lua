@@ -1,5 +1,7 @@
---- cell.nn: cells (MindSpore's nn.Cell and the layers built on it).
--- `cell.nn.Cell` is the base class; layers load on first use.
+--- cell.nn: cells (MindSpore's nn.Cell and the layers built on it), losses,
+-- optimizers and learning-rate schedules. `cell.nn.Cell` is the base class;
+-- the other names load on first use from the modules listed below, each of
+-- which returns a table of exported names.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local Cell = require "cell.nn.cell"
 
@@ -8,18 +10,28 @@ local nn = {
   register_cell_buffer_registration_hook = Cell.register_cell_buffer_registration_hook,
 }
 
---- Layer name -> module that defines it.
-local layers = {
-  Dense = "cell.nn.dense",
-  ReLU = "cell.nn.activation", Sigmoid = "cell.nn.activation", Tanh = "cell.nn.activation",
+--- The modules that export names into cell.nn (one line each).
+local modules = {
+  "cell.nn.dense",
+  "cell.nn.activation",
 }
+
+local loaded = false
+
+--- Load every module once and copy its exports into nn.
+local function load_all(t)
+  loaded = true
+  for _, name in ipairs(modules) do
+    for k, v in pairs(require(name)) do
+      if rawget(t, k) == nil then rawset(t, k, v) end
+    end
+  end
+end
 
 return setmetatable(nn, {
   __index = function(t, k)
-    local mod = layers[k]
-    if mod == nil then return nil end
-    local m = require(mod)
-    for name, v in pairs(m) do rawset(t, name, v) end
+    if loaded then return nil end
+    load_all(t)
     return rawget(t, k)
   end,
 })
