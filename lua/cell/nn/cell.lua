@@ -550,6 +550,27 @@ function Cell:buffers(...)
   end
 end
 
+--- Give every lazily initialised Parameter of the cell and its sub-cells
+-- its values (p:init_data()). Returns a table mapping each Parameter to
+-- itself, as MindSpore returns the original-to-initialised mapping (here
+-- a Parameter keeps its identity when initialised).
+function Cell:init_parameters_data()
+  local done = {}
+  for _, e in ipairs(param_pairs(self, "", true)) do
+    local p = e[2]
+    if p.has_init then p:init_data() end
+    done[p] = p
+  end
+  for _, w in ipairs(walk_cells(self, "", {}, {})) do
+    local st = rawget(w[2], S)
+    if st.lazy then
+      st.lazy = nil
+      w[2]:_refresh()
+    end
+  end
+  return done
+end
+
 -- Naming -------------------------------------------------------------------
 
 --- Rename every parameter (of sub-cells too when `recurse`) to `prefix`
