@@ -21,21 +21,28 @@ else
 endif
 BLAS_INCDIR ?= /usr/include/x86_64-linux-gnu
 BLAS_LIB ?= -lopenblas
+# src/io: cJSON parses safetensors headers, zlib reads gzip'd data sets.
+# The rockspec passes the -I and -L flags LuaRocks finds; the defaults suit
+# Debian, where both live in the compiler's own search paths.
+IO_CFLAGS ?=
+IO_LIBS ?= -lcjson -lz
 
 # Flags the build needs, kept apart from the user's CFLAGS.
 WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Werror=implicit-function-declaration
-MANDATORY = -std=gnu99 -fPIC -fvisibility=hidden -fopenmp -Iinclude -I$(BLAS_INCDIR) $(WARN)
+MANDATORY = -std=gnu99 -fPIC -fvisibility=hidden -fopenmp -Iinclude -I$(BLAS_INCDIR) $(IO_CFLAGS) $(WARN)
 ALL_CFLAGS = $(MANDATORY) $(CFLAGS)
-LIBS = $(BLAS_LIB) -lm -lpthread -fopenmp
+LIBS = $(BLAS_LIB) $(IO_LIBS) -lm -lpthread -fopenmp
 
 BUILD ?= build
-ENGINE_SRC = $(wildcard src/core/*.c src/ops/*.c src/backend/*.c src/autograd/*.c)
+ENGINE_SRC = $(wildcard src/core/*.c src/ops/*.c src/backend/*.c src/autograd/*.c src/io/*.c)
 BIND_SRC = $(wildcard src/lua/*.c)
 REPL_SRC = $(wildcard src/repl/*.c)
 ENGINE_OBJ = $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 BIND_OBJ = $(BIND_SRC:%.c=$(BUILD)/$(LUA)/%.o)
 REPL_OBJ = $(REPL_SRC:%.c=$(BUILD)/$(LUA)/%.o)
 HEADERS = $(wildcard include/*.h src/*/*.h)
+# cell.h includes the family headers (cell_conv.h, cell_io.h, ...): install all.
+PUBLIC_HEADERS = $(wildcard include/*.h)
 
 LIBCELL_A = $(BUILD)/libcell.a
 LIBCELL_SO = $(BUILD)/libcell.so
@@ -44,10 +51,18 @@ MODULE = $(BUILD)/$(LUA)/cell/core.so
 # Other builds (make asan) keep theirs under their own folder.
 CELL_BIN = $(if $(filter build,$(BUILD)),bin,$(BUILD)/bin)/cell$(if $(filter luajit,$(LUA)),-luajit,)
 CTEST = $(BUILD)/test_engine
+# The binding and the engine as one static library, for C hosts that embed
+# Lua (cell_lua.h; the binding uses engine internals libcell.so does not
+# export), and the embedding examples (examples/embed/): game_loop needs no
+# Lua, host is built for each Lua.
+LIBCELL_LUA = $(BUILD)/$(LUA)/libcell-$(LUA).a
+EMBED_GAME = $(BUILD)/embed/game_loop
+EMBED_HOST = $(BUILD)/$(LUA)/embed/host
+CELL_VERSION = $(shell sed -n 's/^\#define CELL_VERSION "\(.*\)"$$/\1/p' include/cell.h)
 
-.PHONY: all test ctest spec asan bench install uninstall deps clean demo rock-check
+.PHONY: all test ctest spec asan bench install uninstall deps clean demo rock-check embed bench-embed FORCE
 
-all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN)
+all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -75,6 +90,29 @@ $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A) $(LUA_LIB) -lreadline $(LIBS) -ldl -Wl,-E
 
+$(LIBCELL_LUA): $(BIND_OBJ) $(ENGINE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+# cell_openlibs looks for the Lua files where `make install` puts them; the
+# stamp changes (and lembed.o is rebuilt) when LUA_SHARE does, as in
+# `make install PREFIX=...` after a plain `make`.
+LUA_SHARE_STAMP = $(BUILD)/$(LUA)/lua-share.stamp
+$(LUA_SHARE_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LUA_SHARE)' | cmp -s - $@ 2>/dev/null || echo '$(LUA_SHARE)' >$@
+$(BUILD)/$(LUA)/src/lua/lembed.o: $(LUA_SHARE_STAMP)
+$(BUILD)/$(LUA)/src/lua/lembed.o: ALL_CFLAGS += -DCELL_LUA_DIR='"$(LUA_SHARE)"'
+FORCE:
+
+$(EMBED_GAME): examples/embed/game_loop.c $(HEADERS) $(LIBCELL_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< -o $@ $(LIBCELL_A) $(LIBS)
+
+# -Wl,-E: a LuaJIT script's cell.ffi finds the engine in the executable.
+$(EMBED_HOST): examples/embed/host.c $(HEADERS) $(LIBCELL_LUA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(LUA_INCDIR) $(LDFLAGS) $< -o $@ $(LIBCELL_LUA) $(LUA_LIB) $(LIBS) -ldl -Wl,-E
+
 $(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A)
 	$(CC) $(ALL_CFLAGS) -Isrc $(wildcard tests/*.c) -o $@ $(LIBCELL_A) $(LIBS)
 
@@ -83,6 +121,7 @@ SPEC_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_
 
 test: all $(CTEST)
 	$(CTEST)
+	$(MAKE) --no-print-directory embed
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
 
 ctest: $(CTEST)
@@ -111,6 +150,20 @@ $(BENCH_MATMUL): bench/matmul.c $(LIBCELL_A)
 bench: all $(BENCH_MATMUL)
 	$(SPEC_ENV) BUILD=$(BUILD) sh bench/run.sh
 
+# The embedding examples, run: the C game loop (10,000 batch-1 steps of the
+# MLP 784-256-10 in EMBED_CKPT: the one examples/mlp.lua trained and saved,
+# else an untrained one examples/embed/save_model.lua saves) and the C host
+# running a Lua script.
+EMBED_CKPT ?= $(firstword $(wildcard build/demo/mlp.safetensors) $(BUILD)/embed/mlp.safetensors)
+embed: all
+	@[ -f "$(EMBED_CKPT)" ] || $(SPEC_ENV) $(LUA_BIN) examples/embed/save_model.lua "$(EMBED_CKPT)"
+	$(EMBED_GAME) "$(EMBED_CKPT)" 10000
+	CELL_LUA_DIR=lua $(EMBED_HOST)
+
+# Batch-1 MLP forward: C, LuaJIT (FFI and module), Lua 5.4 and PyTorch.
+bench-embed: all
+	BUILD=$(BUILD) sh bench/embed.sh
+
 demo: all
 	$(CELL_BIN) examples/tour.lua
 
@@ -132,16 +185,24 @@ install: all
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_CLIB)/cell/core.so
 	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/cell
 	install -m 644 $(LIBCELL_A) $(LIBCELL_SO) $(DESTDIR)$(LIBDIR)/
-	install -m 644 include/cell.h include/cell_ffi.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(LIBCELL_LUA) $(DESTDIR)$(LIBDIR)/
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	  -e 's|@VERSION@|$(CELL_VERSION)|g' -e 's|@LIBS@|$(LIBS)|g' cell.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/cell.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	  -e 's|@VERSION@|$(CELL_VERSION)|g' -e 's|@LUA@|$(LUA)|g' -e 's|@LUA_PC@|$(LUA)|g' -e 's|@LIBS@|$(LIBS)|g' \
+	  -e 's|@LUA_SHARE@|$(LUA_SHARE)|g' cell-lua.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/cell-$(LUA).pc
 
 uninstall:
 	rm -rf $(DESTDIR)$(LUA_SHARE)/cell $(DESTDIR)$(LUA_CLIB)/cell $(DESTDIR)$(BINDIR)/cell
-	rm -f $(DESTDIR)$(LIBDIR)/libcell.a $(DESTDIR)$(LIBDIR)/libcell.so
-	rm -f $(DESTDIR)$(INCLUDEDIR)/cell.h $(DESTDIR)$(INCLUDEDIR)/cell_ffi.h
+	rm -f $(DESTDIR)$(LIBDIR)/libcell.a $(DESTDIR)$(LIBDIR)/libcell.so $(DESTDIR)$(LIBDIR)/libcell-$(LUA).a
+	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/cell.pc $(DESTDIR)$(LIBDIR)/pkgconfig/cell-$(LUA).pc
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS)))
 
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
-  zlib1g-dev libcjson-dev libreadline-dev lua-busted luarocks
+  zlib1g-dev libcjson-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux
 deps:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \

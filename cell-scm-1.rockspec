@@ -35,6 +35,15 @@ external_dependencies = {
     header = "cblas.h",
     library = "openblas",
   },
+  -- safetensors headers are parsed with cJSON, gzip'd data sets read with zlib.
+  CJSON = {
+    header = "cjson/cJSON.h",
+    library = "cjson",
+  },
+  ZLIB = {
+    header = "zlib.h",
+    library = "z",
+  },
 }
 
 build = {
@@ -44,6 +53,8 @@ build = {
     LUA_INCDIR = "$(LUA_INCDIR)",
     BLAS_INCDIR = "$(OPENBLAS_INCDIR)",
     BLAS_LIB = "-L$(OPENBLAS_LIBDIR) -lopenblas",
+    IO_CFLAGS = "-I$(CJSON_INCDIR) -I$(ZLIB_INCDIR)",
+    IO_LIBS = "-L$(CJSON_LIBDIR) -lcjson -L$(ZLIB_LIBDIR) -lz",
   },
   install_variables = {
     PREFIX = "$(PREFIX)",
@@ -57,6 +68,9 @@ build = {
   },
 }
 
+-- `luarocks test` runs the whole spec suite (busted, configured by .busted)
+-- in the checkout, against the module `luarocks make` just built there.
 test = {
   type = "busted",
+  flags = { "--cpath=build/lua5.4/?.so" },
 }

@@ -59,12 +59,16 @@ run "$LUA_BIN" bench/autograd.lua 100000
 echo "# cells ($LUA_BIN: call overhead; state_dict of 1,000 parameters in 100 sub-cells)"
 run "$LUA_BIN" bench/cell.lua "$ITERS"
 
+echo "# training steps ($LUA_BIN: MLP and LeNet-5 at batch 64, Adam)"
+run "$LUA_BIN" bench/train.lua
+
 echo "# PyTorch"
 if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
   run "$PYTHON" bench/torch/small_ops.py "$ITERS"
   run "$PYTHON" bench/torch/matmul.py
   run "$PYTHON" bench/torch/autograd.py
   run "$PYTHON" bench/torch/cell_state.py 200000
+  run "$PYTHON" bench/torch/train.py
 else
   echo "torch: not available, skipped"
 fi
@@ -88,6 +92,8 @@ END {
   ratio("ratio_matmul_1024_cell_over_torch", "cell_matmul_f32_1024", "torch_matmul_f32_1024")
   ratio("ratio_matmul_2048_cell_over_torch", "cell_matmul_f32_2048", "torch_matmul_f32_2048")
   ratio("ratio_mlp_fwd_bwd_torch_over_cell", "torch_mlp_fwd_bwd_ms", "cell_mlp_fwd_bwd_ms")
+  ratio("ratio_train_step_mlp_torch_over_cell", "torch_train_step_mlp_ms", "cell_train_step_mlp_ms")
+  ratio("ratio_train_step_lenet_torch_over_cell", "torch_train_step_lenet_ms", "cell_train_step_lenet_ms")
   ratio("ratio_state_dict_torch_over_cell", "torch_state_dict_1000_params_ms", "cell_state_dict_1000_params_ms")
   ratio("ratio_load_state_dict_torch_over_cell", "torch_load_state_dict_1000_params_ms",
     "cell_load_state_dict_1000_params_ms")

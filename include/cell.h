@@ -1,18 +1,38 @@
 /* cell.h - the public C API of cell's engine (libcell).
  *
  * The engine knows nothing of Lua: a C host links libcell and calls these
- * functions directly; the Lua module (cell.core) is one such host.
+ * functions directly (`pkg-config --cflags --libs cell`); the Lua module
+ * (cell.core) is one such host. A host that also runs Lua includes
+ * cell_lua.h as well. cell_ffi.h, included below, holds the part of the API
+ * that LuaJIT's FFI reads (types, accessors, the inference path).
  *
- * Conventions, for every function below:
- * - A function that can fail returns cell_status. On failure it leaves a
- *   message for cell_last_error() (thread-local), leaves *out untouched and
- *   leaks nothing. It never aborts or exits.
- * - Outputs are new references: release them with cell_tensor_release.
- * - Inputs are borrowed: the callee retains what it keeps.
+ * Call order. There is no init or shutdown call: the engine's state (the
+ * allocator's cache, the random generator, the error message) is set up on
+ * first use. A host that cares about threads calls cell_set_num_threads
+ * before its first op; the rest may be called in any order.
+ *
+ * Conventions, for every function below and in the headers it includes:
+ * - A function that can fail returns cell_status (CELL_OK is 0). On failure
+ *   it leaves a message for cell_last_error() (thread-local) that names the
+ *   op and the offending shapes or values, leaves *out untouched and leaks
+ *   nothing. It never aborts, exits or longjmps, whatever the arguments:
+ *   a NULL tensor, output or array is a CELL_ERR_VALUE ("op: NULL argument").
+ * - Outputs (cell_tensor **out) are new references: release each with
+ *   cell_tensor_release. A view shares the input's storage (writes through
+ *   one are seen through the other) and keeps it alive.
+ * - Inputs are borrowed: the callee retains what it keeps, so the caller may
+ *   release an input right after the call.
  * - Dimensions are 0-based and must lie in [0, ndim) (or [0, ndim] where a
- *   new dimension is inserted); the Lua binding translates 1-based and
- *   negative dimensions before calling.
- * - Shapes are int64_t arrays of at most CELL_MAX_DIMS entries. */
+ *   new dimension is inserted); an index or a dimension out of range is a
+ *   CELL_ERR_INDEX. The Lua binding translates 1-based and negative
+ *   dimensions before calling.
+ * - Shapes are int64_t arrays of at most CELL_MAX_DIMS entries; a negative
+ *   size is a CELL_ERR_VALUE.
+ * - Threads: the engine may be used from several threads as long as no
+ *   tensor is shared between them unsynchronised; grad mode and the error
+ *   message are per thread, the allocator is locked, the random generator
+ *   and the settings are process-wide.
+ * - Sizes and strides are in elements, byte counts in bytes (size_t). */
 #ifndef CELL_H
 #define CELL_H
 
@@ -25,6 +45,7 @@
 #define CELL_API
 #endif
 
+/* cell_ffi.h has no CELL_API markers (LuaJIT reads it): export it whole. */
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
@@ -33,101 +54,66 @@
 #pragma GCC visibility pop
 #endif
 
+/* The most dimensions a tensor has. */
 #define CELL_MAX_DIMS 16
+/* The release, as "X.Y.Z"; the Lua module reports it as cell.version. */
 #define CELL_VERSION "0.1.0"
 
-/* Binary elementwise ops, all broadcasting. Comparisons give bool. */
-typedef enum cell_binop {
-  CELL_OP_ADD = 0,
-  CELL_OP_SUB,
-  CELL_OP_MUL,
-  CELL_OP_DIV,     /* true division: integer inputs give float32 */
-  CELL_OP_POW,
-  CELL_OP_MAXIMUM,
-  CELL_OP_MINIMUM,
-  CELL_OP_EQ,
-  CELL_OP_NE,
-  CELL_OP_LT,
-  CELL_OP_LE,
-  CELL_OP_GT,
-  CELL_OP_GE,
-  CELL_OP_LOGICAL_AND,
-  CELL_OP_LOGICAL_OR,
-  CELL_BINOP_COUNT
-} cell_binop;
-
-/* Unary elementwise ops. Math functions on integer or bool inputs give
- * float32; abs, neg, sign, floor, ceil, round, relu keep the dtype. */
-typedef enum cell_unop {
-  CELL_OP_ABS = 0,
-  CELL_OP_NEG,
-  CELL_OP_EXP,
-  CELL_OP_LOG,
-  CELL_OP_LOG1P,
-  CELL_OP_SQRT,
-  CELL_OP_RSQRT,
-  CELL_OP_SIN,
-  CELL_OP_COS,
-  CELL_OP_TANH,
-  CELL_OP_SIGMOID,
-  CELL_OP_RELU,
-  CELL_OP_GELU,
-  CELL_OP_SILU,
-  CELL_OP_FLOOR,
-  CELL_OP_CEIL,
-  CELL_OP_ROUND,   /* half to even, as MindSpore and NumPy */
-  CELL_OP_SIGN,
-  CELL_OP_LOGICAL_NOT,
-  CELL_UNOP_COUNT
-} cell_unop;
-
-/* Reductions over a set of dimensions (ndims == 0: over all of them). */
-typedef enum cell_redop {
-  CELL_RED_SUM = 0,  /* integers and bool sum to int64 */
-  CELL_RED_MEAN,     /* integers give float32 */
-  CELL_RED_PROD,
-  CELL_RED_MAX,
-  CELL_RED_MIN,
-  CELL_RED_ALL,      /* bool */
-  CELL_RED_ANY,      /* bool */
-  CELL_REDOP_COUNT
-} cell_redop;
-
 /* --- errors ------------------------------------------------------------ */
-/* Record a failure (printf-style message) and return status. For hosts and
- * backends that report errors through the engine's channel. */
+/* Record a failure (printf-style message) and return status, for hosts and
+ * backends that report their own errors through the engine's channel: a
+ * host's loader can `return cell_error(CELL_ERR_VALUE, "model: %s", why);`
+ * and its caller reads cell_last_error() as for any engine failure. The
+ * message is cut at 1023 bytes. (cell_last_error, cell_last_status,
+ * cell_error_clear and cell_status_name are in cell_ffi.h.) */
 CELL_API cell_status cell_error(cell_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-CELL_API void cell_error_clear(void);
 
 /* --- dtypes ------------------------------------------------------------ */
-CELL_API int cell_dtype_is_float(cell_dtype d);
-/* The result type of a binary op on two tensors (MindSpore's rules). */
+/* The result type of a binary op on tensors of dtypes a and b, MindSpore's
+ * rules: bool < integers < floats; the wider of two floats; float16 with
+ * bfloat16 gives float32; int8 with uint8 gives int32. Bad values give
+ * CELL_DTYPE_COUNT. (Names, sizes and cell_dtype_is_float: cell_ffi.h.) */
 CELL_API cell_dtype cell_dtype_promote(cell_dtype a, cell_dtype b);
-/* The result type of tensor `t` against a Lua/C number (float or not). */
+/* The result type of a tensor of dtype t against a number: a float number
+ * makes integer and bool tensors float32, an integral number leaves t as
+ * it is (bool becomes int64). */
 CELL_API cell_dtype cell_dtype_promote_scalar(cell_dtype t, int scalar_is_float);
-/* Parse "float32" / "Float32"; returns CELL_DTYPE_COUNT when unknown. */
-CELL_API cell_dtype cell_dtype_from_name(const char *name);
 
 /* --- creation ------------------------------------------------------------ */
-/* Uninitialised contiguous tensor. Negative sizes are a ValueError; sizes
- * whose byte count overflows or cannot be allocated a MemoryError. */
-CELL_API cell_status cell_tensor_empty(cell_dtype dt, int ndim, const int64_t *shape,
-                                       cell_tensor **out);
-CELL_API cell_status cell_tensor_full(cell_dtype dt, int ndim, const int64_t *shape,
-                                      double value, cell_tensor **out);
-/* Wrap host memory without copying. `release(ctx, data)` runs when the last
- * view goes (release may be NULL). strides == NULL means contiguous. */
+/* (cell_tensor_empty and cell_tensor_full are in cell_ffi.h.)
+ *
+ * Wrap host memory as a tensor without copying: a game's vertex buffer, a
+ * camera frame, a memory-mapped file. data must hold every element the
+ * shape and strides reach (strides in elements, may be 0 or negative for a
+ * broadcast or reversed view; NULL means contiguous row-major) and stay
+ * valid until release(ctx, data) is called, which happens exactly once,
+ * when the last tensor viewing the memory is released: possibly long after
+ * cell_tensor_wrap returns, if an op kept a view (reshape, transpose) or
+ * autograd saved the tensor. release may be NULL (the host frees the
+ * memory itself, after it has released every tensor made from it). The
+ * engine reads and writes the memory in place: in-place ops and copy_
+ * write into the host's buffer. Errors: NULL data, shape or out, or a
+ * negative size: ValueError; an unknown dtype: TypeError; no memory for the
+ * tensor's header: MemoryError. On failure release is not called: the
+ * memory is still the host's. */
 CELL_API cell_status cell_tensor_wrap(void *data, cell_dtype dt, int ndim,
                                       const int64_t *shape, const int64_t *strides,
                                       void (*release)(void *ctx, void *data), void *ctx,
                                       cell_tensor **out);
+/* 1-D tensor start, start+step, ... below stop (above it for a negative
+ * step). ValueError for step 0 or a non-finite bound, MemoryError for a
+ * count that cannot be allocated. */
 CELL_API cell_status cell_tensor_arange(double start, double stop, double step,
                                         cell_dtype dt, cell_tensor **out);
+/* n evenly spaced values from start to stop inclusive (ValueError: n < 0). */
 CELL_API cell_status cell_tensor_linspace(double start, double stop, int64_t n,
                                           cell_dtype dt, cell_tensor **out);
+/* n x m matrix with ones on the diagonal (ValueError: a negative size). */
 CELL_API cell_status cell_tensor_eye(int64_t n, int64_t m, cell_dtype dt, cell_tensor **out);
-/* Random tensors from the engine's counter-based generator. */
+/* Random tensors from the engine's counter-based generator (cell_set_seed).
+ * rand and randn need a floating dtype (TypeError otherwise); randint an
+ * integer or floating one, and low < high (ValueError otherwise). */
 CELL_API cell_status cell_tensor_rand(cell_dtype dt, int ndim, const int64_t *shape,
                                       cell_tensor **out);   /* uniform [0, 1) */
 CELL_API cell_status cell_tensor_randn(cell_dtype dt, int ndim, const int64_t *shape,
@@ -136,109 +122,123 @@ CELL_API cell_status cell_tensor_randint(int64_t low, int64_t high, cell_dtype d
                                          const int64_t *shape, cell_tensor **out); /* [low, high) */
 
 /* --- shape and elements ----------------------------------------------- */
+/* The tensor's sizes and strides, ndim entries each, owned by the tensor
+ * and valid while it lives; NULL for a NULL tensor. */
 CELL_API const int64_t *cell_tensor_shape(const cell_tensor *t);
 CELL_API const int64_t *cell_tensor_strides(const cell_tensor *t);
+/* numel * element size: the bytes of the view's values (0 for NULL). */
 CELL_API size_t cell_tensor_nbytes(const cell_tensor *t);
-/* Read / write one element at a multi-index (0-based, checked). */
+/* Read / write one element at a multi-index of ndim entries (0-based,
+ * checked: IndexError naming the index, the dimension and its size), as a
+ * double. Writing converts the value as cell_tensor_astype converts, and
+ * bumps the version. */
 CELL_API cell_status cell_tensor_get(const cell_tensor *t, const int64_t *idx, double *out);
 CELL_API cell_status cell_tensor_set(cell_tensor *t, const int64_t *idx, double v);
-/* The single element of a one-element tensor. */
+/* The single element of a one-element tensor (any shape); ValueError
+ * naming the shape otherwise. The _i64 form reads integers exactly. */
 CELL_API cell_status cell_tensor_item(const cell_tensor *t, double *out);
 CELL_API cell_status cell_tensor_item_i64(const cell_tensor *t, int64_t *out);
-/* A storage's modification counter, bumped by every in-place op. */
+/* A storage's modification counter, bumped by every in-place op: a host
+ * that caches something computed from a tensor compares it to see whether
+ * the tensor changed. 0 for NULL. */
 CELL_API unsigned cell_tensor_version(const cell_tensor *t);
 
 /* --- views (no copy) ------------------------------------------------------ */
-/* reshape: a view when the strides allow it, else a contiguous copy. One
- * entry of shape may be -1 (inferred). view: the same, but never copies. */
-CELL_API cell_status cell_tensor_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
-                                         cell_tensor **out);
-CELL_API cell_status cell_tensor_view(const cell_tensor *t, int ndim, const int64_t *shape,
-                                      cell_tensor **out);
-CELL_API cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1,
-                                           cell_tensor **out);
+/* (reshape, view, transpose and contiguous are in cell_ffi.h.)
+ * dims is a permutation of 0..ndim-1 (ValueError for a repeat, IndexError
+ * for a value out of range). */
 CELL_API cell_status cell_tensor_permute(const cell_tensor *t, const int *dims,
                                          cell_tensor **out);
-/* dim < 0: squeeze every size-1 dimension. */
+/* Remove dimension dim if it has size 1 (a dimension of another size is
+ * left as it is); dim < 0: remove every size-1 dimension. */
 CELL_API cell_status cell_tensor_squeeze(const cell_tensor *t, int dim, cell_tensor **out);
+/* Insert a size-1 dimension at dim, 0 <= dim <= ndim. */
 CELL_API cell_status cell_tensor_unsqueeze(const cell_tensor *t, int dim, cell_tensor **out);
+/* Merge dimensions start..end (inclusive) into one; ValueError when start
+ * comes after end. A copy when the strides do not allow a view. */
 CELL_API cell_status cell_tensor_flatten(const cell_tensor *t, int start, int end,
                                          cell_tensor **out);
+/* Elements start .. start+len-1 along dim (IndexError past the end). */
 CELL_API cell_status cell_tensor_narrow(const cell_tensor *t, int dim, int64_t start,
                                         int64_t len, cell_tensor **out);
-/* Slice with a step: elements start, start+step, ... below stop. */
+/* Elements start, start+step, ... below stop along dim; step > 0
+ * (ValueError otherwise), 0 <= start <= stop <= size (IndexError naming
+ * the range otherwise). */
 CELL_API cell_status cell_tensor_slice(const cell_tensor *t, int dim, int64_t start,
                                        int64_t stop, int64_t step, cell_tensor **out);
+/* Index i along dim, removing that dimension (IndexError out of range). */
 CELL_API cell_status cell_tensor_select(const cell_tensor *t, int dim, int64_t i,
                                         cell_tensor **out);
-/* Broadcast to shape (size-1 dims stretch; new leading dims added). */
+/* Broadcast to shape: size-1 dims stretch (stride 0), new leading dims are
+ * added; ValueError naming both shapes when it cannot. Writes through an
+ * expanded view reach the same element many times: do not. */
 CELL_API cell_status cell_tensor_expand(const cell_tensor *t, int ndim, const int64_t *shape,
                                         cell_tensor **out);
-/* The same tensor (retained) when contiguous, else a contiguous copy. */
-CELL_API cell_status cell_tensor_contiguous(const cell_tensor *t, cell_tensor **out);
+/* A contiguous copy with storage of its own. */
 CELL_API cell_status cell_tensor_clone(const cell_tensor *t, cell_tensor **out);
+/* A contiguous copy converted to dt (always a copy, even when t already
+ * has dt). TypeError for an unknown dtype. */
 CELL_API cell_status cell_tensor_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
 
-/* --- in place -------------------------------------------------------------- */
-/* dst = src, broadcasting src to dst's shape and converting its dtype. */
-CELL_API cell_status cell_tensor_copy_(cell_tensor *dst, const cell_tensor *src);
-CELL_API cell_status cell_tensor_fill_(cell_tensor *t, double v);
-
 /* --- elementwise ------------------------------------------------------------ */
-CELL_API cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
-                                    cell_tensor **out);
-/* a = a op b; the result dtype must convert to a's dtype (TypeError if not)
- * and b must broadcast to a's shape. */
-CELL_API cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b);
-/* t op s, or s op t when reversed; s is a number, float or integral. */
-CELL_API cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double s,
-                                           int s_is_float, int reversed, cell_tensor **out);
+/* (cell_op_binary, cell_op_binary_, cell_op_binary_scalar, cell_op_unary and
+ * cell_op_unary_ are in cell_ffi.h.)
+ * t = t op s, in place; s must not change t's dtype (TypeError), and t
+ * must not require grad while grad mode is on (RuntimeError). */
 CELL_API cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s,
                                             int s_is_float);
-CELL_API cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out);
-CELL_API cell_status cell_op_unary_(cell_unop op, cell_tensor *a);
+/* min(max(a, lo), hi), each bound only when its has_ flag is set. */
 CELL_API cell_status cell_op_clamp(const cell_tensor *a, int has_lo, double lo, int has_hi,
                                    double hi, cell_tensor **out);
+/* cond ? a : b elementwise; cond is bool (TypeError otherwise), the three
+ * broadcast together (ValueError naming the shapes otherwise). */
 CELL_API cell_status cell_op_where(const cell_tensor *cond, const cell_tensor *a,
                                    const cell_tensor *b, cell_tensor **out);
+/* a with value wherever the bool mask (broadcast to a) is true. */
 CELL_API cell_status cell_op_masked_fill(const cell_tensor *a, const cell_tensor *mask,
                                          double value, cell_tensor **out);
+/* "add", "relu", ...: the name errors use; "?" for a value out of range. */
 CELL_API const char *cell_binop_name(cell_binop op);
 CELL_API const char *cell_unop_name(cell_unop op);
 
 /* --- reductions --------------------------------------------------------------- */
-/* Reduce over dims[0..ndims) (ndims == 0: all). */
-CELL_API cell_status cell_op_reduce(cell_redop op, const cell_tensor *a, int ndims,
-                                    const int *dims, int keepdim, cell_tensor **out);
-/* max / min along one dimension, with the positions (int64, counted from
- * index_base) of the first extreme element. */
+/* (cell_op_reduce and cell_op_argmax are in cell_ffi.h.)
+ * max / min along one dimension: the values, and the positions (int64,
+ * counted from index_base) of the first extreme element. Either output may
+ * be NULL when not wanted, not both. ValueError over zero elements. */
 CELL_API cell_status cell_op_max_dim(const cell_tensor *a, int dim, int keepdim, int is_min,
                                      int64_t index_base, cell_tensor **values,
                                      cell_tensor **indices);
-/* argmax / argmin: dim < 0 means over the flattened tensor. */
-CELL_API cell_status cell_op_argmax(const cell_tensor *a, int dim, int keepdim, int is_min,
-                                    int64_t index_base, cell_tensor **out);
-/* Variance (std when take_sqrt) with ddof subtracted from the count. */
+/* Variance (the standard deviation when take_sqrt) over dims, dividing by
+ * the count minus ddof (0: population, 1: sample). */
 CELL_API cell_status cell_op_var(const cell_tensor *a, int ndims, const int *dims, int ddof,
                                  int keepdim, int take_sqrt, cell_tensor **out);
-/* p-norm (p > 0, or INFINITY for the max norm). */
+/* p-norm over dims (p > 0, or INFINITY for the max norm; ValueError
+ * otherwise). */
 CELL_API cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *dims,
                                   int keepdim, cell_tensor **out);
+/* Running sum along dim (integers and bool sum to int64). */
 CELL_API cell_status cell_op_cumsum(const cell_tensor *a, int dim, cell_tensor **out);
 
 /* --- linear algebra ------------------------------------------------------------- */
-/* NumPy matmul semantics: 1-D operands promoted and squeezed, batch dims
- * broadcast. float32/float64 go to the gemm backend (OpenBLAS). */
-CELL_API cell_status cell_op_matmul(const cell_tensor *a, const cell_tensor *b,
-                                    cell_tensor **out);
+/* (cell_op_matmul is in cell_ffi.h.) mm: both 2-D; bmm: both 3-D with equal
+ * batch sizes; dot: both 1-D of one length. Each is a ValueError naming the
+ * shapes otherwise. */
 CELL_API cell_status cell_op_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 CELL_API cell_status cell_op_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 CELL_API cell_status cell_op_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 
 /* --- shape ops -------------------------------------------------------------------- */
+/* Join ts[0..n) along dim (cat: an existing dimension, every other size
+ * equal; stack: a new one, every shape equal). n >= 1; dtypes promote.
+ * ValueError naming the first tensor that does not fit. */
 CELL_API cell_status cell_op_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out);
 CELL_API cell_status cell_op_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out);
-/* Index tensors are integer tensors whose values count from index_base. */
+/* Index tensors are integer tensors whose values count from index_base (0
+ * in C, 1 from Lua); a value out of range is an IndexError naming it.
+ * gather: out[i][j] = a[index[i][j]][j] (dim 0), index of a's rank;
+ * scatter: a copy of a with src's values written at the indices;
+ * index_select: the slices of a at index (1-D) along dim. */
 CELL_API cell_status cell_op_gather(const cell_tensor *a, int dim, const cell_tensor *index,
                                     int64_t index_base, cell_tensor **out);
 CELL_API cell_status cell_op_scatter(const cell_tensor *a, int dim, const cell_tensor *index,
@@ -248,48 +248,54 @@ CELL_API cell_status cell_op_index_select(const cell_tensor *a, int dim,
                                           const cell_tensor *index, int64_t index_base,
                                           cell_tensor **out);
 /* Repeat the whole tensor reps[i] times along each dim (nreps may exceed
- * ndim: leading dims are added). */
+ * ndim: leading dims are added; ValueError for a negative count). */
 CELL_API cell_status cell_op_tile(const cell_tensor *a, int nreps, const int64_t *reps,
                                   cell_tensor **out);
+/* Repeat each element `repeats` times along dim (repeats >= 0). */
 CELL_API cell_status cell_op_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim,
                                                cell_tensor **out);
-/* Constant padding. pads holds (before, after) pairs starting from the last
- * dimension, as torch.nn.functional.pad; negative pads crop. */
+/* Constant padding. pads holds npairs (before, after) pairs starting from
+ * the last dimension, as torch.nn.functional.pad; negative pads crop
+ * (ValueError when a size would go below zero). */
 CELL_API cell_status cell_op_pad(const cell_tensor *a, int npairs, const int64_t *pads,
                                  double value, cell_tensor **out);
 
 /* --- automatic differentiation ---------------------------------------------------- */
-/* Grad mode (thread-local, on by default): while on, differentiable ops on
- * tensors that require grad record how to differentiate their outputs. */
-CELL_API int cell_grad_is_enabled(void);
-CELL_API int cell_grad_set_enabled(int on); /* returns the previous mode */
-/* Only floating tensors may require grad (TypeError otherwise); only a leaf
- * (a tensor no recorded op produced) may have the flag changed. */
+/* (cell_grad_is_enabled and cell_grad_set_enabled are in cell_ffi.h.)
+ * Only floating tensors may require grad (TypeError otherwise); only a leaf
+ * (a tensor no recorded op produced) may have the flag changed
+ * (RuntimeError otherwise). */
 CELL_API cell_status cell_tensor_set_requires_grad(cell_tensor *t, int on);
-CELL_API int cell_tensor_requires_grad(const cell_tensor *t);
-CELL_API int cell_tensor_is_leaf(const cell_tensor *t);
-/* Name of the node that produced t ("MulBackward", ...), or NULL. */
+CELL_API int cell_tensor_requires_grad(const cell_tensor *t); /* 0 for NULL */
+CELL_API int cell_tensor_is_leaf(const cell_tensor *t);       /* 1 for NULL */
+/* Name of the node that produced t ("MulBackward", ...), or NULL for a
+ * leaf. The string is static. */
 CELL_API const char *cell_tensor_grad_fn_name(const cell_tensor *t);
-/* The same data, cut from the graph (MindSpore's stop_gradient). */
+/* The same data, cut from the graph (MindSpore's stop_gradient): a view
+ * that does not require grad. */
 CELL_API cell_status cell_tensor_detach(const cell_tensor *t, cell_tensor **out);
 /* Gradients of root with respect to the leaves inputs[0..n). sens is the
  * gradient of root (NULL: root must have one element, and it is 1).
  * grads[i] gets a new tensor, zeros where inputs[i] did not contribute.
  * The graph's saved tensors are freed afterwards: a second call on the same
- * graph is a RuntimeError. */
+ * graph is a RuntimeError, as is a root that does not require grad. On
+ * failure no grads[i] is set. */
 CELL_API cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens, int n,
                                         cell_tensor *const *inputs, cell_tensor **grads);
 /* A function run on t's gradient during backward; it may set *replacement
- * (a new reference) to replace it. release(ud) runs when the hook goes.
- * t must require grad. *id identifies the hook for removal. */
+ * (a new reference) to replace it, and may fail (its status and message
+ * end the pass). release(ud) runs when the hook goes (removed, or t freed;
+ * release may be NULL). t must require grad (RuntimeError otherwise). *id
+ * identifies the hook for removal. */
 CELL_API cell_status cell_tensor_register_hook(cell_tensor *t,
                                                cell_status (*fn)(void *ud, const cell_tensor *grad,
                                                                  cell_tensor **replacement),
                                                void (*release)(void *ud), void *ud, int *id);
+/* Remove hook id from t; an unknown id or a NULL t is a no-op. */
 CELL_API void cell_tensor_remove_hook(cell_tensor *t, int id);
 /* The names of every backward node the engine can record ("MulBackward",
- * ...), up to max of them; returns the count. Tests check each has a
- * gradient check. */
+ * ...), up to max of them into names (static strings); returns the count
+ * of names written. Tests check each has a gradient check. */
 CELL_API int cell_autograd_node_names(const char **names, int max);
 
 /* --- printing ---------------------------------------------------------------------- */
@@ -302,8 +308,10 @@ CELL_API cell_status cell_tensor_format(const cell_tensor *t, char **out);
  * ("blas" or "cpu"): for tests and benchmarks. */
 CELL_API const char *cell_gemm_backend_name(cell_dtype dt, int64_t m, int64_t n, int64_t k);
 
-#include "cell_conv.h"
-#include "cell_nn.h"
-#include "cell_optim.h"
+/* --- op families, each in a header of its own -------------------------------------------- */
+#include "cell_conv.h"  /* conv2d, max_pool2d, avg_pool2d */
+#include "cell_nn.h"    /* softmax, normalisation, dropout, embedding, losses */
+#include "cell_optim.h" /* fused optimizer steps */
+#include "cell_io.h"    /* safetensors checkpoints, IDX data sets */
 
 #endif

@@ -1,7 +1,9 @@
 -- cli_spec.lua - the `cell` executable (src/repl/), found at $CELL_BIN:
 -- `cell script.lua a b` runs a script with its arg table, lines piped into
--- `cell` print the values of expressions, and a failing script exits
--- nonzero with its message on stderr.
+-- `cell` go through the REPL as typed lines do (values printed, `_`,
+-- multi-line chunks, `?name`), and a failing script exits nonzero with its
+-- message on stderr. What only a terminal shows (prompts, Tab, Ctrl-C,
+-- history) is in repl_spec.lua.
 local BIN = os.getenv("CELL_BIN") or "bin/cell"
 
 local function read_file(path)
@@ -35,7 +37,9 @@ local function run(cmdline)
 end
 
 local function script(text)
-  local path = os.tmpname() .. ".lua"
+  local base = os.tmpname() -- made by the call (Lua 5.4): only its name is wanted
+  os.remove(base)
+  local path = base .. ".lua"
   write_file(path, text)
   return path
 end
@@ -133,6 +137,40 @@ print(t:sum():item() == 12, tostring(t.dtype))
     local o, e = repl("c = require 'cell'\nc.ones({2}) + c.ones({3})\n5 * 5\n")
     assert.is_truthy((o .. e):find("ValueError:", 1, true), o .. e)
     assert.is_true(has_value(o, "25"), o .. e)
+  end)
+
+  it("prints tables readably and keeps the last result in _", function()
+    local o, e, rc = repl("{1, 2, {a = 3}, b = 'x'}\n20 + 1\n_ * 2\n")
+    assert.are.equal(0, rc, e)
+    assert.is_true(has_value(o, '{1, 2, {a = 3}, b = "x"}'), o)
+    assert.is_true(has_value(o, "42"), o)
+  end)
+
+  it("reads a chunk over several lines and accepts a leading =", function()
+    local o, e, rc = repl("function f(x)\n  return x + 1\nend\nf(1)\n= 2 * 5\n")
+    assert.are.equal(0, rc, e)
+    assert.is_true(has_value(o, "2"), o)
+    assert.is_true(has_value(o, "10"), o)
+  end)
+
+  it("prints nil only for an explicit nil", function()
+    local o, e, rc = repl("x = nil\nprint('-')\nnil\n")
+    assert.are.equal(0, rc, e)
+    assert.are.equal("-\nnil\n", o)
+  end)
+
+  it("answers ?name with one-line documentation", function()
+    local o, e, rc = repl("?cell.zeros\n?nosuch\n")
+    assert.are.equal(0, rc, e)
+    assert.is_true(has_line(o, "cell.zeros(shape [, dtype])"), o)
+    assert.is_true(has_value(o, "nosuch: no such name (it is nil)"), o)
+  end)
+
+  it("reports an error in a result's __tostring with a traceback and goes on", function()
+    local o, e = repl("setmetatable({}, {__tostring = function() error('oops') end})\n6 * 7\n")
+    assert.is_truthy(e:find("error printing the result: stdin:1: oops", 1, true), e)
+    assert.is_truthy(e:find("stack traceback:", 1, true), e)
+    assert.is_true(has_value(o, "42"), o)
   end)
 
   it("exits 0 after a script that succeeds", function()

@@ -84,5 +84,10 @@ static inline double flat(const cell_tensor *t, int64_t i) {
 void test_reduce_all(void);
 void test_shape_all(void);
 void test_create_all(void);
+void test_nn_all(void);
+void test_optim_all(void);
+void test_capi_all(void);
+void test_io_all(void);
+void test_conv_all(void);
 
 #endif

@@ -404,6 +404,11 @@ int main(void) {
   test_reduce_all();
   test_shape_all();
   test_create_all();
+  test_nn_all();
+  test_optim_all();
+  test_capi_all();
+  test_io_all();
+  test_conv_all();
   CHECK(cell_alloc_live_blocks() == base); /* every test released what it made */
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -31,6 +31,12 @@ for _, k in ipairs { "Initializer", "Zero", "One", "Constant", "Normal", "Unifor
   cell.init[k] = initializer[k]
 end
 
+--- Checkpoints (safetensors files): save_checkpoint, load_checkpoint, load_param_into_net.
+local serialization = require "cell.serialization"
+for _, k in ipairs { "save_checkpoint", "load_checkpoint", "load_param_into_net" } do
+  cell[k] = serialization[k]
+end
+
 --- cell.kwargs{name = value}: keyword arguments for a cell call, passed last.
 cell.kwargs = require("cell.nn.call").kwargs
 

@@ -7,11 +7,8 @@ local H = require "helpers"
 local cell = H.cell
 local nn = cell.nn
 
---- Stand-in for nn.Conv2d's parameters (the layer arrives with the conv
--- kernels): the weight's shape, dtype and name as Conv2d makes them.
-local Conv2dParams = nn.Cell:extend("Conv2d")
-function Conv2dParams:init(cin, cout, k)
-  self.weight = cell.Parameter(cell.initializer("normal", { cout, cin, k, k }), "weight")
+local function Conv2dParams(cin, cout, k)
+  return nn.Conv2d(cin, cout, k, { has_bias = false, weight_init = "normal" })
 end
 
 local function list_str(list)
@@ -141,9 +138,11 @@ describe("the nn.Cell reference examples", function()
   end)
 
   it("to_float returns the cell", function()
-    local net = nn.Dense(3, 4)
+    local net = nn.Conv2d(120, 240, 4, { has_bias = false, weight_init = "normal" })
     assert.are.equal(net, net:to_float(cell.float16))
-    assert.are.equal("Dense(input_channels=3, output_channels=4, has_bias=true)", tostring(net))
+    assert.are.equal("Conv2d(input_channels=120, output_channels=240, kernel_size=(4, 4), stride=(1, 1), "
+      .. "pad_mode=same, padding=0, dilation=(1, 1), group=1, has_bias=false, weight_init=normal, bias_init=nil, "
+      .. "format=NCHW)", tostring(net))
   end)
 
   it("register_buffer, then reading it", function()

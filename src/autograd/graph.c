@@ -410,6 +410,7 @@ static cell_status propagate(cell_node *root) {
 cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens, int n,
                                cell_tensor *const *inputs, cell_tensor **grads) {
   if (!root || (n > 0 && (!inputs || !grads))) return cell_error(CELL_ERR_VALUE, "grad: NULL argument");
+  if (n < 0) return cell_error(CELL_ERR_VALUE, "grad: the number of inputs must be >= 0, got %d", n);
   for (int i = 0; i < n; i++) {
     if (!inputs[i]) return cell_error(CELL_ERR_VALUE, "grad: input %d is NULL", i + 1);
     if (!cell_tensor_is_leaf(inputs[i]))

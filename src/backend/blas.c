@@ -35,9 +35,43 @@ static int blas_supports(const cell_gemm *g) {
   return (g->c_cs == 1 || g->n == 1) && (g->m <= 1 || g->c_rs >= g->n) && g->c_rs <= INT32_MAX;
 }
 
+/* One row or one column of output is a matrix-vector product: OpenBLAS's
+ * gemm does not forward it to gemv, which is several times faster (a
+ * batch-1 Dense layer: 60 us as gemm, 9 us as gemv for 784 x 256). The
+ * vector's stride must be positive (BLAS reads negative ones backwards). */
+static int gemv(const cell_gemm *g) {
+  CBLAS_TRANSPOSE tm;
+  int64_t ldm;
+  if (g->m == 1 && g->a_cs > 0 && g->c_cs > 0) { /* c^T = B^T a^T */
+    layout(g->k, g->n, g->b_rs, g->b_cs, &tm, &ldm);
+    CBLAS_TRANSPOSE t = tm == CblasNoTrans ? CblasTrans : CblasNoTrans;
+    int rows = (int)(tm == CblasNoTrans ? g->k : g->n), cols = (int)(tm == CblasNoTrans ? g->n : g->k);
+    if (g->dtype == CELL_DTYPE_F32)
+      cblas_sgemv(CblasRowMajor, t, rows, cols, 1.0f, (const float *)g->b, (int)ldm,
+                  (const float *)g->a, (int)g->a_cs, 0.0f, (float *)g->c, (int)g->c_cs);
+    else
+      cblas_dgemv(CblasRowMajor, t, rows, cols, 1.0, (const double *)g->b, (int)ldm,
+                  (const double *)g->a, (int)g->a_cs, 0.0, (double *)g->c, (int)g->c_cs);
+    return 1;
+  }
+  if (g->n == 1 && g->b_rs > 0 && g->c_rs > 0) { /* c = A b */
+    layout(g->m, g->k, g->a_rs, g->a_cs, &tm, &ldm);
+    int rows = (int)(tm == CblasNoTrans ? g->m : g->k), cols = (int)(tm == CblasNoTrans ? g->k : g->m);
+    if (g->dtype == CELL_DTYPE_F32)
+      cblas_sgemv(CblasRowMajor, tm, rows, cols, 1.0f, (const float *)g->a, (int)ldm,
+                  (const float *)g->b, (int)g->b_rs, 0.0f, (float *)g->c, (int)g->c_rs);
+    else
+      cblas_dgemv(CblasRowMajor, tm, rows, cols, 1.0, (const double *)g->a, (int)ldm,
+                  (const double *)g->b, (int)g->b_rs, 0.0, (double *)g->c, (int)g->c_rs);
+    return 1;
+  }
+  return 0;
+}
+
 static cell_status blas_gemm(const cell_gemm *g) {
   CBLAS_TRANSPOSE ta, tb;
   int64_t lda, ldb;
+  if (gemv(g)) return CELL_OK;
   layout(g->m, g->k, g->a_rs, g->a_cs, &ta, &lda);
   layout(g->k, g->n, g->b_rs, g->b_cs, &tb, &ldb);
   int ldc = (int)(g->m > 1 ? g->c_rs : g->n);

@@ -37,6 +37,7 @@ cell_dtype cell_dtype_from_name(const char *name) {
 }
 
 cell_dtype cell_dtype_promote(cell_dtype a, cell_dtype b) {
+  if ((unsigned)a >= CELL_DTYPE_COUNT || (unsigned)b >= CELL_DTYPE_COUNT) return CELL_DTYPE_COUNT;
   if (a == b) return a;
   /* Mixed signed/unsigned bytes need int16, which cell lacks: int32. */
   if ((a == CELL_DTYPE_I8 && b == CELL_DTYPE_U8) || (a == CELL_DTYPE_U8 && b == CELL_DTYPE_I8))

@@ -166,6 +166,7 @@ cell_status cell_tensor_empty(cell_dtype dt, int ndim, const int64_t *shape, cel
 cell_status cell_tensor_full(cell_dtype dt, int ndim, const int64_t *shape, double value,
                              cell_tensor **out) {
   cell_tensor *t;
+  if (!out) return cell_error(CELL_ERR_VALUE, "full: NULL argument");
   CELL_TRY(cell_tensor_empty(dt, ndim, shape, &t));
   cell_status s = cell_k_fill_(t, value);
   if (s != CELL_OK) {
@@ -266,6 +267,7 @@ static cell_status element_ptr(const cell_tensor *t, const int64_t *idx, char **
 
 cell_status cell_tensor_get(const cell_tensor *t, const int64_t *idx, double *out) {
   char *p;
+  if (!out) return cell_error(CELL_ERR_VALUE, "get: NULL argument");
   CELL_TRY(element_ptr(t, idx, &p));
   *out = cell_load_f64(t->dtype, p);
   return CELL_OK;
@@ -294,6 +296,7 @@ static cell_status single(const cell_tensor *t, char **p) {
 
 cell_status cell_tensor_item(const cell_tensor *t, double *out) {
   char *p;
+  if (!out) return cell_error(CELL_ERR_VALUE, "item: NULL argument");
   CELL_TRY(single(t, &p));
   *out = cell_load_f64(t->dtype, p);
   return CELL_OK;
@@ -301,6 +304,7 @@ cell_status cell_tensor_item(const cell_tensor *t, double *out) {
 
 cell_status cell_tensor_item_i64(const cell_tensor *t, int64_t *out) {
   char *p;
+  if (!out) return cell_error(CELL_ERR_VALUE, "item: NULL argument");
   CELL_TRY(single(t, &p));
   *out = cell_load_i64(t->dtype, p);
   return CELL_OK;

@@ -11,6 +11,7 @@ static cell_status infer_shape(const char *op, const cell_tensor *t, int ndim,
   if (ndim < 0 || ndim > CELL_MAX_DIMS)
     return cell_error(CELL_ERR_VALUE, "%s: a tensor has at most %d dimensions, got %d", op,
                       CELL_MAX_DIMS, ndim);
+  if (ndim > 0 && !shape) return cell_error(CELL_ERR_VALUE, "%s: NULL shape", op);
   int infer = -1;
   int64_t known = 1;
   for (int i = 0; i < ndim; i++) {

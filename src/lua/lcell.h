@@ -83,6 +83,10 @@ void lc_register_ops(lua_State *L, int base);
 void lc_register_create(lua_State *L, int module, int base);
 void lc_register_autograd(lua_State *L, int module, int base);
 void lc_register_attrs(lua_State *L, int module, int base);
+/* core.safetensors_save/_load, core.idx_load, core.isatty (lio.c). */
+void lc_register_io(lua_State *L, int module, int base);
+/* The FFI helpers of lembed.c (core._ffi_*). */
+void lc_register_embed(lua_State *L, int module, int base);
 /* Register into the table core.nnops (at index nnops). */
 void lc_register_conv(lua_State *L, int nnops, int base);
 void lc_register_nn(lua_State *L, int nnops, int base);

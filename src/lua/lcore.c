@@ -309,6 +309,8 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   lc_register_create(L, module, base);
   lc_register_autograd(L, module, base);
   lc_register_attrs(L, module, base);
+  lc_register_io(L, module, base);
+  lc_register_embed(L, module, base);
   lua_newtable(L); /* core.nnops: the functional neural-network ops */
   int nnops = lua_gettop(L);
   lc_register_conv(L, nnops, base);

@@ -1,7 +1,87 @@
 /* loptim.c - the Lua binding of include/cell_optim.h: functions of the
- * table core.nnops, which cell.ops (lua/cell/ops.lua) exposes. */
+ * table core.nnops, which cell.ops (lua/cell/ops.lua) exposes. They are
+ * internal (underscored): lua/cell/nn/optim/ calls them once per parameter
+ * per step, with every hyper-parameter as a number, so a step makes no Lua
+ * tables and no tensors. */
 #include "lcell.h"
 
-static const luaL_Reg optim_funcs[] = {{NULL, NULL}};
+/* Raise the engine's error, prefixed by the caller's label when it gave one
+ * (the optimizer and parameter the step was for). */
+static int step_error(lua_State *L, int label) {
+  if (lua_type(L, label) != LUA_TSTRING) return lc_raise(L);
+  cell_status s = cell_last_status();
+  return luaL_error(L, "%s: %s: %s", cell_status_name(s ? s : CELL_ERR_RUNTIME), lua_tostring(L, label),
+                    cell_last_error());
+}
+
+/* _sgd_step(param, grad, buf | nil, lr, momentum, dampening, weight_decay,
+ *           nesterov, first_step, grad_scale [, label]) */
+static int l_sgd_step(lua_State *L) {
+  cell_tensor *p = lc_check_tensor(L, 1), *g = lc_check_tensor(L, 2);
+  cell_tensor *buf = lua_isnil(L, 3) ? NULL : lc_check_tensor(L, 3);
+  cell_sgd_config c;
+  c.lr = lc_check_number(L, 4);
+  c.momentum = lc_check_number(L, 5);
+  c.dampening = lc_check_number(L, 6);
+  c.weight_decay = lc_check_number(L, 7);
+  c.nesterov = lua_toboolean(L, 8);
+  c.first_step = lua_toboolean(L, 9);
+  c.grad_scale = lc_check_number(L, 10);
+  if (cell_optim_sgd_step(p, g, buf, &c) != CELL_OK) return step_error(L, 11);
+  return 0;
+}
+
+/* _adam_step(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
+ *            weight_decay, step, decoupled, grad_scale [, label]) */
+static int l_adam_step(lua_State *L) {
+  cell_tensor *p = lc_check_tensor(L, 1), *g = lc_check_tensor(L, 2);
+  cell_tensor *m = lc_check_tensor(L, 3), *v = lc_check_tensor(L, 4);
+  cell_adam_config c;
+  c.lr = lc_check_number(L, 5);
+  c.beta1 = lc_check_number(L, 6);
+  c.beta2 = lc_check_number(L, 7);
+  c.eps = lc_check_number(L, 8);
+  c.weight_decay = lc_check_number(L, 9);
+  c.step = (int64_t)lc_check_int(L, 10);
+  c.decoupled = lua_toboolean(L, 11);
+  c.grad_scale = lc_check_number(L, 12);
+  if (cell_optim_adam_step(p, g, m, v, &c) != CELL_OK) return step_error(L, 13);
+  return 0;
+}
+
+/* _check_grads(params, grads, labels, n): every grads[i] is a Tensor of
+ * params[i]'s shape and dtype, else the error names labels[i]. An optimizer
+ * checks all of them before it updates any, so a bad list changes nothing. */
+static int l_check_grads(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_Integer n = lc_check_int(L, 4);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    lua_rawgeti(L, 2, i);
+    lua_rawgeti(L, 3, i);
+    const char *label = lua_tostring(L, -1);
+    if (!label) label = "optimizer";
+    cell_tensor *p = lc_test_tensor(L, -3), *g = lc_test_tensor(L, -2);
+    if (!p) return luaL_error(L, "TypeError: %s: the parameter is not a Tensor", label);
+    if (!g)
+      return luaL_error(L, "TypeError: %s: the gradient must be a Tensor, but got %s", label, luaL_typename(L, -2));
+    if (!cell_shape_equal(g->ndim, g->shape, p->ndim, p->shape)) {
+      char sg[256], sp[256];
+      return luaL_error(L, "ValueError: %s: the gradient has shape %s but the parameter has shape %s", label,
+                        cell_shape_str(g->ndim, g->shape, sg, sizeof sg),
+                        cell_shape_str(p->ndim, p->shape, sp, sizeof sp));
+    }
+    if (g->dtype != p->dtype)
+      return luaL_error(L, "TypeError: %s: the gradient is a %s tensor but the parameter is %s", label,
+                        cell_dtype_name(g->dtype), cell_dtype_name(p->dtype));
+    lua_pop(L, 3);
+  }
+  return 0;
+}
+
+static const luaL_Reg optim_funcs[] = {
+    {"_sgd_step", l_sgd_step}, {"_adam_step", l_adam_step}, {"_check_grads", l_check_grads}, {NULL, NULL}};
 
 void lc_register_optim(lua_State *L, int nnops, int base) { lc_setfuncs(L, nnops, base, optim_funcs); }

@@ -1,7 +1,124 @@
 /* conv.h - raw kernels for convolution and pooling (internal): they compute and never
- * record; src/autograd/rules_conv.c wraps them for the public API. */
+ * record; src/autograd/rules_conv.c wraps them for the public API.
+ *
+ * Arguments are those of include/cell_conv.h (NULL arrays take their
+ * defaults). Every kernel validates its arguments itself, so the backward
+ * kernels, given the forward's arguments and saved inputs, rebuild the same
+ * geometry. */
 #ifndef CELL_OPS_CONV_H
 #define CELL_OPS_CONV_H
 #include "cell.h"
+#include <stddef.h>
+#include <string.h>
+
+/* The hot loops of conv_direct.c and pool.c use GCC vector types of
+ * CELL_VBYTES bytes; on x86-64 they are compiled twice, for AVX2 + FMA and
+ * for the baseline, and the loader picks one for the machine. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CONV_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CONV_CLONES
+#endif
+#define VBYTES 32
+typedef float vf32 __attribute__((vector_size(VBYTES)));
+typedef double vf64 __attribute__((vector_size(VBYTES)));
+typedef int32_t vi32 __attribute__((vector_size(VBYTES)));
+typedef int64_t vi64 __attribute__((vector_size(VBYTES)));
+#define VLOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define VSTORE(p, v) memcpy((p), &(v), sizeof(v))
+
+/* The sizes of one conv2d or pool2d call, validated. */
+typedef struct cell_conv_geom {
+  int64_t n, c, h, w;     /* input */
+  int64_t o, kh, kw;      /* output channels (conv: weight {o, c / groups, kh, kw}) and window */
+  int64_t groups;         /* conv only; 1 for pools */
+  int64_t sh, sw, dh, dw; /* stride and dilation (pools: dilation 1) */
+  int64_t pt, pb, pl, pr; /* padding: top, bottom, left, right */
+  int64_t oh, ow;         /* output height and width */
+} cell_conv_geom;
+
+/* Validate conv2d's arguments (b may be NULL) and fill *g. */
+cell_status cell_k_conv2d_geom(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
+                               const int64_t *stride, const int64_t *padding,
+                               const int64_t *dilation, int64_t groups, cell_conv_geom *g);
+cell_status cell_k_conv2d(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
+                          const int64_t *stride, const int64_t *padding, const int64_t *dilation,
+                          int64_t groups, cell_tensor **out);
+/* The gradients of conv2d(x, w, b) given gy, the gradient of its output:
+ * each of gx {N, C, H, W}, gw (w's shape) and gb {O} is computed only when
+ * not NULL, in the compute dtype (float64 for float64 inputs, float32 for
+ * the others). On failure none is set. */
+cell_status cell_k_conv2d_backward(const cell_tensor *gy, const cell_tensor *x,
+                                   const cell_tensor *w, const int64_t *stride,
+                                   const int64_t *padding, const int64_t *dilation,
+                                   int64_t groups, cell_tensor **gx, cell_tensor **gw,
+                                   cell_tensor **gb);
+
+/* How conv2d is lowered: im2col and the gemm backend (conv.c), or the
+ * direct kernels of conv_direct.c (stride 1 only; otherwise im2col is used).
+ * CELL_CONV_AUTO picks by shape; the others are for tests and benchmarks. */
+typedef enum cell_conv_lowering {
+  CELL_CONV_AUTO = 0,
+  CELL_CONV_IM2COL,
+  CELL_CONV_DIRECT
+} cell_conv_lowering;
+cell_status cell_k_conv2d_lowered(cell_conv_lowering how, const cell_tensor *x,
+                                  const cell_tensor *w, const cell_tensor *b,
+                                  const int64_t *stride, const int64_t *padding,
+                                  const int64_t *dilation, int64_t groups, cell_tensor **out);
+cell_status cell_k_conv2d_backward_lowered(cell_conv_lowering how, const cell_tensor *gy,
+                                           const cell_tensor *x, const cell_tensor *w,
+                                           const int64_t *stride, const int64_t *padding,
+                                           const int64_t *dilation, int64_t groups,
+                                           cell_tensor **gx, cell_tensor **gw, cell_tensor **gb);
+
+/* conv_direct.c, on contiguous operands of the compute dtype ct. Forward
+ * writes y ({N, O, OH, OW}) with the bias b (or none); backward writes gx
+ * (when not NULL) and adds into gw (when not NULL, zeroed by the caller). */
+int cell_conv_direct_ok(const cell_conv_geom *g);
+/* gb[k] = the sum of gy[:, k, :] for gy {n, o, P} (both paths). */
+void cell_conv_bias_grad(cell_dtype ct, const void *gy, int64_t n, int64_t o, int64_t P, void *gb);
+cell_status cell_conv_direct_forward(const cell_conv_geom *g, cell_dtype ct, const void *x,
+                                     const void *w, const void *b, void *y);
+cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, const void *gy,
+                                      const void *x, const void *w, void *gx, void *gw);
+
+/* Validate a pool's arguments for input shape (ndim, shape); op names the
+ * pool in messages. */
+cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
+                               const int64_t *kernel, const int64_t *stride,
+                               const int64_t *padding, cell_conv_geom *g);
+/* Max pooling; *indices (when not NULL) gets, per output element, the
+ * 0-based position h * W + w of its maximum in its input plane (int64). */
+cell_status cell_k_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
+                              const int64_t *padding, cell_tensor **out, cell_tensor **indices);
+/* The input gradient of max pooling: gy scattered (added) to the saved
+ * positions, into a tensor of dtype dt and shape in_shape {N, C, H, W}. */
+cell_status cell_k_max_pool2d_backward(const cell_tensor *gy, const cell_tensor *indices,
+                                       const int64_t *in_shape, cell_dtype dt,
+                                       cell_tensor **gx);
+cell_status cell_k_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
+                              const int64_t *padding, int count_include_pad, cell_tensor **out);
+/* The input gradient of average pooling over an input of shape in_shape. */
+cell_status cell_k_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_shape,
+                                       const int64_t *kernel, const int64_t *stride,
+                                       const int64_t *padding, int count_include_pad,
+                                       cell_dtype dt, cell_tensor **gx);
+
+/* Helpers shared by conv.c and pool.c. */
+/* A shape as "(2, 3, 8, 8)", the way MindSpore's messages print shapes. */
+const char *cell_conv_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+/* float64 computes in float64, every other float dtype in float32. */
+cell_dtype cell_conv_compute_dtype(cell_dtype dt);
+/* t as a contiguous tensor of dtype ct (t itself, retained, when it is one). */
+cell_status cell_conv_operand(const cell_tensor *t, cell_dtype ct, cell_tensor **out);
+/* A pair of sizes (v, or {def, def} when v is NULL), each in [lo, 2^30];
+ * a ValueError naming op and what otherwise. */
+cell_status cell_conv_pair(const char *op, const char *what, const int64_t *v, int64_t def,
+                           int64_t lo, int64_t *out);
+/* Four paddings (v, or zeros when v is NULL), each in [0, 2^30]. */
+cell_status cell_conv_pads(const char *op, const int64_t *v, int64_t *out);
+/* Whether a loop over this many elements is worth threads. */
+int cell_conv_parallel(int64_t work);
 
 #endif

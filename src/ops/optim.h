@@ -1,7 +1,15 @@
-/* optim.h - raw kernels for optimizer steps (internal): they compute and never
- * record; src/autograd/rules_optim.c wraps them for the public API. */
+/* optim.h - raw kernels for optimizer steps (internal). They compute and
+ * never check: the caller has validated what cell_optim_*_step (optim.c)
+ * validates (shapes, dtypes, writable layouts, hyper-parameters). The
+ * public functions are these plus those checks; other engine code that has
+ * already checked (a multi-tensor step, a backend) calls these. */
 #ifndef CELL_OPS_OPTIM_H
 #define CELL_OPS_OPTIM_H
 #include "cell.h"
+
+cell_status cell_k_sgd_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *buf,
+                            const cell_sgd_config *cfg);
+cell_status cell_k_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
+                             cell_tensor *exp_avg_sq, const cell_adam_config *cfg);
 
 #endif

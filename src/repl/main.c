@@ -10,10 +10,16 @@
  *   terminal (lua.c runs piped stdin as one file), so a session can be
  *   replayed or tested through a pipe; `cell -` still runs stdin as a file.
  * - The REPL has `cell` loaded as a global and prints expressions without
- *   `=`, each result through the global tostring, so a failing __tostring
- *   is reported and the session goes on.
- * - Ctrl-C also raises the engine's interrupt flag, so a long kernel (which
- *   never reaches a Lua hook) stops too.
+ *   `=`. Printing, Tab completion and `?name` help are Lua code
+ *   (lua/cell/repl.lua, lua/cell/doc.lua): several results print on one
+ *   line separated by tabs, tables print nested with depth and length caps,
+ *   and the first result is kept in the global `_`.
+ * - Each line typed is kept in the history file ($CELL_HISTORY, else
+ *   ~/.cell_history; CELL_HISTORY="" keeps none), appended as it is
+ *   entered and loaded at start.
+ * - Ctrl-C at the prompt clears the line (or the chunk being continued);
+ *   during a call it also raises the engine's interrupt flag, so a long
+ *   kernel (which never reaches a Lua hook) stops too.
  * It compiles against Lua 5.4 and LuaJIT's 5.1 API (`make LUA=luajit`). */
 #include <errno.h>
 #include <limits.h>
@@ -21,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 #include <readline/history.h>
@@ -127,6 +134,8 @@ static void lstop(lua_State *L, lua_Debug *ar) {
 static void laction(int sig) {
   int flag = LUA_MASKLINE | LUA_MASKCOUNT;
   setsignal(sig, SIG_DFL);
+  /* The terminal echoed ^C; the report starts on the next line. */
+  if (interactive) (void)!write(STDOUT_FILENO, "\n", 1);
   cell_interrupt(1);
   lua_sethook(globalL, lstop, flag, 1);
 }
@@ -151,9 +160,11 @@ static int docall(lua_State *L, int narg, int nres) {
   lua_insert(L, base);
   cell_interrupt(0); /* a Ctrl-C of an earlier call must not stop this one */
   globalL = L;
+  struct sigaction before; /* the REPL's handler between calls, else SIG_DFL */
+  sigaction(SIGINT, NULL, &before);
   setsignal(SIGINT, laction);
   int status = lua_pcall(L, narg, nres, base);
-  setsignal(SIGINT, SIG_DFL);
+  sigaction(SIGINT, &before, NULL);
   /* A Ctrl-C that a kernel answered can unwind before the hook runs; the
    * hook would then fire in the next call. */
   if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
@@ -420,131 +431,28 @@ static int runargs(lua_State *L, char **argv, int n) {
   return 1;
 }
 
-/* --- completion (terminal only) ------------------------------------------------------------ */
+/* --- the Lua side of the REPL ------------------------------------------------------------ */
 
-static const char *const lua_keywords[] = {
-    "and",   "break", "do",     "else", "elseif", "end",   "false", "for",
-    "function", "goto", "if",   "in",   "local",  "nil",   "not",   "or",
-    "repeat", "return", "then", "true", "until",  "while", NULL};
+/* lua/cell/repl.lua prints results, completes names and answers `?name`;
+ * it is kept in the registry under this key. Without it (a broken
+ * install) the REPL still runs: results print through tostring, and there
+ * is no completion or help. */
+#define REPL_KEY "cell.repl"
 
-static int is_identifier(const char *s, size_t len) {
-  if (len == 0 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
-    return 0;
-  for (size_t i = 1; i < len; i++) {
-    char c = s[i];
-    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-      return 0;
-  }
-  return 1;
-}
-
-/* Add the string keys of the table at idx that start with partial to the
- * set at set_idx (key -> true), as prefix .. key. methods_only keeps
- * function values (after ':'). */
-static void collect_keys(lua_State *L, int idx, int set_idx, const char *prefix,
-                         const char *partial, int methods_only) {
-  size_t plen = strlen(partial);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    size_t klen;
-    if (lua_type(L, -2) == LUA_TSTRING) {
-      const char *k = lua_tolstring(L, -2, &klen);
-      if (is_identifier(k, klen) && klen >= plen && memcmp(k, partial, plen) == 0 &&
-          (!methods_only || lua_type(L, -1) == LUA_TFUNCTION)) {
-        lua_pushfstring(L, "%s%s", prefix, k);
-        lua_pushboolean(L, 1);
-        lua_rawset(L, set_idx);
-      }
-    }
-    lua_pop(L, 1);
-  }
-}
-
-/* If mt is the tensor metatable, push the tensor method table that cell.core
- * exports (a tensor's __index is a function, since it also indexes
- * elements, so there is no __index table to list); else push nil. */
-static void push_tensor_methods(lua_State *L, int mt) {
-  int top = lua_gettop(L);
-  lua_pushnil(L); /* the result slot */
-  lua_getglobal(L, "package");
+/* Push the function `name` of the REPL module and return 1, or push
+ * nothing and return 0. */
+static int push_repl_fn(lua_State *L, const char *name) {
+  lua_getfield(L, LUA_REGISTRYINDEX, REPL_KEY);
   if (lua_istable(L, -1)) {
-    lua_getfield(L, -1, "loaded");
-    if (lua_istable(L, -1)) {
-      lua_getfield(L, -1, "cell.core");
-      if (lua_istable(L, -1)) {
-        lua_getfield(L, -1, "_tensor_mt");
-        int same = lua_rawequal(L, -1, mt);
-        lua_pop(L, 1);
-        if (same) {
-          lua_getfield(L, -1, "Tensor");
-          lua_replace(L, top + 1);
-        }
-      }
-    }
+    lua_getfield(L, -1, name);
+    lua_remove(L, -2);
+    if (lua_isfunction(L, -1)) return 1;
   }
-  lua_settop(L, top + 1);
+  lua_pop(L, 1);
+  return 0;
 }
 
-/* Under pcall: complete(text) -> set of candidates. text is a dotted path
- * such as "cell.ze" or "t:su". Fields are read with lua_getfield, so lazy
- * submodules load; errors (a raising __index) just give no candidates. */
-static int complete_collect(lua_State *L) {
-  const char *text = luaL_checkstring(L, 1);
-  lua_newtable(L);
-  int set = lua_gettop(L);
-  const char *sep = strrchr(text, '.');
-  const char *colon = strrchr(text, ':');
-  if (colon && (!sep || colon > sep)) sep = colon;
-  if (sep == text) return 1; /* ":x" after a call: nothing to look up */
-  const char *partial = sep ? sep + 1 : text;
-  lua_pushlstring(L, text, sep ? (size_t)(sep - text) + 1 : 0);
-  const char *prefix = lua_tostring(L, -1);
-
-  lua_pushglobaltable(L);
-  if (sep) {
-    /* Walk a.b.c: every component before the last separator. */
-    const char *p = text;
-    while (p < sep) {
-      const char *q = p;
-      while (q < sep && *q != '.' && *q != ':') q++;
-      if (!is_identifier(p, (size_t)(q - p))) return 1;
-      if (!lua_istable(L, -1) && !lua_isuserdata(L, -1)) return 1;
-      lua_pushlstring(L, p, (size_t)(q - p));
-      lua_gettable(L, -2);
-      lua_remove(L, -2);
-      p = q + 1;
-    }
-  } else {
-    for (const char *const *kw = lua_keywords; *kw; kw++) {
-      if (strncmp(*kw, partial, strlen(partial)) == 0) {
-        lua_pushstring(L, *kw);
-        lua_pushboolean(L, 1);
-        lua_rawset(L, set);
-      }
-    }
-  }
-  int methods_only = sep && *sep == ':';
-  /* The value's own keys, then those of its __index tables. */
-  for (int depth = 0; depth < 8 && lua_istable(L, -1); depth++) {
-    collect_keys(L, lua_gettop(L), set, prefix, partial, methods_only);
-    if (!lua_getmetatable(L, -1)) break;
-    int mt = lua_gettop(L);
-    lua_getfield(L, mt, "__index");
-    if (!lua_istable(L, -1)) {
-      lua_pop(L, 1);
-      push_tensor_methods(L, mt);
-    }
-    lua_replace(L, mt - 1); /* the __index table replaces the value */
-    lua_settop(L, mt - 1);
-  }
-  /* A tensor is a userdata whose __index is a function. */
-  if (lua_isuserdata(L, -1) && lua_getmetatable(L, -1)) {
-    push_tensor_methods(L, lua_gettop(L));
-    if (lua_istable(L, -1)) collect_keys(L, lua_gettop(L), set, prefix, partial, methods_only);
-  }
-  lua_settop(L, set);
-  return 1;
-}
+/* --- completion (terminal only) ------------------------------------------------------------ */
 
 static char **matches = NULL;
 static size_t nmatches = 0;
@@ -556,8 +464,9 @@ static void free_matches(void) {
   nmatches = 0;
 }
 
-/* readline's generator: on state 0 gather all candidates, then hand them
- * out one per call (readline frees each). */
+/* readline's generator: on state 0 ask repl.complete(text) for the
+ * candidates (a sequence of strings), then hand them out one per call
+ * (readline frees each). An error in there just gives no candidates. */
 static char *complete_generator(const char *text, int state) {
   static size_t next;
   if (state == 0) {
@@ -565,21 +474,17 @@ static char *complete_generator(const char *text, int state) {
     next = 0;
     lua_State *L = globalL;
     int top = lua_gettop(L);
-    lua_pushcfunction(L, complete_collect);
-    lua_pushstring(L, text);
-    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
-      size_t cap = 0;
-      lua_pushnil(L);
-      while (lua_next(L, -2)) {
-        lua_pop(L, 1);
-        if (nmatches == cap) {
-          cap = cap ? 2 * cap : 16;
-          char **grown = realloc(matches, cap * sizeof *grown);
-          if (!grown) break;
-          matches = grown;
+    if (push_repl_fn(L, "complete")) {
+      lua_pushstring(L, text);
+      if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+        size_t n = (size_t)lua_rawlen(L, -1);
+        matches = n ? calloc(n, sizeof *matches) : NULL;
+        for (size_t i = 0; matches && i < n; i++) {
+          lua_rawgeti(L, -1, (int)i + 1);
+          const char *s = lua_tostring(L, -1);
+          if (s && (matches[nmatches] = strdup(s)) != NULL) nmatches++;
+          lua_pop(L, 1);
         }
-        char *s = strdup(lua_tostring(L, -1));
-        if (s) matches[nmatches++] = s;
       }
     }
     lua_settop(L, top);
@@ -592,21 +497,159 @@ static char *complete_generator(const char *text, int state) {
   return NULL;
 }
 
+/* The list readline shows on a second Tab: the candidates without the
+ * part they share up to the last '.' or ':', so `net.<Tab><Tab>` lists
+ * `weight  bias  ...` rather than `net.weight  net.bias  ...`. */
+static void display_matches(char **m, int n, int max_length) {
+  (void)max_length;
+  size_t skip = 0;
+  for (size_t i = 0; m[1][i]; i++)
+    if (m[1][i] == '.' || m[1][i] == ':') skip = i + 1;
+  char **shown = malloc((size_t)(n + 2) * sizeof *shown);
+  if (!shown) return;
+  shown[0] = m[0];
+  int longest = 0;
+  for (int i = 1; i <= n; i++) {
+    shown[i] = strlen(m[i]) >= skip ? m[i] + skip : m[i];
+    int len = (int)strlen(shown[i]);
+    if (len > longest) longest = len;
+  }
+  shown[n + 1] = NULL;
+  rl_display_match_list(shown, n, longest);
+  rl_forced_update_display();
+  free(shown);
+}
+
 static char **complete(const char *text, int start, int end) {
   (void)start;
   (void)end;
-  rl_attempted_completion_over = 1; /* no file names: this is Lua code */
+  rl_attempted_completion_over = 1;      /* no file names: this is Lua code */
   rl_completion_append_character = '\0'; /* a name may go on with . : ( */
   return rl_completion_matches(text, complete_generator);
 }
 
-/* --- the REPL --------------------------------------------------------------------------- */
+/* --- history (terminal only) ---------------------------------------------------------------- */
 
-/* One line of input, without its newline, or NULL at end of input. The
- * result is malloc'd. A terminal gets readline; a pipe gets getline, with
- * no prompt, since nobody sees it. */
-static char *read_line(const char *prompt) {
-  if (interactive) return readline(prompt);
+#define HISTORY_MAX 1000 /* lines kept in the file */
+
+/* $CELL_HISTORY, else ~/.cell_history; empty when there is none (no HOME,
+ * CELL_HISTORY set to "", or a file that cannot be created). */
+static char histfile[PATH_MAX];
+
+/* Find and load the history file, creating it if missing (readline's
+ * append_history only appends to an existing file). */
+static void history_start(void) {
+  const char *env = getenv("CELL_HISTORY");
+  const char *home = getenv("HOME");
+  int n = -1;
+  histfile[0] = '\0';
+  if (env) {
+    if (*env) n = snprintf(histfile, sizeof histfile, "%s", env);
+  } else if (home && *home) {
+    n = snprintf(histfile, sizeof histfile, "%s/.cell_history", home);
+  }
+  if (n < 0 || (size_t)n >= sizeof histfile) {
+    histfile[0] = '\0';
+    return;
+  }
+  FILE *f = fopen(histfile, "a");
+  if (!f) {
+    histfile[0] = '\0';
+    return;
+  }
+  fclose(f);
+  read_history(histfile);
+}
+
+/* Add a line the user entered to the history, and append it to the file
+ * at once, so a session that dies keeps what was typed. Empty lines and a
+ * repeat of the previous line are not kept. Each physical line is its own
+ * entry (as Python's REPL keeps them), so the file stays one line per
+ * entry and a multi-line function comes back line by line. */
+static void saveline(const char *line) {
+  if (!interactive || line[0] == '\0') return;
+  HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
+  if (last && strcmp(last->line, line) == 0) return;
+  add_history(line);
+  if (histfile[0]) append_history(1, histfile);
+}
+
+static void history_end(void) {
+  if (histfile[0]) history_truncate_file(histfile, HISTORY_MAX);
+}
+
+/* --- reading lines ---------------------------------------------------------------------------- */
+
+/* What reading a line gave. */
+enum { LINE_EOF = 0, LINE_OK = 1, LINE_INTERRUPTED = 2 };
+
+/* Ctrl-C while waiting for input: the handler only raises this flag, and
+ * the read loop below abandons the line. */
+static volatile sig_atomic_t prompt_sigint = 0;
+
+static void on_prompt_sigint(int sig) {
+  (void)sig;
+  prompt_sigint = 1;
+}
+
+static char *rl_line = NULL;
+static int rl_finished = 0;
+
+static void on_line(char *line) {
+  rl_line = line;
+  rl_finished = 1;
+  rl_callback_handler_remove();
+}
+
+/* readline through its callback interface (as Python's REPL does), so a
+ * Ctrl-C can abandon the line: readline catches no signals itself
+ * (rl_catch_signals = 0), our handler raises a flag, select() returns
+ * EINTR, and the line is cleared. *interrupted tells that case from the
+ * end of input. */
+static char *tty_readline(const char *prompt, int *interrupted) {
+  int fd = fileno(rl_instream ? rl_instream : stdin);
+  rl_line = NULL;
+  rl_finished = 0;
+  prompt_sigint = 0;
+  *interrupted = 0;
+  rl_callback_handler_install(prompt, on_line);
+  while (!rl_finished) {
+    if (prompt_sigint) {
+      prompt_sigint = 0;
+      /* As a shell does: ^C after the text, then a fresh line. */
+      rl_point = rl_end;
+      rl_redisplay();
+      fputs("^C", rl_outstream ? rl_outstream : stdout);
+      fflush(rl_outstream ? rl_outstream : stdout);
+      rl_free_line_state();
+      rl_callback_sigcleanup();
+      rl_cleanup_after_signal();
+      rl_callback_handler_remove();
+      fputc('\n', stdout);
+      fflush(stdout);
+      *interrupted = 1;
+      return NULL;
+    }
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(fd, &fds);
+    int r = select(fd + 1, &fds, NULL, NULL, NULL);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      rl_callback_handler_remove();
+      return NULL;
+    }
+    if (r > 0) rl_callback_read_char();
+  }
+  return rl_line;
+}
+
+/* One line of input, without its newline, or NULL at end of input (or on
+ * Ctrl-C, with *interrupted set). The result is malloc'd. A terminal gets
+ * readline; a pipe gets getline, with no prompt, since nobody sees it. */
+static char *read_line(const char *prompt, int *interrupted) {
+  *interrupted = 0;
+  if (interactive) return tty_readline(prompt, interrupted);
   char *line = NULL;
   size_t cap = 0;
   ssize_t n = getline(&line, &cap, stdin);
@@ -631,24 +674,28 @@ static const char *get_prompt(lua_State *L, int firstline) {
   return p; /* stays on the stack until the line is read */
 }
 
-/* Push the next line (a leading '=' becomes 'return', as Lua 5.2 did), or
- * return 0 at end of input. */
+/* Read the next line, keep it in the history and push it (on the first
+ * line a leading '=' becomes 'return', as Lua 5.2 did). Returns LINE_OK,
+ * or LINE_EOF / LINE_INTERRUPTED with nothing pushed. */
 static int pushline(lua_State *L, int firstline) {
   const char *prompt = get_prompt(L, firstline);
-  char *b = read_line(prompt);
+  int interrupted;
+  char *b = read_line(prompt, &interrupted);
   lua_pop(L, 1);
-  if (b == NULL) return 0;
+  if (b == NULL) return interrupted ? LINE_INTERRUPTED : LINE_EOF;
+  saveline(b);
   if (firstline && b[0] == '=')
     lua_pushfstring(L, "return %s", b + 1);
   else
     lua_pushstring(L, b);
   free(b);
-  return 1;
+  return LINE_OK;
 }
 
-static void saveline(const char *line) {
-  if (interactive && line[0] != '\0') add_history(line);
-}
+/* --- compiling ------------------------------------------------------------------------------ */
+
+/* What loadline found, beside a Lua status (LUA_OK or an error). */
+enum { LOAD_EOF = -1, LOAD_SKIP = -2, LOAD_HELP = -3 };
 
 /* Try the line on the stack top as `return <line>;` so an expression prints
  * its value. Leaves the compiled chunk (replacing the line) on success. */
@@ -656,12 +703,10 @@ static int addreturn(lua_State *L) {
   const char *line = lua_tostring(L, -1);
   const char *retline = lua_pushfstring(L, "return %s;", line);
   int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
-  if (status == LUA_OK) {
+  if (status == LUA_OK)
     lua_remove(L, -2); /* the modified line */
-    saveline(line);
-  } else {
+  else
     lua_pop(L, 2); /* the error and the modified line */
-  }
   return status;
 }
 
@@ -682,42 +727,60 @@ static int incomplete(lua_State *L, int status) {
 }
 
 /* Compile the text at index 1 as a statement, reading continuation lines
- * while it is incomplete. Leaves the chunk or the error on the stack top. */
+ * while it is incomplete (as lua.c). Leaves the chunk or the error on the
+ * stack top; LOAD_SKIP when a Ctrl-C abandoned the chunk. */
 static int multiline(lua_State *L) {
   for (;;) {
     size_t len;
     const char *line = lua_tolstring(L, 1, &len);
     int status = luaL_loadbuffer(L, line, len, "=stdin");
-    if (!incomplete(L, status)) {
-      saveline(line);
-      return status;
-    }
-    if (!pushline(L, 0)) {
-      /* Input ended inside a chunk: report it as Lua would. */
-      saveline(line);
+    if (!incomplete(L, status)) return status;
+    int got = pushline(L, 0);
+    if (got == LINE_INTERRUPTED) return LOAD_SKIP;
+    if (got == LINE_EOF) /* input ended inside a chunk: report it as Lua would */
       return luaL_loadbuffer(L, line, len, "=stdin");
-    }
     lua_pushliteral(L, "\n");
     lua_insert(L, -2);
     lua_concat(L, 3); /* the joined text, at index 1 */
   }
 }
 
-/* Read and compile one statement: -1 at end of input, else its status,
- * with the chunk (or error) alone on the stack. */
+/* Whether the line at the stack top asks for help (`?name`, spaces
+ * allowed before the '?'); if so it is replaced by the name. */
+static int helpline(lua_State *L) {
+  const char *s = lua_tostring(L, -1);
+  while (*s == ' ' || *s == '\t') s++;
+  if (*s != '?') return 0;
+  lua_pushstring(L, s + 1);
+  lua_remove(L, -2);
+  return 1;
+}
+
+/* Read and compile one statement: LOAD_EOF at end of input, LOAD_SKIP
+ * after a Ctrl-C, LOAD_HELP with the name alone on the stack, else the
+ * Lua status with the chunk (or error) alone on the stack. */
 static int loadline(lua_State *L) {
   lua_settop(L, 0);
-  if (!pushline(L, 1)) return -1;
+  int got = pushline(L, 1);
+  if (got == LINE_EOF) return LOAD_EOF;
+  if (got == LINE_INTERRUPTED) return LOAD_SKIP;
+  if (helpline(L)) return LOAD_HELP;
   int status = addreturn(L);
   if (status != LUA_OK) status = multiline(L);
+  if (status == LOAD_SKIP) {
+    lua_settop(L, 0);
+    return LOAD_SKIP;
+  }
   lua_remove(L, 1); /* the line */
   return status;
 }
 
-/* Under pcall: tostring of each argument, joined by tabs. Calling the
- * global tostring (not lua_tostring) runs __tostring and lets users
- * replace it. */
-static int format_results(lua_State *L) {
+/* --- printing ----------------------------------------------------------------------------- */
+
+/* Under pcall, when the REPL module is missing: tostring of each argument,
+ * joined by tabs. Calling the global tostring (not lua_tostring) runs
+ * __tostring and lets users replace it. */
+static int format_plain(lua_State *L) {
   int n = lua_gettop(L);
   luaL_Buffer b;
   lua_getglobal(L, "tostring");
@@ -735,22 +798,32 @@ static int format_results(lua_State *L) {
   return 1;
 }
 
-/* Print the values a line returned; an error while formatting them (a
- * failing __tostring) is reported like any other, and the REPL goes on. */
+/* Write the string on the stack top (if it is one) and a newline; pop it. */
+static void write_result(lua_State *L) {
+  size_t len;
+  const char *s = lua_tolstring(L, -1, &len);
+  if (s) {
+    fwrite(s, 1, len, stdout);
+    if (len == 0 || s[len - 1] != '\n') fputc('\n', stdout);
+    fflush(stdout);
+  }
+  lua_pop(L, 1);
+}
+
+/* Print the values a line returned (the whole stack) and keep the first
+ * in the global `_`. An error while formatting them (a failing
+ * __tostring) is reported with its traceback, and the REPL goes on. */
 static void print_results(lua_State *L) {
   int n = lua_gettop(L);
   if (n == 0) return;
+  lua_pushvalue(L, 1);
+  lua_setglobal(L, "_");
   luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-  lua_pushcfunction(L, format_results);
+  if (!push_repl_fn(L, "format_results")) lua_pushcfunction(L, format_plain);
   lua_insert(L, 1);
   int status = docall(L, n, 1);
   if (status == LUA_OK) {
-    size_t len;
-    const char *s = lua_tolstring(L, -1, &len);
-    fwrite(s, 1, len, stdout);
-    fputc('\n', stdout);
-    fflush(stdout);
-    lua_pop(L, 1);
+    write_result(L);
   } else {
     lua_pushfstring(L, "error printing the result: %s", lua_tostring(L, -1));
     lua_remove(L, -2);
@@ -758,14 +831,38 @@ static void print_results(lua_State *L) {
   }
 }
 
-/* The REPL starts with `cell` as a global; if the package fails to load,
- * say why and carry on with plain Lua. */
-static void load_cell_global(lua_State *L) {
+/* `?name`: print repl.help(name). */
+static void print_help(lua_State *L) {
+  if (!push_repl_fn(L, "help")) {
+    lua_pop(L, 1);
+    l_message(progname, "help is not available (the cell.repl module did not load)");
+    return;
+  }
+  lua_insert(L, -2);
+  int status = docall(L, 1, 1);
+  if (status == LUA_OK)
+    write_result(L);
+  else
+    report(L, status);
+}
+
+/* --- the REPL --------------------------------------------------------------------------- */
+
+/* The REPL starts with `cell` as a global and the REPL module loaded; if
+ * either fails to load, say why and carry on with what there is. */
+static void load_globals(lua_State *L) {
   lua_getglobal(L, "require");
   lua_pushliteral(L, "cell");
   int status = docall(L, 1, 1);
   if (status == LUA_OK)
     lua_setglobal(L, "cell");
+  else
+    report(L, status);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, REPL_KEY);
+  status = docall(L, 1, 1);
+  if (status == LUA_OK)
+    lua_setfield(L, LUA_REGISTRYINDEX, REPL_KEY);
   else
     report(L, status);
 }
@@ -774,23 +871,44 @@ static void doREPL(lua_State *L) {
   const char *oldprogname = progname;
   progname = NULL; /* errors in the REPL read as the message alone */
   globalL = L;     /* for the completer, which may run before any call */
+  struct sigaction before;
+  sigaction(SIGINT, NULL, &before);
+  setsignal(SIGINT, on_prompt_sigint); /* between calls: see tty_readline */
   if (interactive) {
     rl_readline_name = "cell"; /* for $if cell in ~/.inputrc */
+    rl_catch_signals = 0;      /* Ctrl-C is ours: see tty_readline */
     rl_attempted_completion_function = complete;
-    /* '.' and ':' are part of a completion word: cell.ze<TAB>. */
+    rl_completion_display_matches_hook = display_matches;
+    /* '.' and ':' are part of a completion word: cell.ze<TAB>, t:su<TAB>. */
     rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(+-*/%^~#,[]})";
+    history_start();
   }
-  load_cell_global(L);
+  load_globals(L);
+  if (interactive) {
+    fputs("Tab completes names, ?name shows documentation (?cell.tensor), Ctrl-D exits.\n", stdout);
+    fflush(stdout);
+  }
   int status;
-  while ((status = loadline(L)) != -1) {
+  while ((status = loadline(L)) != LOAD_EOF) {
+    if (status == LOAD_SKIP) continue;
+    if (status == LOAD_HELP) {
+      print_help(L);
+      continue;
+    }
     if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
     if (status == LUA_OK)
       print_results(L);
     else
       report(L, status);
   }
+  if (interactive) {
+    fputc('\n', stdout); /* leave the shell's prompt on a line of its own */
+    fflush(stdout);
+    history_end();
+  }
   lua_settop(L, 0);
   free_matches();
+  sigaction(SIGINT, &before, NULL);
   progname = oldprogname;
 }
 

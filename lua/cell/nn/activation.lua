@@ -1,7 +1,9 @@
---- cell.nn activations as cells: ReLU, Sigmoid, Tanh; and get_activation,
--- which makes one from its MindSpore name ("relu", ...).
+--- cell.nn activations as cells: ReLU, Sigmoid, Tanh, GELU, SiLU, Softmax,
+-- LogSoftmax; and get_activation, which makes one from its MindSpore name
+-- ("relu", "gelu", "softmax", ...).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local Cell = require "cell.nn.cell"
+local ops = require "cell.ops"
 
 local M = {}
 
@@ -15,8 +17,66 @@ end
 define("ReLU", "relu")
 define("Sigmoid", "sigmoid")
 define("Tanh", "tanh")
+define("SiLU", "silu")
 
-local by_name = { relu = "ReLU", sigmoid = "Sigmoid", tanh = "Tanh" }
+local function check_bool(cls, what, v, default)
+  if v == nil then return default end
+  if type(v) ~= "boolean" then
+    error(("TypeError: For '%s', the '%s' must be a boolean, but got %s."):format(cls, what, type(v)), 4)
+  end
+  return v
+end
+
+--- GELU([approximate = true]) or GELU{approximate = }: MindSpore's default
+-- is the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));
+-- approximate = false is the exact x Phi(x).
+local GELU = Cell:extend("GELU")
+M.GELU = GELU
+function GELU:init(approximate)
+  if type(approximate) == "table" and getmetatable(approximate) == nil then approximate = approximate.approximate end
+  self.approximate = check_bool("GELU", "approximate", approximate, true)
+end
+local GELU_C = math.sqrt(2 / math.pi)
+function GELU:construct(x)
+  if not self.approximate then return x:gelu() end
+  local inner = (x + x * x * x * 0.044715) * GELU_C
+  return x * 0.5 * (inner:tanh() + 1)
+end
+
+--- Softmax and LogSoftmax over one axis (1-based, negative from the end;
+-- default -1, the last): Softmax([axis = -1]) or Softmax{axis = }.
+local function define_softmax(name, op_name)
+  local C = Cell:extend(name)
+  function C:init(axis)
+    if type(axis) == "table" and getmetatable(axis) == nil then axis = axis.axis end
+    if axis == nil then axis = -1 end
+    if type(axis) ~= "number" or axis ~= math.floor(axis) then
+      error(("TypeError: For '%s', the 'axis' must be an integer, but got %s."):format(name, tostring(axis)), 3)
+    end
+    if axis == 0 then
+      error(("ValueError: For '%s', the 'axis' is 1-based (or negative, -1 for the last), but got 0."):format(name), 3)
+    end
+    self.axis = axis
+  end
+  function C:construct(x)
+    local n = x.ndim
+    local a = self.axis < 0 and self.axis + n + 1 or self.axis
+    if a < 1 or a > n then
+      error(("ValueError: For '%s', the 'axis' (%d) must be in range [%d, -1] or [1, %d] for an input of %d "
+        .. "dimensions."):format(name, self.axis, -n, n, n), 2)
+    end
+    local y = ops[op_name](x, self.axis)
+    return y
+  end
+  M[name] = C
+end
+define_softmax("Softmax", "softmax")
+define_softmax("LogSoftmax", "log_softmax")
+
+local by_name = {
+  relu = "ReLU", sigmoid = "Sigmoid", tanh = "Tanh", gelu = "GELU", silu = "SiLU", softmax = "Softmax",
+  logsoftmax = "LogSoftmax",
+}
 
 --- The activation cell named `name` (MindSpore's lower-case names).
 function M.get_activation(name, lvl)

@@ -14,6 +14,16 @@ local nn = {
 local modules = {
   "cell.nn.dense",
   "cell.nn.activation",
+  "cell.nn.optim",
+  "cell.nn.learning_rate",
+  "cell.nn.wrap",
+  "cell.nn.conv",
+  "cell.nn.pooling",
+  "cell.nn.normalization",
+  "cell.nn.dropout",
+  "cell.nn.basic",
+  "cell.nn.container",
+  "cell.nn.loss",
 }
 
 local loaded = false

@@ -1,0 +1,68 @@
+"""train.py - PyTorch's side of bench/train.lua: one training step (forward,
+backward, Adam) of the MLP 784-256-10 and of the same LeNet-5 at batch 64,
+float32, best mean wall time after a warm-up, with CELL_BENCH_THREADS
+threads when set. Prints `torch_train_step_mlp_ms` and
+`torch_train_step_lenet_ms`."""
+import os
+import time
+
+import torch
+from torch import nn
+
+threads = int(os.environ.get("CELL_BENCH_THREADS", "0") or 0)
+if threads > 0:
+    torch.set_num_threads(threads)
+torch.manual_seed(1)
+REPS, CALLS = 5, 20
+
+
+class LeNet5(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.fc1 = nn.Linear(400, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv1(x)))
+        x = self.pool(torch.relu(self.conv2(x)))
+        x = torch.flatten(x, 1)
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+mlp = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+x = torch.rand(64, 1, 28, 28)
+y = torch.randint(0, 10, (64,))
+loss_fn = nn.CrossEntropyLoss()
+
+
+def step_of(net):
+    opt = torch.optim.Adam(net.parameters(), 1e-3)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def bench_ms(fn):
+    for _ in range(5):
+        fn()
+    best = float("inf")
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        for _ in range(CALLS):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / CALLS)
+    return best * 1e3
+
+
+print(f"torch_train_step_mlp_ms {bench_ms(step_of(mlp)):.4f} ms")
+print(f"torch_train_step_lenet_ms {bench_ms(step_of(LeNet5())):.4f} ms")

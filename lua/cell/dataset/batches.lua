@@ -1,0 +1,142 @@
+--- cell.dataset.batches: mini-batches of (x, y) along their first dimension.
+--
+--     local loader = cell.dataset.batches(ds.images, ds.labels, 64, {shuffle = true, seed = 1})
+--     loader:len()                          -- number of batches per epoch
+--     for epoch = 1, 3 do
+--       for xb, yb in loader:each(epoch) do ... end
+--     end
+--
+-- Each batch is a contiguous tensor: a view of x when not shuffling (and x
+-- is contiguous), else gathered rows. The last, partial batch is kept
+-- unless drop_last. The order of a shuffled epoch depends only on (seed,
+-- epoch) and is the same under Lua 5.4 and LuaJIT; each() without an epoch
+-- counts epochs itself (1, 2, ... on successive calls). y may be nil (the
+-- iterator then yields xb alone).
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local core = require "cell.core"
+local class = require "cell.class"
+local synthetic = require "cell.dataset.synthetic"
+
+local M = {}
+
+local function type_name(v) return core.is_tensor(v) and "Tensor" or type(v) end
+
+local function check_bool(what, v, default, lvl)
+  if v == nil then return default end
+  if type(v) ~= "boolean" then
+    error(("TypeError: batches: %s must be a boolean, but got %s"):format(what, type_name(v)), lvl)
+  end
+  return v
+end
+
+local function check_count(what, v, lvl)
+  if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge then
+    error(("TypeError: batches: %s must be an integer, but got %s")
+      :format(what, type(v) == "number" and tostring(v) or type_name(v)), lvl)
+  end
+  return v
+end
+
+--- A permutation of 1..n (a Lua list) from (seed, epoch): Fisher-Yates
+-- over Park and Miller's generator.
+local function permutation(n, seed, epoch)
+  local rand = synthetic.generator(seed * 1000003 + epoch * 7919 + 17)
+  local p = {}
+  for i = 1, n do p[i] = i end
+  for i = n, 2, -1 do
+    local j = rand() % i + 1
+    p[i], p[j] = p[j], p[i]
+  end
+  return p
+end
+M.permutation = permutation
+
+local Batches = class("Batches")
+M.Batches = Batches
+
+local OPTIONS = { shuffle = true, drop_last = true, seed = true }
+
+--- Errors are raised at the caller of cell.dataset.batches (4 levels up:
+-- init, the class's __call, batches).
+function Batches:init(x, y, batch_size, opts)
+  if not core.is_tensor(x) then
+    error(("TypeError: batches: x must be a Tensor, but got %s"):format(type_name(x)), 4)
+  end
+  if y ~= nil and not core.is_tensor(y) then
+    error(("TypeError: batches: y must be a Tensor or nil, but got %s"):format(type_name(y)), 4)
+  end
+  if x.ndim == 0 then error("ValueError: batches: x must have at least one dimension, but it is 0-D", 4) end
+  if y ~= nil and (y.ndim == 0 or y.shape[1] ~= x.shape[1]) then
+    error(("ValueError: batches: x has %d samples (its first dimension) but y has %s"):format(x.shape[1],
+      y.ndim == 0 and "none (it is 0-D)" or tostring(y.shape[1])), 4)
+  end
+  check_count("batch_size", batch_size, 5)
+  if batch_size < 1 then
+    error(("ValueError: batches: batch_size must be positive, but got %d"):format(batch_size), 4)
+  end
+  if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
+    error(("TypeError: batches: the options must be a table, but got %s"):format(type_name(opts)), 4)
+  end
+  opts = opts or {}
+  for k in pairs(opts) do
+    if not OPTIONS[k] then
+      error(("TypeError: batches() got an unexpected keyword argument '%s'"):format(tostring(k)), 4)
+    end
+  end
+  self.x, self.y, self.batch_size = x, y, batch_size
+  self.n = x.shape[1]
+  self.shuffle = check_bool("shuffle", opts.shuffle, false, 5)
+  self.drop_last = check_bool("drop_last", opts.drop_last, false, 5)
+  local seed = opts.seed
+  if seed == nil then seed = 0 end
+  check_count("seed", seed, 5)
+  if seed < 0 then error(("ValueError: batches: seed must be non-negative, but got %d"):format(seed), 4) end
+  self.seed = seed
+  self.epochs = 0
+end
+
+--- The number of batches in an epoch.
+function Batches:len()
+  local n, b = self.n, self.batch_size
+  if self.drop_last then return math.floor(n / b) end
+  return math.floor((n + b - 1) / b)
+end
+
+--- each([epoch]) -> iterator of (xb, yb) over one epoch.
+function Batches:each(epoch)
+  if epoch == nil then
+    epoch = self.epochs + 1
+  else
+    check_count("epoch", epoch, 3)
+  end
+  self.epochs = epoch
+  local x, y, b, n = self.x, self.y, self.batch_size, self.n
+  local count = self:len()
+  local index
+  if self.shuffle and n > 0 then index = core.tensor(permutation(n, self.seed, epoch), core.int64) end
+  local k = 0
+  return function()
+    k = k + 1
+    if k > count then return nil end
+    local start = (k - 1) * b + 1
+    local len = math.min(b, n - start + 1)
+    if index then
+      local idx = index:narrow(1, start, len)
+      return x:index_select(1, idx), y and y:index_select(1, idx)
+    end
+    return x:narrow(1, start, len):contiguous(), y and y:narrow(1, start, len):contiguous()
+  end
+end
+
+function Batches:__tostring()
+  return ("Batches(samples=%d, batch_size=%d, batches=%d, shuffle=%s, drop_last=%s)")
+    :format(self.n, self.batch_size, self:len(), tostring(self.shuffle), tostring(self.drop_last))
+end
+
+--- batches(x, y, batch_size [, {shuffle = false, drop_last = false, seed = 0}]).
+function M.batches(x, y, batch_size, opts)
+  local b = Batches(x, y, batch_size, opts)
+  return b
+end
+
+return M

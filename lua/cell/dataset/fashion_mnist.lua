@@ -1,0 +1,123 @@
+--- cell.dataset.FashionMNIST: Zalando's Fashion-MNIST from its IDX files,
+-- as tensors ready for training.
+--
+--     local ds = cell.dataset.FashionMNIST(nil, "train")
+--     ds.images   -- float32 {60000, 1, 28, 28}, values in [0, 1]
+--     ds.labels   -- int64 {60000}, class ids 1..10 (1-based, like every class index in cell)
+--     ds.classes  -- {"T-shirt/top", "Trouser", ...}: ds.classes[label]
+--
+-- The directory holds train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz,
+-- t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz (or the same
+-- names without .gz), as Debian's dataset-fashion-mnist package installs
+-- them in /usr/share/datasets/fashion-mnist. usage is "train" (60000
+-- images), "test" (10000) or "all" (both, train first), MindSpore's
+-- FashionMnistDataset usages; as there, the default is "all".
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local core = require "cell.core"
+
+local M = {}
+
+M.DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
+
+M.CLASSES = { "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+  "Ankle boot" }
+
+local FILES = {
+  train = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte", 60000 },
+  test = { "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", 10000 },
+}
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function type_name(v) return core.is_tensor(v) and "Tensor" or type(v) end
+
+--- The path of `name` (or `name`.gz, preferred) in dir; a ValueError
+-- naming what is missing otherwise.
+local function find(dir, name, lvl)
+  for _, p in ipairs { dir .. "/" .. name .. ".gz", dir .. "/" .. name } do
+    if exists(p) then return p end
+  end
+  if not exists(dir) then
+    error(("ValueError: FashionMNIST: the directory %s does not exist; on Debian or Ubuntu, install the data "
+      .. "with `apt-get install dataset-fashion-mnist` (it goes to %s)"):format(dir, M.DEFAULT_DIR), lvl)
+  end
+  error(("ValueError: FashionMNIST: %s/%s.gz (or %s without .gz) not found"):format(dir, name, name), lvl)
+end
+
+--- The engine's IDX reader, its errors raised at the user's call.
+local function idx(path, lvl, dtype, scale)
+  local ok, t = pcall(core.idx_load, path, dtype, scale)
+  if not ok then error(t, lvl) end
+  return t
+end
+
+--- Images and labels of one split, checked against each other.
+local function load_split(dir, usage, lvl)
+  local f = FILES[usage]
+  local ipath, lpath = find(dir, f[1], lvl + 1), find(dir, f[2], lvl + 1)
+  -- Bytes to [0, 1] in the reader's one pass (the IDX type is checked
+  -- by the engine: a float file would be refused below by its shape only).
+  local images, labels = idx(ipath, lvl + 1, core.float32, 1 / 255), idx(lpath, lvl + 1)
+  local ish, lsh = images.shape, labels.shape
+  if #ish ~= 3 or ish[2] ~= 28 or ish[3] ~= 28 then
+    error(("ValueError: FashionMNIST: %s holds data of shape (%s), not images of 28 x 28")
+      :format(ipath, table.concat(ish, ", ")), lvl)
+  end
+  if labels.dtype ~= core.uint8 or #lsh ~= 1 then
+    error(("ValueError: FashionMNIST: %s holds %s of shape (%s), not a uint8 list of labels")
+      :format(lpath, tostring(labels.dtype), table.concat(lsh, ", ")), lvl)
+  end
+  if ish[1] ~= lsh[1] then
+    error(("ValueError: FashionMNIST: %s has %d images but %s has %d labels"):format(ipath, ish[1], lpath, lsh[1]), lvl)
+  end
+  if lsh[1] > 0 and labels:max():item() > 9 then
+    error(("ValueError: FashionMNIST: %s has label %d; Fashion-MNIST's are 0..9")
+      :format(lpath, labels:max():item()), lvl)
+  end
+  return images, labels
+end
+
+--- FashionMNIST([dir [, usage]]) or FashionMNIST(dir, {usage =}) -> {images, labels, classes}.
+function M.FashionMNIST(dir, usage)
+  if dir == nil then dir = M.DEFAULT_DIR end
+  if type(dir) ~= "string" then
+    error(("TypeError: FashionMNIST: dataset_dir must be a string, but got %s"):format(type_name(dir)), 2)
+  end
+  if type(usage) == "table" and getmetatable(usage) == nil then
+    for k in pairs(usage) do
+      if k ~= "usage" then
+        error(("TypeError: FashionMNIST() got an unexpected keyword argument '%s'"):format(tostring(k)), 2)
+      end
+    end
+    usage = usage.usage
+  end
+  if usage == nil then usage = "all" end
+  if usage ~= "train" and usage ~= "test" and usage ~= "all" then
+    error(("ValueError: FashionMNIST: usage must be 'train', 'test' or 'all', but got %s")
+      :format(type(usage) == "string" and ("'" .. usage .. "'") or type_name(usage)), 2)
+  end
+  dir = dir:gsub("/+$", "")
+  if dir == "" then dir = "/" end
+  local images, labels
+  if usage == "all" then
+    local i1, l1 = load_split(dir, "train", 3)
+    local i2, l2 = load_split(dir, "test", 3)
+    images, labels = core.cat({ i1, i2 }, 1), core.cat({ l1, l2 }, 1)
+  else
+    images, labels = load_split(dir, usage, 3)
+  end
+  local n = images.shape[1]
+  local classes = {}
+  for i, c in ipairs(M.CLASSES) do classes[i] = c end
+  return {
+    images = images:reshape({ n, 1, 28, 28 }),
+    labels = labels:astype(core.int64) + 1,
+    classes = classes,
+  }
+end
+
+return M

@@ -1,0 +1,217 @@
+--- cell.nn.layer_args: what the layer and loss cells share for their
+-- arguments: options tables or positional arguments, MindSpore's checks of
+-- integers, pairs and booleans with "For 'Layer', ..." messages, and the
+-- Python-style text of numbers and tuples their extend_repr prints.
+-- Every checker raises at level `lvl` of its caller's frame (the caller
+-- passes the level that points at the user's line).
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local I = require "cell.nn.internal"
+
+local A = {}
+
+local type_name = I.type_name
+
+--- Whether `t` is an options table: a plain table with no sequence part
+-- (so a stride pair {1, 2} is a value, and {stride = 2} is options).
+function A.is_options(t)
+  return type(t) == "table" and getmetatable(t) == nil and rawget(t, 1) == nil
+end
+
+--- The arguments after a layer's required ones: positional (`...`), or one
+-- options table whose keys must be among `names`. Returns the values in
+-- the order of `names`.
+function A.args(cls, names, n, ...)
+  local first = ...
+  if n == 1 and A.is_options(first) then
+    local known = {}
+    for i = 1, #names do known[names[i]] = i end
+    local keys = {}
+    for k in pairs(first) do
+      if not known[k] then keys[#keys + 1] = tostring(k) end
+    end
+    if #keys > 0 then
+      table.sort(keys)
+      error(("TypeError: For '%s', got an unexpected option '%s'; the options are %s.")
+        :format(cls, keys[1], table.concat(names, ", ")), 4)
+    end
+    local out = {}
+    for i = 1, #names do out[i] = first[names[i]] end
+    return I.unpack(out, 1, #names)
+  end
+  if n > #names then
+    error(("TypeError: For '%s', expected at most %d arguments after the required ones, but got %d.")
+      :format(cls, #names, n), 4)
+  end
+  return ...
+end
+
+local function is_int(v) return type(v) == "number" and v == math.floor(v) and v > -math.huge and v < math.huge end
+A.is_int = is_int
+
+--- A number as Python's repr prints it (the shortest text that reads back
+-- to the same number; integers without a fraction).
+function A.num_str(v)
+  if type(v) ~= "number" then return tostring(v) end
+  if is_int(v) and math.abs(v) < 1e15 then return ("%d"):format(v) end
+  for p = 14, 17 do
+    local s = ("%." .. p .. "g"):format(v)
+    if tonumber(s) == v then return s end
+  end
+  return tostring(v)
+end
+
+--- A list of numbers as a Python tuple: (4, 4), (2,).
+function A.tuple_str(list)
+  if #list == 1 then return "(" .. A.num_str(list[1]) .. ",)" end
+  local parts = {}
+  for i = 1, #list do parts[i] = A.num_str(list[i]) end
+  return "(" .. table.concat(parts, ", ") .. ")"
+end
+
+--- An int or a list of ints, as Python prints the argument: 0, (1, 1, 2, 2).
+function A.int_or_tuple_str(v)
+  if type(v) == "table" then return A.tuple_str(v) end
+  return A.num_str(v)
+end
+
+--- A value in extend_repr text: strings bare, numbers as Python, nil/true/false as Lua.
+function A.value_str(v)
+  if type(v) == "number" then return A.num_str(v) end
+  if type(v) == "string" then return v end
+  return tostring(v)
+end
+
+--- Check a positive integer.
+function A.positive_int(cls, what, v, lvl)
+  if type(v) ~= "number" then
+    error(("TypeError: For '%s', the '%s' must be an integer, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+  end
+  if not is_int(v) or v < 1 then
+    error(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, A.num_str(v)),
+      lvl + 1)
+  end
+  return v
+end
+
+--- Check a non-negative integer.
+function A.nonneg_int(cls, what, v, lvl)
+  if type(v) ~= "number" then
+    error(("TypeError: For '%s', the '%s' must be an integer, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+  end
+  if not is_int(v) or v < 0 then
+    error(("ValueError: For '%s', the '%s' must be a non-negative integer, but got %s.")
+      :format(cls, what, A.num_str(v)), lvl + 1)
+  end
+  return v
+end
+
+--- A plain list of numbers?
+local function is_list(v)
+  if type(v) ~= "table" or getmetatable(v) ~= nil then return false end
+  local n = 0
+  for _ in pairs(v) do n = n + 1 end
+  return n == #v
+end
+A.is_list = is_list
+
+--- An int or a list of `n` (or, when `allow_one`, one) positive ints, as a
+-- list of n values (MindSpore's twice()).
+function A.int_tuple(cls, what, v, n, lvl, allow_one, nonneg)
+  local check = nonneg and A.nonneg_int or A.positive_int
+  if type(v) == "number" then
+    check(cls, what, v, lvl + 1)
+    local out = {}
+    for i = 1, n do out[i] = v end
+    return out
+  end
+  if not is_list(v) then
+    error(("TypeError: For '%s', the '%s' must be an integer or a list of %d integers, but got %s.")
+      :format(cls, what, n, type_name(v)), lvl + 1)
+  end
+  if #v ~= n and not (allow_one and #v == 1) then
+    error(("ValueError: For '%s', the '%s' must be an integer or a list of %d integers, but got %d values.")
+      :format(cls, what, n, #v), lvl + 1)
+  end
+  local out = {}
+  for i = 1, n do
+    out[i] = check(cls, what, v[#v == 1 and 1 or i], lvl + 1)
+  end
+  return out
+end
+
+--- A boolean, or `default` for nil.
+function A.bool(cls, what, v, default, lvl)
+  if v == nil then return default end
+  if type(v) ~= "boolean" then
+    error(("TypeError: For '%s', the '%s' must be a boolean, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+  end
+  return v
+end
+
+--- A number, or `default` for nil.
+function A.number(cls, what, v, default, lvl)
+  if v == nil then return default end
+  if type(v) ~= "number" or v ~= v then
+    error(("TypeError: For '%s', the '%s' must be a number, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+  end
+  return v
+end
+
+--- One of the strings in `choices` (compared in lower case when
+-- `nocase`); returns the string as given.
+function A.choice(cls, what, v, choices, lvl, nocase)
+  if type(v) ~= "string" then
+    error(("TypeError: For '%s', the '%s' must be a string, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+  end
+  local key = nocase and v:lower() or v
+  for i = 1, #choices do
+    if choices[i] == key then return v end
+  end
+  error(("ValueError: For '%s', the '%s' must be one of %s, but got '%s'.")
+    :format(cls, what, I.str_list(choices), v), lvl + 1)
+end
+
+--- The dtype option of a layer (float32 by default).
+function A.float_dtype(cls, dtype, lvl)
+  local cell = I.cellm()
+  if dtype == nil then return cell.float32 end
+  if not cell.is_dtype(dtype) or not dtype.is_floating_point then
+    error(("TypeError: For '%s', the 'dtype' must be a floating-point dtype (such as cell.float32), but got %s.")
+      :format(cls, cell.is_dtype(dtype) and tostring(dtype) or type_name(dtype)), lvl + 1)
+  end
+  return dtype
+end
+
+--- A Tensor argument (or nil when `optional`).
+function A.tensor(cls, what, v, lvl, optional)
+  if v == nil and optional then return nil end
+  if not I.cellm().is_tensor(v) then
+    error(("TypeError: For '%s', the '%s' must be a Tensor, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+  end
+  return v
+end
+
+--- The reduction of a loss: "mean" (default), "sum" or "none".
+function A.reduction(cls, v, lvl, default)
+  if v == nil then return default or "mean" end
+  if v ~= "mean" and v ~= "sum" and v ~= "none" then
+    error(("ValueError: For '%s', the 'reduction' must be in ['mean', 'sum', 'none'], but got %s.")
+      :format(cls, type(v) == "string" and ("'" .. v .. "'") or type_name(v)), lvl + 1)
+  end
+  return v
+end
+
+--- Broadcast two shapes as NumPy does (nil when they do not broadcast).
+function A.broadcast_shape(a, b)
+  local n = math.max(#a, #b)
+  local out = {}
+  for i = 1, n do
+    local sa = a[#a - n + i] or 1
+    local sb = b[#b - n + i] or 1
+    if sa ~= sb and sa ~= 1 and sb ~= 1 then return nil end
+    out[i] = sa == 1 and sb or sa
+  end
+  return out
+end
+
+return A

@@ -1,0 +1,215 @@
+--- cell.nn.BatchNorm1d, BatchNorm2d and LayerNorm, as MindSpore 2.x
+-- defines them, on cell.ops.batch_norm and cell.ops.layer_norm.
+--
+-- BatchNorm: Parameters gamma and beta ({C}; trainable only when `affine`,
+-- as in MindSpore, where they exist either way) and the running statistics
+-- as persistent buffers moving_mean and moving_variance, so state_dict keys
+-- are gamma, beta, moving_mean, moving_variance (MindSpore's checkpoint
+-- names). In training mode (set_train) the batch statistics normalise and
+-- the buffers are updated in place, running = momentum * running +
+-- (1 - momentum) * batch (the unbiased variance for moving_variance); in
+-- inference the buffers normalise. use_batch_statistics = true or false
+-- forces one behaviour whatever the mode.
+--
+-- LayerNorm: Parameters gamma and beta of normalized_shape; the input is
+-- normalised over its dimensions from begin_norm_axis to the last, and
+-- gamma/beta apply to those from begin_params_axis (1-based axes, negative
+-- counting from the end: -1 is the last).
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local Cell = require "cell.nn.cell"
+local I = require "cell.nn.internal"
+local A = require "cell.nn.layer_args"
+local ops = require "cell.ops"
+
+local M = {}
+
+-- BatchNorm --------------------------------------------------------------------
+
+local BN_OPTIONS = { "eps", "momentum", "affine", "gamma_init", "beta_init", "moving_mean_init", "moving_var_init",
+  "use_batch_statistics", "data_format", "dtype" }
+
+--- What the two BatchNorm classes share; `dims` lists the input ranks they
+-- take and `layout` names them in messages.
+local function batch_norm_class(name, dims, layout)
+  local C = Cell:extend(name)
+
+  --- (num_features [, eps = 1e-5, momentum = 0.9, affine = true, gamma_init = "ones",
+  -- beta_init = "zeros", moving_mean_init = "zeros", moving_var_init = "ones",
+  -- use_batch_statistics = nil, data_format = "NCHW", dtype = float32]),
+  -- or num_features and an options table.
+  function C:init(num_features, ...)
+    local eps, momentum, affine, gamma_init, beta_init, mean_init, var_init, use_batch_statistics, data_format,
+    dtype = A.args(name, BN_OPTIONS, select("#", ...), ...)
+    local cell = I.cellm()
+    if type(num_features) ~= "number" or not A.is_int(num_features) then
+      error(("TypeError: For '%s', the 'num_features' must be an integer, but got %s.")
+        :format(name, type(num_features) == "number" and A.num_str(num_features) or I.type_name(num_features)), 3)
+    end
+    if num_features < 1 then
+      error(("ValueError: For '%s', the 'num_features' must be at least 1, but got %d."):format(name, num_features), 3)
+    end
+    eps = A.number(name, "eps", eps, 1e-5, 3)
+    if eps <= 0 then
+      error(("ValueError: For '%s', the 'eps' must be greater than 0, but got %s."):format(name, A.num_str(eps)), 3)
+    end
+    momentum = A.number(name, "momentum", momentum, 0.9, 3)
+    if momentum < 0 or momentum > 1 then
+      error(("ValueError: For '%s', the 'momentum' must be a number in range [0, 1], but got %s.")
+        :format(name, A.num_str(momentum)), 3)
+    end
+    affine = A.bool(name, "affine", affine, true, 3)
+    if use_batch_statistics ~= nil and type(use_batch_statistics) ~= "boolean" then
+      error(("ValueError: For '%s', the 'use_batch_statistics' must be a boolean value or nil, but got %s.")
+        :format(name, I.type_name(use_batch_statistics)), 3)
+    end
+    A.choice(name, "data_format", data_format == nil and "NCHW" or data_format, { "NCHW" }, 3)
+    dtype = A.float_dtype(name, dtype, 3)
+    self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
+    self.use_batch_statistics, self.format = use_batch_statistics, "NCHW"
+    local shape = { num_features }
+    local function make(init, default, what)
+      if init == nil then init = default end
+      if cell.is_tensor(init) and not I.same_shape(init.shape, shape) then
+        error(("ValueError: For '%s', the '%s' shape must be %s, but got %s.")
+          :format(name, what, I.shape_str(shape), I.shape_str(init.shape)), 4)
+      end
+      return cell.initializer(init, shape, dtype):init_data()
+    end
+    self.gamma = cell.Parameter(make(gamma_init, "ones", "gamma_init"), "gamma", affine)
+    self.beta = cell.Parameter(make(beta_init, "zeros", "beta_init"), "beta", affine)
+    self:register_buffer("moving_mean", make(mean_init, "zeros", "moving_mean_init"))
+    self:register_buffer("moving_variance", make(var_init, "ones", "moving_var_init"))
+  end
+
+  function C:construct(x)
+    local shape = x.shape
+    if not dims[#shape] or shape[2] ~= self.num_features then
+      error(("ValueError: For '%s', the input must be %s with C = num_features (%d), but got %s.")
+        :format(name, layout, self.num_features, I.shape_str(shape)), 2)
+    end
+    local training = self.use_batch_statistics
+    if training == nil then training = self.training end
+    if training and x:numel() == shape[2] then
+      error(("ValueError: For '%s', expected more than 1 value per channel when training, but got an input of "
+        .. "shape %s."):format(name, I.shape_str(shape)), 2)
+    end
+    local x4 = #shape == 3 and x:unsqueeze(4) or x
+    local y = ops.batch_norm(x4, self.moving_mean, self.moving_variance, self.gamma, self.beta,
+      { training = training, momentum = self.momentum, eps = self.eps })
+    if #shape == 3 then y = y:squeeze(4) end
+    return y
+  end
+
+  --- MindSpore's text; the running statistics print as MindSpore prints
+  -- them (Parameters there, named after the cell's path).
+  function C:extend_repr()
+    local prefix = self.gamma.name:sub(1, -6)
+    local function stat(field)
+      local t = self[field]
+      if t == nil then return "nil" end
+      return ("Parameter (name=%s%s, shape=%s, dtype=%s, requires_grad=false)")
+        :format(prefix, field, I.shape_str(t.shape), tostring(t.dtype))
+    end
+    return ("num_features=%d, eps=%s, momentum=%s, gamma=%s, beta=%s, moving_mean=%s, moving_variance=%s")
+      :format(self.num_features, A.num_str(self.eps), A.num_str(self.momentum), tostring(self.gamma),
+        tostring(self.beta), stat("moving_mean"), stat("moving_variance"))
+  end
+
+  M[name] = C
+  return C
+end
+
+batch_norm_class("BatchNorm1d", { [2] = true, [3] = true }, "2-D {N, C} or 3-D {N, C, L}")
+batch_norm_class("BatchNorm2d", { [4] = true }, "4-D {N, C, H, W}")
+
+-- LayerNorm --------------------------------------------------------------------
+
+local LayerNorm = Cell:extend("LayerNorm")
+M.LayerNorm = LayerNorm
+
+local LN_OPTIONS = { "begin_norm_axis", "begin_params_axis", "gamma_init", "beta_init", "epsilon", "dtype" }
+
+local function check_axis(what, v, lvl)
+  if type(v) ~= "number" or not A.is_int(v) then
+    error(("TypeError: For 'LayerNorm', the '%s' must be an integer, but got %s.")
+      :format(what, type(v) == "number" and A.num_str(v) or I.type_name(v)), lvl + 1)
+  end
+  if v == 0 then
+    error(("ValueError: For 'LayerNorm', the '%s' is 1-based (or negative, -1 for the last axis), but got 0.")
+      :format(what), lvl + 1)
+  end
+  return v
+end
+
+--- LayerNorm(normalized_shape [, begin_norm_axis = -1, begin_params_axis = -1,
+-- gamma_init = "ones", beta_init = "zeros", epsilon = 1e-7, dtype = float32]),
+-- or normalized_shape and an options table.
+function LayerNorm:init(normalized_shape, ...)
+  local begin_norm_axis, begin_params_axis, gamma_init, beta_init, epsilon, dtype =
+    A.args("LayerNorm", LN_OPTIONS, select("#", ...), ...)
+  local cell = I.cellm()
+  if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
+  if not A.is_list(normalized_shape) or #normalized_shape == 0 then
+    error(("TypeError: For 'LayerNorm', the type of 'normalized_shape' must be a list of integers, but got %s.")
+      :format(I.type_name(normalized_shape)), 3)
+  end
+  local shape = {}
+  for i = 1, #normalized_shape do shape[i] = A.positive_int("LayerNorm", "normalized_shape", normalized_shape[i], 3) end
+  self.normalized_shape = shape
+  self.begin_norm_axis = check_axis("begin_norm_axis", begin_norm_axis == nil and -1 or begin_norm_axis, 3)
+  self.begin_params_axis = check_axis("begin_params_axis", begin_params_axis == nil and -1 or begin_params_axis, 3)
+  self.epsilon = A.number("LayerNorm", "epsilon", epsilon, 1e-7, 3)
+  if self.epsilon <= 0 then
+    error(("ValueError: For 'LayerNorm', the 'epsilon' must be greater than 0, but got %s.")
+      :format(A.num_str(self.epsilon)), 3)
+  end
+  dtype = A.float_dtype("LayerNorm", dtype, 3)
+  local function make(init, default, what)
+    if init == nil then init = default end
+    if cell.is_tensor(init) and not I.same_shape(init.shape, shape) then
+      error(("ValueError: For 'LayerNorm', the '%s' shape must be %s, but got %s.")
+        :format(what, I.shape_str(shape), I.shape_str(init.shape)), 4)
+    end
+    return cell.initializer(init, shape, dtype):init_data()
+  end
+  self.gamma = cell.Parameter(make(gamma_init, "ones", "gamma_init"), "gamma")
+  self.beta = cell.Parameter(make(beta_init, "zeros", "beta_init"), "beta")
+end
+
+--- A 1-based axis (negative from the end) of a rank-r input, or nil.
+local function resolve(axis, r)
+  local a = axis < 0 and axis + r + 1 or axis
+  if a < 1 or a > r then return nil end
+  return a
+end
+
+function LayerNorm:construct(x)
+  local shape = x.shape
+  local r = #shape
+  local bn, bp = resolve(self.begin_norm_axis, r), resolve(self.begin_params_axis, r)
+  if r == 0 or not bn or not bp then
+    error(("ValueError: For 'LayerNorm', begin_norm_axis (%d) and begin_params_axis (%d) must be axes of the "
+      .. "input, but got an input of shape %s."):format(self.begin_norm_axis, self.begin_params_axis,
+        I.shape_str(shape)), 2)
+  end
+  local trailing = {}
+  for i = bp, r do trailing[#trailing + 1] = shape[i] end
+  if not I.same_shape(trailing, self.normalized_shape) then
+    error(("ValueError: For 'LayerNorm', the input's dimensions from begin_params_axis (%d) must be "
+      .. "normalized_shape %s, but got an input of shape %s."):format(self.begin_params_axis,
+        I.shape_str(self.normalized_shape), I.shape_str(shape)), 2)
+  end
+  local gamma, beta = self.gamma, self.beta
+  if gamma.dtype ~= x.dtype then gamma, beta = gamma:astype(x.dtype), beta:astype(x.dtype) end
+  if bn == bp then return ops.layer_norm(x, r - bn + 1, gamma, beta, self.epsilon) end
+  return ops.layer_norm(x, r - bn + 1, nil, nil, self.epsilon) * gamma + beta
+end
+
+--- MindSpore's text, with its missing '=' after gamma.
+function LayerNorm:extend_repr()
+  return ("normalized_shape=%s, begin_norm_axis=%d, begin_params_axis=%d, gamma%s, beta=%s")
+    :format(A.tuple_str(self.normalized_shape), self.begin_norm_axis, self.begin_params_axis, tostring(self.gamma),
+      tostring(self.beta))
+end
+
+return M

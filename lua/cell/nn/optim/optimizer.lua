@@ -1,0 +1,545 @@
+--- cell.nn.Optimizer: the base of cell's optimizers, as MindSpore's
+-- nn.Optimizer. An optimizer is a Cell: `opt(gradients)` applies one step
+-- to its parameters in place and returns true.
+--
+--     local opt = nn.Adam(net:trainable_params(), {learning_rate = 1e-3})
+--     local loss, grads = cell.value_and_grad(loss_fn, nil, net:trainable_params())(x, y)
+--     opt(grads)
+--
+-- `params` is a list of Parameters (or a ParameterTuple, or an iterator
+-- such as net:get_parameters()), or a list of parameter groups
+-- {{params = {...}, lr = ..., weight_decay = ...}, ..., {order_params = ...}}
+-- as MindSpore accepts. Without groups, the optimizers that decay weights
+-- through the gradient (Momentum, Adam, AdamW) skip parameters whose names
+-- contain "beta" or "gamma" (normalisation shifts and scales), as
+-- MindSpore's decay filter does; SGD decays every parameter, as its
+-- MindSpore kernel does. A group's weight_decay applies to all its members.
+--
+-- `learning_rate` is a number, a list (one rate per step, from the
+-- schedules in cell.nn: the last one holds after the end), a 0-D or 1-D
+-- Tensor, or a function(step) -> rate, where `step` counts from 1 (the
+-- step about to be taken, so fn(step) == list[step] for the same
+-- schedule; MindSpore's LearningRateSchedule receives the 0-based count).
+--
+-- State, as MindSpore names it: the parameters themselves (a ParameterTuple
+-- registered under their own names), "global_step" (int32 {1}, the steps
+-- taken) and each optimizer's moments ("accum.<name>", "moments.<name>",
+-- "moment1.<name>", ...), all zero-filled at construction, so
+-- opt:state_dict() / opt:load_state_dict(sd) save and resume training
+-- exactly. Every step runs a fused C kernel per parameter
+-- (core.nnops._sgd_step, _adam_step) and makes no tensors.
+--
+-- A custom optimizer extends Optimizer, calls
+-- `nn.Optimizer.init(self, learning_rate, params, weight_decay, loss_scale)`
+-- in its init and defines `_apply(gradients, step)`, which updates
+-- self.parameters (self:get_lr() gives this step's rate); construct checks
+-- the gradients, calls it and advances global_step.
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local core = require "cell.core"
+local Cell = require "cell.nn.cell"
+local I = require "cell.nn.internal"
+local parameter = require "cell.parameter"
+
+local Tensor = core.Tensor
+local type_name = I.type_name
+local Parameter, ParameterTuple = parameter.Parameter, parameter.ParameterTuple
+local is_parameter = parameter.is_parameter
+
+local M = {}
+
+local Optimizer = Cell:extend("Optimizer")
+M.Optimizer = Optimizer
+
+--- The private key of an optimizer's step state, kept raw in the instance
+-- (no attribute name can reach it).
+local K = setmetatable({}, { __tostring = function() return "<optimizer state>" end })
+M.K = K
+
+-- Checks -------------------------------------------------------------------------
+-- Construction errors are raised without a position (level 0) inside
+-- M.guard, which raises them again at the caller's line.
+
+local function fail(fmt, ...) error(fmt:format(...), 0) end
+M.fail = fail
+
+local function is_plain(t) return type(t) == "table" and getmetatable(t) == nil end
+
+local function is_callable(v)
+  if type(v) == "function" then return true end
+  local mt = type(v) == "table" and getmetatable(v)
+  return mt and mt.__call ~= nil or false
+end
+
+local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
+
+--- The message without the "file:line: " that error() put in front.
+local function strip(err)
+  if type(err) ~= "string" then return err end
+  return (err:gsub("^[^\n]-:%d+: ", "", 1))
+end
+M.strip = strip
+
+--- fn(...) with its errors raised again at the line that called the
+-- constructor (guard <- init <- the class's __call <- that line).
+function M.guard(fn, ...)
+  local ok, err = pcall(fn, ...)
+  if not ok then error(strip(err), 4) end
+end
+
+function M.check_number(cls, name, v)
+  if type(v) ~= "number" then
+    fail("TypeError: For '%s', the argument '%s' must be a number, but got %s.", cls, name, type_name(v))
+  end
+  if not finite(v) then fail("ValueError: For '%s', the argument '%s' must be finite, but got %s.", cls, name, tostring(v)) end
+  return v
+end
+
+function M.check_non_negative(cls, name, v)
+  M.check_number(cls, name, v)
+  if v < 0 then fail("ValueError: For '%s', the argument '%s' must be at least 0.0, but got %s.", cls, name, tostring(v)) end
+  return v
+end
+
+function M.check_positive(cls, name, v)
+  M.check_number(cls, name, v)
+  if v <= 0 then fail("ValueError: For '%s', the argument '%s' must be greater than 0.0, but got %s.", cls, name, tostring(v)) end
+  return v
+end
+
+--- v in the open interval (0, 1), as MindSpore checks beta1 and beta2.
+function M.check_unit_open(cls, name, v)
+  M.check_number(cls, name, v)
+  if not (v > 0 and v < 1) then
+    fail("ValueError: For '%s', the argument '%s' must be in range of (0.0, 1.0), but got %s.", cls, name, tostring(v))
+  end
+  return v
+end
+
+function M.check_bool(cls, name, v)
+  if type(v) ~= "boolean" then
+    fail("TypeError: For '%s', the argument '%s' must be a boolean, but got %s.", cls, name, type_name(v))
+  end
+  return v
+end
+
+-- Arguments ----------------------------------------------------------------------
+
+--- The constructor arguments as a table: a.params and a[name] for each of
+-- `names`, from (params, v1, v2, ...) in the order of `names`, from
+-- (params, {name = v, ...}) or from ({params = ..., name = v, ...}).
+-- `aliases` maps other accepted option names to names.
+function M.arguments(cls, names, aliases, ...)
+  local n = select("#", ...)
+  local p1, p2 = ...
+  local opts
+  local a = {}
+  if n == 1 and is_plain(p1) and p1[1] == nil and p1.params ~= nil then
+    opts = p1
+  elseif n == 2 and is_plain(p2) and p2[1] == nil then
+    a.params, opts = p1, p2
+  else
+    if n - 1 > #names then
+      fail("TypeError: %s() takes at most %d arguments after params, but got %d.", cls, #names, n - 1)
+    end
+    a.params = p1
+    for i = 1, #names do a[names[i]] = (select(i + 1, ...)) end
+    a._positional = true
+    return a
+  end
+  local known = { params = true }
+  for _, k in ipairs(names) do known[k] = true end
+  for k, v in pairs(opts) do
+    local key = aliases and aliases[k] or k
+    if not known[key] then
+      fail("TypeError: %s() got an unexpected keyword argument '%s'.", cls, tostring(k))
+    end
+    if key == "params" and opts ~= p1 then
+      fail("TypeError: %s() got multiple values for argument 'params'.", cls)
+    end
+    a[key] = v
+  end
+  return a
+end
+
+-- Learning rates -------------------------------------------------------------------
+
+--- A learning-rate spec: {value = v} (fixed), {list = l, n = #l} (per step)
+-- or {fn = f} (a function of the 1-based step).
+local function parse_lr(cls, v, what)
+  if core.is_tensor(v) then
+    if v.ndim == 0 then
+      v = v:item()
+    elseif v.ndim == 1 then
+      v = v:astype(core.float64):totable()
+    else
+      fail("ValueError: For '%s', if '%s' is a Tensor, its dimension must be 0 or 1, but got %d.", cls, what, v.ndim)
+    end
+  end
+  if type(v) == "number" then
+    if not finite(v) or v < 0 then
+      fail("ValueError: For '%s', the '%s' must be a finite number >= 0.0, but got %s.", cls, what, tostring(v))
+    end
+    return { value = v }
+  end
+  if is_plain(v) then
+    local n = #v
+    if n == 0 then fail("ValueError: For '%s', the '%s' list must not be empty.", cls, what) end
+    local list = {}
+    for i = 1, n do
+      local x = v[i]
+      if type(x) ~= "number" then
+        fail("TypeError: For '%s', %s[%d] must be a number, but got %s.", cls, what, i, type_name(x))
+      end
+      if not finite(x) or x < 0 then
+        fail("ValueError: For '%s', %s[%d] must be a finite number >= 0.0, but got %s.", cls, what, i, tostring(x))
+      end
+      list[i] = x
+    end
+    return { list = list, n = n }
+  end
+  if is_callable(v) then return { fn = v } end
+  fail("TypeError: For '%s', the '%s' must be a number, a list of numbers, a Tensor or a function(step), but got %s.",
+    cls, what, type_name(v))
+end
+
+--- The rate of `spec` at step t (1-based), or nil and the bad value when a
+-- function returned something that is not a rate.
+local function lr_at(spec, t)
+  local v = spec.value
+  if v ~= nil then return v end
+  local list = spec.list
+  if list then
+    v = list[t]
+    if v == nil then v = list[spec.n] end
+    return v
+  end
+  v = spec.fn(t)
+  if type(v) ~= "number" or not finite(v) or v < 0 then return nil, v end
+  return v
+end
+
+local function lr_str(spec)
+  if spec.value ~= nil then return tostring(spec.value) end
+  if spec.list then return ("list[%d]"):format(spec.n) end
+  return "function"
+end
+
+-- Parameters ------------------------------------------------------------------------
+
+--- A list from a list, a ParameterTuple or an iterator.
+local function collect(cls, v, what)
+  if v == nil then fail("ValueError: For '%s', the argument '%s' can not be nil.", cls, what) end
+  local out = {}
+  if type(v) == "function" then
+    for x in v do out[#out + 1] = x end
+    return out
+  end
+  if is_plain(v) or parameter.is_parameter_tuple(v) then
+    for i = 1, #v do out[i] = v[i] end
+    return out
+  end
+  fail("TypeError: For '%s', the argument '%s' must be a list of Parameters or of parameter groups, but got %s.",
+    cls, what, type_name(v))
+end
+
+local GROUP_KEYS = { params = true, lr = true, weight_decay = true, order_params = true, grad_centralization = true }
+local GROUP_KEYS_STR = "['params', 'lr', 'weight_decay', 'order_params', 'grad_centralization']"
+
+--- Check one Parameter of the optimizer.
+local function check_param(cls, p, seen, names)
+  if seen[p] or names[p.name] then
+    fail("RuntimeError: For '%s', the %s parameter already exists, it does not support repeated setting. "
+      .. "Please check whether the optimizer parameter has been set multiple times.", cls, p.name)
+  end
+  if p.dtype ~= core.float32 and p.dtype ~= core.float64 then
+    fail("TypeError: For '%s', the parameter '%s' is %s; optimizers update float32 and float64 parameters.",
+      cls, p.name, tostring(p.dtype))
+  end
+  seen[p] = true
+  names[p.name] = true
+end
+
+--- Unnamed Parameters (MindSpore's default name) get distinct names, so
+-- their state can be named after them.
+local function name_default(list, start)
+  local n = start
+  for _, p in ipairs(list) do
+    if p.name == "Parameter" then
+      n = n + 1
+      p.name = "Parameter$" .. n
+    end
+  end
+  return n
+end
+
+--- Fill k.params, k.wd, k.spec_of and k.specs from `params`.
+local function parse_params(k, cls, params, default_lr, default_wd, decay_filter)
+  local list = collect(cls, params, "params")
+  if #list == 0 then fail("ValueError: For '%s', the argument 'params' must not be empty.", cls) end
+  local grouped = not is_parameter(list[1])
+  for i, x in ipairs(list) do
+    if grouped and not is_plain(x) or not grouped and not is_parameter(x) then
+      fail("TypeError: For '%s', all elements of the argument 'params' must be Parameters or parameter groups "
+        .. "(tables with a 'params' list), but element %d is %s.", cls, i, type_name(x))
+    end
+  end
+  local ps, wd, spec_of = {}, {}, {}
+  local specs = { default_lr }
+  local seen, names = {}, {}
+  k.grouped = grouped
+  if not grouped then
+    name_default(list, 0)
+    for i, p in ipairs(list) do
+      check_param(cls, p, seen, names)
+      ps[i], spec_of[i] = p, 1
+      local skip = decay_filter and (p.name:find("beta", 1, true) or p.name:find("gamma", 1, true))
+      wd[i] = skip and 0 or default_wd
+    end
+  else
+    local order
+    local unnamed = 0
+    for gi, g in ipairs(list) do
+      for key in pairs(g) do
+        if not GROUP_KEYS[key] then
+          fail("KeyError: For '%s', the key in group params must be one of %s, but got '%s' in group %d.",
+            cls, GROUP_KEYS_STR, tostring(key), gi)
+        end
+      end
+      if g.order_params ~= nil then
+        if next(g, nil) ~= "order_params" or next(g, "order_params") ~= nil then
+          fail("ValueError: For '%s', the order params group should only include the 'order_params' key "
+            .. "(group %d).", cls, gi)
+        end
+        order = collect(cls, g.order_params, "order_params")
+      else
+        local members = collect(cls, g.params, ("params of group %d"):format(gi))
+        if #members == 0 then fail("ValueError: For '%s', the 'params' of group %d must not be empty.", cls, gi) end
+        for i, p in ipairs(members) do
+          if not is_parameter(p) then
+            fail("TypeError: For '%s', the element in group parameters must be Parameter type, but got %s at "
+              .. "index %d of group %d.", cls, type_name(p), i, gi)
+          end
+        end
+        local spec = 1
+        if g.lr ~= nil then
+          specs[#specs + 1] = parse_lr(cls, g.lr, ("lr of group %d"):format(gi))
+          spec = #specs
+          k.group_lr = true
+        end
+        local gwd = default_wd
+        if g.weight_decay ~= nil then gwd = M.check_non_negative(cls, ("weight_decay of group %d"):format(gi), g.weight_decay) end
+        if g.grad_centralization ~= nil then
+          M.check_bool(cls, ("grad_centralization of group %d"):format(gi), g.grad_centralization)
+          if g.grad_centralization then
+            fail("NotImplementedError: For '%s', grad_centralization is not supported (group %d).", cls, gi)
+          end
+        end
+        unnamed = name_default(members, unnamed)
+        for _, p in ipairs(members) do
+          check_param(cls, p, seen, names)
+          local n = #ps + 1
+          ps[n], wd[n], spec_of[n] = p, gwd, spec
+        end
+      end
+    end
+    if #ps == 0 then fail("ValueError: For '%s', the parameter groups hold no parameters.", cls) end
+    if order then
+      if #order ~= #ps then
+        fail("ValueError: For '%s', the length of order parameters must be the same as the length of group "
+          .. "parameters, but got order parameters' length %d, group parameters' length %d.", cls, #order, #ps)
+      end
+      local at = {}
+      for i, p in ipairs(ps) do at[p] = i end
+      local nps, nwd, nspec = {}, {}, {}
+      for i, p in ipairs(order) do
+        local j = at[p]
+        if j == nil then
+          fail("ValueError: For '%s', order_params[%d] (%s) is not in any parameter group.", cls, i,
+            is_parameter(p) and p.name or type_name(p))
+        end
+        at[p] = nil
+        nps[i], nwd[i], nspec[i] = ps[j], wd[j], spec_of[j]
+      end
+      ps, wd, spec_of = nps, nwd, nspec
+    end
+  end
+  k.params, k.wd, k.spec_of, k.specs, k.n = ps, wd, spec_of, specs, #ps
+end
+
+-- Construction --------------------------------------------------------------------------
+
+--- Set up the base state from the checked arguments (a.params,
+-- a.learning_rate, a.weight_decay, a.loss_scale); returns k. Called by each
+-- optimizer's init inside M.guard. opts.decay_filter: skip "beta"/"gamma"
+-- parameters when not grouped.
+function M.setup(self, cls, a, opts)
+  Cell.init(self, { auto_prefix = false })
+  local loss_scale = a.loss_scale
+  if loss_scale == nil then loss_scale = 1 end
+  M.check_positive(cls, "loss_scale", loss_scale)
+  local wd = a.weight_decay
+  if wd == nil then wd = 0 end
+  M.check_non_negative(cls, "weight_decay", wd)
+  local default_lr = parse_lr(cls, a.learning_rate, "learning_rate")
+  local k = { cls = cls, loss_scale = loss_scale, grad_scale = 1 / loss_scale, weight_decay = wd, lr_now = {} }
+  parse_params(k, cls, a.params, default_lr, wd, opts and opts.decay_filter)
+  local labels = {}
+  for i, p in ipairs(k.params) do labels[i] = ("For '%s', parameter '%s' (gradients[%d])"):format(cls, p.name, i) end
+  k.labels = labels
+  self.parameters = ParameterTuple(k.params)
+  k.global_step = Parameter(core.zeros({ 1 }, core.int32), "global_step", false)
+  self.global_step = k.global_step
+  rawset(self, K, k)
+  return k
+end
+
+--- Zero-filled state tensors, one per parameter, named prefix.<name> and
+-- registered under those names (a ParameterTuple attribute `prefix`).
+function M.state(self, k, prefix)
+  local list = {}
+  for i, p in ipairs(k.params) do
+    list[i] = Parameter(core.zeros(p.shape, p.dtype), prefix .. "." .. p.name, false)
+  end
+  self[prefix] = ParameterTuple(list)
+  return list
+end
+
+--- Optimizer(learning_rate, params [, weight_decay = 0, loss_scale = 1]),
+-- MindSpore's base-class order, for custom optimizers (see the file comment).
+function Optimizer:init(learning_rate, params, weight_decay, loss_scale)
+  M.guard(M.setup, self, I.class_name(self), {
+    learning_rate = learning_rate, params = params, weight_decay = weight_decay, loss_scale = loss_scale,
+  }, { decay_filter = true })
+end
+
+-- Stepping ---------------------------------------------------------------------------------
+
+local function state_of(self, method)
+  local k = rawget(self, K)
+  if k == nil then
+    error(("RuntimeError: %s.%s: the optimizer was not set up; call nn.Optimizer.init(self, learning_rate, "
+      .. "params, ...) in its init"):format(I.class_name(self), method), 3)
+  end
+  return k
+end
+
+--- Update the parameters for step `step` (1-based); each optimizer defines it.
+function Optimizer:_apply()
+  error(("NotImplementedError: %s has no _apply(gradients, step) method"):format(I.class_name(self)), 0)
+end
+
+local item, fill_, check_grads = Tensor.item, Tensor.fill_, core.nnops._check_grads
+
+--- opt(gradients): one step. `gradients` is a list of Tensors matching the
+-- parameters, as cell.grad returns for them; returns true.
+function Optimizer:construct(gradients)
+  local k = state_of(self, "construct")
+  local n = k.n
+  if type(gradients) ~= "table" then
+    error(("TypeError: For '%s', the argument 'gradients' must be a list of Tensors (one per parameter), but got %s.")
+      :format(k.cls, type_name(gradients)), 2)
+  end
+  if #gradients ~= n then
+    error(("ValueError: For '%s', got %d gradients for %d parameters."):format(k.cls, #gradients, n), 2)
+  end
+  -- all of them before any update, so a bad list changes nothing
+  local ok, err = pcall(check_grads, k.params, gradients, k.labels, n)
+  if not ok then error(strip(err), 2) end
+  local t = item(k.global_step) + 1
+  local specs, now = k.specs, k.lr_now
+  for j = 1, #specs do
+    local v, bad = lr_at(specs[j], t)
+    if v == nil then
+      error(("ValueError: For '%s', the learning-rate function returned %s at step %d; it must return a finite "
+        .. "number >= 0."):format(k.cls, type(bad) == "number" and tostring(bad) or type_name(bad), t), 2)
+    end
+    now[j] = v
+  end
+  ok, err = pcall(self._apply, self, gradients, t)
+  if not ok then error(strip(err), 2) end
+  fill_(k.global_step, t)
+  return true
+end
+
+--- The learning rate of the next step: a number, or a list with one rate
+-- per parameter when groups have rates of their own.
+function Optimizer:get_lr()
+  local k = state_of(self, "get_lr")
+  local t = item(k.global_step) + 1
+  local function at(spec)
+    local v, bad = lr_at(spec, t)
+    if v == nil then
+      error(("ValueError: For '%s', the learning-rate function returned %s at step %d; it must return a finite "
+        .. "number >= 0."):format(k.cls, tostring(bad), t), 3)
+    end
+    return v
+  end
+  if not k.group_lr then return at(k.specs[1]) end
+  local out = {}
+  for i = 1, k.n do out[i] = at(k.specs[k.spec_of[i]]) end
+  return out
+end
+
+--- The learning rate of `param` (a Parameter or a list of them) at the
+-- next step: a number, or a list.
+function Optimizer:get_lr_parameter(param)
+  local k = state_of(self, "get_lr_parameter")
+  local lr = self:get_lr()
+  local function one(p)
+    if not is_parameter(p) then
+      error(("TypeError: For 'get_lr_parameter', the 'param' must be a Parameter or a list of them, but got %s.")
+        :format(type_name(p)), 3)
+    end
+    for i = 1, k.n do
+      if k.params[i] == p then return type(lr) == "table" and lr[i] or lr end
+    end
+    error(("ValueError: For 'get_lr_parameter', the parameter %s is not in the optimizer."):format(p.name), 3)
+  end
+  if is_plain(param) then
+    local out = {}
+    for i = 1, #param do out[i] = one(param[i]) end
+    return out
+  end
+  return one(param)
+end
+
+--- Weight decay of each parameter, after the decay filter and groups.
+function Optimizer:get_weight_decay()
+  local k = state_of(self, "get_weight_decay")
+  local out = {}
+  for i = 1, k.n do out[i] = k.wd[i] end
+  return out
+end
+
+--- The step the next opt(...) takes is number global_step + 1.
+function Optimizer:get_step()
+  return item(state_of(self, "get_step").global_step)
+end
+
+--- "learning_rate=0.1, ..." for tostring: the rate and the hyper-parameters
+-- each optimizer lists in k.repr.
+function Optimizer:extend_repr()
+  local k = rawget(self, K)
+  if k == nil then return "" end
+  local parts = { "learning_rate=" .. lr_str(k.specs[1]) }
+  for _, e in ipairs(k.repr or {}) do parts[#parts + 1] = e[1] .. "=" .. tostring(k[e[2]]) end
+  return table.concat(parts, ", ")
+end
+
+--- Cell's loader reads a dotted key as a sub-cell's; an optimizer's own
+-- parameters have dotted names ("moment1.dense.weight"), which it loads,
+-- so those keys are not unexpected.
+function Optimizer:_load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                         error_msgs)
+  local n0 = #unexpected_keys
+  Cell._load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+  local own = {}
+  for name in self:parameters_and_names("", false) do own[prefix .. name] = true end
+  for i = #unexpected_keys, n0 + 1, -1 do
+    if own[unexpected_keys[i]] then table.remove(unexpected_keys, i) end
+  end
+end
+
+M.lr_at = lr_at
+
+return M

@@ -1,0 +1,126 @@
+--- cell.nn.WithLossCell and cell.nn.TrainOneStepCell: MindSpore's training
+-- wrappers.
+--
+--     local net_with_loss = nn.WithLossCell(net, nn.MSELoss())
+--     local train_net = nn.TrainOneStepCell(net_with_loss, nn.SGD(net:trainable_params()))
+--     for x, y in batches do local loss = train_net(x, y) end
+--
+-- Both are made with auto_prefix = false, as in MindSpore, so the wrapped
+-- cells' parameter names stay as they are.
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local core = require "cell.core"
+local autograd = require "cell.autograd"
+local Cell = require "cell.nn.cell"
+local I = require "cell.nn.internal"
+
+local type_name = I.type_name
+
+local M = {}
+
+local function is_callable(v)
+  if type(v) == "function" then return true end
+  local mt = type(v) == "table" and getmetatable(v)
+  return mt and mt.__call ~= nil or false
+end
+
+local function is_optimizer(v)
+  local O = require "cell.nn.optim.optimizer"
+  return I.is_cell(v) and require("cell.class").is_instance(v, O.Optimizer)
+end
+
+-- WithLossCell ----------------------------------------------------------------------
+
+local WithLossCell = Cell:extend("WithLossCell")
+M.WithLossCell = WithLossCell
+
+--- WithLossCell(backbone, loss_fn): construct(data, label) is
+-- loss_fn(backbone(data), label). loss_fn is a Cell or a function.
+function WithLossCell:init(backbone, loss_fn)
+  Cell.init(self, { auto_prefix = false })
+  if not I.is_cell(backbone) then
+    error(("TypeError: For 'WithLossCell', the 'backbone' must be a Cell, but got %s."):format(type_name(backbone)), 3)
+  end
+  if not is_callable(loss_fn) then
+    error(("TypeError: For 'WithLossCell', the 'loss_fn' must be a Cell or a function, but got %s.")
+      :format(type_name(loss_fn)), 3)
+  end
+  self._backbone = backbone
+  self._loss_fn = loss_fn
+end
+
+function WithLossCell:construct(data, label)
+  local out = self._backbone(data)
+  return self._loss_fn(out, label)
+end
+
+--- The wrapped network (MindSpore's backbone_network property).
+function WithLossCell:backbone_network() return self._backbone end
+
+-- TrainOneStepCell ------------------------------------------------------------------
+
+local TrainOneStepCell = Cell:extend("TrainOneStepCell")
+M.TrainOneStepCell = TrainOneStepCell
+
+--- TrainOneStepCell(network, optimizer [, sens = 1]) (or {sens = }):
+-- construct(...) runs network(...) (which returns the loss), takes the
+-- gradients of the loss with respect to the optimizer's parameters, scaled
+-- by sens (a non-scalar loss is differentiated as its sum, i.e. a sens of
+-- ones), applies the optimizer and returns the loss. The network (and the
+-- optimizer) are put in training mode.
+function TrainOneStepCell:init(network, optimizer, sens)
+  Cell.init(self, { auto_prefix = false })
+  if type(sens) == "table" and getmetatable(sens) == nil then sens = sens.sens end
+  if not I.is_cell(network) then
+    error(("TypeError: For 'TrainOneStepCell', the 'network' must be a Cell, but got %s."):format(type_name(network)), 3)
+  end
+  if not is_optimizer(optimizer) then
+    error(("TypeError: For 'TrainOneStepCell', the 'optimizer' must be an optimizer (nn.Optimizer), but got %s.")
+      :format(type_name(optimizer)), 3)
+  end
+  if sens == nil then sens = 1 end
+  if type(sens) ~= "number" or sens ~= sens or sens == math.huge or sens == -math.huge then
+    error(("TypeError: For 'TrainOneStepCell', the 'sens' must be a finite number, but got %s.")
+      :format(type(sens) == "number" and tostring(sens) or type_name(sens)), 3)
+  end
+  self.network = network
+  self.optimizer = optimizer
+  self.sens = sens
+  local weights = {}
+  local params = optimizer.parameters
+  for i = 1, #params do weights[i] = params[i] end
+  self.weights = weights -- a plain list: an attribute, not registered again
+  network:set_grad()
+  self:set_train(true)
+  -- The forward pass keeps the loss it returned, so the cell can return it
+  -- whatever the differentiated value was.
+  local held = {}
+  self._held = held
+  local function forward(...)
+    local loss = network(...)
+    if not core.is_tensor(loss) then
+      error(("TypeError: For 'TrainOneStepCell', the network must return the loss as a Tensor, but got %s.")
+        :format(type_name(loss)), 0)
+    end
+    held.loss = loss
+    if loss:numel() ~= 1 then return loss:sum() end
+    return loss
+  end
+  self._grad_fn = autograd.value_and_grad(forward, nil, weights)
+end
+
+local mul_ = core.Tensor.mul_
+
+function TrainOneStepCell:construct(...)
+  local held = self._held
+  local _, grads = self._grad_fn(...)
+  local loss = held.loss
+  held.loss = nil
+  local sens = self.sens
+  if sens ~= 1 then
+    for i = 1, #grads do mul_(grads[i], sens) end
+  end
+  self.optimizer(grads)
+  return loss
+end
+
+return M

@@ -1,0 +1,358 @@
+--- cell.train: MindSpore's high-level training API. Model wraps a network,
+-- a loss function, an optimizer and metrics:
+--
+--     local model = cell.train.Model(net, nn.CrossEntropyLoss(), nn.Adam(net:trainable_params()),
+--                                    {"accuracy", "loss"})
+--     model:train(5, train_set, {callbacks = {cell.train.LossMonitor(100)}})
+--     local res = model:eval(test_set)     --> {accuracy = 0.91, loss = 0.25}
+--
+-- A dataset is what cell.dataset.batches returns: an object with :len()
+-- (batches per epoch) and :each(epoch) (an iterator of (x, y) batches); a
+-- plain list of {x, y} pairs works too. Labels are class ids from 1.
+--
+-- Model.train runs train_network (TrainOneStepCell(WithLossCell(network,
+-- loss_fn), optimizer), or TrainOneStepCell(network, optimizer) without a
+-- loss_fn, the network then returning the loss) in training mode, calling
+-- the callbacks (see cell.train.callbacks) and, unless progress = false,
+-- a ProgressBar (see cell.train.progress). Model.eval runs the network in
+-- inference mode without recording gradients and returns each metric's
+-- value by name.
+--
+-- Exports: Model, Callback, RunContext, LossMonitor, TimeMonitor,
+-- ModelCheckpoint, CheckpointConfig, ProgressBar, Metric, Accuracy, Loss.
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local core = require "cell.core"
+local class = require "cell.class"
+local autograd = require "cell.autograd"
+local I = require "cell.nn.internal"
+local callbacks = require "cell.train.callbacks"
+local metrics = require "cell.train.metrics"
+local progress = require "cell.train.progress"
+
+local type_name = I.type_name
+
+local M = {}
+for _, mod in ipairs { callbacks, metrics, progress } do
+  for k, v in pairs(mod) do
+    if type(k) == "string" and k:sub(1, 1):match("%u") then M[k] = v end
+  end
+end
+
+local function is_plain(t) return type(t) == "table" and getmetatable(t) == nil end
+
+local function is_callable(v)
+  if type(v) == "function" then return true end
+  local mt = type(v) == "table" and getmetatable(v)
+  return mt and mt.__call ~= nil or false
+end
+
+local function is_optimizer(v)
+  return I.is_cell(v) and class.is_instance(v, require("cell.nn.optim.optimizer").Optimizer)
+end
+
+--- The metrics as an ordered list of {name, metric}.
+local function parse_metrics(m, lvl)
+  local out = {}
+  if m == nil then return out end
+  if type(m) == "string" then m = { m } end
+  if not is_plain(m) then
+    error(("TypeError: For 'Model', the argument 'metrics' must be a list of names or a table of name = metric, "
+      .. "but got %s."):format(type_name(m)), lvl)
+  end
+  local function check_metric(name, v)
+    if type(v) == "string" then
+      local ok, mt = pcall(metrics.get_metric_fn, v)
+      if not ok then error((tostring(mt):gsub("^[^\n]-:%d+: ", "", 1)), lvl + 1) end
+      return mt
+    end
+    if type(v) ~= "table" or type(v.update) ~= "function" or type(v.eval) ~= "function"
+        or type(v.clear) ~= "function" then
+      error(("TypeError: For 'Model', the metric '%s' must be a metric name or an object with clear, update and eval, "
+        .. "but got %s."):format(tostring(name), type_name(v)), lvl + 1)
+    end
+    return v
+  end
+  for i = 1, #m do out[#out + 1] = { m[i], check_metric(m[i], m[i]) } end
+  local named = {}
+  for k in pairs(m) do
+    if type(k) == "string" then named[#named + 1] = k
+    elseif type(k) ~= "number" or k < 1 or k > #m or k ~= math.floor(k) then
+      error(("TypeError: For 'Model', metric names must be strings, but got %s."):format(type_name(k)), lvl)
+    end
+  end
+  table.sort(named)
+  for _, k in ipairs(named) do out[#out + 1] = { k, check_metric(k, m[k]) } end
+  local seen = {}
+  for _, e in ipairs(out) do
+    if seen[e[1]] then error(("ValueError: For 'Model', the metric '%s' is given twice."):format(e[1]), lvl) end
+    seen[e[1]] = true
+  end
+  return out
+end
+
+-- Model ----------------------------------------------------------------------------------
+
+local Model = class("Model")
+M.Model = Model
+
+local MODEL_OPTIONS = { loss_fn = true, optimizer = true, metrics = true, eval_network = true }
+
+--- Model(network [, loss_fn, optimizer, metrics]) or Model(network,
+-- {loss_fn =, optimizer =, metrics =, eval_network =}). eval_network,
+-- when given, is called as eval_network(x, y) and returns (loss, logits).
+function Model:init(network, loss_fn, optimizer, metric_spec)
+  local eval_network
+  if is_plain(loss_fn) and optimizer == nil and metric_spec == nil and not is_callable(loss_fn) then
+    local o = loss_fn
+    for k in pairs(o) do
+      if not MODEL_OPTIONS[k] then error(("TypeError: Model() got an unexpected keyword argument '%s'."):format(tostring(k)), 3) end
+    end
+    loss_fn, optimizer, metric_spec, eval_network = o.loss_fn, o.optimizer, o.metrics, o.eval_network
+  end
+  if not I.is_cell(network) then
+    error(("TypeError: For 'Model', the argument 'network' must be a Cell, but got %s."):format(type_name(network)), 3)
+  end
+  if loss_fn ~= nil and not is_callable(loss_fn) then
+    error(("TypeError: For 'Model', the argument 'loss_fn' must be a Cell or a function, but got %s.")
+      :format(type_name(loss_fn)), 3)
+  end
+  if optimizer ~= nil and not is_optimizer(optimizer) then
+    error(("TypeError: For 'Model', the argument 'optimizer' must be an optimizer (nn.Optimizer), but got %s.")
+      :format(type_name(optimizer)), 3)
+  end
+  if eval_network ~= nil and not is_callable(eval_network) then
+    error(("TypeError: For 'Model', the argument 'eval_network' must be a Cell or a function, but got %s.")
+      :format(type_name(eval_network)), 3)
+  end
+  self.network, self.loss_fn, self.optimizer, self.eval_network = network, loss_fn, optimizer, eval_network
+  self._metrics = parse_metrics(metric_spec, 4)
+  self.predict_network = network
+  if optimizer ~= nil then
+    local nn = require "cell.nn"
+    local with_loss = loss_fn ~= nil and nn.WithLossCell(network, loss_fn) or network
+    self.train_network = nn.TrainOneStepCell(with_loss, optimizer)
+  end
+end
+
+--- A dataset as (len, iterator maker): an object with len and each, or
+-- a plain list of {x, y} pairs.
+local function dataset_of(ds, what, lvl)
+  if is_plain(ds) and not (type(ds.len) == "function" and type(ds.each) == "function") then
+    local n = #ds
+    for i = 1, n do
+      if type(ds[i]) ~= "table" then
+        error(("TypeError: For 'Model', %s[%d] must be an {x, y} pair, but got %s."):format(what, i, type_name(ds[i])), lvl)
+      end
+    end
+    return n, function()
+      local i = 0
+      return function()
+        i = i + 1
+        local b = ds[i]
+        if b then return b[1], b[2] end
+      end
+    end
+  end
+  local ok = type(ds) == "table" or type(ds) == "userdata"
+  ok = ok and type(ds.len) == "function" and type(ds.each) == "function"
+  if not ok then
+    error(("TypeError: For 'Model', the argument '%s' must be a dataset (an object with len() and each(epoch), "
+      .. "as cell.dataset.batches returns) or a list of {x, y} pairs, but got %s."):format(what, type_name(ds)), lvl)
+  end
+  local n = ds:len()
+  if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then
+    error(("TypeError: For 'Model', %s:len() must return a count, but got %s."):format(what, tostring(n)), lvl)
+  end
+  return n, function(epoch) return ds:each(epoch) end
+end
+
+--- The callbacks as a list (one callback, a list, or nil).
+local function callback_list(cbs, lvl)
+  if cbs == nil then return {} end
+  if not is_plain(cbs) or cbs[1] == nil and next(cbs) ~= nil then cbs = { cbs } end -- one callback
+  local out = {}
+  for i = 1, #cbs do
+    local c = cbs[i]
+    if type(c) ~= "table" then
+      error(("TypeError: For 'Model', callbacks[%d] must be a callback (a table of on_train_* methods), but got %s.")
+        :format(i, type_name(c)), lvl)
+    end
+    out[i] = c
+  end
+  return out
+end
+
+local function call_all(list, method, rc)
+  for i = 1, #list do
+    local c = list[i]
+    local f = c[method]
+    if f then f(c, rc) end
+  end
+end
+
+local function samples_in(x)
+  if core.is_tensor(x) then return x.ndim > 0 and x:size(1) or 1 end
+  if type(x) == "table" and core.is_tensor(x[1]) then return samples_in(x[1]) end
+  return 0
+end
+
+local TRAIN_OPTIONS = { callbacks = true, dataset_sink_mode = true, sink_size = true, initial_epoch = true, progress = true }
+local EVAL_OPTIONS = { callbacks = true, dataset_sink_mode = true }
+
+--- Whether t is an options table: a plain table of names with no
+-- function among its values (a plain table with methods is one callback).
+local function is_options(t)
+  if not is_plain(t) or t[1] ~= nil or next(t) == nil then return false end
+  for _, v in pairs(t) do
+    if type(v) == "function" then return false end
+  end
+  return true
+end
+
+--- train(epoch, train_dataset [, callbacks, dataset_sink_mode, sink_size,
+-- initial_epoch]) or train(epoch, train_dataset, {callbacks =, progress =,
+-- initial_epoch =, dataset_sink_mode =, sink_size =}). `epoch` is the
+-- total number of epochs; with initial_epoch = k training resumes at epoch
+-- k + 1. dataset_sink_mode and sink_size are accepted and ignored.
+-- progress: nil or true for a ProgressBar, false for none, or a
+-- ProgressBar (or any callback) of one's own.
+function Model:train(epoch, train_dataset, cbs, dataset_sink_mode, sink_size, initial_epoch)
+  local show = true
+  if is_options(cbs) then
+    local o = cbs
+    for k in pairs(o) do
+      if not TRAIN_OPTIONS[k] then
+        error(("TypeError: Model.train() got an unexpected keyword argument '%s'."):format(tostring(k)), 2)
+      end
+    end
+    cbs, initial_epoch = o.callbacks, o.initial_epoch
+    if o.progress ~= nil then show = o.progress end
+  end
+  local _, _ = dataset_sink_mode, sink_size
+  if self.train_network == nil then
+    error("ValueError: For 'Model.train', the model has no optimizer, so it cannot be trained; "
+      .. "give Model an optimizer.", 2)
+  end
+  if type(epoch) ~= "number" or epoch ~= math.floor(epoch) or epoch < 1 or epoch == math.huge then
+    error(("ValueError: For 'Model.train', the argument 'epoch' must be a positive integer, but got %s.")
+      :format(type(epoch) == "number" and tostring(epoch) or type_name(epoch)), 2)
+  end
+  if initial_epoch == nil then initial_epoch = 0 end
+  if type(initial_epoch) ~= "number" or initial_epoch ~= math.floor(initial_epoch) or initial_epoch < 0
+      or initial_epoch >= epoch then
+    error(("ValueError: For 'Model.train', the argument 'initial_epoch' must be an integer in [0, epoch), but got %s.")
+      :format(type(initial_epoch) == "number" and tostring(initial_epoch) or type_name(initial_epoch)), 2)
+  end
+  local batch_num, each = dataset_of(train_dataset, "train_dataset", 3)
+  local list = callback_list(cbs, 3)
+  if show == true then
+    list[#list + 1] = progress.ProgressBar()
+  elseif show ~= false then
+    if type(show) ~= "table" then
+      error(("TypeError: For 'Model.train', the option 'progress' must be a boolean or a callback, but got %s.")
+        :format(type_name(show)), 2)
+    end
+    list[#list + 1] = show
+  end
+  local net = self.train_network
+  net:set_train(true)
+  local rc = callbacks.RunContext {
+    train_network = net, network = self.network, loss_fn = self.loss_fn, optimizer = self.optimizer,
+    train_dataset = train_dataset, epoch_num = epoch, batch_num = batch_num, cur_epoch_num = initial_epoch,
+    cur_step_num = initial_epoch * batch_num, step_in_epoch = 0, mode = "train", dataset_sink_mode = false,
+    list_callback = list,
+  }
+  call_all(list, "on_train_begin", rc)
+  for e = initial_epoch + 1, epoch do
+    rc.cur_epoch_num, rc.step_in_epoch = e, 0
+    call_all(list, "on_train_epoch_begin", rc)
+    for x, y in each(e) do
+      rc.cur_step_num = rc.cur_step_num + 1
+      rc.step_in_epoch = rc.step_in_epoch + 1
+      rc.batch_size = samples_in(x)
+      call_all(list, "on_train_step_begin", rc)
+      rc.net_outputs = net(x, y)
+      call_all(list, "on_train_step_end", rc)
+      if rc:get_stop_requested() then break end
+    end
+    call_all(list, "on_train_epoch_end", rc)
+    if rc:get_stop_requested() then break end
+  end
+  call_all(list, "on_train_end", rc)
+end
+
+--- Logits and loss of one evaluation batch.
+local function eval_batch(self, x, y, need_loss)
+  if self.eval_network then
+    local loss, logits = self.eval_network(x, y)
+    return logits, loss
+  end
+  local logits = self.network(x)
+  local loss
+  if need_loss then loss = self.loss_fn(logits, y) end
+  return logits, loss
+end
+
+--- eval(valid_dataset [, callbacks]) (or {callbacks =}): each metric's
+-- value by name, over the whole dataset, with the network in inference
+-- mode and nothing recorded.
+function Model:eval(valid_dataset, cbs)
+  if is_options(cbs) then
+    for k in pairs(cbs) do
+      if not EVAL_OPTIONS[k] then
+        error(("TypeError: Model.eval() got an unexpected keyword argument '%s'."):format(tostring(k)), 2)
+      end
+    end
+    cbs = cbs.callbacks
+  end
+  local ms = self._metrics
+  if #ms == 0 then
+    error("ValueError: For 'Model.eval', the model argument 'metrics' can not be None or empty, you should set the "
+      .. "argument 'metrics' for model.", 2)
+  end
+  local need_loss = false
+  for _, e in ipairs(ms) do
+    if e[2].is_loss_metric then need_loss = true end
+  end
+  if need_loss and self.loss_fn == nil and self.eval_network == nil then
+    error("ValueError: For 'Model.eval', the 'loss' metric needs a loss_fn (or an eval_network).", 2)
+  end
+  local batch_num, each = dataset_of(valid_dataset, "valid_dataset", 3)
+  local list = callback_list(cbs, 3)
+  for _, e in ipairs(ms) do e[2]:clear() end
+  self.network:set_train(false)
+  local rc = callbacks.RunContext {
+    network = self.network, loss_fn = self.loss_fn, valid_dataset = valid_dataset, batch_num = batch_num,
+    cur_step_num = 0, mode = "eval", dataset_sink_mode = false, list_callback = list,
+  }
+  call_all(list, "on_eval_begin", rc)
+  call_all(list, "on_eval_epoch_begin", rc)
+  autograd.no_grad(function()
+    for x, y in each(1) do
+      rc.cur_step_num = rc.cur_step_num + 1
+      rc.batch_size = samples_in(x)
+      call_all(list, "on_eval_step_begin", rc)
+      local logits, loss = eval_batch(self, x, y, need_loss)
+      rc.net_outputs = { loss, logits, y }
+      for _, e in ipairs(ms) do
+        local m = e[2]
+        if m.is_loss_metric then m:update(loss) else m:update(logits, y) end
+      end
+      call_all(list, "on_eval_step_end", rc)
+    end
+  end)
+  local out = {}
+  for _, e in ipairs(ms) do out[e[1]] = e[2]:eval() end
+  rc.metrics = out
+  call_all(list, "on_eval_epoch_end", rc)
+  call_all(list, "on_eval_end", rc)
+  return out
+end
+
+--- predict(...): the network's output in inference mode, nothing recorded.
+function Model:predict(...)
+  self.network:set_train(false)
+  return autograd.no_grad(self.network, ...)
+end
+
+return M

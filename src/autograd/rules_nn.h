@@ -1,0 +1,52 @@
+/* rules_nn.h - what the nn rule files (rules_nn.c, rules_nn_loss.c) share:
+ * the table of their backward nodes and small recording helpers
+ * (internal). */
+#ifndef CELL_AUTOGRAD_RULES_NN_H
+#define CELL_AUTOGRAD_RULES_NN_H
+#include "autograd.h"
+
+/* The backward nodes of the nn family, one row each in nn_node_names
+ * (rules_nn.c), which cell_ag_nn_nodes lists. */
+typedef enum {
+  NN_SOFTMAX = 0,
+  NN_LOG_SOFTMAX,
+  NN_BATCH_NORM,
+  NN_LAYER_NORM,
+  NN_DROPOUT,
+  NN_EMBEDDING,
+  NN_CROSS_ENTROPY,
+  NN_NLL_LOSS,
+  NN_MSE_LOSS,
+  NN_L1_LOSS,
+  NN_BCE_WITH_LOGITS,
+  NN_NODE_COUNT
+} nn_node;
+
+const char *cell_ag_nn_node_name(nn_node k);
+
+/* A 64-bit argument in two iarg slots. */
+static inline void nn_put_i64(int *slot, int64_t v) {
+  uint64_t u = (uint64_t)v;
+  slot[0] = (int)(uint32_t)(u & 0xffffffffu);
+  slot[1] = (int)(uint32_t)(u >> 32);
+}
+
+static inline int64_t nn_get_i64(const int *slot) {
+  return (int64_t)((uint64_t)(uint32_t)slot[0] | ((uint64_t)(uint32_t)slot[1] << 32));
+}
+
+/* End of a wrapper: make n the producer of r and hand r over (*out is set
+ * only on success). */
+static inline cell_status nn_record_end(cell_node *n, cell_status s, cell_tensor *r,
+                                        cell_tensor **out) {
+  s = cell_ag_finish(n, s, &r);
+  if (s == CELL_OK) *out = r;
+  return s;
+}
+
+/* Save t when it is not NULL (and s is still CELL_OK). */
+static inline cell_status nn_save_opt(cell_node *n, cell_status s, const cell_tensor *t) {
+  return s == CELL_OK && t ? cell_ag_save(n, t) : s;
+}
+
+#endif

@@ -1,0 +1,472 @@
+/* norm.c - batch normalisation (per channel of {N, C, ...}) and layer
+ * normalisation (per row of the trailing dimensions), forward and backward
+ * (src/ops/nn.h).
+ *
+ * Statistics take two passes over the data (the mean, then the squared
+ * deviations from it), so the variance keeps its precision when the mean is
+ * large; the output is a third pass. Channels (batch_norm) and rows
+ * (layer_norm) are independent and split over threads when the input is
+ * large; the sums across rows for layer_norm's weight gradient run serially,
+ * in row order, so no result depends on the thread count. */
+#include "nn.h"
+#include "../core/alloc.h"
+#include "../core/iter.h"
+#include "../core/kernels.h"
+#include "../core/ops.h"
+
+#define CHUNK CELL_NN_CHUNK
+
+/* A new float64 tensor {n} (data uninitialised). */
+static cell_status f64_vec(int64_t n, cell_tensor **out) {
+  return cell_tensor_new_contig(CELL_DTYPE_F64, 1, &n, out);
+}
+
+static double *f64_data(cell_tensor *t) { return (double *)cell_tensor_base(t); }
+
+static cell_status free_all(cell_status s, double **blocks, int n) {
+  for (int i = 0; i < n; i++) cell_dealloc(blocks[i]);
+  return s;
+}
+
+/* --- batch_norm ---------------------------------------------------------------------- */
+
+typedef struct {
+  int64_t n, c, inner, m; /* m = n * inner values per channel */
+} bn_geom;
+
+static bn_geom bn_geometry(const cell_tensor *x) {
+  bn_geom g = {x->shape[0], x->shape[1], 1, 0};
+  for (int d = 2; d < x->ndim; d++) g.inner *= x->shape[d];
+  g.m = g.n * g.inner;
+  return g;
+}
+
+/* A per-channel operand must be a float tensor {C}. */
+static cell_status check_channel_param(const char *what, const cell_tensor *t,
+                                       const cell_tensor *x) {
+  if (!t) return CELL_OK;
+  CELL_TRY(cell_nn_check_float("batch_norm", what, t));
+  if (t->ndim != 1 || t->shape[0] != x->shape[1]) {
+    char b1[256], b2[256];
+    return cell_error(CELL_ERR_VALUE,
+                      "batch_norm: %s of shape %s does not match the %lld channels of the input "
+                      "of shape %s (expected [%lld])",
+                      what, cell_shape_str(t->ndim, t->shape, b1, sizeof b1),
+                      (long long)x->shape[1], cell_shape_str(x->ndim, x->shape, b2, sizeof b2),
+                      (long long)x->shape[1]);
+  }
+  return CELL_OK;
+}
+
+static cell_status bn_check(const cell_tensor *x, const cell_tensor *rm, const cell_tensor *rv,
+                            const cell_tensor *w, const cell_tensor *b, int training,
+                            double momentum, double eps) {
+  CELL_TRY(cell_nn_check_float("batch_norm", "the input", x));
+  if (!(momentum >= 0 && momentum <= 1))
+    return cell_error(CELL_ERR_VALUE, "batch_norm: momentum must lie in [0, 1], got %g", momentum);
+  if (!(eps >= 0))
+    return cell_error(CELL_ERR_VALUE, "batch_norm: eps must be non-negative, got %g", eps);
+  char buf[256];
+  if (x->ndim < 2)
+    return cell_error(CELL_ERR_VALUE,
+                      "batch_norm: the input must have at least 2 dimensions {N, C, ...}, got "
+                      "shape %s",
+                      cell_shape_str(x->ndim, x->shape, buf, sizeof buf));
+  CELL_TRY(check_channel_param("running_mean", rm, x));
+  CELL_TRY(check_channel_param("running_var", rv, x));
+  CELL_TRY(check_channel_param("weight", w, x));
+  CELL_TRY(check_channel_param("bias", b, x));
+  if (!training && (!rm || !rv))
+    return cell_error(CELL_ERR_VALUE,
+                      "batch_norm: running_mean and running_var are required when not training");
+  bn_geom g = bn_geometry(x);
+  if (training && g.m <= 1 && g.c > 0)
+    return cell_error(CELL_ERR_VALUE,
+                      "batch_norm: expected more than 1 value per channel when training, got an "
+                      "input of shape %s",
+                      cell_shape_str(x->ndim, x->shape, buf, sizeof buf));
+  return CELL_OK;
+}
+
+/* Sum of (x - centre) (or its square when sq) over channel c. */
+static double channel_sum(cell_dtype dt, const char *xb, const bn_geom *g, int64_t c,
+                          double centre, int sq) {
+  int64_t es = cell_dtype_size(dt);
+  double buf[CHUNK], s = 0;
+  for (int64_t n = 0; n < g->n; n++) {
+    const char *row = xb + (n * g->c + c) * g->inner * es;
+    for (int64_t i0 = 0; i0 < g->inner; i0 += CHUNK) {
+      int64_t k = g->inner - i0 < CHUNK ? g->inner - i0 : CHUNK;
+      cell_nn_load(dt, row + i0 * es, es, k, buf);
+      if (sq) {
+        CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += (buf[i] - centre) * (buf[i] - centre);
+      } else {
+        CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += buf[i] - centre;
+      }
+    }
+  }
+  return s;
+}
+
+/* Write a * x + b over channel c. */
+static void channel_affine(cell_dtype dt, const char *xb, char *yb, const bn_geom *g, int64_t c,
+                           double a, double b) {
+  int64_t es = cell_dtype_size(dt);
+  double buf[CHUNK];
+  for (int64_t n = 0; n < g->n; n++) {
+    int64_t off = (n * g->c + c) * g->inner * es;
+    for (int64_t i0 = 0; i0 < g->inner; i0 += CHUNK) {
+      int64_t k = g->inner - i0 < CHUNK ? g->inner - i0 : CHUNK;
+      cell_nn_load(dt, xb + off + i0 * es, es, k, buf);
+      CELL_NN_SIMD for (int64_t i = 0; i < k; i++) buf[i] = a * buf[i] + b;
+      cell_nn_store(dt, yb + off + i0 * es, es, k, buf);
+    }
+  }
+}
+
+/* running = momentum * running + (1 - momentum) * v * scale, in running's
+ * dtype. */
+static void blend_into(cell_tensor *running, const double *v, int64_t n, double momentum,
+                       double scale) {
+  int64_t es = cell_dtype_size(running->dtype), st = running->stride[0] * es;
+  char *p = cell_tensor_base(running);
+  for (int64_t c = 0; c < n; c++) {
+    double r = cell_load_f64(running->dtype, p + c * st);
+    cell_store_f64(running->dtype, p + c * st, momentum * r + (1.0 - momentum) * v[c] * scale);
+  }
+  cell_tensor_bump(running);
+}
+
+void cell_k_batch_norm_update(cell_tensor *running_mean, cell_tensor *running_var,
+                              const cell_tensor *mean, const cell_tensor *var, int64_t count,
+                              double momentum) {
+  if (running_mean) blend_into(running_mean, f64_data((cell_tensor *)mean), mean->shape[0], momentum, 1.0);
+  if (running_var)
+    blend_into(running_var, f64_data((cell_tensor *)var), var->shape[0], momentum,
+               (double)count / (double)(count - 1));
+}
+
+cell_status cell_k_batch_norm(const cell_tensor *x, cell_tensor *running_mean,
+                              cell_tensor *running_var, const cell_tensor *weight,
+                              const cell_tensor *bias, int training, double momentum, double eps,
+                              int update, cell_tensor **out, cell_tensor **mean_out,
+                              cell_tensor **var_out) {
+  if (!x || !out) return cell_error(CELL_ERR_VALUE, "batch_norm: NULL argument");
+  CELL_TRY(bn_check(x, running_mean, running_var, weight, bias, training, momentum, eps));
+  bn_geom g = bn_geometry(x);
+  double *blk[2] = {NULL, NULL}; /* weight, bias */
+  cell_tensor *xc = NULL, *y = NULL, *mean = NULL, *var = NULL;
+  cell_status s = cell_nn_doubles("batch_norm", weight, g.c, 1.0, &blk[0]);
+  if (s == CELL_OK) s = cell_nn_doubles("batch_norm", bias, g.c, 0.0, &blk[1]);
+  if (s == CELL_OK) s = cell_k_contiguous(x, &xc);
+  if (s == CELL_OK) s = cell_tensor_new_contig(x->dtype, x->ndim, x->shape, &y);
+  if (s == CELL_OK && training) s = f64_vec(g.c, &mean);
+  if (s == CELL_OK && training) s = f64_vec(g.c, &var);
+  if (s == CELL_OK && !training) s = cell_k_astype(running_mean, CELL_DTYPE_F64, &mean);
+  if (s == CELL_OK && !training) s = cell_k_astype(running_var, CELL_DTYPE_F64, &var);
+  if (s != CELL_OK) {
+    cell_release4(s, xc, y, mean, var);
+    return free_all(s, blk, 2);
+  }
+  double *mv = f64_data(mean), *vv = f64_data(var);
+  const double *w = blk[0], *b = blk[1];
+  const char *xb = cell_tensor_base(xc);
+  char *yb = cell_tensor_base(y);
+  cell_dtype dt = x->dtype;
+  CELL_FOR(cell_nn_parallel(g.c, g.m * g.c), int64_t, c, g.c, {
+    if (training) {
+      mv[c] = g.m ? channel_sum(dt, xb, &g, c, 0.0, 0) / (double)g.m : NAN;
+      vv[c] = g.m ? channel_sum(dt, xb, &g, c, mv[c], 1) / (double)g.m : NAN;
+    }
+    double is = 1.0 / sqrt(vv[c] + eps);
+    channel_affine(dt, xb, yb, &g, c, is * w[c], b[c] - mv[c] * is * w[c]);
+  });
+  if (training && update) /* nothing can fail from here on */
+    cell_k_batch_norm_update(running_mean, running_var, mean, var, g.m, momentum);
+  cell_tensor_release(xc);
+  free_all(CELL_OK, blk, 2);
+  *out = y;
+  if (mean_out) *mean_out = mean;
+  else cell_tensor_release(mean);
+  if (var_out) *var_out = var;
+  else cell_tensor_release(var);
+  return CELL_OK;
+}
+
+/* Over channel c: sum(g) and sum(g (x - mu)). */
+static void channel_grad_sums(cell_dtype gdt, const char *gb, cell_dtype xdt, const char *xb,
+                              const bn_geom *g, int64_t c, double mu, double *sg, double *sgx) {
+  int64_t ge = cell_dtype_size(gdt), xe = cell_dtype_size(xdt);
+  double gbuf[CHUNK], xbuf[CHUNK], a = 0, b = 0;
+  for (int64_t n = 0; n < g->n; n++) {
+    int64_t e = (n * g->c + c) * g->inner;
+    for (int64_t i0 = 0; i0 < g->inner; i0 += CHUNK) {
+      int64_t k = g->inner - i0 < CHUNK ? g->inner - i0 : CHUNK;
+      cell_nn_load(gdt, gb + (e + i0) * ge, ge, k, gbuf);
+      cell_nn_load(xdt, xb + (e + i0) * xe, xe, k, xbuf);
+      CELL_NN_PRAGMA(omp simd reduction(+ : a, b))
+      for (int64_t i = 0; i < k; i++) {
+        a += gbuf[i];
+        b += gbuf[i] * (xbuf[i] - mu);
+      }
+    }
+  }
+  *sg = a;
+  *sgx = b;
+}
+
+/* gx = ga * g + gb * (x - mu) + gc over channel c. */
+static void channel_grad_x(cell_dtype gdt, const char *gb, cell_dtype xdt, const char *xb,
+                           char *ob, const bn_geom *g, int64_t c, double mu, double ka, double kb,
+                           double kc) {
+  int64_t ge = cell_dtype_size(gdt), xe = cell_dtype_size(xdt);
+  double gbuf[CHUNK], xbuf[CHUNK];
+  for (int64_t n = 0; n < g->n; n++) {
+    int64_t e = (n * g->c + c) * g->inner;
+    for (int64_t i0 = 0; i0 < g->inner; i0 += CHUNK) {
+      int64_t k = g->inner - i0 < CHUNK ? g->inner - i0 : CHUNK;
+      cell_nn_load(gdt, gb + (e + i0) * ge, ge, k, gbuf);
+      if (kb != 0) cell_nn_load(xdt, xb + (e + i0) * xe, xe, k, xbuf);
+      if (kb != 0) {
+        CELL_NN_SIMD for (int64_t i = 0; i < k; i++) gbuf[i] = ka * gbuf[i] + kb * (xbuf[i] - mu) + kc;
+      } else {
+        CELL_NN_SIMD for (int64_t i = 0; i < k; i++) gbuf[i] = ka * gbuf[i] + kc;
+      }
+      cell_nn_store(xdt, ob + (e + i0) * xe, xe, k, gbuf);
+    }
+  }
+}
+
+cell_status cell_k_batch_norm_backward(const cell_tensor *g, const cell_tensor *x,
+                                       const cell_tensor *weight, const cell_tensor *mean,
+                                       const cell_tensor *var, double eps, int training,
+                                       cell_tensor **gx, cell_tensor **gw, cell_tensor **gb) {
+  if (!g || !x || !mean || !var)
+    return cell_error(CELL_ERR_VALUE, "batch_norm backward: NULL argument");
+  if (!cell_shape_equal(g->ndim, g->shape, x->ndim, x->shape)) {
+    char b1[256], b2[256];
+    return cell_error(CELL_ERR_RUNTIME,
+                      "batch_norm backward: gradient of shape %s for an output of shape %s",
+                      cell_shape_str(g->ndim, g->shape, b1, sizeof b1),
+                      cell_shape_str(x->ndim, x->shape, b2, sizeof b2));
+  }
+  bn_geom geo = bn_geometry(x);
+  double *w = NULL;
+  cell_tensor *gc = NULL, *xc = NULL, *rx = NULL, *rw = NULL, *rb = NULL;
+  cell_status s = cell_nn_doubles("batch_norm backward", weight, geo.c, 1.0, &w);
+  if (s == CELL_OK) s = cell_k_contiguous(g, &gc);
+  if (s == CELL_OK) s = cell_k_contiguous(x, &xc);
+  if (s == CELL_OK && gx) s = cell_tensor_new_contig(x->dtype, x->ndim, x->shape, &rx);
+  if (s == CELL_OK && gw) s = f64_vec(geo.c, &rw);
+  if (s == CELL_OK && gb) s = f64_vec(geo.c, &rb);
+  if (s == CELL_OK) {
+    const double *mv = f64_data((cell_tensor *)mean), *vv = f64_data((cell_tensor *)var);
+    const char *gbase = cell_tensor_base(gc), *xbase = cell_tensor_base(xc);
+    char *obase = rx ? cell_tensor_base(rx) : NULL;
+    double *wv = rw ? f64_data(rw) : NULL, *bv = rb ? f64_data(rb) : NULL;
+    cell_dtype gdt = g->dtype, xdt = x->dtype;
+    double m = (double)geo.m;
+    CELL_FOR(cell_nn_parallel(geo.c, geo.m * geo.c), int64_t, c, geo.c, {
+      double sg, sgx, is = 1.0 / sqrt(vv[c] + eps);
+      channel_grad_sums(gdt, gbase, xdt, xbase, &geo, c, mv[c], &sg, &sgx);
+      if (wv) wv[c] = sgx * is;
+      if (bv) bv[c] = sg;
+      if (obase) {
+        double k = w[c] * is;
+        if (training) /* k (g - sg / m - xhat sum(g xhat) / m), xhat = (x - mu) invstd */
+          channel_grad_x(gdt, gbase, xdt, xbase, obase, &geo, c, mv[c], k,
+                         -k * is * is * sgx / m, -k * sg / m);
+        else
+          channel_grad_x(gdt, gbase, xdt, xbase, obase, &geo, c, mv[c], k, 0.0, 0.0);
+      }
+    });
+  }
+  cell_dealloc(w);
+  cell_release4(CELL_OK, gc, xc, NULL, NULL);
+  if (s != CELL_OK) return cell_release4(s, rx, rw, rb, NULL);
+  if (gx) *gx = rx;
+  if (gw) *gw = rw;
+  if (gb) *gb = rb;
+  return CELL_OK;
+}
+
+/* --- layer_norm ------------------------------------------------------------------------ */
+
+static cell_status ln_check(const cell_tensor *x, int k, const cell_tensor *w,
+                            const cell_tensor *b, double eps) {
+  CELL_TRY(cell_nn_check_float("layer_norm", "the input", x));
+  if (!(eps >= 0))
+    return cell_error(CELL_ERR_VALUE, "layer_norm: eps must be non-negative, got %g", eps);
+  char b1[256], b2[256], b3[256];
+  if (k < 1 || k > x->ndim)
+    return cell_error(CELL_ERR_VALUE,
+                      "layer_norm: normalized_ndim must lie in 1..%d for an input of shape %s, "
+                      "got %d",
+                      x->ndim, cell_shape_str(x->ndim, x->shape, b1, sizeof b1), k);
+  const cell_tensor *ps[2] = {w, b};
+  const char *names[2] = {"weight", "bias"};
+  const int64_t *trail = x->shape + x->ndim - k;
+  for (int i = 0; i < 2; i++) {
+    if (!ps[i]) continue;
+    CELL_TRY(cell_nn_check_float("layer_norm", names[i], ps[i]));
+    if (!cell_shape_equal(ps[i]->ndim, ps[i]->shape, k, trail))
+      return cell_error(CELL_ERR_VALUE,
+                        "layer_norm: %s of shape %s does not match the normalized shape %s of "
+                        "the input of shape %s",
+                        names[i], cell_shape_str(ps[i]->ndim, ps[i]->shape, b1, sizeof b1),
+                        cell_shape_str(k, trail, b2, sizeof b2),
+                        cell_shape_str(x->ndim, x->shape, b3, sizeof b3));
+  }
+  return CELL_OK;
+}
+
+/* Sum of (x - centre) (squared when sq) over one row of d elements. */
+static double row_sum(cell_dtype dt, const char *row, int64_t d, double centre, int sq) {
+  int64_t es = cell_dtype_size(dt);
+  double buf[CHUNK], s = 0;
+  for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
+    int64_t k = d - i0 < CHUNK ? d - i0 : CHUNK;
+    cell_nn_load(dt, row + i0 * es, es, k, buf);
+    if (sq) {
+      CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += (buf[i] - centre) * (buf[i] - centre);
+    } else {
+      CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += buf[i] - centre;
+    }
+  }
+  return s;
+}
+
+cell_status cell_k_layer_norm(const cell_tensor *x, int k, const cell_tensor *weight,
+                              const cell_tensor *bias, double eps, cell_tensor **out,
+                              cell_tensor **mean_out, cell_tensor **rstd_out) {
+  if (!x || !out) return cell_error(CELL_ERR_VALUE, "layer_norm: NULL argument");
+  CELL_TRY(ln_check(x, k, weight, bias, eps));
+  int64_t d = cell_shape_numel(k, x->shape + x->ndim - k);
+  int64_t rows = cell_shape_numel(x->ndim - k, x->shape);
+  double *blk[2] = {NULL, NULL};
+  cell_tensor *xc = NULL, *y = NULL, *mean = NULL, *rstd = NULL;
+  cell_status s = cell_nn_doubles("layer_norm", weight, d, 1.0, &blk[0]);
+  if (s == CELL_OK) s = cell_nn_doubles("layer_norm", bias, d, 0.0, &blk[1]);
+  if (s == CELL_OK) s = cell_k_contiguous(x, &xc);
+  if (s == CELL_OK) s = cell_tensor_new_contig(x->dtype, x->ndim, x->shape, &y);
+  if (s == CELL_OK) s = f64_vec(rows, &mean);
+  if (s == CELL_OK) s = f64_vec(rows, &rstd);
+  if (s != CELL_OK) {
+    cell_release4(s, xc, y, mean, rstd);
+    return free_all(s, blk, 2);
+  }
+  const double *w = blk[0], *b = blk[1];
+  double *mv = f64_data(mean), *rv = f64_data(rstd);
+  cell_dtype dt = x->dtype;
+  int64_t es = cell_dtype_size(dt);
+  const char *xb = cell_tensor_base(xc);
+  char *yb = cell_tensor_base(y);
+  CELL_FOR(cell_nn_parallel(rows, rows * d), int64_t, r, rows, {
+    const char *row = xb + r * d * es;
+    double mu = d ? row_sum(dt, row, d, 0.0, 0) / (double)d : NAN;
+    double rs = 1.0 / sqrt((d ? row_sum(dt, row, d, mu, 1) / (double)d : NAN) + eps);
+    mv[r] = mu;
+    rv[r] = rs;
+    double buf[CHUNK];
+    for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
+      int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
+      cell_nn_load(dt, row + i0 * es, es, n, buf);
+      CELL_NN_SIMD for (int64_t i = 0; i < n; i++) buf[i] = (buf[i] - mu) * rs * w[i0 + i] + b[i0 + i];
+      cell_nn_store(dt, yb + (r * d + i0) * es, es, n, buf);
+    }
+  });
+  cell_tensor_release(xc);
+  free_all(CELL_OK, blk, 2);
+  *out = y;
+  if (mean_out) *mean_out = mean;
+  else cell_tensor_release(mean);
+  if (rstd_out) *rstd_out = rstd;
+  else cell_tensor_release(rstd);
+  return CELL_OK;
+}
+
+cell_status cell_k_layer_norm_backward(const cell_tensor *g, const cell_tensor *x, int k,
+                                       const cell_tensor *weight, const cell_tensor *mean,
+                                       const cell_tensor *rstd, cell_tensor **gx, cell_tensor **gw,
+                                       cell_tensor **gb) {
+  if (!g || !x || !mean || !rstd)
+    return cell_error(CELL_ERR_VALUE, "layer_norm backward: NULL argument");
+  if (!cell_shape_equal(g->ndim, g->shape, x->ndim, x->shape)) {
+    char b1[256], b2[256];
+    return cell_error(CELL_ERR_RUNTIME,
+                      "layer_norm backward: gradient of shape %s for an output of shape %s",
+                      cell_shape_str(g->ndim, g->shape, b1, sizeof b1),
+                      cell_shape_str(x->ndim, x->shape, b2, sizeof b2));
+  }
+  const int64_t *trail = x->shape + x->ndim - k;
+  int64_t d = cell_shape_numel(k, trail), rows = cell_shape_numel(x->ndim - k, x->shape);
+  double *w = NULL;
+  cell_tensor *gc = NULL, *xc = NULL, *rx = NULL, *rw = NULL, *rb = NULL;
+  cell_status s = cell_nn_doubles("layer_norm backward", weight, d, 1.0, &w);
+  if (s == CELL_OK) s = cell_k_contiguous(g, &gc);
+  if (s == CELL_OK) s = cell_k_contiguous(x, &xc);
+  if (s == CELL_OK && gx) s = cell_tensor_new_contig(x->dtype, x->ndim, x->shape, &rx);
+  if (s == CELL_OK && gw) s = cell_tensor_full(CELL_DTYPE_F64, k, trail, 0.0, &rw);
+  if (s == CELL_OK && gb) s = cell_tensor_full(CELL_DTYPE_F64, k, trail, 0.0, &rb);
+  if (s == CELL_OK) {
+    const double *mv = f64_data((cell_tensor *)mean), *rv = f64_data((cell_tensor *)rstd);
+    cell_dtype gdt = g->dtype, xdt = x->dtype;
+    int64_t ge = cell_dtype_size(gdt), xe = cell_dtype_size(xdt);
+    const char *gbase = cell_tensor_base(gc), *xbase = cell_tensor_base(xc);
+    if (rx) {
+      char *obase = cell_tensor_base(rx);
+      double dd = (double)d;
+      CELL_FOR(cell_nn_parallel(rows, rows * d), int64_t, r, rows, {
+        const char *grow = gbase + r * d * ge, *xrow = xbase + r * d * xe;
+        double gbuf[CHUNK], xbuf[CHUNK], s1 = 0, s2 = 0, mu = mv[r], rs = rv[r];
+        for (int64_t i0 = 0; i0 < d; i0 += CHUNK) { /* sum(g w), sum(g w xhat) */
+          int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
+          cell_nn_load(gdt, grow + i0 * ge, ge, n, gbuf);
+          cell_nn_load(xdt, xrow + i0 * xe, xe, n, xbuf);
+          CELL_NN_PRAGMA(omp simd reduction(+ : s1, s2))
+          for (int64_t i = 0; i < n; i++) {
+            double gh = gbuf[i] * w[i0 + i];
+            s1 += gh;
+            s2 += gh * (xbuf[i] - mu) * rs;
+          }
+        }
+        for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
+          int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
+          cell_nn_load(gdt, grow + i0 * ge, ge, n, gbuf);
+          cell_nn_load(xdt, xrow + i0 * xe, xe, n, xbuf);
+          CELL_NN_SIMD for (int64_t i = 0; i < n; i++) {
+            double xh = (xbuf[i] - mu) * rs;
+            gbuf[i] = rs * (gbuf[i] * w[i0 + i] - s1 / dd - xh * s2 / dd);
+          }
+          cell_nn_store(xdt, obase + (r * d + i0) * xe, xe, n, gbuf);
+        }
+      });
+    }
+    if (rw || rb) { /* column sums over the rows, in row order */
+      double *wv = rw ? f64_data(rw) : NULL, *bv = rb ? f64_data(rb) : NULL;
+      double gbuf[CHUNK], xbuf[CHUNK];
+      for (int64_t r = 0; r < rows; r++) {
+        const char *grow = gbase + r * d * ge, *xrow = xbase + r * d * xe;
+        for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
+          int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
+          cell_nn_load(gdt, grow + i0 * ge, ge, n, gbuf);
+          if (bv) {
+            CELL_NN_SIMD for (int64_t i = 0; i < n; i++) bv[i0 + i] += gbuf[i];
+          }
+          if (wv) {
+            cell_nn_load(xdt, xrow + i0 * xe, xe, n, xbuf);
+            double mu = mv[r], rs = rv[r];
+            CELL_NN_SIMD for (int64_t i = 0; i < n; i++) wv[i0 + i] += gbuf[i] * (xbuf[i] - mu) * rs;
+          }
+        }
+      }
+    }
+  }
+  cell_dealloc(w);
+  cell_release4(CELL_OK, gc, xc, NULL, NULL);
+  if (s != CELL_OK) return cell_release4(s, rx, rw, rb, NULL);
+  if (gx) *gx = rx;
+  if (gw) *gw = rw;
+  if (gb) *gb = rb;
+  return CELL_OK;
+}

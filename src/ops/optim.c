@@ -1,0 +1,252 @@
+/* optim.c - fused in-place optimizer steps: SGD (momentum, dampening,
+ * Nesterov, weight decay) and Adam / AdamW, each one pass over the
+ * parameter, its gradient and its state, on the strided iterator (one flat
+ * loop when everything is contiguous), allocating nothing. */
+#include "optim.h"
+#include "../core/iter.h"
+#include <math.h>
+
+/* --- SGD ----------------------------------------------------------------------- */
+
+typedef struct {
+  double lr, momentum, keep, wd, gs; /* keep = 1 - dampening */
+  int nesterov, first, has_buf;
+} sgd_ctx;
+
+/* One element; P, G, B are lvalues of type T (B only read when has_buf). */
+#define SGD_ELEM(T, P, G, B)                                   \
+  do {                                                         \
+    T d_ = (G) * gs;                                           \
+    if (wd != 0) d_ += wd * (P);                               \
+    if (has_buf) {                                             \
+      T b_ = first ? d_ : mom * (B) + keep * d_;               \
+      (B) = b_;                                                \
+      d_ = nesterov ? d_ + mom * b_ : b_;                      \
+    }                                                          \
+    (P) -= lr * d_;                                            \
+  } while (0)
+
+#define SGD_LOOP(name, T)                                                                  \
+  static void name(void *vctx, int64_t n, char **p, const int64_t *s) {                    \
+    const sgd_ctx *c = vctx;                                                               \
+    const T lr = (T)c->lr, mom = (T)c->momentum, keep = (T)c->keep, wd = (T)c->wd,          \
+            gs = (T)c->gs;                                                                 \
+    const int nesterov = c->nesterov, first = c->first, has_buf = c->has_buf;              \
+    const int64_t es = sizeof(T);                                                          \
+    if (s[0] == es && s[1] == es && (!has_buf || s[2] == es)) {                            \
+      T *pp = (T *)p[0], *bp = has_buf ? (T *)p[2] : NULL;                                 \
+      const T *gp = (const T *)p[1];                                                       \
+      if (has_buf) {                                                                       \
+        for (int64_t i = 0; i < n; i++) SGD_ELEM(T, pp[i], gp[i], bp[i]);                  \
+      } else {                                                                             \
+        T unused_ = 0;                                                                     \
+        for (int64_t i = 0; i < n; i++) SGD_ELEM(T, pp[i], gp[i], unused_);                \
+      }                                                                                    \
+      return;                                                                              \
+    }                                                                                      \
+    for (int64_t i = 0; i < n; i++) {                                                      \
+      T *pe = (T *)(p[0] + i * s[0]);                                                      \
+      const T *ge = (const T *)(p[1] + i * s[1]);                                          \
+      T unused_ = 0, *be = has_buf ? (T *)(p[2] + i * s[2]) : &unused_;                    \
+      SGD_ELEM(T, *pe, *ge, *be);                                                          \
+    }                                                                                      \
+  }
+SGD_LOOP(sgd_f32, float)
+SGD_LOOP(sgd_f64, double)
+
+cell_status cell_k_sgd_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *buf,
+                            const cell_sgd_config *cfg) {
+  sgd_ctx c = {cfg->lr, cfg->momentum, 1.0 - cfg->dampening, cfg->weight_decay, cfg->grad_scale,
+               cfg->nesterov != 0, cfg->first_step != 0, cfg->momentum != 0};
+  cell_iter it;
+  cell_iter_init(&it, param->ndim, param->shape);
+  cell_iter_add(&it, param);
+  cell_iter_add(&it, grad);
+  if (c.has_buf) {
+    cell_iter_add(&it, buf);
+    cell_tensor_bump(buf);
+  }
+  cell_tensor_bump(param);
+  return cell_iter_run(&it, param->dtype == CELL_DTYPE_F32 ? sgd_f32 : sgd_f64, &c);
+}
+
+/* --- Adam / AdamW ------------------------------------------------------------------ */
+
+typedef struct {
+  double b1, b2, omb1, omb2, eps, wd, gs, decay, neg_step_size, bc2_sqrt;
+  int decoupled;
+} adam_ctx;
+
+#define ADAM_ELEM(T, SQRT, P, G, M, V)                     \
+  do {                                                     \
+    T g_ = (G) * gs, p_ = (P);                             \
+    if (wd != 0) {                                         \
+      if (decoupled) p_ *= decay;                          \
+      else g_ += wd * p_;                                  \
+    }                                                      \
+    T m_ = (M) * b1 + omb1 * g_;                           \
+    T v_ = (V) * b2 + omb2 * g_ * g_;                      \
+    T denom_ = SQRT(v_) / bc2_sqrt + eps;                  \
+    (P) = p_ + nss * m_ / denom_;                          \
+    (M) = m_;                                              \
+    (V) = v_;                                              \
+  } while (0)
+
+#define ADAM_LOOP(name, T, SQRT)                                                           \
+  static void name(void *vctx, int64_t n, char **p, const int64_t *s) {                    \
+    const adam_ctx *c = vctx;                                                              \
+    const T b1 = (T)c->b1, b2 = (T)c->b2, omb1 = (T)c->omb1, omb2 = (T)c->omb2,             \
+            eps = (T)c->eps, wd = (T)c->wd, gs = (T)c->gs, decay = (T)c->decay,             \
+            nss = (T)c->neg_step_size, bc2_sqrt = (T)c->bc2_sqrt;                          \
+    const int decoupled = c->decoupled;                                                    \
+    const int64_t es = sizeof(T);                                                          \
+    if (s[0] == es && s[1] == es && s[2] == es && s[3] == es) {                            \
+      T *pp = (T *)p[0], *mp = (T *)p[2], *vp = (T *)p[3];                                 \
+      const T *gp = (const T *)p[1];                                                       \
+      for (int64_t i = 0; i < n; i++) ADAM_ELEM(T, SQRT, pp[i], gp[i], mp[i], vp[i]);      \
+      return;                                                                              \
+    }                                                                                      \
+    for (int64_t i = 0; i < n; i++) {                                                      \
+      T *pe = (T *)(p[0] + i * s[0]), *me = (T *)(p[2] + i * s[2]),                        \
+        *ve = (T *)(p[3] + i * s[3]);                                                      \
+      const T *ge = (const T *)(p[1] + i * s[1]);                                          \
+      ADAM_ELEM(T, SQRT, *pe, *ge, *me, *ve);                                              \
+    }                                                                                      \
+  }
+ADAM_LOOP(adam_f32, float, sqrtf)
+ADAM_LOOP(adam_f64, double, sqrt)
+
+cell_status cell_k_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
+                             cell_tensor *exp_avg_sq, const cell_adam_config *cfg) {
+  /* The scalars as PyTorch computes them, in double: 1 - beta^step and
+   * lr / (1 - beta1^step), then rounded to the parameter's type. */
+  double t = (double)cfg->step;
+  double bc1 = 1.0 - pow(cfg->beta1, t), bc2 = 1.0 - pow(cfg->beta2, t);
+  adam_ctx c = {cfg->beta1,
+                cfg->beta2,
+                1.0 - cfg->beta1,
+                1.0 - cfg->beta2,
+                cfg->eps,
+                cfg->weight_decay,
+                cfg->grad_scale,
+                1.0 - cfg->lr * cfg->weight_decay,
+                -(cfg->lr / bc1),
+                sqrt(bc2),
+                cfg->decoupled != 0};
+  cell_iter it;
+  cell_iter_init(&it, param->ndim, param->shape);
+  cell_iter_add(&it, param);
+  cell_iter_add(&it, grad);
+  cell_iter_add(&it, exp_avg);
+  cell_iter_add(&it, exp_avg_sq);
+  cell_tensor_bump(param);
+  cell_tensor_bump(exp_avg);
+  cell_tensor_bump(exp_avg_sq);
+  return cell_iter_run(&it, param->dtype == CELL_DTYPE_F32 ? adam_f32 : adam_f64, &c);
+}
+
+/* --- checks ---------------------------------------------------------------------------- */
+
+/* The parameter: float32 or float64, and writable element by element. */
+static cell_status check_written(const char *op, const char *what, const cell_tensor *t) {
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] > 1 && t->stride[d] == 0)
+      return cell_error(CELL_ERR_VALUE,
+                        "%s: the %s is a broadcast view (stride 0 in dimension %d of size %lld): "
+                        "its elements share memory and cannot be updated one by one; "
+                        "use contiguous() or clone() to give it storage of its own",
+                        op, what, d + 1, (long long)t->shape[d]);
+  }
+  return CELL_OK;
+}
+
+static cell_status check_param(const char *op, const cell_tensor *param) {
+  if (!param) return cell_error(CELL_ERR_VALUE, "%s: the parameter is NULL", op);
+  if (param->dtype != CELL_DTYPE_F32 && param->dtype != CELL_DTYPE_F64)
+    return cell_error(CELL_ERR_TYPE,
+                      "%s: the parameter is a %s tensor; optimizer steps update float32 and float64 "
+                      "parameters",
+                      op, cell_dtype_name(param->dtype));
+  return check_written(op, "parameter", param);
+}
+
+/* A gradient or state tensor of the parameter: same shape and dtype; a
+ * state tensor (written) may share no storage with the parameter. */
+static cell_status check_like(const char *op, const char *what, const cell_tensor *t,
+                              const cell_tensor *param, int written) {
+  if (!t) return cell_error(CELL_ERR_VALUE, "%s: the %s is NULL", op, what);
+  if (!cell_shape_equal(t->ndim, t->shape, param->ndim, param->shape)) {
+    char st[256], sp[256];
+    return cell_error(CELL_ERR_VALUE, "%s: the %s has shape %s but the parameter has shape %s", op,
+                      what, cell_shape_str(t->ndim, t->shape, st, sizeof st),
+                      cell_shape_str(param->ndim, param->shape, sp, sizeof sp));
+  }
+  if (t->dtype != param->dtype)
+    return cell_error(CELL_ERR_TYPE, "%s: the %s is a %s tensor but the parameter is %s", op, what,
+                      cell_dtype_name(t->dtype), cell_dtype_name(param->dtype));
+  if (written) {
+    CELL_TRY(check_written(op, what, t));
+    if (t->storage == param->storage)
+      return cell_error(CELL_ERR_VALUE, "%s: the %s shares storage with the parameter", op, what);
+  }
+  return CELL_OK;
+}
+
+static cell_status check_number(const char *op, const char *what, double v, double lo) {
+  if (!isfinite(v) || v < lo)
+    return cell_error(CELL_ERR_VALUE, "%s: %s must be a finite number >= %g, got %g", op, what, lo, v);
+  return CELL_OK;
+}
+
+static cell_status check_beta(const char *op, const char *what, double v) {
+  if (!(v >= 0 && v < 1))
+    return cell_error(CELL_ERR_VALUE, "%s: %s must be in [0, 1), got %g", op, what, v);
+  return CELL_OK;
+}
+
+cell_status cell_optim_sgd_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *buf,
+                                const cell_sgd_config *cfg) {
+  static const char op[] = "sgd_step";
+  if (!cfg) return cell_error(CELL_ERR_VALUE, "%s: the configuration is NULL", op);
+  CELL_TRY(check_number(op, "lr", cfg->lr, 0));
+  CELL_TRY(check_number(op, "momentum", cfg->momentum, 0));
+  CELL_TRY(check_number(op, "dampening", cfg->dampening, 0));
+  CELL_TRY(check_number(op, "weight_decay", cfg->weight_decay, 0));
+  CELL_TRY(check_number(op, "grad_scale", cfg->grad_scale, -INFINITY));
+  if (cfg->nesterov && (cfg->momentum <= 0 || cfg->dampening != 0))
+    return cell_error(CELL_ERR_VALUE,
+                      "%s: nesterov needs momentum > 0 and dampening == 0, got momentum %g and "
+                      "dampening %g",
+                      op, cfg->momentum, cfg->dampening);
+  CELL_TRY(check_param(op, param));
+  CELL_TRY(check_like(op, "gradient", grad, param, 0));
+  if (cfg->momentum != 0) {
+    if (!buf)
+      return cell_error(CELL_ERR_VALUE, "%s: momentum %g needs a momentum buffer, got NULL", op,
+                        cfg->momentum);
+    CELL_TRY(check_like(op, "momentum buffer", buf, param, 1));
+  }
+  return cell_k_sgd_step(param, grad, buf, cfg);
+}
+
+cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
+                                 cell_tensor *exp_avg_sq, const cell_adam_config *cfg) {
+  const char *op = cfg && cfg->decoupled ? "adamw_step" : "adam_step";
+  if (!cfg) return cell_error(CELL_ERR_VALUE, "%s: the configuration is NULL", op);
+  CELL_TRY(check_number(op, "lr", cfg->lr, 0));
+  CELL_TRY(check_beta(op, "beta1", cfg->beta1));
+  CELL_TRY(check_beta(op, "beta2", cfg->beta2));
+  CELL_TRY(check_number(op, "eps", cfg->eps, 0));
+  CELL_TRY(check_number(op, "weight_decay", cfg->weight_decay, 0));
+  CELL_TRY(check_number(op, "grad_scale", cfg->grad_scale, -INFINITY));
+  if (cfg->step < 1)
+    return cell_error(CELL_ERR_VALUE, "%s: step must be >= 1 (1 for the first step), got %lld", op,
+                      (long long)cfg->step);
+  CELL_TRY(check_param(op, param));
+  CELL_TRY(check_like(op, "gradient", grad, param, 0));
+  CELL_TRY(check_like(op, "exp_avg", exp_avg, param, 1));
+  CELL_TRY(check_like(op, "exp_avg_sq", exp_avg_sq, param, 1));
+  if (exp_avg->storage == exp_avg_sq->storage)
+    return cell_error(CELL_ERR_VALUE, "%s: exp_avg and exp_avg_sq share storage", op);
+  return cell_k_adam_step(param, grad, exp_avg, exp_avg_sq, cfg);
+}

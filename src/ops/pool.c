@@ -1,0 +1,346 @@
+/* pool.c - max_pool2d and avg_pool2d over NCHW planes, forward and backward.
+ *
+ * Each (n, c) plane is pooled on its own (planes go to threads only past
+ * the parallel grain). Windows are clipped to the input: padding never wins
+ * a max, and adds zeros to an average (counted in the divisor only with
+ * count_include_pad). Max pooling keeps, per output, the position of its
+ * maximum in the input plane, which backward scatters the gradient to.
+ * float32 and float64 compute natively; float16 and bfloat16 through float32. */
+#include "conv.h"
+#include "../core/iter.h"
+#include "../core/kernels.h"
+#include "../core/ops.h"
+
+cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
+                               const int64_t *kernel, const int64_t *stride,
+                               const int64_t *padding, cell_conv_geom *g) {
+  char sx[160];
+  cell_conv_shape_str(ndim, shape, sx, sizeof sx);
+  if (ndim != 4)
+    return cell_error(CELL_ERR_VALUE, "%s: input must be 4-D (N, C, H, W), got input %s", op, sx);
+  if (!kernel) return cell_error(CELL_ERR_VALUE, "%s: NULL kernel size", op);
+  int64_t k[2], st[2], pd[4];
+  CELL_TRY(cell_conv_pair(op, "kernel size", kernel, 1, 1, k));
+  CELL_TRY(cell_conv_pair(op, "stride", stride ? stride : k, 1, 1, st));
+  CELL_TRY(cell_conv_pads(op, padding, pd));
+  if (pd[0] > k[0] / 2 || pd[1] > k[0] / 2 || pd[2] > k[1] / 2 || pd[3] > k[1] / 2)
+    return cell_error(CELL_ERR_VALUE,
+                      "%s: padding must be at most half the kernel size (top and bottom at most "
+                      "%lld, left and right at most %lld for kernel %lld x %lld), got (%lld, "
+                      "%lld, %lld, %lld)",
+                      op, (long long)(k[0] / 2), (long long)(k[1] / 2), (long long)k[0],
+                      (long long)k[1], (long long)pd[0], (long long)pd[1], (long long)pd[2],
+                      (long long)pd[3]);
+  memset(g, 0, sizeof *g);
+  g->n = shape[0];
+  g->c = g->o = shape[1];
+  g->h = shape[2];
+  g->w = shape[3];
+  g->kh = k[0];
+  g->kw = k[1];
+  g->groups = 1;
+  g->sh = st[0];
+  g->sw = st[1];
+  g->dh = g->dw = 1;
+  g->pt = pd[0];
+  g->pb = pd[1];
+  g->pl = pd[2];
+  g->pr = pd[3];
+  int64_t ph = g->h + g->pt + g->pb, pw = g->w + g->pl + g->pr;
+  if (g->kh > ph || g->kw > pw)
+    return cell_error(CELL_ERR_VALUE,
+                      "%s: the kernel (%lld x %lld) is larger than the padded input (%lld x %lld): "
+                      "input %s",
+                      op, (long long)g->kh, (long long)g->kw, (long long)ph, (long long)pw, sx);
+  g->oh = (ph - g->kh) / g->sh + 1;
+  g->ow = (pw - g->kw) / g->sw + 1;
+  return CELL_OK;
+}
+
+static cell_status check_float(const char *op, const cell_tensor *x) {
+  if (!cell_dtype_is_float(x->dtype))
+    return cell_error(CELL_ERR_TYPE, "%s: input must be a float tensor, got %s", op,
+                      cell_dtype_name(x->dtype));
+  return CELL_OK;
+}
+
+/* The window of output (oh, ow) clipped to the input: rows [*h0, *h1),
+ * columns [*w0, *w1); *full is its size with the padding counted. */
+static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64_t *h0,
+                          int64_t *h1, int64_t *w0, int64_t *w1, int64_t *full) {
+  int64_t hs = oh * g->sh - g->pt, ws = ow * g->sw - g->pl;
+  int64_t he = hs + g->kh, we = ws + g->kw;
+  if (he > g->h + g->pb) he = g->h + g->pb;
+  if (we > g->w + g->pr) we = g->w + g->pr;
+  *full = (he - hs) * (we - ws);
+  *h0 = hs < 0 ? 0 : hs;
+  *w0 = ws < 0 ? 0 : ws;
+  *h1 = he > g->h ? g->h : he;
+  *w1 = we > g->w ? g->w : we;
+}
+
+#define POOL_KERNELS(T, V, VI, IT, LANES, EVEN, S)                                                 \
+  enum { PVL_##S = VBYTES / (int)sizeof(T) };                                                \
+                                                                                             \
+  /* Output (oh, ow) of a plane, its window clipped; a NaN wins, as in PyTorch. */           \
+  static inline void max_one_##S(const cell_conv_geom *g, const T *src, int64_t oh,          \
+                                 int64_t ow, T *dst, int64_t *id) {                          \
+    int64_t h0, h1, w0, w1, full;                                                            \
+    window(g, oh, ow, &h0, &h1, &w0, &w1, &full);                                            \
+    T best = -INFINITY;                                                                      \
+    int64_t bi = h0 * g->w + w0;                                                             \
+    for (int64_t ih = h0; ih < h1; ih++)                                                     \
+      for (int64_t iw = w0; iw < w1; iw++) {                                                 \
+        T v = src[ih * g->w + iw];                                                           \
+        if (v > best || v != v) {                                                            \
+          best = v;                                                                          \
+          bi = ih * g->w + iw;                                                               \
+        }                                                                                    \
+      }                                                                                      \
+    dst[oh * g->ow + ow] = best;                                                             \
+    id[oh * g->ow + ow] = bi;                                                                \
+  }                                                                                          \
+                                                                                             \
+  /* One plane. Windows that lie inside the input horizontally go PVL at a time, with       \
+   * vector compares and blends: on random data a branch per element mispredicts about      \
+   * half the time and costs more than everything else. The rest go one at a time. */       \
+  CONV_CLONES static void max_plane_##S(const cell_conv_geom *g, const T *src, T *dst,       \
+                                        int64_t *id) {                                       \
+    int64_t lo = (g->pl + g->sw - 1) / g->sw, hi = 0;                                        \
+    if (g->w + g->pl - g->kw >= 0) hi = (g->w + g->pl - g->kw) / g->sw + 1;                  \
+    if (hi > g->ow) hi = g->ow;                                                              \
+    if (lo > hi) lo = hi;                                                                    \
+    if (g->h * g->w > (int64_t)INT32_MAX) lo = hi = g->ow; /* positions must fit IT */       \
+    const VI lanes = LANES;                                                                  \
+    for (int64_t oh = 0; oh < g->oh; oh++) {                                                 \
+      int64_t h0, h1, w0, w1, full, ow = 0;                                                  \
+      window(g, oh, lo, &h0, &h1, &w0, &w1, &full);                                          \
+      for (; ow < lo; ow++) max_one_##S(g, src, oh, ow, dst, id);                            \
+      for (; ow < hi && hi - lo >= PVL_##S; ow += PVL_##S) {                                 \
+        if (ow + PVL_##S > hi) ow = hi - PVL_##S; /* the last group overlaps the one before */ \
+        V best = (V){0} - INFINITY;                                                          \
+        VI idx = (VI){0} + (IT)(h0 * g->w + ow * g->sw - g->pl) + lanes * (IT)g->sw;         \
+        for (int64_t ih = h0; ih < h1; ih++)                                                 \
+          for (int64_t j = 0; j < g->kw; j++) {                                              \
+            int64_t base = ih * g->w + ow * g->sw - g->pl + j;                               \
+            V v;                                                                             \
+            if (g->sw == 1) {                                                                \
+              VLOAD(v, src + base);                                                          \
+            } else if (g->sw == 2 && base + 2 * PVL_##S <= g->h * g->w) {                     \
+              V a, b; /* the even elements of two vectors */                                 \
+              VLOAD(a, src + base);                                                          \
+              VLOAD(b, src + base + PVL_##S);                                                \
+              v = __builtin_shuffle(a, b, (VI)EVEN);                                         \
+            } else {                                                                         \
+              for (int l = 0; l < PVL_##S; l++) v[l] = src[base + l * g->sw];                \
+            }                                                                                \
+            VI m = (v > best) | (v != v);                                                    \
+            best = (V)(((VI)v & m) | ((VI)best & ~m));                                       \
+            idx = (((VI){0} + (IT)base + lanes * (IT)g->sw) & m) | (idx & ~m);               \
+          }                                                                                  \
+        for (int l = 0; l < PVL_##S; l++) {                                                  \
+          dst[oh * g->ow + ow + l] = best[l];                                                \
+          id[oh * g->ow + ow + l] = (int64_t)idx[l];                                         \
+        }                                                                                    \
+      }                                                                                      \
+      for (; ow < g->ow; ow++) max_one_##S(g, src, oh, ow, dst, id);                         \
+    }                                                                                        \
+  }                                                                                          \
+                                                                                             \
+  static void max_fwd_##S(const cell_conv_geom *g, const T *x, T *y, int64_t *idx) {         \
+    const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
+    CELL_FOR(cell_conv_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
+             g->n * g->c, { max_plane_##S(g, x + pl * HW, y + pl * OP, idx + pl * OP); });   \
+  }                                                                                          \
+                                                                                             \
+  /* gx (zeroed) += gy at the saved positions. */                                            \
+  static void max_bwd_##S(int64_t planes, int64_t HW, int64_t OP, const T *gy,               \
+                          const int64_t *idx, T *gx) {                                       \
+    CELL_FOR(cell_conv_parallel(planes * OP), int64_t, pl, planes, {                         \
+      T *dst = gx + pl * HW;                                                                 \
+      const T *src = gy + pl * OP;                                                           \
+      const int64_t *id = idx + pl * OP;                                                     \
+      for (int64_t q = 0; q < OP; q++) dst[id[q]] += src[q];                                 \
+    });                                                                                      \
+  }                                                                                          \
+                                                                                             \
+  static void avg_fwd_##S(const cell_conv_geom *g, int cip, const T *x, T *y) {              \
+    const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
+    CELL_FOR(cell_conv_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
+             g->n * g->c, {                                                                  \
+      const T *src = x + pl * HW;                                                            \
+      T *dst = y + pl * OP;                                                                  \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                                 \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                                             \
+          int64_t h0, h1, w0, w1, full;                                                      \
+          window(g, oh, ow, &h0, &h1, &w0, &w1, &full);                                      \
+          double acc = 0;                                                                    \
+          for (int64_t ih = h0; ih < h1; ih++)                                               \
+            for (int64_t iw = w0; iw < w1; iw++) acc += src[ih * g->w + iw];                 \
+          int64_t div = cip ? full : (h1 - h0) * (w1 - w0);                                  \
+          dst[oh * g->ow + ow] = (T)(acc / (double)div);                                     \
+        }                                                                                    \
+    });                                                                                      \
+  }                                                                                          \
+                                                                                             \
+  /* gx (zeroed) += each output's gradient spread over its window. */                        \
+  static void avg_bwd_##S(const cell_conv_geom *g, int cip, const T *gy, T *gx) {            \
+    const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
+    CELL_FOR(cell_conv_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
+             g->n * g->c, {                                                                  \
+      T *dst = gx + pl * HW;                                                                 \
+      const T *src = gy + pl * OP;                                                           \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                                 \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                                             \
+          int64_t h0, h1, w0, w1, full;                                                      \
+          window(g, oh, ow, &h0, &h1, &w0, &w1, &full);                                      \
+          int64_t div = cip ? full : (h1 - h0) * (w1 - w0);                                  \
+          T v = (T)((double)src[oh * g->ow + ow] / (double)div);                             \
+          for (int64_t ih = h0; ih < h1; ih++)                                               \
+            for (int64_t iw = w0; iw < w1; iw++) dst[ih * g->w + iw] += v;                   \
+        }                                                                                    \
+    });                                                                                      \
+  }
+
+POOL_KERNELS(float, vf32, vi32, int32_t, ((vi32){0, 1, 2, 3, 4, 5, 6, 7}),
+             ((vi32){0, 2, 4, 6, 8, 10, 12, 14}), f32)
+POOL_KERNELS(double, vf64, vi64, int64_t, ((vi64){0, 1, 2, 3}), ((vi64){0, 2, 4, 6}), f64)
+
+#define DISPATCH(ct, fn, ...) \
+  ((ct) == CELL_DTYPE_F64 ? fn##_f64(__VA_ARGS__) : fn##_f32(__VA_ARGS__))
+
+/* r (compute dtype) as dtype dt: itself, or converted and r released. */
+static cell_status to_dtype(cell_status s, cell_tensor *r, cell_dtype dt, cell_tensor **out) {
+  if (s == CELL_OK && r->dtype != dt) {
+    cell_tensor *h = NULL;
+    s = cell_k_astype(r, dt, &h);
+    cell_tensor_release(r);
+    r = h;
+  }
+  if (s != CELL_OK) {
+    cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
+}
+
+cell_status cell_k_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
+                              const int64_t *padding, cell_tensor **out, cell_tensor **indices) {
+  if (!x || !out) return cell_error(CELL_ERR_VALUE, "max_pool2d: NULL argument");
+  cell_conv_geom g;
+  CELL_TRY(cell_k_pool2d_geom("max_pool2d", x->ndim, x->shape, kernel, stride, padding, &g));
+  CELL_TRY(check_float("max_pool2d", x));
+  cell_dtype ct = cell_conv_compute_dtype(x->dtype);
+  int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
+  cell_tensor *xc = NULL, *r = NULL, *id = NULL;
+  cell_status s = cell_conv_operand(x, ct, &xc);
+  if (s == CELL_OK) s = cell_tensor_new_contig(ct, 4, shape, &r);
+  if (s == CELL_OK) s = cell_tensor_new_contig(CELL_DTYPE_I64, 4, shape, &id);
+  if (s == CELL_OK)
+    DISPATCH(ct, max_fwd, &g, (const void *)cell_tensor_base(xc), (void *)cell_tensor_base(r),
+             (int64_t *)(void *)cell_tensor_base(id));
+  cell_tensor_release(xc);
+  cell_tensor *y = NULL;
+  s = to_dtype(s, r, x->dtype, &y);
+  if (s != CELL_OK) {
+    cell_tensor_release(id);
+    return s;
+  }
+  *out = y;
+  if (indices) *indices = id;
+  else cell_tensor_release(id);
+  return CELL_OK;
+}
+
+cell_status cell_k_max_pool2d_backward(const cell_tensor *gy, const cell_tensor *indices,
+                                       const int64_t *in_shape, cell_dtype dt,
+                                       cell_tensor **gx) {
+  if (!gy || !indices || !in_shape || !gx)
+    return cell_error(CELL_ERR_VALUE, "max_pool2d backward: NULL argument");
+  if (gy->ndim != 4 || !cell_shape_equal(gy->ndim, gy->shape, indices->ndim, indices->shape) ||
+      indices->dtype != CELL_DTYPE_I64 || gy->shape[0] != in_shape[0] ||
+      gy->shape[1] != in_shape[1]) {
+    char s1[160], s2[160];
+    return cell_error(CELL_ERR_VALUE,
+                      "max_pool2d backward: the output gradient has shape %s, the indices %s",
+                      cell_conv_shape_str(gy->ndim, gy->shape, s1, sizeof s1),
+                      cell_conv_shape_str(indices->ndim, indices->shape, s2, sizeof s2));
+  }
+  cell_dtype ct = cell_conv_compute_dtype(dt);
+  int64_t planes = in_shape[0] * in_shape[1], HW = in_shape[2] * in_shape[3];
+  int64_t OP = gy->shape[2] * gy->shape[3];
+  cell_tensor *gyc = NULL, *ic = NULL, *r = NULL;
+  cell_status s = cell_conv_operand(gy, ct, &gyc);
+  if (s == CELL_OK) s = cell_k_contiguous(indices, &ic);
+  if (s == CELL_OK) s = cell_tensor_full(ct, 4, in_shape, 0, &r);
+  if (s == CELL_OK) {
+    /* Positions come from our own forward; a corrupt one would write out of bounds. */
+    const int64_t *id = (const int64_t *)(const void *)cell_tensor_base(ic);
+    for (int64_t q = 0; q < planes * OP; q++)
+      if (id[q] < 0 || id[q] >= HW) {
+        s = cell_error(CELL_ERR_VALUE, "max_pool2d backward: index %lld is outside the %lld "
+                                       "positions of an input plane",
+                       (long long)id[q], (long long)HW);
+        break;
+      }
+    if (s == CELL_OK)
+      DISPATCH(ct, max_bwd, planes, HW, OP, (const void *)cell_tensor_base(gyc), id,
+               (void *)cell_tensor_base(r));
+  }
+  cell_tensor_release(gyc);
+  cell_tensor_release(ic);
+  if (s != CELL_OK) {
+    cell_tensor_release(r);
+    return s;
+  }
+  return to_dtype(s, r, dt, gx);
+}
+
+cell_status cell_k_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
+                              const int64_t *padding, int count_include_pad, cell_tensor **out) {
+  if (!x || !out) return cell_error(CELL_ERR_VALUE, "avg_pool2d: NULL argument");
+  cell_conv_geom g;
+  CELL_TRY(cell_k_pool2d_geom("avg_pool2d", x->ndim, x->shape, kernel, stride, padding, &g));
+  CELL_TRY(check_float("avg_pool2d", x));
+  cell_dtype ct = cell_conv_compute_dtype(x->dtype);
+  int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
+  cell_tensor *xc = NULL, *r = NULL;
+  cell_status s = cell_conv_operand(x, ct, &xc);
+  if (s == CELL_OK) s = cell_tensor_new_contig(ct, 4, shape, &r);
+  if (s == CELL_OK)
+    DISPATCH(ct, avg_fwd, &g, count_include_pad, (const void *)cell_tensor_base(xc),
+             (void *)cell_tensor_base(r));
+  cell_tensor_release(xc);
+  return to_dtype(s, r, x->dtype, out);
+}
+
+cell_status cell_k_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_shape,
+                                       const int64_t *kernel, const int64_t *stride,
+                                       const int64_t *padding, int count_include_pad,
+                                       cell_dtype dt, cell_tensor **gx) {
+  if (!gy || !in_shape || !gx)
+    return cell_error(CELL_ERR_VALUE, "avg_pool2d backward: NULL argument");
+  cell_conv_geom g;
+  CELL_TRY(cell_k_pool2d_geom("avg_pool2d", 4, in_shape, kernel, stride, padding, &g));
+  int64_t yshape[4] = {g.n, g.c, g.oh, g.ow};
+  if (!cell_shape_equal(gy->ndim, gy->shape, 4, yshape)) {
+    char s1[160], s2[160];
+    return cell_error(CELL_ERR_VALUE, "avg_pool2d backward: the output gradient has shape %s, not %s",
+                      cell_conv_shape_str(gy->ndim, gy->shape, s1, sizeof s1),
+                      cell_conv_shape_str(4, yshape, s2, sizeof s2));
+  }
+  cell_dtype ct = cell_conv_compute_dtype(dt);
+  cell_tensor *gyc = NULL, *r = NULL;
+  cell_status s = cell_conv_operand(gy, ct, &gyc);
+  if (s == CELL_OK) s = cell_tensor_full(ct, 4, in_shape, 0, &r);
+  if (s == CELL_OK)
+    DISPATCH(ct, avg_bwd, &g, count_include_pad, (const void *)cell_tensor_base(gyc),
+             (void *)cell_tensor_base(r));
+  cell_tensor_release(gyc);
+  if (s != CELL_OK) {
+    cell_tensor_release(r);
+    return s;
+  }
+  return to_dtype(s, r, dt, gx);
+}
