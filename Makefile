@@ -164,8 +164,12 @@ embed: all
 bench-embed: all
 	BUILD=$(BUILD) sh bench/embed.sh
 
+# The main job: LeNet-5 on Fashion-MNIST for two epochs (a synthetic set when
+# the data set is not installed), saved to build/demo/lenet.safetensors and
+# reloaded. DEMO_EPOCHS overrides the epoch count.
+DEMO_EPOCHS ?= 2
 demo: all
-	$(CELL_BIN) examples/tour.lua
+	$(CELL_BIN) examples/fashion_mnist.lua $(DEMO_EPOCHS) "" $(BUILD)/demo/lenet.safetensors
 
 # Install locations; each may be overridden on its own (the rockspec points
 # them into LuaRocks' tree: LUA_SHARE=$(LUADIR) LUA_CLIB=$(LIBDIR) ...).

@@ -12,6 +12,7 @@ local nn, train = cell.nn, cell.train
 
 local epochs = tonumber(arg and arg[1]) or 2
 local dir = arg and arg[2]
+if dir == "" then dir = nil end
 local path = arg and arg[3] or "build/demo/lenet.safetensors"
 
 --- LeNet-5 for 28x28 inputs: the first convolution keeps the size (pad

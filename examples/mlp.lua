@@ -11,6 +11,7 @@ local nn = cell.nn
 
 local epochs = tonumber(arg and arg[1]) or 2
 local dir = arg and arg[2]
+if dir == "" then dir = nil end
 local path = arg and arg[3] or "build/demo/mlp.safetensors"
 
 local MLP = nn.Cell:extend("MLP")

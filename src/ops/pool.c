@@ -101,6 +101,50 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
     id[oh * g->ow + ow] = bi;                                                                \
   }                                                                                          \
                                                                                              \
+  /* A plane too narrow for whole rows of vectors: the windows that lie wholly inside the   \
+   * input (rows rlo..rhi, columns lo..hi) go PVL at a time in row-major order, gathered;    \
+   * the others one at a time. Returns 0 (nothing done) when there are too few. */           \
+  static inline int max_narrow_##S(const cell_conv_geom *g, const T *src, T *dst,            \
+                                   int64_t *id, int64_t lo, int64_t hi) {                    \
+    int64_t rlo = (g->pt + g->sh - 1) / g->sh, rhi = 0;                                      \
+    if (g->h + g->pt - g->kh >= 0) rhi = (g->h + g->pt - g->kh) / g->sh + 1;                 \
+    if (rhi > g->oh) rhi = g->oh;                                                            \
+    if (rlo > rhi) rlo = rhi;                                                                \
+    int64_t cols = hi - lo, rect = (rhi - rlo) * cols;                                       \
+    if (rect < PVL_##S) return 0;                                                            \
+    for (int64_t oh = 0; oh < g->oh; oh++)                                                   \
+      for (int64_t ow = 0; ow < g->ow; ow++)                                                 \
+        if (oh < rlo || oh >= rhi || ow < lo || ow >= hi) max_one_##S(g, src, oh, ow, dst, id); \
+    for (int64_t k0 = 0; k0 < rect; k0 += PVL_##S) {                                         \
+      if (k0 + PVL_##S > rect) k0 = rect - PVL_##S; /* overlaps the group before */          \
+      IT at[PVL_##S];                                                                        \
+      int64_t q[PVL_##S];                                                                    \
+      for (int l = 0; l < PVL_##S; l++) {                                                    \
+        int64_t oh = rlo + (k0 + l) / cols, ow = lo + (k0 + l) % cols;                       \
+        at[l] = (IT)((oh * g->sh - g->pt) * g->w + ow * g->sw - g->pl);                      \
+        q[l] = oh * g->ow + ow;                                                              \
+      }                                                                                      \
+      VI base;                                                                               \
+      VLOAD(base, at);                                                                       \
+      V best = (V){0} - INFINITY;                                                            \
+      VI idx = base;                                                                         \
+      for (int64_t i = 0; i < g->kh; i++)                                                    \
+        for (int64_t j = 0; j < g->kw; j++) {                                                \
+          IT e = (IT)(i * g->w + j);                                                         \
+          V v;                                                                               \
+          for (int l = 0; l < PVL_##S; l++) v[l] = src[at[l] + e];                           \
+          VI m = (v > best) | (v != v);                                                      \
+          best = (V)(((VI)v & m) | ((VI)best & ~m));                                         \
+          idx = ((base + e) & m) | (idx & ~m);                                               \
+        }                                                                                    \
+      for (int l = 0; l < PVL_##S; l++) {                                                    \
+        dst[q[l]] = best[l];                                                                 \
+        id[q[l]] = (int64_t)idx[l];                                                          \
+      }                                                                                      \
+    }                                                                                        \
+    return 1;                                                                                \
+  }                                                                                          \
+                                                                                             \
   /* One plane. Windows that lie inside the input horizontally go PVL at a time, with       \
    * vector compares and blends: on random data a branch per element mispredicts about      \
    * half the time and costs more than everything else. The rest go one at a time. */       \
@@ -112,6 +156,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
     if (lo > hi) lo = hi;                                                                    \
     if (g->h * g->w > (int64_t)INT32_MAX) lo = hi = g->ow; /* positions must fit IT */       \
     const VI lanes = LANES;                                                                  \
+    if (hi - lo < PVL_##S && max_narrow_##S(g, src, dst, id, lo, hi)) return;                \
     for (int64_t oh = 0; oh < g->oh; oh++) {                                                 \
       int64_t h0, h1, w0, w1, full, ow = 0;                                                  \
       window(g, oh, lo, &h0, &h1, &w0, &w1, &full);                                          \
