@@ -1,5 +1,5 @@
 --- train.lua - one training step (forward, backward, Adam) of the MLP
--- 784-256-10 and of the LeNet-5 of examples/fashion_mnist.lua at batch 64,
+-- 784-256-10 and of the LeNet-5 (with batch norm) of examples/fashion_mnist.lua at batch 64,
 -- through TrainOneStepCell(WithLossCell(net, CrossEntropyLoss), Adam) as
 -- Model.train runs it; and what a steady-state step asks of the allocator.
 -- Prints `cell_train_step_mlp_ms`, `cell_train_step_lenet_ms`,
@@ -14,30 +14,9 @@ local threads = tonumber(os.getenv("CELL_BENCH_THREADS") or "")
 if threads and threads > 0 then cell.set_num_threads(math.floor(threads)) end
 local REPS, CALLS = 5, 20
 
-local MLP = nn.Cell:extend("MLP")
-function MLP:init()
-  self.flatten = nn.Flatten()
-  self.fc1 = nn.Dense(784, 256)
-  self.fc2 = nn.Dense(256, 10)
-end
-function MLP:construct(x) return self.fc2(self.fc1(self.flatten(x)):relu()) end
-
-local LeNet5 = nn.Cell:extend("LeNet5")
-function LeNet5:init()
-  self.conv1 = nn.Conv2d(1, 6, 5, { pad_mode = "same" })
-  self.conv2 = nn.Conv2d(6, 16, 5, { pad_mode = "valid" })
-  self.pool = nn.MaxPool2d(2, 2)
-  self.flatten = nn.Flatten()
-  self.fc1 = nn.Dense(400, 120)
-  self.fc2 = nn.Dense(120, 84)
-  self.fc3 = nn.Dense(84, 10)
-end
-function LeNet5:construct(x)
-  x = self.pool(self.conv1(x):relu())
-  x = self.pool(self.conv2(x):relu())
-  x = self.flatten(x)
-  return self.fc3(self.fc2(self.fc1(x):relu()):relu())
-end
+package.path = "examples/lib/?.lua;" .. package.path
+local models = require "models"
+local MLP, LeNet5 = models.MLP, models.LeNet5
 
 cell.set_seed(1)
 local x = cell.rand({ 64, 1, 28, 28 })
@@ -76,3 +55,18 @@ for _ = 1, N do lenet_step() end
 local after = cell.memory_stats()
 print(("cell_train_step_os_allocs %.2f per step (target 0)"):format((after.os_allocations - before.os_allocations) / N))
 print(("cell_train_step_cache_allocs %.1f per step"):format((after.allocations - before.allocations) / N))
+
+-- One epoch of the demo's training (Model.train, shuffled batches of 64) on
+-- Fashion-MNIST, when the data set is installed.
+local ok, train_set = pcall(cell.dataset.FashionMNIST, nil, "train")
+if ok then
+  cell.set_seed(1)
+  local net = LeNet5(10)
+  local batches = cell.dataset.batches(train_set.images, train_set.labels, 64, { shuffle = true, seed = 1 })
+  local model = cell.train.Model(net, nn.CrossEntropyLoss(), nn.Adam(net:trainable_params(), 1e-3))
+  local t0 = cell.perf_counter()
+  model:train(1, batches, { progress = false })
+  print(("cell_lenet_epoch_s %.2f s"):format(cell.perf_counter() - t0))
+else
+  print("cell_lenet_epoch_s skipped (Fashion-MNIST not installed)")
+end

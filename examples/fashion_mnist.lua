@@ -15,35 +15,19 @@ local dir = arg and arg[2]
 if dir == "" then dir = nil end
 local path = arg and arg[3] or "build/demo/lenet.safetensors"
 
---- LeNet-5 for 28x28 inputs: the first convolution keeps the size (pad
--- "same"), so the second sees 14x14 and leaves 16 maps of 5x5.
-local LeNet5 = nn.Cell:extend("LeNet5")
-function LeNet5:init(num_classes)
-  self.conv1 = nn.Conv2d(1, 6, 5, { pad_mode = "same" })
-  self.conv2 = nn.Conv2d(6, 16, 5, { pad_mode = "valid" })
-  self.relu = nn.ReLU()
-  self.pool = nn.MaxPool2d(2, 2)
-  self.flatten = nn.Flatten()
-  self.fc1 = nn.Dense(16 * 5 * 5, 120)
-  self.fc2 = nn.Dense(120, 84)
-  self.fc3 = nn.Dense(84, num_classes)
-end
-function LeNet5:construct(x)
-  x = self.pool(self.relu(self.conv1(x)))
-  x = self.pool(self.relu(self.conv2(x)))
-  x = self.flatten(x)
-  x = self.relu(self.fc1(x))
-  x = self.relu(self.fc2(x))
-  return self.fc3(x)
-end
+local LeNet5 = require("models").LeNet5
 
 cell.set_seed(1)
 local train_set, test_set, real = data.load(dir)
 local net = LeNet5(10)
 print(net)
-local model = train.Model(net, nn.CrossEntropyLoss(), nn.Adam(net:trainable_params(), 1e-3), { "accuracy" })
+local batches = cell.dataset.batches(train_set.images, train_set.labels, 64, { shuffle = true, seed = 1 })
+-- Adam with the rate decaying along a cosine, step by step, from 5e-3 to 0.
+local total = epochs * batches:len()
+local lr = nn.cosine_decay_lr(0, 5e-3, total, 1, total)
+local model = train.Model(net, nn.CrossEntropyLoss(), nn.Adam(net:trainable_params(), lr), { "accuracy" })
 local t0 = cell.perf_counter()
-model:train(epochs, cell.dataset.batches(train_set.images, train_set.labels, 64, { shuffle = true, seed = 1 }))
+model:train(epochs, batches)
 local secs = cell.perf_counter() - t0
 local test_batches = cell.dataset.batches(test_set.images, test_set.labels, 1000)
 local acc = model:eval(test_batches).accuracy

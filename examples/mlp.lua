@@ -14,24 +14,21 @@ local dir = arg and arg[2]
 if dir == "" then dir = nil end
 local path = arg and arg[3] or "build/demo/mlp.safetensors"
 
-local MLP = nn.Cell:extend("MLP")
-function MLP:init()
-  self.flatten = nn.Flatten()
-  self.fc1 = nn.Dense(784, 256)
-  self.fc2 = nn.Dense(256, 10)
-end
-function MLP:construct(x) return self.fc2(self.fc1(self.flatten(x)):relu()) end
+local MLP = require("models").MLP
 
 cell.set_seed(1)
 local train_set, test_set, real = data.load(dir)
 local net = MLP()
 local loss_fn = nn.CrossEntropyLoss()
 local params = net:trainable_params()
-local opt = nn.Adam(params, 1e-3)
+local batches = cell.dataset.batches(train_set.images, train_set.labels, 64, { shuffle = true, seed = 1 })
+-- Adam with the rate decaying along a cosine, step by step, to 0.
+local total = epochs * batches:len()
+local max_lr = 3e-3
+local opt = nn.Adam(params, nn.cosine_decay_lr(0, max_lr, total, 1, total))
 local step = cell.value_and_grad(function(x, y) return loss_fn(net(x), y) end, nil, params)
 
 net:set_train(true)
-local batches = cell.dataset.batches(train_set.images, train_set.labels, 64, { shuffle = true, seed = 1 })
 local t0 = cell.perf_counter()
 for epoch = 1, epochs do
   local total, n = 0, 0

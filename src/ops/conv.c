@@ -1,17 +1,21 @@
-/* conv.c - conv2d forward and backward, lowered to the gemm backend.
+/* conv.c - conv2d: argument checks, the choice of lowering, and the im2col
+ * lowering onto the gemm backend (OpenBLAS for float32 / float64).
  *
- * im2col: the input patches of a chunk of nb samples are laid out as a
- * matrix cols [C * kh * kw, nb * OH * OW] (row (c, i, j), column (n, oh, ow)),
+ * Stride-1 convolutions with few taps per output (input channels per group
+ * x kh x kw; LeNet's layers) go to the direct kernels of conv_direct.c,
+ * which read the input in place. The rest are lowered with im2col: the
+ * input patches of a chunk of nb samples are laid out as a matrix
+ *   cols [C * kh * kw, nb * OH * OW]   (row (c, i, j), column (n, oh, ow)),
  * so the convolution of group g is one gemm
  *   out_g [O / groups, nb * P] = W_g [O / groups, K] @ cols_g [K, nb * P]
  * (K = C / groups * kh * kw, P = OH * OW), and the backward pass is two:
  *   gW_g = gy_g @ cols_g^T,   gcols_g = W_g^T @ gy_g, then col2im (a scatter-add).
  * One gemm over many samples keeps its n large enough for OpenBLAS on
- * small images (LeNet's 28 x 28 at batch 64), at the price of moving the
- * result between [O, nb, P] and NCHW's [nb, O, P]; a chunk of one sample
- * needs no move. Chunks bound the scratch (from the caching allocator) for
- * large images. The columns are recomputed in backward from the saved input
- * rather than kept: memory stays that of the tensors themselves.
+ * small images, at the price of moving the result between [O, nb, P] and
+ * NCHW's [nb, O, P]; a chunk of one sample needs no move. Chunks bound the
+ * scratch (from the caching allocator) for large images. The columns are
+ * recomputed in backward from the saved input rather than kept: memory
+ * stays that of the tensors themselves.
  *
  * float32 and float64 compute natively; float16 and bfloat16 through float32. */
 #include "conv.h"

@@ -11,9 +11,13 @@
  *   input    gxp[c][off_ij + q] += sum_o w[o][c][i][j] * gy[o][q] (kernel_f, accumulating)
  * with gy laid out the same way (zeros in the discarded columns). These are
  * small gemms whose operands are read in place: no patch matrix is written,
- * which on small images (LeNet) costs more than the arithmetic. The
- * kernels keep a tile of 12 vector accumulators in registers; on x86-64
- * a second copy is compiled for AVX2 + FMA and picked at load time.
+ * which on small images (LeNet) costs more than the arithmetic. When the
+ * output channels of a group fill whole vectors (a multiple of 8 floats or
+ * 4 doubles), forward and the weight gradient put the channels along the
+ * vector instead (kernel_fo, kernel_wo) and visit only the real output
+ * positions, so no lane is spent on discarded columns. Every kernel keeps
+ * a tile of 12 vector accumulators in registers; on x86-64 a second copy is
+ * compiled for AVX2 + FMA and picked at load time.
  *
  * Samples are split into a fixed number of parts (not one per thread), each
  * with its own scratch and weight-gradient partial sum, added in part
@@ -27,6 +31,14 @@
 #define WR 6      /* kernel_w: tile rows */
 #define NT 2      /* kernel_w: taps per tile (12 accumulators, 8 loads) */
 #define MAX_PARTS 16
+/* Threads only for work past CELL_PARALLEL_GRAIN elements counted as this
+ * many multiply-adds each (2 to 4 ms of one core): a fork and join costs
+ * little next to that, and smaller convolutions (LeNet's) stay on one
+ * thread, where they leave the other cores to OpenBLAS and to the rest of
+ * the step. On a 2-vCPU machine two threads bought nothing even for a
+ * large sgemm, and any parallel region lost badly while other processes
+ * kept the second vCPU busy. */
+#define MACS_PER_ELEMENT 64
 
 /* A loop over the parts, on threads when par: dynamically scheduled, so a
  * thread the OS has not run yet (a busy machine) does not hold up the rest,
@@ -67,6 +79,19 @@ static void dgeom_init(const cell_conv_geom *g, int vl, dgeom *d) {
   d->og = g->o / g->groups;
   d->taps = d->cg * d->kk;
 }
+
+/* What every part of one call shares. */
+typedef struct {
+  const cell_conv_geom *g;
+  const dgeom *d;
+  const int64_t *off;  /* tap offsets (tap_offsets) */
+  const int64_t *offo; /* o * Lr: the rows of the spread gradient, as taps */
+  const int64_t *pos;  /* pos[oh * ow + ow'] = oh * wp + ow': the real output positions */
+  /* Output channels per group a multiple of the vector width: forward and
+   * the weight gradient take the channel-vector kernels, and the partial
+   * weight gradients are laid out [group][tap][channel]. */
+  int ovec;
+} dplan;
 
 /* One kernel_f tile: rows m0 .. m0 + R - 1 (R a constant, so the
  * accumulators stay in registers) at positions q0 .. q0 + NV * VL - 1. */
@@ -149,6 +174,94 @@ static void dgeom_init(const cell_conv_geom *g, int vl, dgeom *d) {
     for (; t0 < nt; t0++) KW_TILE(T, V, VL, R, 1);                    \
   } while (0)
 
+/* kernel_fo / kernel_wo: the output channels of a group (a multiple of
+ * the vector width) lie along the vector, so no lane computes a discarded
+ * column: y[o][p] over the real positions p only (pos[p] their padded
+ * offsets), with a tile of R positions (or taps) x OV vectors of channels. */
+#define KFO_TILE(T, V, VL, R, OV)                                                                 \
+  do {                                                                                            \
+    V c[R][OV];                                                                                   \
+    const T *xr[R];                                                                               \
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {                                         \
+      xr[r] = xp + pos[p0 + r];                                                                   \
+      _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[r][k] = (V){0};                      \
+    }                                                                                             \
+    for (int64_t t = 0; t < nt; t++) {                                                            \
+      V wv[OV];                                                                                   \
+      _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) VLOAD(wv[k], wt + t * ldw + o0 + k * VL); \
+      const int64_t ot = off[t];                                                                  \
+      _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {                                       \
+        V xv = (V){0} + xr[r][ot];                                                                \
+        _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[r][k] += xv * wv[k];               \
+      }                                                                                           \
+    }                                                                                             \
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                           \
+        _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) {                                    \
+      T lanes[VL];                                                                                \
+      VSTORE(lanes, c[r][k]);                                                                     \
+      for (int e = 0; e < VL; e++) {                                                              \
+        int64_t o = o0 + k * VL + e;                                                              \
+        y[o * ldy + p0 + r] = lanes[e] + (bias ? bias[o] : 0);                                    \
+      }                                                                                           \
+    }                                                                                             \
+  } while (0)
+
+#define KFO_POS(T, V, VL, OV)                                                                     \
+  do {                                                                                            \
+    int64_t p0 = 0;                                                                               \
+    for (; p0 + 6 <= P; p0 += 6) KFO_TILE(T, V, VL, 6, OV);                                       \
+    switch (P - p0) {                                                                             \
+    case 5: KFO_TILE(T, V, VL, 5, OV); break;                                                     \
+    case 4: KFO_TILE(T, V, VL, 4, OV); break;                                                     \
+    case 3: KFO_TILE(T, V, VL, 3, OV); break;                                                     \
+    case 2: KFO_TILE(T, V, VL, 2, OV); break;                                                     \
+    case 1: KFO_TILE(T, V, VL, 1, OV); break;                                                     \
+    default: break;                                                                               \
+    }                                                                                             \
+  } while (0)
+
+/* gwt[t][o] += sum_p xp[pos[p] + off[t]] * gyt[p][o]: taps t0 .. t0 + U - 1. */
+#define KWO_TILE(T, V, VL, U, OV)                                                                 \
+  do {                                                                                            \
+    V c[U][OV];                                                                                   \
+    int64_t ot[U];                                                                                \
+    _Pragma("GCC unroll 6") for (int u = 0; u < U; u++) {                                         \
+      ot[u] = off[t0 + u];                                                                        \
+      _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[u][k] = (V){0};                      \
+    }                                                                                             \
+    for (int64_t p = 0; p < P; p++) {                                                             \
+      V gv[OV];                                                                                   \
+      _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) VLOAD(gv[k], gyt + p * ldg + o0 + k * VL); \
+      const T *xb = xp + pos[p];                                                                  \
+      _Pragma("GCC unroll 6") for (int u = 0; u < U; u++) {                                       \
+        V xv = (V){0} + xb[ot[u]];                                                                \
+        _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[u][k] += xv * gv[k];               \
+      }                                                                                           \
+    }                                                                                             \
+    _Pragma("GCC unroll 6") for (int u = 0; u < U; u++)                                           \
+        _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) {                                    \
+      T *dst = gwt + (t0 + u) * ldw + o0 + k * VL;                                                \
+      V prev;                                                                                     \
+      VLOAD(prev, dst);                                                                           \
+      prev += c[u][k];                                                                            \
+      VSTORE(dst, prev);                                                                          \
+    }                                                                                             \
+  } while (0)
+
+#define KWO_TAPS(T, V, VL, OV)                                                                    \
+  do {                                                                                            \
+    int64_t t0 = 0;                                                                               \
+    for (; t0 + 6 <= nt; t0 += 6) KWO_TILE(T, V, VL, 6, OV);                                      \
+    switch (nt - t0) {                                                                            \
+    case 5: KWO_TILE(T, V, VL, 5, OV); break;                                                     \
+    case 4: KWO_TILE(T, V, VL, 4, OV); break;                                                     \
+    case 3: KWO_TILE(T, V, VL, 3, OV); break;                                                     \
+    case 2: KWO_TILE(T, V, VL, 2, OV); break;                                                     \
+    case 1: KWO_TILE(T, V, VL, 1, OV); break;                                                     \
+    default: break;                                                                               \
+    }                                                                                             \
+  } while (0)
+
 #define DIRECT_KERNELS(T, V, S)                                                                   \
   enum { VL_##S = VBYTES / (int)sizeof(T) };                                                      \
                                                                                                   \
@@ -184,6 +297,26 @@ static void dgeom_init(const cell_conv_geom *g, int vl, dgeom *d) {
     case 1: KW_ROWS(T, V, VL_##S, 1); break;                                                      \
     default: break;                                                                               \
     }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  /* y[o * ldy + p] = bias[o] + sum_t wt[t * ldw + o] * xp[pos[p] + off[t]], o < og (a       \
+   * multiple of VL), p < P. */                                                                  \
+  CONV_CLONES static void kernel_fo_##S(int64_t og, int64_t P, int64_t nt, const T *wt,          \
+                                        int64_t ldw, const T *xp, const int64_t *pos,             \
+                                        const int64_t *off, T *y, int64_t ldy, const T *bias) {   \
+    int64_t o0 = 0;                                                                               \
+    for (; o0 + 2 * VL_##S <= og; o0 += 2 * VL_##S) KFO_POS(T, V, VL_##S, 2);                     \
+    if (o0 < og) KFO_POS(T, V, VL_##S, 1);                                                        \
+  }                                                                                               \
+                                                                                                  \
+  /* gwt[t * ldw + o] += sum_p xp[pos[p] + off[t]] * gyt[p * ldg + o], o < og (a multiple of     \
+   * VL), t < nt. */                                                                              \
+  CONV_CLONES static void kernel_wo_##S(int64_t og, int64_t P, int64_t nt, const T *gyt,         \
+                                        int64_t ldg, const T *xp, const int64_t *pos,             \
+                                        const int64_t *off, T *gwt, int64_t ldw) {                \
+    int64_t o0 = 0;                                                                               \
+    for (; o0 + 2 * VL_##S <= og; o0 += 2 * VL_##S) KWO_TAPS(T, V, VL_##S, 2);                    \
+    if (o0 < og) KWO_TAPS(T, V, VL_##S, 1);                                                       \
   }                                                                                               \
                                                                                                   \
   /* xp: the c planes of sample x (c x h x w) zero-padded, slack zeroed. */                       \
@@ -273,42 +406,79 @@ static void dgeom_init(const cell_conv_geom *g, int vl, dgeom *d) {
     }                                                                                             \
   }                                                                                               \
                                                                                                   \
-  static void forward_##S(const cell_conv_geom *g, const dgeom *d, const int64_t *off,           \
-                          const T *x, const T *w, const T *bias, T *y, int64_t n0, int64_t n1,   \
-                          T *xp, T *ye) {                                                         \
+  static void forward_##S(const dplan *pl, const T *x, const T *w, const T *wt, const T *bias,   \
+                          T *y, int64_t n0, int64_t n1, T *xp, T *ye) {                           \
+    const cell_conv_geom *g = pl->g;                                                              \
+    const dgeom *d = pl->d;                                                                       \
+    const int64_t P = g->oh * g->ow;                                                              \
     for (int64_t n = n0; n < n1; n++) {                                                           \
       pad_input_##S(g, d, x + n * g->c * g->h * g->w, xp);                                        \
-      for (int64_t gi = 0; gi < g->groups; gi++)                                                  \
-        kernel_f_##S(d->og, d->L, d->taps, w + gi * d->og * d->taps, d->taps, 1, xp + gi * d->cg * d->plane, \
-                     off, ye + gi * d->og * d->Lr, d->Lr, 0);                                     \
-      gather_out_##S(g, d, ye, bias, y + n * g->o * g->oh * g->ow);                               \
+      T *yn = y + n * g->o * P;                                                                   \
+      for (int64_t gi = 0; gi < g->groups; gi++) {                                                \
+        const T *xg = xp + gi * d->cg * d->plane;                                                 \
+        if (pl->ovec)                                                                             \
+          kernel_fo_##S(d->og, P, d->taps, wt + gi * d->taps * d->og, d->og, xg, pl->pos,         \
+                        pl->off, yn + gi * d->og * P, P, bias ? bias + gi * d->og : NULL);        \
+        else                                                                                      \
+          kernel_f_##S(d->og, d->L, d->taps, w + gi * d->og * d->taps, d->taps, 1, xg, pl->off,   \
+                       ye + gi * d->og * d->Lr, d->Lr, 0);                                        \
+      }                                                                                           \
+      if (!pl->ovec) gather_out_##S(g, d, ye, bias, yn);                                          \
     }                                                                                             \
   }                                                                                               \
                                                                                                   \
-  /* offo[o] = o * Lr: the rows of ge as taps of kernel_f. */                                     \
-  static void backward_##S(const cell_conv_geom *g, const dgeom *d, const int64_t *off,          \
-                           const int64_t *offo, const T *gy, const T *x, const T *w, T *gx,      \
-                           T *gw, int64_t n0, int64_t n1, T *xp, T *ge, T *gxp) {                 \
+  /* pw: this part's weight gradient (layout: see dplan). */                                      \
+  static void backward_##S(const dplan *pl, const T *gy, const T *x, const T *w, T *gx, T *pw,   \
+                           int64_t n0, int64_t n1, T *xp, T *ge, T *gyt, T *gxp) {                \
+    const cell_conv_geom *g = pl->g;                                                              \
+    const dgeom *d = pl->d;                                                                       \
+    const int64_t P = g->oh * g->ow;                                                              \
     for (int64_t n = n0; n < n1; n++) {                                                           \
-      spread_grad_##S(g, d, gy + n * g->o * g->oh * g->ow, ge);                                   \
-      if (gw) {                                                                                   \
+      const T *gyn = gy + n * g->o * P;                                                           \
+      if (gx || (pw && !pl->ovec)) spread_grad_##S(g, d, gyn, ge);                                \
+      if (pw) {                                                                                   \
         pad_input_##S(g, d, x + n * g->c * g->h * g->w, xp);                                      \
-        for (int64_t gi = 0; gi < g->groups; gi++)                                                \
-          kernel_w_##S(d->og, d->Lr, d->taps, ge + gi * d->og * d->Lr, d->Lr,                        \
-                       xp + gi * d->cg * d->plane, off, gw + gi * d->og * d->taps, d->taps);            \
+        if (pl->ovec)                                                                             \
+          for (int64_t o = 0; o < g->o; o++)                                                      \
+            for (int64_t p = 0; p < P; p++) gyt[p * g->o + o] = gyn[o * P + p];                   \
+        for (int64_t gi = 0; gi < g->groups; gi++) {                                              \
+          const T *xg = xp + gi * d->cg * d->plane;                                               \
+          if (pl->ovec)                                                                           \
+            kernel_wo_##S(d->og, P, d->taps, gyt + gi * d->og, g->o, xg, pl->pos, pl->off,        \
+                          pw + gi * d->taps * d->og, d->og);                                      \
+          else                                                                                    \
+            kernel_w_##S(d->og, d->Lr, d->taps, ge + gi * d->og * d->Lr, d->Lr, xg, pl->off,      \
+                         pw + gi * d->og * d->taps, d->taps);                                     \
+        }                                                                                         \
       }                                                                                           \
       if (gx) {                                                                                   \
         memset(gxp, 0, sizeof(T) * (size_t)(g->c * d->plane));                                    \
         for (int64_t gi = 0; gi < g->groups; gi++)                                                \
           for (int64_t i = 0; i < g->kh; i++)                                                     \
             for (int64_t j = 0; j < g->kw; j++)                                                   \
-              kernel_f_##S(d->cg, d->L, d->og, w + gi * d->og * d->taps + i * g->kw + j, d->kk,      \
-                           d->taps, ge + gi * d->og * d->Lr, offo,                                   \
+              kernel_f_##S(d->cg, d->L, d->og, w + gi * d->og * d->taps + i * g->kw + j, d->kk,   \
+                           d->taps, ge + gi * d->og * d->Lr, pl->offo,                            \
                            gxp + gi * d->cg * d->plane + i * g->dh * d->wp + j * g->dw,          \
                            d->plane, 1);                                                          \
         gather_input_##S(g, d, gxp, gx + n * g->c * g->h * g->w);                                 \
       }                                                                                           \
     }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  /* wt[gi][t][o] = w[gi * og + o][t]; and gw[gi * og + o][t] += pw[gi][t][o]. */                 \
+  static void pack_weights_##S(const dgeom *d, int64_t groups, const T *w, T *wt) {             \
+    for (int64_t gi = 0; gi < groups; gi++)                                                       \
+      for (int64_t o = 0; o < d->og; o++)                                                         \
+        for (int64_t t = 0; t < d->taps; t++)                                                     \
+          wt[(gi * d->taps + t) * d->og + o] = w[(gi * d->og + o) * d->taps + t];                 \
+  }                                                                                               \
+  static void add_weights_##S(const dgeom *d, int64_t groups, int ovec, const T *pw, T *gw) {   \
+    for (int64_t gi = 0; gi < groups; gi++)                                                       \
+      for (int64_t o = 0; o < d->og; o++)                                                         \
+        for (int64_t t = 0; t < d->taps; t++) {                                                   \
+          int64_t k = (gi * d->og + o) * d->taps + t;                                             \
+          gw[k] += ovec ? pw[(gi * d->taps + t) * d->og + o] : pw[k];                             \
+        }                                                                                         \
   }
 
 DIRECT_KERNELS(float, vf32, f32)
@@ -335,33 +505,60 @@ void cell_conv_bias_grad(cell_dtype ct, const void *gy, int64_t n, int64_t o, in
   else bias_grad_f32(gy, n, o, P, gb);
 }
 
+/* The shared tables of a call (off, offo, pos) in one block of int64_t. */
+static int64_t *plan_init(const cell_conv_geom *g, const dgeom *d, int vl, dplan *pl) {
+  int64_t P = g->oh * g->ow, nt = d->taps > 0 ? d->taps : 1;
+  int64_t *tab = cell_alloc(sizeof(int64_t) * (size_t)(nt + d->og + P + 1));
+  if (!tab) return NULL;
+  int64_t *offo = tab + nt, *pos = offo + d->og;
+  tap_offsets(g, d, tab);
+  for (int64_t o = 0; o < d->og; o++) offo[o] = o * d->Lr;
+  for (int64_t oh = 0; oh < g->oh; oh++)
+    for (int64_t ow = 0; ow < g->ow; ow++) pos[oh * g->ow + ow] = oh * d->wp + ow;
+  pl->g = g;
+  pl->d = d;
+  pl->off = tab;
+  pl->offo = offo;
+  pl->pos = pos;
+  pl->ovec = d->og % vl == 0;
+  return tab;
+}
+
 cell_status cell_conv_direct_forward(const cell_conv_geom *g, cell_dtype ct, const void *x,
                                      const void *w, const void *b, void *y) {
   const int es = cell_dtype_size(ct), vl = VBYTES / es;
   dgeom d;
+  dplan pl;
   dgeom_init(g, vl, &d);
+  int64_t *tab = plan_init(g, &d, vl, &pl);
   int64_t parts = parts_of(g);
-  int64_t per = g->c * d.plane + g->o * d.Lr; /* scratch elements of one part */
-  int64_t *off = cell_alloc(sizeof(int64_t) * (size_t)(d.taps > 0 ? d.taps : 1));
-  char *scr = cell_alloc((size_t)(per * parts) * (size_t)es);
-  if (!off || !scr) {
-    cell_dealloc(off);
-    cell_dealloc(scr);
+  /* per part: the padded input and (channel-position kernel) the output on the padded
+   * width; shared: the packed weights (channel-vector kernel) */
+  int64_t nxp = g->c * d.plane, nye = pl.ovec ? 0 : g->o * d.Lr, per = nxp + nye;
+  int64_t nwt = pl.ovec ? g->o * d.taps : 0;
+  char *scr = tab ? cell_alloc((size_t)(per * parts + nwt) * (size_t)es) : NULL;
+  if (!scr) {
+    cell_dealloc(tab);
     return oom();
   }
-  tap_offsets(g, &d, off);
-  int par = cell_conv_parallel(g->n * g->o * d.L * d.taps / 16);
+  char *wt = scr + (size_t)(per * parts) * (size_t)es;
+  if (pl.ovec) {
+    if (ct == CELL_DTYPE_F64) pack_weights_f64(&d, g->groups, w, (double *)(void *)wt);
+    else pack_weights_f32(&d, g->groups, w, (float *)(void *)wt);
+  }
+  int64_t macs = g->n * g->o * (pl.ovec ? g->oh * g->ow : d.L) * d.taps;
+  int par = cell_conv_parallel(macs / MACS_PER_ELEMENT);
   PARTS_FOR(par, p, parts, {
     int64_t n0 = g->n * p / parts, n1 = g->n * (p + 1) / parts;
-    char *s = scr + (size_t)(p * per) * (size_t)es;
+    char *sp = scr + (size_t)(p * per) * (size_t)es;
     if (ct == CELL_DTYPE_F64)
-      forward_f64(g, &d, off, x, w, b, y, n0, n1, (double *)(void *)s,
-                  (double *)(void *)s + g->c * d.plane);
+      forward_f64(&pl, x, w, (const double *)(void *)wt, b, y, n0, n1, (double *)(void *)sp,
+                  (double *)(void *)sp + nxp);
     else
-      forward_f32(g, &d, off, x, w, b, y, n0, n1, (float *)(void *)s,
-                  (float *)(void *)s + g->c * d.plane);
+      forward_f32(&pl, x, w, (const float *)(void *)wt, b, y, n0, n1, (float *)(void *)sp,
+                  (float *)(void *)sp + nxp);
   });
-  cell_dealloc(off);
+  cell_dealloc(tab);
   cell_dealloc(scr);
   return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
 }
@@ -370,45 +567,45 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
                                       const void *x, const void *w, void *gx, void *gw) {
   const int es = cell_dtype_size(ct), vl = VBYTES / es;
   dgeom d;
+  dplan pl;
   dgeom_init(g, vl, &d);
-  int64_t parts = parts_of(g), wsz = g->o * d.taps;
-  /* per part: xp, ge (+ slack), gxp, a partial weight gradient */
-  int64_t nxp = gw ? g->c * d.plane : 0, nge = g->o * d.Lr + NV * vl, ngx = gx ? g->c * d.plane : 0;
-  int64_t per = nxp + nge + ngx + (gw ? wsz : 0);
-  int64_t nt = d.taps > d.og ? d.taps : d.og;
-  int64_t *off = cell_alloc(sizeof(int64_t) * (size_t)(2 * (nt > 0 ? nt : 1)));
-  char *scr = cell_alloc((size_t)(per * parts) * (size_t)es);
-  if (!off || !scr) {
-    cell_dealloc(off);
-    cell_dealloc(scr);
+  int64_t *tab = plan_init(g, &d, vl, &pl);
+  int64_t parts = parts_of(g), wsz = g->o * d.taps, P = g->oh * g->ow;
+  /* per part: the padded input, the gradient spread on the padded width (+ slack) or
+   * transposed, the padded input gradient, a partial weight gradient */
+  int64_t nxp = gw ? g->c * d.plane : 0;
+  int64_t nge = gx || (gw && !pl.ovec) ? g->o * d.Lr + NV * vl : 0;
+  int64_t ngt = gw && pl.ovec ? P * g->o : 0, ngx = gx ? g->c * d.plane : 0;
+  int64_t per = nxp + nge + ngt + ngx + (gw ? wsz : 0);
+  char *scr = tab ? cell_alloc((size_t)(per * parts) * (size_t)es) : NULL;
+  if (!scr) {
+    cell_dealloc(tab);
     return oom();
   }
-  int64_t *offo = off + (nt > 0 ? nt : 1);
-  tap_offsets(g, &d, off);
-  for (int64_t o = 0; o < d.og; o++) offo[o] = o * d.Lr;
   if (gw) memset(scr, 0, (size_t)(per * parts) * (size_t)es); /* the partial sums start at 0 */
-  int par = cell_conv_parallel(g->n * g->o * d.L * d.taps / 8);
+  int64_t macs = (gx ? g->n * g->o * d.L * d.taps : 0) +
+                 (gw ? g->n * g->o * (pl.ovec ? P : d.Lr) * d.taps : 0);
+  int par = cell_conv_parallel(macs / MACS_PER_ELEMENT);
   PARTS_FOR(par, p, parts, {
     int64_t n0 = g->n * p / parts, n1 = g->n * (p + 1) / parts;
-    char *s = scr + (size_t)(p * per) * (size_t)es;
+    char *sp = scr + (size_t)(p * per) * (size_t)es;
     if (ct == CELL_DTYPE_F64) {
-      double *xp = (double *)(void *)s, *ge = xp + nxp, *gxp = ge + nge, *pw = gxp + ngx;
-      backward_f64(g, &d, off, offo, gy, x, w, gx, gw ? pw : NULL, n0, n1, xp, ge, gxp);
+      double *xp = (double *)(void *)sp, *ge = xp + nxp, *gt = ge + nge, *gxp = gt + ngt;
+      backward_f64(&pl, gy, x, w, gx, gw ? gxp + ngx : NULL, n0, n1, xp, ge, gt, gxp);
     } else {
-      float *xp = (float *)(void *)s, *ge = xp + nxp, *gxp = ge + nge, *pw = gxp + ngx;
-      backward_f32(g, &d, off, offo, gy, x, w, gx, gw ? pw : NULL, n0, n1, xp, ge, gxp);
+      float *xp = (float *)(void *)sp, *ge = xp + nxp, *gt = ge + nge, *gxp = gt + ngt;
+      backward_f32(&pl, gy, x, w, gx, gw ? gxp + ngx : NULL, n0, n1, xp, ge, gt, gxp);
     }
   });
-  if (gw) { /* gw = the parts' sums, in part order */
+  if (gw) /* gw = the parts' sums, in part order */
     for (int64_t p = 0; p < parts; p++) {
-      char *pw = scr + (size_t)(p * per + nxp + nge + ngx) * (size_t)es;
+      const char *pw = scr + (size_t)(p * per + nxp + nge + ngt + ngx) * (size_t)es;
       if (ct == CELL_DTYPE_F64)
-        for (int64_t i = 0; i < wsz; i++) ((double *)gw)[i] += ((const double *)(void *)pw)[i];
+        add_weights_f64(&d, g->groups, pl.ovec, (const double *)(const void *)pw, gw);
       else
-        for (int64_t i = 0; i < wsz; i++) ((float *)gw)[i] += ((const float *)(void *)pw)[i];
+        add_weights_f32(&d, g->groups, pl.ovec, (const float *)(const void *)pw, gw);
     }
-  }
-  cell_dealloc(off);
+  cell_dealloc(tab);
   cell_dealloc(scr);
   return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
 }

@@ -104,7 +104,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
   /* A plane too narrow for whole rows of vectors: the windows that lie wholly inside the   \
    * input (rows rlo..rhi, columns lo..hi) go PVL at a time in row-major order, gathered;    \
    * the others one at a time. Returns 0 (nothing done) when there are too few. */           \
-  static inline int max_narrow_##S(const cell_conv_geom *g, const T *src, T *dst,            \
+  CONV_CLONES static int max_narrow_##S(const cell_conv_geom *g, const T *src, T *dst,        \
                                    int64_t *id, int64_t lo, int64_t hi) {                    \
     int64_t rlo = (g->pt + g->sh - 1) / g->sh, rhi = 0;                                      \
     if (g->h + g->pt - g->kh >= 0) rhi = (g->h + g->pt - g->kh) / g->sh + 1;                 \
@@ -115,15 +115,26 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
     for (int64_t oh = 0; oh < g->oh; oh++)                                                   \
       for (int64_t ow = 0; ow < g->ow; ow++)                                                 \
         if (oh < rlo || oh >= rhi || ow < lo || ow >= hi) max_one_##S(g, src, oh, ow, dst, id); \
+    int64_t r0 = 0, c0 = 0; /* the row and column (in the rectangle) of k0 */               \
     for (int64_t k0 = 0; k0 < rect; k0 += PVL_##S) {                                         \
-      if (k0 + PVL_##S > rect) k0 = rect - PVL_##S; /* overlaps the group before */          \
+      if (k0 + PVL_##S > rect) { /* the last group overlaps the one before */                \
+        k0 = rect - PVL_##S;                                                                 \
+        r0 = k0 / cols;                                                                      \
+        c0 = k0 % cols;                                                                      \
+      }                                                                                      \
       IT at[PVL_##S];                                                                        \
-      int64_t q[PVL_##S];                                                                    \
+      int64_t q[PVL_##S], r = r0, c = c0;                                                    \
       for (int l = 0; l < PVL_##S; l++) {                                                    \
-        int64_t oh = rlo + (k0 + l) / cols, ow = lo + (k0 + l) % cols;                       \
+        int64_t oh = rlo + r, ow = lo + c;                                                   \
         at[l] = (IT)((oh * g->sh - g->pt) * g->w + ow * g->sw - g->pl);                      \
         q[l] = oh * g->ow + ow;                                                              \
+        if (++c == cols) {                                                                   \
+          c = 0;                                                                             \
+          r++;                                                                               \
+        }                                                                                    \
       }                                                                                      \
+      r0 = r;                                                                                \
+      c0 = c;                                                                                \
       VI base;                                                                               \
       VLOAD(base, at);                                                                       \
       V best = (V){0} - INFINITY;                                                            \

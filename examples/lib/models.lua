@@ -1,0 +1,42 @@
+--- examples/lib/models.lua - the networks the examples and benchmarks
+-- train: LeNet-5 (with batch normalisation after each convolution) for
+-- 28x28 images, and the 784-256-10 perceptron.
+local cell = require "cell"
+local nn = cell.nn
+
+local M = {}
+
+--- LeNet-5 for 28x28 inputs: the first convolution keeps the size (pad
+-- "same"), so the second sees 14x14 and leaves 16 maps of 5x5.
+M.LeNet5 = nn.Cell:extend("LeNet5")
+function M.LeNet5:init(num_classes)
+  self.conv1 = nn.Conv2d(1, 6, 5, { pad_mode = "same" })
+  self.bn1 = nn.BatchNorm2d(6)
+  self.conv2 = nn.Conv2d(6, 16, 5, { pad_mode = "valid" })
+  self.bn2 = nn.BatchNorm2d(16)
+  self.relu = nn.ReLU()
+  self.pool = nn.MaxPool2d(2, 2)
+  self.flatten = nn.Flatten()
+  self.fc1 = nn.Dense(16 * 5 * 5, 120)
+  self.fc2 = nn.Dense(120, 84)
+  self.fc3 = nn.Dense(84, num_classes or 10)
+end
+function M.LeNet5:construct(x)
+  x = self.pool(self.relu(self.bn1(self.conv1(x))))
+  x = self.pool(self.relu(self.bn2(self.conv2(x))))
+  x = self.flatten(x)
+  x = self.relu(self.fc1(x))
+  x = self.relu(self.fc2(x))
+  return self.fc3(x)
+end
+
+--- The 784-256-10 perceptron (its checkpoint is what examples/embed runs).
+M.MLP = nn.Cell:extend("MLP")
+function M.MLP:init()
+  self.flatten = nn.Flatten()
+  self.fc1 = nn.Dense(784, 256)
+  self.fc2 = nn.Dense(256, 10)
+end
+function M.MLP:construct(x) return self.fc2(self.fc1(self.flatten(x)):relu()) end
+
+return M
