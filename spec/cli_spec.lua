@@ -4,15 +4,9 @@
 -- multi-line chunks, `?name`), and a failing script exits nonzero with its
 -- message on stderr. What only a terminal shows (prompts, Tab, Ctrl-C,
 -- history) is in repl_spec.lua.
+local H = require "helpers"
 local BIN = os.getenv("CELL_BIN") or "bin/cell"
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 local function write_file(path, text)
   local f = assert(io.open(path, "wb"))
@@ -22,19 +16,7 @@ end
 
 local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
---- Run a shell command line; returns stdout, stderr and the exit status
--- (portable between Lua 5.4 and LuaJIT, whose os.execute and
--- io.popen():close() differ).
-local function run(cmdline)
-  local out, err = os.tmpname(), os.tmpname()
-  local p = io.popen("(" .. cmdline .. ") >" .. quote(out) .. " 2>" .. quote(err) .. "; echo $?")
-  local rc = tonumber(p:read("*a"):match("(%d+)%s*$"))
-  p:close()
-  local o, e = read_file(out), read_file(err)
-  os.remove(out)
-  os.remove(err)
-  return o, e, rc
-end
+local run = H.run
 
 local function script(text)
   local base = os.tmpname() -- made by the call (Lua 5.4): only its name is wanted

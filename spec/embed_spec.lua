@@ -25,27 +25,10 @@ local BUILD = build_dir()
 local GAME = BUILD .. "/embed/game_loop"
 local HOST = BUILD .. "/" .. LUA .. "/embed/host"
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
---- Run a command line: stdout, stderr and the exit status.
-local function run(cmdline)
-  local out, err = os.tmpname(), os.tmpname()
-  local p = io.popen("(" .. cmdline .. ") >" .. quote(out) .. " 2>" .. quote(err) .. "; echo $?")
-  local rc = tonumber(p:read("*a"):match("(%d+)%s*$"))
-  p:close()
-  local o, e = read_file(out), read_file(err)
-  os.remove(out)
-  os.remove(err)
-  return o, e, rc
-end
+local run = H.run
 
 local function exists(path)
   local f = io.open(path, "rb")

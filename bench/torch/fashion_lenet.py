@@ -14,6 +14,8 @@ import time
 import torch
 from torch import nn
 
+from models import LeNet5
+
 epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 root = sys.argv[2] if len(sys.argv) > 2 else "/usr/share/datasets/fashion-mnist"
 threads = int(os.environ.get("CELL_BENCH_THREADS", "0") or 0)
@@ -35,25 +37,6 @@ def load(kind):
     x = idx(f"{kind}-images-idx3-ubyte.gz").float().div_(255).unsqueeze(1)
     y = idx(f"{kind}-labels-idx1-ubyte.gz").long()
     return x, y
-
-
-class LeNet5(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
-        self.bn1 = nn.BatchNorm2d(6)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.bn2 = nn.BatchNorm2d(16)
-        self.pool = nn.MaxPool2d(2, 2)
-        self.fc1 = nn.Linear(400, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = self.pool(torch.relu(self.bn1(self.conv1(x))))
-        x = self.pool(torch.relu(self.bn2(self.conv2(x))))
-        x = torch.flatten(x, 1)
-        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
 
 
 xtr, ytr = load("train")
