@@ -33,11 +33,12 @@
 #define MAX_PARTS 16
 /* Threads only for work past CELL_PARALLEL_GRAIN elements counted as this
  * many multiply-adds each (2 to 4 ms of one core): a fork and join costs
- * little next to that, and smaller convolutions (LeNet's) stay on one
- * thread, where they leave the other cores to OpenBLAS and to the rest of
- * the step. On a 2-vCPU machine two threads bought nothing even for a
- * large sgemm, and any parallel region lost badly while other processes
- * kept the second vCPU busy. */
+ * little next to that. Smaller convolutions (LeNet's) stay on one thread:
+ * alone, LeNet's second layer ran 1.6x faster on two, but in a whole
+ * training step on 2 vCPUs the OpenMP worker left spinning after the region
+ * took the core from OpenBLAS's threads in the Dense layers, and the step
+ * was slower (best 11.6 ms against 10.0 ms with this setting; see
+ * CELL_PARALLEL_GRAIN in iter.h). */
 #define MACS_PER_ELEMENT 64
 
 /* A loop over the parts, on threads when par: dynamically scheduled, so a
@@ -549,6 +550,7 @@ cell_status cell_conv_direct_forward(const cell_conv_geom *g, cell_dtype ct, con
   int64_t macs = g->n * g->o * (pl.ovec ? g->oh * g->ow : d.L) * d.taps;
   int par = cell_conv_parallel(macs / MACS_PER_ELEMENT);
   PARTS_FOR(par, p, parts, {
+    if (cell_ctx()->interrupt) continue; /* stop between parts; the caller reports it */
     int64_t n0 = g->n * p / parts, n1 = g->n * (p + 1) / parts;
     char *sp = scr + (size_t)(p * per) * (size_t)es;
     if (ct == CELL_DTYPE_F64)
@@ -587,6 +589,7 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
                  (gw ? g->n * g->o * (pl.ovec ? P : d.Lr) * d.taps : 0);
   int par = cell_conv_parallel(macs / MACS_PER_ELEMENT);
   PARTS_FOR(par, p, parts, {
+    if (cell_ctx()->interrupt) continue;
     int64_t n0 = g->n * p / parts, n1 = g->n * (p + 1) / parts;
     char *sp = scr + (size_t)(p * per) * (size_t)es;
     if (ct == CELL_DTYPE_F64) {
