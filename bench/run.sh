@@ -69,6 +69,7 @@ if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
   run "$PYTHON" bench/torch/autograd.py
   run "$PYTHON" bench/torch/cell_state.py 200000
   run "$PYTHON" bench/torch/train.py
+  if [ -d /usr/share/datasets/fashion-mnist ]; then run "$PYTHON" bench/torch/fashion_lenet.py 1; fi
 else
   echo "torch: not available, skipped"
 fi
@@ -94,6 +95,7 @@ END {
   ratio("ratio_mlp_fwd_bwd_torch_over_cell", "torch_mlp_fwd_bwd_ms", "cell_mlp_fwd_bwd_ms")
   ratio("ratio_train_step_mlp_torch_over_cell", "torch_train_step_mlp_ms", "cell_train_step_mlp_ms")
   ratio("ratio_train_step_lenet_torch_over_cell", "torch_train_step_lenet_ms", "cell_train_step_lenet_ms")
+  ratio("ratio_lenet_epoch_torch_over_cell", "torch_lenet_epoch_s", "cell_lenet_epoch_s")
   ratio("ratio_state_dict_torch_over_cell", "torch_state_dict_1000_params_ms", "cell_state_dict_1000_params_ms")
   ratio("ratio_load_state_dict_torch_over_cell", "torch_load_state_dict_1000_params_ms",
     "cell_load_state_dict_1000_params_ms")

@@ -77,6 +77,11 @@ void lc_push_element(lua_State *L, cell_dtype dt, const void *p);
 /* Register regs into the table at index target, each a closure over the
  * three upvalues found at base, base + 1, base + 2 (absolute indices). */
 void lc_setfuncs(lua_State *L, int target, int base, const luaL_Reg *regs);
+/* An options table at arg: checks its keys against keys (NULL-terminated);
+ * returns arg, or 0 when absent. lc_field pushes opts[key] (nil when opts
+ * is 0) and says whether it is set. */
+int lc_options(lua_State *L, int arg, const char *op, const char *const *keys);
+bool lc_field(lua_State *L, int opts, const char *key);
 /* Fill the methods table (base + 1) and the metatable (base + 2). */
 void lc_open_tensor(lua_State *L, int base);
 void lc_register_ops(lua_State *L, int base);

@@ -81,41 +81,6 @@ static void pads_at(lua_State *L, int arg, int i, const char *op, int64_t *out) 
   memcpy(out, v, sizeof v);
 }
 
-/* The options table at arg (nil or absent: none): a TypeError for a value
- * that is not a table or for a key not in keys. */
-static bool options(lua_State *L, int arg, const char *op, const char *const *keys) {
-  if (lua_isnoneornil(L, arg)) return false;
-  if (!lua_istable(L, arg) || lc_test_tensor(L, arg))
-    lc_argerror(L, arg, "TypeError: %s: expected an options table, got %s", op,
-                lc_test_tensor(L, arg) ? "Tensor" : luaL_typename(L, arg));
-  lua_pushnil(L);
-  while (lua_next(L, arg)) {
-    lua_pop(L, 1);
-    bool known = false;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (int k = 0; keys[k] && !known; k++) known = strcmp(lua_tostring(L, -1), keys[k]) == 0;
-    if (!known) {
-      char list[128] = "";
-      for (int k = 0; keys[k]; k++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", keys[k]);
-      lua_pushvalue(L, -1);
-      const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
-      lc_argerror(L, arg, "TypeError: %s: unknown option '%s' (the options are %s)", op, name, list);
-    }
-  }
-  return true;
-}
-
-/* opts[key] pushed; whether it is set. */
-static bool field(lua_State *L, int opts, const char *key) {
-  if (!opts) {
-    lua_pushnil(L);
-    return false;
-  }
-  lua_getfield(L, opts, key);
-  return !lua_isnil(L, -1);
-}
-
 static int nn_conv2d(lua_State *L) {
   static const char *const keys[] = {"stride", "padding", "dilation", "groups", NULL};
   cell_tensor *x = lc_check_tensor(L, 1), *w = lc_check_tensor(L, 2), *b = NULL;
@@ -130,14 +95,14 @@ static int nn_conv2d(lua_State *L) {
                              "got %s", luaL_typename(L, 3));
   }
   int64_t stride[2] = {1, 1}, padding[4] = {0, 0, 0, 0}, dilation[2] = {1, 1}, groups = 1;
-  int opts = options(L, oarg, "conv2d", keys) ? oarg : 0;
-  if (field(L, opts, "stride")) pair_at(L, oarg, -1, "conv2d", "stride", stride);
+  int opts = lc_options(L, oarg, "conv2d", keys) ? oarg : 0;
+  if (lc_field(L, opts, "stride")) pair_at(L, oarg, -1, "conv2d", "stride", stride);
   lua_pop(L, 1);
-  if (field(L, opts, "padding")) pads_at(L, oarg, -1, "conv2d", padding);
+  if (lc_field(L, opts, "padding")) pads_at(L, oarg, -1, "conv2d", padding);
   lua_pop(L, 1);
-  if (field(L, opts, "dilation")) pair_at(L, oarg, -1, "conv2d", "dilation", dilation);
+  if (lc_field(L, opts, "dilation")) pair_at(L, oarg, -1, "conv2d", "dilation", dilation);
   lua_pop(L, 1);
-  if (field(L, opts, "groups")) groups = opt_integer(L, oarg, lua_gettop(L), "conv2d", "groups");
+  if (lc_field(L, opts, "groups")) groups = opt_integer(L, oarg, lua_gettop(L), "conv2d", "groups");
   lua_pop(L, 1);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_conv2d(x, w, b, stride, padding, dilation, groups, out));
@@ -154,10 +119,10 @@ static int pool_args(lua_State *L, const char *op, const char *const *keys, int6
   stride[0] = kernel[0];
   stride[1] = kernel[1];
   memset(padding, 0, 4 * sizeof *padding);
-  int opts = options(L, 3, op, keys) ? 3 : 0;
-  if (field(L, opts, "stride")) pair_at(L, 3, -1, op, "stride", stride);
+  int opts = lc_options(L, 3, op, keys) ? 3 : 0;
+  if (lc_field(L, opts, "stride")) pair_at(L, 3, -1, op, "stride", stride);
   lua_pop(L, 1);
-  if (field(L, opts, "padding")) pads_at(L, 3, -1, op, padding);
+  if (lc_field(L, opts, "padding")) pads_at(L, 3, -1, op, padding);
   lua_pop(L, 1);
   return opts;
 }
@@ -177,7 +142,7 @@ static int nn_avg_pool2d(lua_State *L) {
   int64_t kernel[2], stride[2], padding[4];
   int opts = pool_args(L, "avg_pool2d", keys, kernel, stride, padding);
   int cip = 1;
-  if (field(L, opts, "count_include_pad")) {
+  if (lc_field(L, opts, "count_include_pad")) {
     if (!lua_isboolean(L, -1))
       lc_argerror(L, 3, "TypeError: avg_pool2d: count_include_pad must be a boolean, got %s",
                   luaL_typename(L, -1));

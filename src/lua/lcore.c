@@ -281,6 +281,41 @@ void lc_push_element(lua_State *L, cell_dtype dt, const void *p) {
 
 /* --- the module ------------------------------------------------------------------ */
 
+/* The options table at arg (nil or absent: none): a TypeError for a value
+ * that is not a table or for a key not in keys (a NULL-terminated list,
+ * named in the message). Returns arg, or 0 when there is no table. */
+int lc_options(lua_State *L, int arg, const char *op, const char *const *keys) {
+  if (lua_isnoneornil(L, arg)) return 0;
+  if (!lua_istable(L, arg) || lc_test_tensor(L, arg))
+    lc_argerror(L, arg, "TypeError: %s: expected an options table, got %s", op,
+                lc_test_tensor(L, arg) ? "Tensor" : luaL_typename(L, arg));
+  lua_pushnil(L);
+  while (lua_next(L, arg)) {
+    lua_pop(L, 1);
+    bool known = false;
+    if (lua_type(L, -1) == LUA_TSTRING)
+      for (int k = 0; keys[k] && !known; k++) known = strcmp(lua_tostring(L, -1), keys[k]) == 0;
+    if (!known) {
+      char list[160] = "";
+      for (int k = 0; keys[k]; k++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", keys[k]);
+      const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
+      lc_argerror(L, arg, "TypeError: %s: unknown option '%s' (the options are %s)", op, name, list);
+    }
+  }
+  return arg;
+}
+
+/* opts[key] pushed (nil when opts is 0); whether it is set. */
+bool lc_field(lua_State *L, int opts, const char *key) {
+  if (!opts) {
+    lua_pushnil(L);
+    return false;
+  }
+  lua_getfield(L, opts, key);
+  return !lua_isnil(L, -1);
+}
+
 void lc_setfuncs(lua_State *L, int target, int base, const luaL_Reg *regs) {
   lua_pushvalue(L, target);
   for (int k = 0; k < LC_NUPVALUES; k++) lua_pushvalue(L, base + k);

@@ -21,40 +21,6 @@
 #include <math.h>
 #include <string.h>
 
-/* The options table at arg (nil or absent: none): a TypeError for a value
- * that is not a table or for a key not in keys. Returns arg, or 0. */
-static int options(lua_State *L, int arg, const char *op, const char *const *keys) {
-  if (lua_isnoneornil(L, arg)) return 0;
-  if (!lua_istable(L, arg) || lc_test_tensor(L, arg))
-    lc_argerror(L, arg, "TypeError: %s: expected an options table, got %s", op,
-                lc_test_tensor(L, arg) ? "Tensor" : luaL_typename(L, arg));
-  lua_pushnil(L);
-  while (lua_next(L, arg)) {
-    lua_pop(L, 1);
-    bool known = false;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (int k = 0; keys[k] && !known; k++) known = strcmp(lua_tostring(L, -1), keys[k]) == 0;
-    if (!known) {
-      char list[160] = "";
-      for (int k = 0; keys[k]; k++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", keys[k]);
-      const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
-      lc_argerror(L, arg, "TypeError: %s: unknown option '%s' (the options are %s)", op, name, list);
-    }
-  }
-  return arg;
-}
-
-/* opts[key] pushed (nil when opts is 0); whether it is set. */
-static bool field(lua_State *L, int opts, const char *key) {
-  if (!opts) {
-    lua_pushnil(L);
-    return false;
-  }
-  lua_getfield(L, opts, key);
-  return !lua_isnil(L, -1);
-}
-
 /* The number on the stack top, for option key of op (argument arg). */
 static double top_number(lua_State *L, int arg, const char *op, const char *key) {
   if (lua_type(L, -1) != LUA_TNUMBER)
@@ -109,8 +75,8 @@ static int loss_options(lua_State *L, int arg, const char *op, const char *const
     *red = reduction_at(L, arg, arg, op);
     return 0;
   }
-  int opts = options(L, arg, op, keys);
-  if (field(L, opts, "reduction")) *red = reduction_at(L, arg, lua_gettop(L), op);
+  int opts = lc_options(L, arg, op, keys);
+  if (lc_field(L, opts, "reduction")) *red = reduction_at(L, arg, lua_gettop(L), op);
   lua_pop(L, 1);
   return opts;
 }
@@ -137,14 +103,14 @@ static int nn_batch_norm(lua_State *L) {
   cell_tensor *rv = opt_tensor(L, 3, 3, op, "running_var");
   cell_tensor *w = opt_tensor(L, 4, 4, op, "weight");
   cell_tensor *b = opt_tensor(L, 5, 5, op, "bias");
-  int opts = options(L, 6, op, keys);
+  int opts = lc_options(L, 6, op, keys);
   int training = 0;
   double momentum = 0.9, eps = 1e-5;
-  if (field(L, opts, "training")) training = top_boolean(L, 6, op, "training");
+  if (lc_field(L, opts, "training")) training = top_boolean(L, 6, op, "training");
   lua_pop(L, 1);
-  if (field(L, opts, "momentum")) momentum = top_number(L, 6, op, "momentum");
+  if (lc_field(L, opts, "momentum")) momentum = top_number(L, 6, op, "momentum");
   lua_pop(L, 1);
-  if (field(L, opts, "eps")) eps = top_number(L, 6, op, "eps");
+  if (lc_field(L, opts, "eps")) eps = top_number(L, 6, op, "eps");
   lua_pop(L, 1);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_batch_norm(x, rm, rv, w, b, training, momentum, eps, out));
@@ -218,8 +184,8 @@ static int nn_dropout(lua_State *L) {
 static int nn_embedding(lua_State *L) {
   static const char *const keys[] = {"padding_idx", NULL};
   cell_tensor *ids = lc_check_tensor(L, 1), *w = lc_check_tensor(L, 2);
-  int opts = options(L, 3, "embedding", keys);
-  int has_padding = field(L, opts, "padding_idx");
+  int opts = lc_options(L, 3, "embedding", keys);
+  int has_padding = lc_field(L, opts, "padding_idx");
   int64_t padding = has_padding ? top_integer(L, 3, "embedding", "padding_idx") : 0;
   lua_pop(L, 1);
   cell_tensor **out = lc_newtensor(L);
@@ -232,9 +198,9 @@ static int nn_embedding(lua_State *L) {
 static void class_options(lua_State *L, int opts, const char *op, cell_tensor **weight,
                           int *has_ignore, int64_t *ignore) {
   *weight = NULL;
-  if (field(L, opts, "weight")) *weight = opt_tensor(L, opts, lua_gettop(L), op, "weight");
+  if (lc_field(L, opts, "weight")) *weight = opt_tensor(L, opts, lua_gettop(L), op, "weight");
   lua_pop(L, 1);
-  *has_ignore = field(L, opts, "ignore_index");
+  *has_ignore = lc_field(L, opts, "ignore_index");
   *ignore = *has_ignore ? top_integer(L, opts, op, "ignore_index") : 0;
   lua_pop(L, 1);
 }
@@ -249,7 +215,7 @@ static int nn_cross_entropy(lua_State *L) {
   int64_t ignore;
   class_options(L, opts, op, &weight, &has_ignore, &ignore);
   double ls = 0;
-  if (field(L, opts, "label_smoothing")) ls = top_number(L, opts, op, "label_smoothing");
+  if (lc_field(L, opts, "label_smoothing")) ls = top_number(L, opts, op, "label_smoothing");
   lua_pop(L, 1);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_cross_entropy(x, t, weight, has_ignore, ignore, ls, red, 1, out));
@@ -285,9 +251,9 @@ static int nn_bce_with_logits(lua_State *L) {
   cell_tensor *x = lc_check_tensor(L, 1), *t = lc_check_tensor(L, 2), *w = NULL, *pw = NULL;
   cell_reduction red;
   int opts = loss_options(L, 3, op, keys, &red);
-  if (field(L, opts, "weight")) w = opt_tensor(L, opts, lua_gettop(L), op, "weight");
+  if (lc_field(L, opts, "weight")) w = opt_tensor(L, opts, lua_gettop(L), op, "weight");
   lua_pop(L, 1);
-  if (field(L, opts, "pos_weight")) pw = opt_tensor(L, opts, lua_gettop(L), op, "pos_weight");
+  if (lc_field(L, opts, "pos_weight")) pw = opt_tensor(L, opts, lua_gettop(L), op, "pos_weight");
   lua_pop(L, 1);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_bce_with_logits(x, t, w, pw, red, out));
