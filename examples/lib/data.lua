@@ -10,8 +10,11 @@ local M = {}
 function M.load(dir, limit)
   local ok, train = pcall(cell.dataset.FashionMNIST, dir, "train")
   if not ok then
-    io.stderr:write("Fashion-MNIST is not available: ", tostring(train):gsub("^.-:%d+: ", ""), "\n",
-      "Install it with `apt-get install dataset-fashion-mnist`; training on a synthetic set instead.\n")
+    local why = tostring(train):gsub("^.-:%d+: ", "")
+    if not why:find("apt-get", 1, true) then
+      why = why .. "\n(install the data set with `apt-get install dataset-fashion-mnist`)"
+    end
+    io.stderr:write("Fashion-MNIST is not available: ", why, "\nTraining on a synthetic set instead.\n")
     local s_train = cell.dataset.synthetic(6000, { seed = 1 })
     local s_test = cell.dataset.synthetic(1000, { seed = 2 })
     return s_train, s_test, false
