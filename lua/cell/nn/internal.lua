@@ -56,6 +56,16 @@ function M.str_list(list)
   return "[" .. table.concat(parts, ", ") .. "]"
 end
 
+--- Whether `t` is a plain table (no metatable): an options table or a list.
+function M.is_plain(t) return type(t) == "table" and getmetatable(t) == nil end
+
+--- Whether `v` can be called: a function or a table with __call.
+function M.is_callable(v)
+  if type(v) == "function" then return true end
+  local mt = type(v) == "table" and getmetatable(v)
+  return mt and mt.__call ~= nil or false
+end
+
 --- A sequence with its count, as hooks receive their arguments.
 function M.pack(...) return { n = select("#", ...), ... } end
 
@@ -101,12 +111,7 @@ function Handle:__tostring() return "HookHandle(id=" .. self.id .. ")" end
 
 --- Check that `fn` can be called, for every register_*hook.
 function M.check_hook_fn(method, fn, lvl)
-  local ok = type(fn) == "function"
-  if not ok and type(fn) == "table" then
-    local mt = getmetatable(fn)
-    ok = mt ~= nil and mt.__call ~= nil
-  end
-  if not ok then
+  if not M.is_callable(fn) then
     error(("TypeError: %s: the hook must be a function, but got %s"):format(method, M.type_name(fn)), lvl + 1)
   end
 end

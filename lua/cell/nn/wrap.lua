@@ -17,11 +17,7 @@ local type_name = I.type_name
 
 local M = {}
 
-local function is_callable(v)
-  if type(v) == "function" then return true end
-  local mt = type(v) == "table" and getmetatable(v)
-  return mt and mt.__call ~= nil or false
-end
+local is_callable = I.is_callable
 
 local function is_optimizer(v)
   local O = require "cell.nn.optim.optimizer"

@@ -29,7 +29,7 @@ local type_name = I.type_name
 
 local M = {}
 
-local function is_plain(t) return type(t) == "table" and getmetatable(t) == nil end
+local is_plain = I.is_plain
 
 local function stdout_writer(s)
   io.stdout:write(s)

@@ -38,13 +38,9 @@ for _, mod in ipairs { callbacks, metrics, progress } do
   end
 end
 
-local function is_plain(t) return type(t) == "table" and getmetatable(t) == nil end
+local is_plain = I.is_plain
 
-local function is_callable(v)
-  if type(v) == "function" then return true end
-  local mt = type(v) == "table" and getmetatable(v)
-  return mt and mt.__call ~= nil or false
-end
+local is_callable = I.is_callable
 
 local function is_optimizer(v)
   return I.is_cell(v) and class.is_instance(v, require("cell.nn.optim.optimizer").Optimizer)

@@ -62,13 +62,9 @@ M.K = K
 local function fail(fmt, ...) error(fmt:format(...), 0) end
 M.fail = fail
 
-local function is_plain(t) return type(t) == "table" and getmetatable(t) == nil end
+local is_plain = I.is_plain
 
-local function is_callable(v)
-  if type(v) == "function" then return true end
-  local mt = type(v) == "table" and getmetatable(v)
-  return mt and mt.__call ~= nil or false
-end
+local is_callable = I.is_callable
 
 local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
 
