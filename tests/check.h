@@ -87,6 +87,7 @@ void test_create_all(void);
 void test_nn_all(void);
 void test_optim_all(void);
 void test_capi_all(void);
+void test_capi_nn_all(void);
 void test_io_all(void);
 void test_conv_all(void);
 

@@ -407,6 +407,7 @@ int main(void) {
   test_nn_all();
   test_optim_all();
   test_capi_all();
+  test_capi_nn_all();
   test_io_all();
   test_conv_all();
   CHECK(cell_alloc_live_blocks() == base); /* every test released what it made */
