@@ -16,6 +16,32 @@ static cell_status scalar_out(cell_dtype dt, double v, cell_tensor **out) {
   return cell_tensor_full(dt, 0, NULL, v, out);
 }
 
+/* A chunk of n per-element losses l, at element i0 of a row: stored into
+ * the row (dst) of r when there is no reduction, else added to *total
+ * (the forward kernels then run on one thread). */
+static void emit_chunk(cell_tensor *r, cell_dtype dt, const char *dst, int64_t i0, int64_t re,
+                       int64_t n, const double *l, double *total) {
+  if (r) {
+    cell_nn_store(dt, (char *)dst + i0 * re, re, n, l);
+    return;
+  }
+  double acc = 0;
+  CELL_NN_SIMD_SUM(acc) for (int64_t i = 0; i < n; i++) acc += l[i];
+  *total += acc;
+}
+
+/* The forward result: r itself (no reduction), or the sum (or the mean
+ * over count elements) as a 0-D tensor. */
+static cell_status finish(cell_tensor *r, cell_reduction red, double total, int64_t count,
+                          cell_dtype dt, cell_tensor **out) {
+  if (r) {
+    *out = r;
+    return CELL_OK;
+  }
+  if (red == CELL_REDUCTION_MEAN) total /= (double)count;
+  return scalar_out(dt, total, out);
+}
+
 /* --- a walk over broadcast operands --------------------------------------------------------- */
 
 #define WALK_MAX 6
@@ -105,21 +131,10 @@ cell_status cell_k_pointwise_loss(cell_loss_kind kind, const cell_tensor *x, con
       } else {
         CELL_NN_SIMD for (int64_t i = 0; i < n; i++) xb[i] = fabs(xb[i] - yb[i]);
       }
-      if (r) {
-        cell_nn_store(x->dtype, (char *)p[0] + i0 * re, re, n, xb);
-      } else {
-        double acc = 0;
-        CELL_NN_SIMD_SUM(acc) for (int64_t i = 0; i < n; i++) acc += xb[i];
-        total += acc;
-      }
+      emit_chunk(r, x->dtype, p[0], i0, re, n, xb, &total);
     }
   });
-  if (r) {
-    *out = r;
-    return CELL_OK;
-  }
-  if (red == CELL_REDUCTION_MEAN) total /= (double)(w.rows * w.len);
-  return scalar_out(x->dtype, total, out);
+  return finish(r, red, total, w.rows * w.len, x->dtype, out);
 }
 
 cell_status cell_k_pointwise_loss_backward(cell_loss_kind kind, const cell_tensor *g,
@@ -247,21 +262,10 @@ cell_status cell_k_bce_with_logits(const cell_tensor *x, const cell_tensor *y,
         double l = (1 - t) * xb[i] + lw * softplus_neg(xb[i]);
         xb[i] = p[3] ? l * wb[i] : l;
       }
-      if (r) {
-        cell_nn_store(x->dtype, (char *)p[0] + i0 * re, re, n, xb);
-      } else {
-        double acc = 0;
-        CELL_NN_SIMD_SUM(acc) for (int64_t i = 0; i < n; i++) acc += xb[i];
-        total += acc;
-      }
+      emit_chunk(r, x->dtype, p[0], i0, re, n, xb, &total);
     }
   });
-  if (r) {
-    *out = r;
-    return CELL_OK;
-  }
-  if (red == CELL_REDUCTION_MEAN) total /= (double)(w.rows * w.len);
-  return scalar_out(x->dtype, total, out);
+  return finish(r, red, total, w.rows * w.len, x->dtype, out);
 }
 
 cell_status cell_k_bce_with_logits_backward(const cell_tensor *g, const cell_tensor *x,
