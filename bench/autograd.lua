@@ -22,18 +22,8 @@ local proc = dofile((arg and arg[0] or "bench/autograd.lua"):gsub("[^/]*$", "") 
 --- VmRSS (current resident size) of this process in MiB, or nil off Linux.
 local function rss_mib() return proc.status_mib("VmRSS") end
 
---- Best mean wall time of fn() in milliseconds, after a warm-up.
-local function bench_ms(fn)
-  for _ = 1, 5 do fn() end
-  local best = math.huge
-  for _ = 1, REPS do
-    collectgarbage()
-    local t0 = cell.perf_counter()
-    for _ = 1, CALLS do fn() end
-    best = math.min(best, (cell.perf_counter() - t0) / CALLS)
-  end
-  return best * 1e3
-end
+local timing = dofile((arg and arg[0] or "bench/x.lua"):gsub("[^/]*$", "") .. "timing.lua")
+local function bench_ms(fn) return timing.bench_ms(fn, REPS, CALLS) end
 
 -- --- the MLP -------------------------------------------------------------------
 local B, D, H, K = 64, 784, 256, 10

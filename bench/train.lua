@@ -29,17 +29,8 @@ local function step_of(net)
   return function() return step(x, y) end
 end
 
-local function bench_ms(fn)
-  for _ = 1, 5 do fn() end
-  local best = math.huge
-  for _ = 1, REPS do
-    collectgarbage()
-    local t0 = cell.perf_counter()
-    for _ = 1, CALLS do fn() end
-    best = math.min(best, (cell.perf_counter() - t0) / CALLS)
-  end
-  return best * 1e3
-end
+local timing = dofile((arg and arg[0] or "bench/x.lua"):gsub("[^/]*$", "") .. "timing.lua")
+local function bench_ms(fn) return timing.bench_ms(fn, REPS, CALLS) end
 
 local mlp_step, lenet_step = step_of(MLP()), step_of(LeNet5())
 print(("cell_train_step_mlp_ms %.4f ms"):format(bench_ms(mlp_step)))

@@ -7,9 +7,10 @@ Prints `torch_mlp_forward_ms X ms`, `torch_mlp_fwd_bwd_ms X ms` and
 `torch_mlp_backward_over_forward X x` (= (fwd_bwd - fwd) / fwd)."""
 import math
 import os
-import time
 
 import torch
+
+import timing
 
 threads = int(os.environ.get("CELL_BENCH_THREADS", "0") or 0)
 if threads > 0:
@@ -50,15 +51,7 @@ def fwd_bwd():
 
 
 def bench_ms(fn):
-    for _ in range(5):
-        fn()
-    best = float("inf")
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / CALLS)
-    return best * 1e3
+    return timing.bench_ms(fn, REPS, CALLS)
 
 
 fwd = bench_ms(forward)

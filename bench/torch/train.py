@@ -4,11 +4,11 @@ float32, best mean wall time after a warm-up, with CELL_BENCH_THREADS
 threads when set. Prints `torch_train_step_mlp_ms` and
 `torch_train_step_lenet_ms`."""
 import os
-import time
 
 import torch
 from torch import nn
 
+import timing
 from models import LeNet5
 
 threads = int(os.environ.get("CELL_BENCH_THREADS", "0") or 0)
@@ -38,15 +38,7 @@ def step_of(net):
 
 
 def bench_ms(fn):
-    for _ in range(5):
-        fn()
-    best = float("inf")
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / CALLS)
-    return best * 1e3
+    return timing.bench_ms(fn, REPS, CALLS)
 
 
 print(f"torch_train_step_mlp_ms {bench_ms(step_of(mlp)):.4f} ms")
