@@ -88,23 +88,30 @@ static cell_status bn_check(const cell_tensor *x, const cell_tensor *rm, const c
   return CELL_OK;
 }
 
-/* Sum of (x - centre) (or its square when sq) over channel c. */
+/* Sum of (x - centre) (squared when sq) over one row of d elements. */
+static double row_sum(cell_dtype dt, const char *row, int64_t d, double centre, int sq) {
+  int64_t es = cell_dtype_size(dt);
+  double buf[CHUNK], s = 0;
+  for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
+    int64_t k = d - i0 < CHUNK ? d - i0 : CHUNK;
+    cell_nn_load(dt, row + i0 * es, es, k, buf);
+    if (sq) {
+      CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += (buf[i] - centre) * (buf[i] - centre);
+    } else {
+      CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += buf[i] - centre;
+    }
+  }
+  return s;
+}
+
+/* Sum of (x - centre) (or its square when sq) over channel c: its row in
+ * each of the n samples. */
 static double channel_sum(cell_dtype dt, const char *xb, const bn_geom *g, int64_t c,
                           double centre, int sq) {
   int64_t es = cell_dtype_size(dt);
-  double buf[CHUNK], s = 0;
-  for (int64_t n = 0; n < g->n; n++) {
-    const char *row = xb + (n * g->c + c) * g->inner * es;
-    for (int64_t i0 = 0; i0 < g->inner; i0 += CHUNK) {
-      int64_t k = g->inner - i0 < CHUNK ? g->inner - i0 : CHUNK;
-      cell_nn_load(dt, row + i0 * es, es, k, buf);
-      if (sq) {
-        CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += (buf[i] - centre) * (buf[i] - centre);
-      } else {
-        CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += buf[i] - centre;
-      }
-    }
-  }
+  double s = 0;
+  for (int64_t n = 0; n < g->n; n++)
+    s += row_sum(dt, xb + (n * g->c + c) * g->inner * es, g->inner, centre, sq);
   return s;
 }
 
@@ -318,22 +325,6 @@ static cell_status ln_check(const cell_tensor *x, int k, const cell_tensor *w,
                         cell_shape_str(x->ndim, x->shape, b3, sizeof b3));
   }
   return CELL_OK;
-}
-
-/* Sum of (x - centre) (squared when sq) over one row of d elements. */
-static double row_sum(cell_dtype dt, const char *row, int64_t d, double centre, int sq) {
-  int64_t es = cell_dtype_size(dt);
-  double buf[CHUNK], s = 0;
-  for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
-    int64_t k = d - i0 < CHUNK ? d - i0 : CHUNK;
-    cell_nn_load(dt, row + i0 * es, es, k, buf);
-    if (sq) {
-      CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += (buf[i] - centre) * (buf[i] - centre);
-    } else {
-      CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += buf[i] - centre;
-    }
-  }
-  return s;
 }
 
 cell_status cell_k_layer_norm(const cell_tensor *x, int k, const cell_tensor *weight,
