@@ -120,6 +120,20 @@ describe("load_state_dict", function()
     assert.is_true(w.requires_grad)
   end)
 
+  it("takes a key naming one of the cell's own tensors as expected, dots and all", function()
+    local net = nn.Cell()
+    net.pt = cell.ParameterTuple { cell.Parameter(cell.zeros({ 2 }), "layer.w") }
+    net.sub = Leaf(1)
+    local sd = net:state_dict()
+    assert.are.same({ "layer.w", "sub.weight", "sub.bias", "sub.running" }, sd:keys())
+    sd["layer.w"] = cell.tensor({ 3, 4 })
+    local r = net:load_state_dict(sd)
+    assert.are.same({}, r.unexpected_keys)
+    assert.are.same({ 3, 4 }, net["layer.w"]:totable())
+    sd["layer.x"] = cell.ones({ 1 })
+    H.expect_error(function() net:load_state_dict(sd) end, "RuntimeError", 'Unexpected key(s) in state_dict: "layer.x"')
+  end)
+
   it("converts dtypes into the model's", function()
     local net = Leaf(2)
     net:load_state_dict({ weight = cell.tensor({ 3, 4 }, cell.float64), bias = cell.tensor({ 1, 1 }, cell.int32),

@@ -214,11 +214,13 @@ function M.install(Cell)
       local cells = st.cells.pos
       for _, key in ipairs(odict_keys(state_dict)) do
         if type(key) == "string" and key ~= extra_key and (n == 0 or key:find(prefix, 1, true) == 1) then
-          local dot = key:find(".", n + 1, true)
-          if dot then
-            if cells[key:sub(n + 1, dot - 1)] == nil then unexpected_keys[#unexpected_keys + 1] = key end
-          elseif local_state[key:sub(n + 1)] == nil then
-            unexpected_keys[#unexpected_keys + 1] = key
+          -- a key is this cell's own tensor (whose name may hold dots, as
+          -- ParameterTuple members' and optimizer moments' do) or, through
+          -- its first component, a sub-cell's
+          local rest = key:sub(n + 1)
+          if local_state[rest] == nil then
+            local dot = rest:find(".", 1, true)
+            if not dot or cells[rest:sub(1, dot - 1)] == nil then unexpected_keys[#unexpected_keys + 1] = key end
           end
         end
       end

@@ -522,20 +522,6 @@ function Optimizer:extend_repr()
   return table.concat(parts, ", ")
 end
 
---- Cell's loader reads a dotted key as a sub-cell's; an optimizer's own
--- parameters have dotted names ("moment1.dense.weight"), which it loads,
--- so those keys are not unexpected.
-function Optimizer:_load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                         error_msgs)
-  local n0 = #unexpected_keys
-  Cell._load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
-  local own = {}
-  for name in self:parameters_and_names("", false) do own[prefix .. name] = true end
-  for i = #unexpected_keys, n0 + 1, -1 do
-    if own[unexpected_keys[i]] then table.remove(unexpected_keys, i) end
-  end
-end
-
 M.lr_at = lr_at
 
 return M
