@@ -139,13 +139,14 @@ function M.install(Cell)
     return save(self, destination, prefix, keep_vars)
   end
 
-  --- Copy `input` into `t` (a Parameter or buffer), converting its dtype,
-  -- without recording.
-  local function assign(t, input)
+  --- Copy `input` into `t` (a Parameter or buffer), converting its dtype
+  -- (the caller turns recording off); returns the error text on failure.
+  local function copy_into(t, input)
     if t.has_init then t:init_data() end
-    local prev = core.set_grad_enabled(false)
-    local ok, err = pcall(t.copy_, t, input)
-    core.set_grad_enabled(prev)
+    t:copy_(input)
+  end
+  local function assign(t, input)
+    local ok, err = pcall(copy_into, t, input)
     if not ok then return (tostring(err):gsub("^.-:%d+: ", "")) end
   end
 
@@ -177,10 +178,11 @@ function M.install(Cell)
     for name, b in R.each(st.buffers) do
       if b ~= nil and not st.non_persistent[name] then names[#names + 1], local_state[name] = name, b end
     end
+    local prev = core.set_grad_enabled(false) -- copies into leaves that require grad
     for _, name in ipairs(names) do
       local t, key = local_state[name], prefix .. name
-      if odict_has(state_dict, key) then
-        local input = odict_get(state_dict, key)
+      local input = odict_get(state_dict, key) -- values are never nil: nil is absent
+      if input ~= nil then
         if not core.is_tensor(input) then
           error_msgs[#error_msgs + 1] = ('While copying the parameter named "%s", expected Tensor or '
             .. "Tensor-like object from checkpoint but received %s"):format(key, type_name(input))
@@ -199,6 +201,7 @@ function M.install(Cell)
         missing_keys[#missing_keys + 1] = key
       end
     end
+    core.set_grad_enabled(prev)
     local extra_key = prefix .. EXTRA
     if getmetatable(self).set_extra_state ~= base_set then
       if odict_has(state_dict, extra_key) then
