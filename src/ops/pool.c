@@ -79,7 +79,17 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
   *w1 = we > g->w ? g->w : we;
 }
 
-#define POOL_KERNELS(T, V, VI, IT, LANES, EVEN, S)                                                 \
+/* The even lanes of two vectors, a's then b's: GCC and clang spell the
+ * shuffle differently (a mask vector, or constant indices). */
+#ifdef __clang__
+#define EVEN_f32(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#define EVEN_f64(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6)
+#else
+#define EVEN_f32(a, b) __builtin_shuffle(a, b, ((vi32){0, 2, 4, 6, 8, 10, 12, 14}))
+#define EVEN_f64(a, b) __builtin_shuffle(a, b, ((vi64){0, 2, 4, 6}))
+#endif
+
+#define POOL_KERNELS(T, V, VI, IT, LANES, S)                                                       \
   enum { PVL_##S = VBYTES / (int)sizeof(T) };                                                \
                                                                                              \
   /* Output (oh, ow) of a plane, its window clipped; a NaN wins, as in PyTorch. */           \
@@ -186,7 +196,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
               V a, b; /* the even elements of two vectors */                                 \
               VLOAD(a, src + base);                                                          \
               VLOAD(b, src + base + PVL_##S);                                                \
-              v = __builtin_shuffle(a, b, (VI)EVEN);                                         \
+              v = EVEN_##S(a, b);                                                              \
             } else {                                                                         \
               for (int l = 0; l < PVL_##S; l++) v[l] = src[base + l * g->sw];                \
             }                                                                                \
@@ -258,9 +268,8 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
     });                                                                                      \
   }
 
-POOL_KERNELS(float, vf32, vi32, int32_t, ((vi32){0, 1, 2, 3, 4, 5, 6, 7}),
-             ((vi32){0, 2, 4, 6, 8, 10, 12, 14}), f32)
-POOL_KERNELS(double, vf64, vi64, int64_t, ((vi64){0, 1, 2, 3}), ((vi64){0, 2, 4, 6}), f64)
+POOL_KERNELS(float, vf32, vi32, int32_t, ((vi32){0, 1, 2, 3, 4, 5, 6, 7}), f32)
+POOL_KERNELS(double, vf64, vi64, int64_t, ((vi64){0, 1, 2, 3}), f64)
 
 #define DISPATCH(ct, fn, ...) \
   ((ct) == CELL_DTYPE_F64 ? fn##_f64(__VA_ARGS__) : fn##_f32(__VA_ARGS__))
