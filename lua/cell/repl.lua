@@ -31,6 +31,9 @@ local doc = require "cell.doc"
 
 local M = {}
 
+-- Lua's own, whatever the session does to the globals.
+local select, type, tostring, pcall = select, type, tostring, pcall
+
 --- Nesting levels of tables shown before `{...}`.
 M.max_depth = 4
 --- Entries of a table shown before `... (N items)`.

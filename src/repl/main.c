@@ -726,11 +726,24 @@ static int pushline(lua_State *L, int firstline) {
 /* What loadline found, beside a Lua status (LUA_OK or an error). */
 enum { LOAD_EOF = -1, LOAD_SKIP = -2, LOAD_HELP = -3 };
 
+/* How an expression is returned: `return select(1, <expr>)` rather than
+ * `return <expr>`, where a call would be a tail call and leave no frame of
+ * the typed line in a traceback; the newline ends a trailing comment. Only
+ * while the global select is still Lua's own (kept at start). */
+#define SELECT_KEY "cell.repl.select"
+static const char *return_format(lua_State *L) {
+  lua_getglobal(L, "select");
+  lua_getfield(L, LUA_REGISTRYINDEX, SELECT_KEY);
+  int same = !lua_isnil(L, -1) && lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return same ? "return select(1, %s\n);" : "return %s\n;";
+}
+
 /* Try the line on the stack top as `return <line>;` so an expression prints
  * its value. Leaves the compiled chunk (replacing the line) on success. */
 static int addreturn(lua_State *L) {
   const char *line = lua_tostring(L, -1);
-  const char *retline = lua_pushfstring(L, "return %s;", line);
+  const char *retline = lua_pushfstring(L, return_format(L), line);
   int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
   if (status == LUA_OK)
     lua_remove(L, -2); /* the modified line */
@@ -811,8 +824,12 @@ static int split_return(lua_State *L) {
   const char *rest = line + at;
   while (*rest == ' ' || *rest == '\t') rest++;
   if (*rest == '\0') return LUA_ERRSYNTAX;
+  const char *fmt = return_format(L);
   lua_pushlstring(L, line, (size_t)at);
-  const char *text = lua_pushfstring(L, "%s return %s;", lua_tostring(L, -1), rest);
+  lua_pushfstring(L, fmt, rest);
+  lua_concat(L, 2);
+  lua_pushvalue(L, -1); /* the text, twice, so the pops below stay as they were */
+  const char *text = lua_tostring(L, -1);
   int status = luaL_loadbuffer(L, text, strlen(text), "=stdin");
   if (status == LUA_OK) { /* the line, then the chunk, as addreturn leaves them */
     lua_remove(L, -2);
@@ -949,6 +966,8 @@ static void print_help(lua_State *L) {
 /* The REPL starts with `cell` as a global and the REPL module loaded; if
  * either fails to load, say why and carry on with what there is. */
 static void load_globals(lua_State *L) {
+  lua_getglobal(L, "select");
+  lua_setfield(L, LUA_REGISTRYINDEX, SELECT_KEY);
   lua_getglobal(L, "cell");
   int have = !lua_isnil(L, -1);
   lua_pop(L, 1);
