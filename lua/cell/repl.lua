@@ -6,6 +6,9 @@
 --     repl.format_results(...)  --> the text printed for a line's values
 --     repl.complete("net:st")   --> { "net:state_dict", ... }  (Tab)
 --     repl.help("cell.zeros")   --> "cell.zeros(shape [, dtype])\n  A tensor ..."
+--     repl.traceback(msg, 2)    --> the message handler's text at the prompt:
+--                                   the user's frames only (see below)
+--     repl.install_globals()    --  help() and traceback() for the session
 --
 -- Printing. Several values print on one line, separated by tabs (as `print`
 -- and lua.c do). A string prints as it is; any other value through

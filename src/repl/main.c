@@ -14,6 +14,12 @@
  *   (lua/cell/repl.lua, lua/cell/doc.lua): several results print on one
  *   line separated by tabs, tables print nested with depth and length caps,
  *   and the first result is kept in the global `_`.
+ * - `-e code` has `cell` as a global too. At the prompt, `a = f(); a.shape`
+ *   runs the statements and prints the last expression; an expression is
+ *   returned through select(), not as a tail call, so the typed line stays
+ *   in a traceback; tracebacks leave out frames of cell's own Lua files
+ *   (repl.traceback; traceback() shows the last one whole, as does
+ *   CELL_TRACEBACK=full always); help() says how to use the prompt.
  * - Each line typed is kept in the history file ($CELL_HISTORY, else
  *   ~/.cell_history; CELL_HISTORY="" keeps none), appended as it is
  *   entered and loaded at start.
