@@ -3,6 +3,18 @@
 # PREFIX, LUA_INCDIR, CC, CFLAGS, LDFLAGS.
 
 LUA ?= lua5.4
+# The rockspec passes LuaRocks' own Lua (ROCK_LUA=$(LUA), its interpreter,
+# and ROCK_LUA_INCDIR=$(LUA_INCDIR)), so `luarocks make` builds for the Lua
+# whose tree it installs into: lua5.4 for --lua-version=5.4, LuaJIT for 5.1
+# (the 5.1 tree is LuaJIT's; cell does not run on Lua 5.1 itself).
+ifneq ($(ROCK_LUA),)
+  LUA = $(if $(findstring 5.4,$(notdir $(ROCK_LUA))),lua5.4,luajit)
+  ifeq ($(LUA),lua5.4)
+    LUA_INCDIR ?= $(ROCK_LUA_INCDIR)
+  else
+    LUA_INCDIR ?= $(if $(wildcard $(ROCK_LUA_INCDIR)/luajit.h),$(ROCK_LUA_INCDIR),/usr/include/luajit-2.1)
+  endif
+endif
 PREFIX ?= /usr/local
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -187,7 +199,7 @@ install: all
 	  install -D -m 644 "lua/$$f" "$(DESTDIR)$(LUA_SHARE)/$$f" || exit 1; \
 	done
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_CLIB)/cell/core.so
-	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/cell
+	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/$(notdir $(CELL_BIN))
 	install -m 644 $(LIBCELL_A) $(LIBCELL_SO) $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(LIBCELL_LUA) $(DESTDIR)$(LIBDIR)/
@@ -199,7 +211,7 @@ install: all
 	  -e 's|@LUA_SHARE@|$(LUA_SHARE)|g' cell-lua.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/cell-$(LUA).pc
 
 uninstall:
-	rm -rf $(DESTDIR)$(LUA_SHARE)/cell $(DESTDIR)$(LUA_CLIB)/cell $(DESTDIR)$(BINDIR)/cell
+	rm -rf $(DESTDIR)$(LUA_SHARE)/cell $(DESTDIR)$(LUA_CLIB)/cell $(DESTDIR)$(BINDIR)/$(notdir $(CELL_BIN))
 	rm -f $(DESTDIR)$(LIBDIR)/libcell.a $(DESTDIR)$(LIBDIR)/libcell.so $(DESTDIR)$(LIBDIR)/libcell-$(LUA).a
 	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/cell.pc $(DESTDIR)$(LIBDIR)/pkgconfig/cell-$(LUA).pc
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS)))

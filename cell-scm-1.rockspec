@@ -18,7 +18,8 @@ cell gives Lua tensors, automatic differentiation and MindSpore-style
 neural-network cells. A C engine owns tensors, kernels and memory and sends
 matrix products to OpenBLAS; a thin binding (cell.core) exposes it to Lua 5.4
 and LuaJIT; the modelling layer is written in Lua. The rock also installs
-`cell`, a Lua 5.4 interpreter with the engine built in and a REPL.
+`cell`, a Lua 5.4 interpreter with the engine built in and a REPL
+(`cell-luajit` when built for LuaRocks' 5.1 tree, which is LuaJIT's).
 ]],
   labels = { "deep-learning", "tensor", "neural-network", "autograd" },
 }
@@ -50,13 +51,20 @@ build = {
   type = "make",
   build_variables = {
     CFLAGS = "$(CFLAGS)",
-    LUA_INCDIR = "$(LUA_INCDIR)",
+    -- LuaRocks' own Lua: the Makefile builds for it (lua5.4 for
+    -- --lua-version=5.4, LuaJIT for the 5.1 tree) and installs `cell`
+    -- (Lua 5.4) or `cell-luajit` accordingly.
+    ROCK_LUA = "$(LUA)",
+    ROCK_LUA_INCDIR = "$(LUA_INCDIR)",
     BLAS_INCDIR = "$(OPENBLAS_INCDIR)",
     BLAS_LIB = "-L$(OPENBLAS_LIBDIR) -lopenblas",
     IO_CFLAGS = "-I$(CJSON_INCDIR) -I$(ZLIB_INCDIR)",
     IO_LIBS = "-L$(CJSON_LIBDIR) -lcjson -L$(ZLIB_LIBDIR) -lz",
   },
   install_variables = {
+    -- the same Lua as the build, or `make install` would build another
+    ROCK_LUA = "$(LUA)",
+    ROCK_LUA_INCDIR = "$(LUA_INCDIR)",
     PREFIX = "$(PREFIX)",
     LUA_SHARE = "$(LUADIR)",
     LUA_CLIB = "$(LIBDIR)",

@@ -205,6 +205,48 @@ describe("cell.repl", function()
   end)
 end)
 
+describe("cell.repl for a new user", function()
+  it("completes a cell's parameters, sub-cells and attributes before its methods", function()
+    local net = cell.nn.SequentialCell({ cell.nn.Dense(2, 2) })
+    net.head = cell.nn.ReLU()
+    net.scale = cell.Parameter(cell.ones({ 1 }), "scale")
+    local got = repl.complete("net.", { net = net })
+    local first_method
+    for i, k in ipairs(got) do
+      if k == "net.apply" then first_method = i end
+    end
+    assert.is_truthy(first_method, table.concat(got, " "))
+    for _, k in ipairs { "net.head", "net.scale", "net.training" } do
+      local at
+      for i, x in ipairs(got) do
+        if x == k then at = i end
+      end
+      assert.is_truthy(at and at < first_method, k .. " in " .. table.concat(got, " "))
+    end
+    -- other values stay in one sorted list
+    assert.are.same({ "cell.zeros", "cell.zeros_like" }, repl.complete("cell.zeros", { cell = cell }))
+  end)
+
+  it("installs help and traceback without replacing the user's own", function()
+    local env = { help = 1 }
+    repl.install_globals(env)
+    assert.are.equal(1, env.help)
+    assert.are.equal(repl.traceback_command, env.traceback)
+  end)
+
+  it("keeps the full traceback and returns the user's frames only", function()
+    local lib = cell.nn.Dense(3, 4)
+    local short
+    local ok = xpcall(function() return lib(cell.ones({ 2 })) end, function(m) short = repl.traceback(m, 2) end)
+    assert.is_false(ok)
+    assert.is_truthy(short:find("\nstack traceback:\n", 1, true), short)
+    assert.is_falsy(short:find("dense.lua", 1, true), short)
+    assert.is_truthy(short:find("repl_spec.lua:%d+: in "), short)
+    assert.is_truthy(short:find("frames? in cell's files hidden: traceback%(%) shows all, or set CELL_TRACEBACK=full%)$"), short)
+    assert.is_truthy(repl.last_traceback:find("lua/cell/nn/dense.lua:%d+: in "), repl.last_traceback)
+  end)
+end)
+
 describe("the cell REPL on a terminal", function()
   local dir, hist, term
 
@@ -220,7 +262,8 @@ describe("the cell REPL on a terminal", function()
     opts = opts or {}
     local env = { HOME = dir, INPUTRC = "/dev/null" }
     if not opts.default_history then env.CELL_HISTORY = hist end
-    term = pty.start(pty.quote(BIN), { env = env, unset = { "CELL_HISTORY", "LUA_INIT", "LUA_INIT_5_4" } })
+    for k, v in pairs(opts.env or {}) do env[k] = v end
+    term = pty.start(pty.quote(BIN), { env = env, unset = { "CELL_HISTORY", "CELL_TRACEBACK", "LUA_INIT", "LUA_INIT_5_4" } })
     term:expect("^cell %d")
     term:expect("^Tab completes names, %?name shows documentation")
     prompt()
@@ -400,5 +443,80 @@ describe("the cell REPL on a terminal", function()
     local f = assert(io.open(dir .. "/.cell_history", "r"))
     assert.are.equal("'home' .. 1\n", f:read("*a"))
     f:close()
+  end)
+  it("runs statements and a last expression typed on one line", function()
+    start()
+    run("a = cell.ones({2, 3}); a.shape", "^{2, 3}$")
+    run("s = 'x;y'; s .. '!'", "^x;y!$")
+    run("t = {1; 2}; #t -- a comment", "^2$")
+    run("'still' .. 'here'", "^stillhere$")
+  end)
+
+  it("keeps the last result in _, a tensor too", function()
+    start()
+    run("cell.ones({2, 2})", "^Tensor%(shape=%[2, 2%]")
+    run("_:sum():item()", "^4%.?0?$")
+  end)
+
+  it("has help()", function()
+    start()
+    run("help()", "^cell's interactive prompt: Lua 5%.4 / LuaJIT with `cell` loaded%.$")
+    term:expect("^  %?name +the documentation of a function")
+    term:expect("^  traceback%(%) +the full traceback of the last error")
+    run("help('cell.zeros')", "^cell%.zeros%(shape %[, dtype%]%)$")
+  end)
+
+  it("hides cell's own frames in tracebacks unless asked", function()
+    start()
+    run("net = cell.nn.Dense(3, 4)")
+    run("net(cell.ones({2}))",
+      "^stdin:1: ValueError: For 'Dense', the last dimension of the input must be in_channels %(3%)")
+    term:expect("^stack traceback:$")
+    term:expect("^%s+stdin:1: in main chunk$")
+    term:expect("^%s+%(%d+ frames? in cell's files hidden: traceback%(%) shows all, or set CELL_TRACEBACK=full%)$")
+    local lines = term:screen()
+    assert.is_falsy(table.concat(lines, "\n"):find("dense.lua", 1, true))
+    run("traceback()", "^stdin:1: ValueError: For 'Dense'")
+    term:expect("lua/cell/nn/dense%.lua:%d+: in ")
+    term:expect("^%s+stdin:1: in main chunk$")
+    term:close()
+    start({ env = { CELL_TRACEBACK = "full" } })
+    run("cell.nn.Dense(3, 4)(cell.ones({2}))", "^stdin:1: ValueError: For 'Dense'")
+    term:expect("lua/cell/nn/dense%.lua:%d+: in ")
+  end)
+
+  it("says which methods compare tensors, and what to use for PyTorch's habits", function()
+    start()
+    run("cell.ones({3}) <= cell.ones({3})", "^stdin:1: TypeError: '<=' and '>=' cannot compare Tensors in Lua "
+      .. "%(a comparison must give a boolean%): for t <= x use t:le%(x%), for t >= x use t:ge%(x%) %(x a number or a Tensor%)$")
+    if LUAJIT then
+      run("cell.rand({3}) > 0.5", "^stdin:1: attempt to compare number with userdata %(a Tensor%? comparisons cannot "
+        .. "give a Tensor in Lua: use t:lt%(x%), t:gt%(x%), t:le%(x%), t:ge%(x%)%)$")
+    else
+      run("cell.rand({3}) > 0.5", "^stdin:1: TypeError: '<' and '>' cannot compare Tensors in Lua %(a comparison must "
+        .. "give a boolean%): for t < x use t:lt%(x%), for t > x use t:gt%(x%) %(x a number or a Tensor%)$")
+    end
+    run("cell.ones({2}):backward()", "^stdin:1: AttributeError: 'Tensor' object has no attribute 'backward': "
+      .. "cell computes gradients functionally, use cell%.grad / cell%.value_and_grad$")
+    run("cell.nn.Dense(2, 2):eval()", "^stdin:1: AttributeError: 'Dense' object has no attribute 'eval': "
+      .. "use net:set_train%(false%)$")
+  end)
+
+  it("lists a cell's parameters and sub-cells before its methods on Tab", function()
+    start()
+    run("net = cell.nn.Dense(3, 4)")
+    complete("net.t", "net.t")
+    term:key("Tab")
+    -- training (a property) first, then the methods, each group sorted
+    term:expect("^training%s+to_float%s+trainable_params$")
+    term:wait_last("^> net%.t$")
+    term:line("raining")
+    term:expect("^false$")
+    run("seq = cell.nn.SequentialCell({cell.nn.Dense(2, 2)}); seq.body = cell.nn.ReLU(); seq.w = cell.Parameter(cell.ones({1}), 'w')")
+    complete("seq.", "seq.")
+    term:key("Tab")
+    term:expect("^body%s")
+    term:wait_last("^> seq%.$")
+    term:key("C-c")
   end)
 end)

@@ -6,6 +6,9 @@
 --     repl.format_results(...)  --> the text printed for a line's values
 --     repl.complete("net:st")   --> { "net:state_dict", ... }  (Tab)
 --     repl.help("cell.zeros")   --> "cell.zeros(shape [, dtype])\n  A tensor ..."
+--     repl.traceback(msg, 2)    --> the message handler's text at the prompt:
+--                                   the user's frames only (see below)
+--     repl.install_globals()    --  help() and traceback() for the session
 --
 -- Printing. Several values print on one line, separated by tabs (as `print`
 -- and lua.c do). A string prints as it is; any other value through
@@ -30,6 +33,9 @@ local core = require "cell.core"
 local doc = require "cell.doc"
 
 local M = {}
+
+-- Lua's own, whatever the session does to the globals.
+local select, type, tostring, pcall = select, type, tostring, pcall
 
 --- Nesting levels of tables shown before `{...}`.
 M.max_depth = 4
@@ -285,15 +291,16 @@ local function members(v, methods, add)
   local st = tv == "table" and cell_state(v)
   if st then
     -- a Cell: its registries and attributes, then its class's methods
+    -- (group 1, listed before the class's methods, group 2)
     if not methods then
       nn_registry = nn_registry or require "cell.nn.registry"
       for _, r in ipairs { st.params, st.buffers, st.cells } do
-        for k, x in nn_registry.each(r) do add(k, x == nil and true or x) end
+        for k, x in nn_registry.each(r) do add(k, x == nil and true or x, 1) end
       end
-      for _, k in ipairs(CELL_PROPERTIES) do add(k, true) end
+      for _, k in ipairs(CELL_PROPERTIES) do add(k, true, 1) end
     end
-    for k, x in next, st.attrs do add(k, x) end
-    for k, x in next, getmetatable(v) do add(k, x) end
+    for k, x in next, st.attrs do add(k, x, 1) end
+    for k, x in next, getmetatable(v) do add(k, x, 2) end
     return
   end
   if tv == "table" then
@@ -349,12 +356,13 @@ end
 
 --- The completions of `text`, the word before the cursor: a global name
 -- (of env, default the globals) or keyword, or `a.b.c` / `a.b:c` with a
--- partial last part. Sorted.
+-- partial last part. Sorted; on a cell (`net.`), its parameters, buffers,
+-- sub-cells and attributes come first, then its class's methods.
 function M.complete(text, env)
   local base, sep, partial = text:match("^(.-)([.:])([%w_]*)$")
-  local out, seen = {}, {}
+  local out, seen, group = {}, {}, {}
   local hidden = text:match("[.:]?([%w_]*)$"):sub(1, 1) ~= "_"
-  local function offer(prefix, k, x, methods)
+  local function offer(prefix, k, x, methods, g)
     if type(k) ~= "string" or not is_identifier(k) or seen[k] then return end
     local p = partial or text
     if k:sub(1, #p) ~= p then return end
@@ -362,6 +370,7 @@ function M.complete(text, env)
     if methods and not callable(x) then return end
     seen[k] = true
     out[#out + 1] = prefix .. k
+    group[prefix .. k] = g or 1
   end
   if not sep then
     if not text:match("^[%a_][%w_]*$") and text ~= "" then return out end
@@ -376,9 +385,13 @@ function M.complete(text, env)
     local v = M.resolve(base, env)
     if v == nil or base:find(":", 1, true) then return out end
     local methods = sep == ":"
-    members(v, methods, function(k, x) offer(base .. sep, k, x, methods) end)
+    members(v, methods, function(k, x, g) offer(base .. sep, k, x, methods, g) end)
   end
-  table.sort(out)
+  table.sort(out, function(a, b)
+    local ga, gb = group[a] or 1, group[b] or 1
+    if ga ~= gb then return ga < gb end
+    return a < b
+  end)
   return out
 end
 
@@ -403,6 +416,143 @@ function M.help(text, env)
   local v = M.resolve(name, env)
   if v == nil then return ("%s: no such name (it is nil)"):format(name) end
   return doc.describe(v, name)
+end
+
+-- help(), traceback() and short tracebacks --------------------------------------------
+
+--- What `help()` prints.
+M.HELP = [[
+cell's interactive prompt: Lua 5.4 / LuaJIT with `cell` loaded.
+  6 * 7                  an expression prints its value; _ holds the last one
+  t = cell.ones({2, 3}); t.shape    statements, then a last expression, on one line
+  ?name                  the documentation of a function, class or module (?cell.nn.Dense)
+  help(x)                the same for a value, or a name as a string: help("cell.zeros")
+  Tab                    completes names, fields (net.) and methods (t:)
+  traceback()            the full traceback of the last error (the prompt hides
+                         cell's own frames; CELL_TRACEBACK=full shows them always)
+  Ctrl-C                 interrupts a computation or clears the line; Ctrl-D exits
+Coming from PyTorch: gradients are functional (cell.grad, cell.value_and_grad),
+an optimizer is called with the gradients (opt(grads)), comparisons are methods
+(t:gt(0.5)), and dimensions and indices count from 1.]]
+
+--- The name `help(v)` shows v under: where it is in the globals, in cell or
+-- in one of cell's loaded submodules, else "value".
+local function name_of(v)
+  for k, x in next, G do
+    if rawequal(x, v) and is_identifier(k) then return k end
+  end
+  local cellmod = package.loaded.cell
+  if type(cellmod) == "table" then
+    for k, x in next, cellmod do
+      if rawequal(x, v) and is_identifier(k) then return "cell." .. k end
+    end
+    for sub, m in next, cellmod do
+      if type(m) == "table" and is_identifier(sub) and package.loaded["cell." .. sub] == m then
+        for k, x in next, m do
+          if rawequal(x, v) and is_identifier(k) then return "cell." .. sub .. "." .. k end
+        end
+      end
+    end
+  end
+  return "value"
+end
+
+--- help() prints how to use the prompt; help("name") what `?name` prints;
+-- help(v) the documentation of the value v.
+function M.help_command(...)
+  if select("#", ...) == 0 then
+    print(M.HELP)
+    return
+  end
+  local v = ...
+  if type(v) == "string" then
+    print(M.help(v))
+  elseif v == nil then
+    print("help(nil): nothing to document; help() shows how to use the prompt")
+  else
+    print(doc.describe(v, name_of(v)))
+  end
+end
+
+--- The last error's full traceback at the prompt (set by `traceback`).
+M.last_traceback = nil
+
+--- traceback() prints the full traceback of the last error at the prompt.
+function M.traceback_command()
+  print(M.last_traceback or "no error yet")
+end
+
+--- The directory of cell's Lua files (where this file is), e.g. "/x/lua/cell/".
+local function library_dir()
+  local src = debug.getinfo(1, "S").source
+  if src:sub(1, 1) ~= "@" then return nil end
+  return src:sub(2):match("^(.*[/\\])[^/\\]*$")
+end
+local LIBDIR = library_dir()
+
+--- Whether a frame (debug.getinfo's table) runs one of cell's Lua files.
+function M.is_library_frame(info)
+  local src = info.source or ""
+  return LIBDIR ~= nil and src:sub(1, 1) == "@" and src:sub(2, #LIBDIR + 1) == LIBDIR
+end
+
+--- The traceback line of a frame, as luaL_traceback writes it.
+local function frame_line(info)
+  local where = info.short_src .. ":" .. (info.currentline > 0 and (info.currentline .. ":") or "")
+  local what
+  if info.what == "main" then
+    what = "in main chunk"
+  elseif info.name then
+    what = ("in function '%s'"):format(info.name)
+  elseif info.what == "C" then
+    what = "in ?"
+  else
+    what = ("in function <%s:%d>"):format(info.short_src, info.linedefined)
+  end
+  return "\t" .. where .. " " .. what
+end
+
+--- The REPL's message handler (src/repl/main.c calls it with the error
+-- text, on the stack where the error happened, `level` frames above this
+-- call): keeps the full traceback for traceback(), and returns the message
+-- with a traceback of the user's own frames: cell's frames are left out
+-- (counted in a last line) and so are C frames (CELL_TRACEBACK=full: the
+-- full one).
+function M.traceback(msg, level)
+  level = (level or 1) + 1
+  if type(msg) == "string" and (msg:find("attempt to compare %a+ with userdata$")
+      or msg:find("attempt to compare userdata with %a+$")) then
+    -- LuaJIT calls no __lt for a number and a Tensor
+    msg = msg .. " (a Tensor? comparisons cannot give a Tensor in Lua: use t:lt(x), t:gt(x), t:le(x), t:ge(x))"
+  end
+  local full = debug.traceback(msg, level)
+  M.last_traceback = full
+  if os.getenv("CELL_TRACEBACK") == "full" then return full end
+  local lines, hidden = {}, 0
+  for l = level, level + 200 do
+    local info = debug.getinfo(l, "Sln")
+    if not info then break end
+    if M.is_library_frame(info) then
+      hidden = hidden + 1
+    elseif info.what ~= "C" then
+      lines[#lines + 1] = frame_line(info)
+    end
+  end
+  local out = msg .. "\nstack traceback:"
+  if #lines > 0 then out = out .. "\n" .. table.concat(lines, "\n") end
+  if hidden > 0 then
+    out = out .. ("\n\t(%d frame%s in cell's files hidden: traceback() shows all, or set CELL_TRACEBACK=full)")
+      :format(hidden, hidden == 1 and "" or "s")
+  end
+  return out
+end
+
+--- Sets the REPL's globals help and traceback in env (default the
+-- globals), unless the user has their own.
+function M.install_globals(env)
+  env = env or G
+  if rawget(env, "help") == nil then rawset(env, "help", M.help_command) end
+  if rawget(env, "traceback") == nil then rawset(env, "traceback", M.traceback_command) end
 end
 
 return M

@@ -57,9 +57,66 @@ cell_tensor *cell_test_tensor(lua_State *L, int idx) {
   return ud ? ud->t : NULL;
 }
 
+/* The name of the running function as a global (`f`) or a field of a
+ * global table (`host.gain`), pushed, or nothing pushed and 0. A host's
+ * function called through pcall or a table has no name at the call site,
+ * where luaL_argerror looks, and would be reported as '?'. */
+static int push_global_name(lua_State *L) {
+  lua_Debug ar;
+  if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "f", &ar)) return 0;
+  int f = lua_gettop(L);
+#if LUA_VERSION_NUM >= 502
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+#else
+  lua_pushvalue(L, LUA_GLOBALSINDEX);
+#endif
+  int g = lua_gettop(L);
+  for (int depth = 0; depth < 2; depth++) { /* the globals, then their tables */
+    lua_pushnil(L);
+    while (lua_next(L, g)) { /* key at g+1, value at g+2 */
+      if (lua_type(L, -2) == LUA_TSTRING) {
+        if (depth == 0 && lua_rawequal(L, -1, f)) {
+          lua_pushvalue(L, -2);
+          lua_replace(L, f);
+          lua_settop(L, f);
+          return 1;
+        }
+        if (depth == 1 && lua_istable(L, -1)) {
+          lua_pushnil(L);
+          while (lua_next(L, -2)) {
+            if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, f)) {
+              lua_pushfstring(L, "%s.%s", lua_tostring(L, g + 1), lua_tostring(L, g + 3));
+              lua_replace(L, f);
+              lua_settop(L, f);
+              return 1;
+            }
+            lua_pop(L, 1);
+          }
+        }
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, f - 1);
+  return 0;
+}
+
+/* luaL_argerror, naming the function by push_global_name when the call
+ * site gives no name. */
+static int embed_argerror(lua_State *L, int arg, const char *msg) {
+  lua_Debug ar;
+  if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name == NULL && push_global_name(L))
+    return luaL_error(L, "bad argument #%d to '%s' (%s)", arg, lua_tostring(L, -1), msg);
+  return luaL_argerror(L, arg, msg);
+}
+
 cell_tensor *cell_check_tensor(lua_State *L, int idx) {
   tensor_ud *ud = test_ud(L, idx);
-  if (!ud) lc_argerror(L, idx, "TypeError: expected a Tensor, got %s", luaL_typename(L, idx));
+  if (!ud) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "TypeError: expected a Tensor, got %s", luaL_typename(L, idx));
+    embed_argerror(L, idx, msg);
+  }
   if (!ud->t) luaL_error(L, "RuntimeError: this tensor was freed");
   return ud->t;
 }

@@ -340,6 +340,25 @@ static cell_tensor *index_view(lua_State *L, cell_tensor *t, int key, bool *scal
   return r;
 }
 
+/* PyTorch habits that are no member of a Tensor: reading one raises an
+ * AttributeError that says what to use. Other unknown names read nil. */
+static const char *const tensor_hints[][2] = {
+    {"backward", "cell computes gradients functionally, use cell.grad / cell.value_and_grad"},
+    {NULL, NULL}};
+
+static void tensor_hint(lua_State *L, const char *k) {
+  for (int i = 0; tensor_hints[i][0]; i++) {
+    if (strcmp(k, tensor_hints[i][0]) == 0) {
+      tensor_ud *ud = lc_test_ud(L, 1);
+      luaL_where(L, 1);
+      lua_pushfstring(L, "AttributeError: '%s' object has no attribute '%s': %s",
+                      ud && ud->attrs ? "Parameter" : "Tensor", k, tensor_hints[i][1]);
+      lua_concat(L, 2);
+      lua_error(L);
+    }
+  }
+}
+
 /* t.key: for an attributed tensor its attrs first (per-object fields, then
  * the attrs metatable's __index); then the tensor methods, the properties
  * and, for number and table keys, indexing. */
@@ -369,7 +388,10 @@ static int tensor_index(lua_State *L) {
       int dims[CELL_MAX_DIMS];
       for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
       return lc_finish(L, cell_tensor_permute(t, dims, out));
-    } else lua_pushnil(L);
+    } else {
+      tensor_hint(L, k);
+      lua_pushnil(L);
+    }
     return 1;
   }
   cell_tensor *t = lc_check_tensor(L, 1);
@@ -466,11 +488,35 @@ static int tensor_unm(lua_State *L) {
   return lc_finish(L, cell_op_unary(CELL_OP_NEG, t, out));
 }
 
+/* t < x, t <= x and the mirrored forms: Lua turns any comparison's result
+ * into a boolean, so a Tensor cannot come back; the error names the methods
+ * that do it, in both operand orders, at the comparison's line.
+ * (Lua 5.4 calls these for a number on either side; LuaJIT, as Lua 5.1,
+ * only for two tensors, and reports a number compared with a tensor as
+ * "attempt to compare number with userdata".) */
+static int compare_error(lua_State *L, const char *ops, const char *less, const char *greater) {
+  luaL_where(L, 1);
+  lua_pushfstring(L,
+                  "TypeError: %s cannot compare Tensors in Lua (a comparison must give a boolean): "
+                  "%s, %s (x a number or a Tensor)",
+                  ops, less, greater);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+static int tensor_lt(lua_State *L) {
+  return compare_error(L, "'<' and '>'", "for t < x use t:lt(x)", "for t > x use t:gt(x)");
+}
+static int tensor_le(lua_State *L) {
+  return compare_error(L, "'<=' and '>='", "for t <= x use t:le(x)", "for t >= x use t:ge(x)");
+}
+
 static const luaL_Reg tensor_metamethods[] = {
     {"__gc", tensor_gc},     {"__close", tensor_gc}, {"__tostring", tensor_tostring},
     {"__index", tensor_index}, {"__newindex", tensor_newindex}, {"__len", tensor_len},
     {"__add", tensor_add},   {"__sub", tensor_sub},  {"__mul", tensor_mul},
     {"__div", tensor_div},   {"__pow", tensor_pow},  {"__unm", tensor_unm},
+    {"__lt", tensor_lt},     {"__le", tensor_le},
     {NULL, NULL}};
 
 static const luaL_Reg tensor_methods[] = {

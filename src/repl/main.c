@@ -14,6 +14,12 @@
  *   (lua/cell/repl.lua, lua/cell/doc.lua): several results print on one
  *   line separated by tabs, tables print nested with depth and length caps,
  *   and the first result is kept in the global `_`.
+ * - `-e code` has `cell` as a global too. At the prompt, `a = f(); a.shape`
+ *   runs the statements and prints the last expression; an expression is
+ *   returned through select(), not as a tail call, so the typed line stays
+ *   in a traceback; tracebacks leave out frames of cell's own Lua files
+ *   (repl.traceback; traceback() shows the last one whole, as does
+ *   CELL_TRACEBACK=full always); help() says how to use the prompt.
  * - Each line typed is kept in the history file ($CELL_HISTORY, else
  *   ~/.cell_history; CELL_HISTORY="" keeps none), appended as it is
  *   entered and loaded at start.
@@ -140,13 +146,30 @@ static void laction(int sig) {
   lua_sethook(globalL, lstop, flag, 1);
 }
 
-/* Turn an error into a string with a traceback (lua.c's msghandler). */
+/* Whether the REPL is running: its errors get repl.traceback's short
+ * traceback (no frames of cell's own files), scripts lua.c's full one. */
+static int in_repl = 0;
+
+static int push_repl_fn(lua_State *L, const char *name);
+
+/* Turn an error into a string with a traceback (lua.c's msghandler); at the
+ * prompt through repl.traceback(msg, 2), which keeps the full one for
+ * traceback() and returns the user's frames. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
     if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
       return 1; /* an error object that describes itself: as it is */
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  if (in_repl) {
+    int top = lua_gettop(L);
+    if (push_repl_fn(L, "traceback")) {
+      lua_pushstring(L, msg);
+      lua_pushinteger(L, 2); /* the function that raised, seen from repl.traceback */
+      if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) return 1;
+    }
+    lua_settop(L, top);
   }
   luaL_traceback(L, L, msg, 1);
   return 1;
@@ -404,6 +427,18 @@ static int collectargs(char **argv, int *first) {
   }
   *first = 0;
   return args;
+}
+
+/* The global `cell`, as the prompt has it: for -e and the REPL. If it
+ * fails to load, say why and carry on. */
+static void load_cell(lua_State *L) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "cell");
+  int status = docall(L, 1, 1);
+  if (status == LUA_OK)
+    lua_setglobal(L, "cell");
+  else
+    report(L, status);
 }
 
 /* Run -e, -l and -W in their order on the command line. */
@@ -697,11 +732,24 @@ static int pushline(lua_State *L, int firstline) {
 /* What loadline found, beside a Lua status (LUA_OK or an error). */
 enum { LOAD_EOF = -1, LOAD_SKIP = -2, LOAD_HELP = -3 };
 
+/* How an expression is returned: `return select(1, <expr>)` rather than
+ * `return <expr>`, where a call would be a tail call and leave no frame of
+ * the typed line in a traceback; the newline ends a trailing comment. Only
+ * while the global select is still Lua's own (kept at start). */
+#define SELECT_KEY "cell.repl.select"
+static const char *return_format(lua_State *L) {
+  lua_getglobal(L, "select");
+  lua_getfield(L, LUA_REGISTRYINDEX, SELECT_KEY);
+  int same = !lua_isnil(L, -1) && lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return same ? "return select(1, %s\n);" : "return %s\n;";
+}
+
 /* Try the line on the stack top as `return <line>;` so an expression prints
  * its value. Leaves the compiled chunk (replacing the line) on success. */
 static int addreturn(lua_State *L) {
   const char *line = lua_tostring(L, -1);
-  const char *retline = lua_pushfstring(L, "return %s;", line);
+  const char *retline = lua_pushfstring(L, return_format(L), line);
   int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
   if (status == LUA_OK)
     lua_remove(L, -2); /* the modified line */
@@ -724,6 +772,78 @@ static int incomplete(lua_State *L, int status) {
     return 1;
   }
   return 0;
+}
+
+/* If s[i] opens a long bracket ([[, [=[, ...), the index of the last
+ * character of its closing bracket (or end), else -1. */
+static long skip_long(const char *s, long i, long end) {
+  long j = i + 1, level = 0;
+  while (j < end && s[j] == '=') j++, level++;
+  if (j >= end || s[j] != '[') return -1;
+  for (j++; j < end; j++) {
+    if (s[j] != ']') continue;
+    long k = j + 1, l = 0;
+    while (k < end && s[k] == '=') k++, l++;
+    if (l == level && k < end && s[k] == ']') return k;
+  }
+  return end;
+}
+
+/* The offset just past the last ';' of s[0..end) outside strings,
+ * comments and brackets, or -1. */
+static long last_semicolon(const char *s, long end) {
+  long last = -1;
+  int depth = 0;
+  for (long i = 0; i < end; i++) {
+    char c = s[i];
+    long close;
+    if (c == '"' || c == '\'') {
+      for (i++; i < end && s[i] != c; i++)
+        if (s[i] == '\\') i++;
+    } else if (c == '-' && i + 1 < end && s[i + 1] == '-') {
+      if (i + 2 < end && s[i + 2] == '[' && (close = skip_long(s, i + 2, end)) >= 0)
+        i = close;
+      else
+        while (i < end && s[i] != '\n') i++;
+    } else if (c == '[' && (close = skip_long(s, i, end)) >= 0) {
+      i = close;
+    } else if (c == '(' || c == '{' || c == '[') {
+      depth++;
+    } else if (c == ')' || c == '}' || c == ']') {
+      depth--;
+    } else if (c == ';' && depth == 0) {
+      last = i + 1;
+    }
+  }
+  return last;
+}
+
+/* `a = f(); a.shape`: statements, then an expression whose value is
+ * printed. Tries `<statements> return <expression>;` at the last top-level
+ * ';' of the line on the stack top; on success pushes the chunk above the
+ * line, else leaves the line alone and returns the error status. */
+static int split_return(lua_State *L) {
+  size_t len;
+  const char *line = lua_tolstring(L, -1, &len);
+  long at = last_semicolon(line, (long)len);
+  if (at < 0) return LUA_ERRSYNTAX;
+  const char *rest = line + at;
+  while (*rest == ' ' || *rest == '\t') rest++;
+  if (*rest == '\0') return LUA_ERRSYNTAX;
+  const char *fmt = return_format(L);
+  lua_pushlstring(L, line, (size_t)at);
+  lua_pushfstring(L, fmt, rest);
+  lua_concat(L, 2);
+  lua_pushvalue(L, -1); /* the text, twice, so the pops below stay as they were */
+  const char *text = lua_tostring(L, -1);
+  int status = luaL_loadbuffer(L, text, strlen(text), "=stdin");
+  if (status == LUA_OK) { /* the line, then the chunk, as addreturn leaves them */
+    lua_remove(L, -2);
+    lua_remove(L, -2);
+  } else {
+    lua_pop(L, 3);
+  }
+  return status;
 }
 
 /* Compile the text at index 1 as a statement, reading continuation lines
@@ -766,6 +886,7 @@ static int loadline(lua_State *L) {
   if (got == LINE_INTERRUPTED) return LOAD_SKIP;
   if (helpline(L)) return LOAD_HELP;
   int status = addreturn(L);
+  if (status != LUA_OK) status = split_return(L);
   if (status != LUA_OK) status = multiline(L);
   if (status == LOAD_SKIP) {
     lua_settop(L, 0);
@@ -851,20 +972,21 @@ static void print_help(lua_State *L) {
 /* The REPL starts with `cell` as a global and the REPL module loaded; if
  * either fails to load, say why and carry on with what there is. */
 static void load_globals(lua_State *L) {
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "cell");
-  int status = docall(L, 1, 1);
-  if (status == LUA_OK)
-    lua_setglobal(L, "cell");
-  else
-    report(L, status);
+  lua_getglobal(L, "select");
+  lua_setfield(L, LUA_REGISTRYINDEX, SELECT_KEY);
+  lua_getglobal(L, "cell");
+  int have = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  if (!have) load_cell(L);
   lua_getglobal(L, "require");
   lua_pushliteral(L, REPL_KEY);
-  status = docall(L, 1, 1);
+  int status = docall(L, 1, 1);
   if (status == LUA_OK)
     lua_setfield(L, LUA_REGISTRYINDEX, REPL_KEY);
   else
     report(L, status);
+  /* help() and traceback() */
+  if (push_repl_fn(L, "install_globals")) report(L, docall(L, 0, 0));
 }
 
 static void doREPL(lua_State *L) {
@@ -879,13 +1001,15 @@ static void doREPL(lua_State *L) {
     rl_catch_signals = 0;      /* Ctrl-C is ours: see tty_readline */
     rl_attempted_completion_function = complete;
     rl_completion_display_matches_hook = display_matches;
+    rl_sort_completion_matches = 0; /* repl.complete's order: a cell's members before its methods */
     /* '.' and ':' are part of a completion word: cell.ze<TAB>, t:su<TAB>. */
     rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(+-*/%^~#,[]})";
     history_start();
   }
   load_globals(L);
+  in_repl = 1;
   if (interactive) {
-    fputs("Tab completes names, ?name shows documentation (?cell.tensor), Ctrl-D exits.\n", stdout);
+    fputs("Tab completes names, ?name shows documentation (?cell.tensor), help() more, Ctrl-D exits.\n", stdout);
     fflush(stdout);
   }
   int status;
@@ -910,6 +1034,7 @@ static void doREPL(lua_State *L) {
   free_matches();
   sigaction(SIGINT, &before, NULL);
   progname = oldprogname;
+  in_repl = 0;
 }
 
 /* --- main ------------------------------------------------------------------------------ */
@@ -943,6 +1068,7 @@ static int pmain(lua_State *L) {
   lua_gc(L, LUA_GCGEN, 0, 0);
 #endif
   if (!(args & has_E) && handle_luainit(L) != LUA_OK) return 0;
+  if (args & has_e) load_cell(L); /* -e 'code' has `cell` as the prompt does */
   if (!runargs(L, argv, optlim)) return 0;
   if (script > 0 && handle_script(L, argv + script) != LUA_OK) return 0;
   if (args & has_i) {

@@ -69,6 +69,43 @@ function Cell:init(auto_prefix, flags)
   if flags ~= nil then self:add_flags(flags) end
 end
 
+--- PyTorch habits that are no member of a Cell, and what to use instead:
+-- reading one raises "AttributeError: 'Dense' object has no attribute
+-- 'eval': use net:set_train(false) ...". A subclass may declare its own
+-- `__hints` (the optimizers do). Other unknown names read nil.
+Cell.__hints = {
+  parameters = "use net:trainable_params() (the parameters to train) or net:get_parameters() (all of them)",
+  named_parameters = "use net:parameters_and_names()",
+  eval = "use net:set_train(false)",
+  train = "use net:set_train(true) (or set_train() to go back to training)",
+  zero_grad = "not needed: cell computes gradients functionally (cell.grad / cell.value_and_grad), "
+    .. "nothing accumulates between steps",
+  forward = "call the cell, net(x); its computation is its construct method",
+}
+
+--- The first frame outside cell's own Lua files (the user's line), as a
+-- level for error() called from the function one level below.
+local LIBDIR = (debug.getinfo(1, "S").source:match("^@(.*[/\\])nn[/\\][^/\\]*$"))
+local function user_level()
+  for level = 3, 30 do
+    local info = debug.getinfo(level, "S")
+    if not info then break end
+    local src = info.source or ""
+    if info.what ~= "C" and not (LIBDIR and src:sub(2, #LIBDIR + 1) == LIBDIR and src:sub(1, 1) == "@") then
+      return level - 1
+    end
+  end
+  return 2
+end
+
+local function attribute_hint(self, k)
+  local hints = rawget(getmetatable(self), "__hints")
+  local h = type(k) == "string" and type(hints) == "table" and hints[k]
+  if h then
+    error(("AttributeError: '%s' object has no attribute '%s': %s"):format(class_name(self), k, h), user_level())
+  end
+end
+
 function Cell.__index(self, k)
   local st = rawget(self, S)
   local g = getters[k]
@@ -79,7 +116,11 @@ function Cell.__index(self, k)
   if v ~= nil then return v end
   v = st.cells.val[k]
   if v ~= nil then return v end
-  return st.attrs[k]
+  v = st.attrs[k]
+  if v ~= nil then return v end
+  -- not a class member either: a PyTorch habit is an error that says what to use
+  if rawget(getmetatable(self), k) == nil then attribute_hint(self, k) end
+  return nil
 end
 
 --- Whether `name` is any member of the cell: a property, a registered name

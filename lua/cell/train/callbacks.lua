@@ -31,6 +31,25 @@ local M = {}
 
 local is_plain = I.is_plain
 
+--- The line a ProgressBar keeps redrawing on the terminal, if any: a
+-- function that clears it. A monitor ends it (M.end_live_line) before it
+-- prints, so its line does not run on after the bar's; the bar draws
+-- itself again at its next step.
+local live_line = nil
+
+--- Set (or, with nil, unset) the function that clears the live line.
+function M.set_live_line(clear) live_line = clear end
+
+--- Clear the progress bar's line, if one is on the terminal, before
+-- printing something else there; the bar redraws after.
+function M.end_live_line()
+  local clear = live_line
+  if clear then
+    live_line = nil
+    clear()
+  end
+end
+
 local function stdout_writer(s)
   io.stdout:write(s)
   io.stdout:flush()
@@ -186,6 +205,7 @@ function LossMonitor:on_train_step_end(run_context)
   if per ~= 0 and cb.cur_step_num - self._last_print_time >= per then
     self._last_print_time = cb.cur_step_num
     local text = loss ~= nil and M.py_float(loss) or tostring(cb.net_outputs)
+    M.end_live_line()
     self._write(("epoch: %d step: %d, loss is %s\n"):format(cb.cur_epoch_num, step_in_epoch, text))
   end
 end
@@ -219,6 +239,7 @@ function TimeMonitor:on_train_epoch_end(run_context)
   end
   local mode = cb.mode or "train"
   mode = mode:sub(1, 1):upper() .. mode:sub(2):lower()
+  M.end_live_line()
   self._write(("%s epoch time: %5.3f ms, per step time: %5.3f ms\n"):format(mode, ms, ms / steps))
 end
 

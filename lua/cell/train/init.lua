@@ -289,9 +289,28 @@ local function eval_batch(self, x, y, need_loss)
   return logits, loss
 end
 
+--- A Python repr of a metric's value: floats as Python prints them,
+-- integers (Lua 5.4) as integers, strings quoted, anything else by tostring.
+local function py_repr(v)
+  if type(v) == "number" then
+    if math.type and math.type(v) == "integer" then return tostring(v) end
+    return callbacks.py_float(v)
+  end
+  if type(v) == "string" then return "'" .. (v:gsub("\\", "\\\\"):gsub("'", "\\'")) .. "'" end
+  return tostring(v)
+end
+
+--- eval's result as MindSpore prints its dict: {'accuracy': 0.89, 'loss': 0.31}.
+local function metrics_text(t, names)
+  local parts = {}
+  for i, k in ipairs(names) do parts[i] = py_repr(k) .. ": " .. py_repr(rawget(t, k)) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
 --- eval(valid_dataset [, callbacks]) (or {callbacks =}): each metric's
 -- value by name, over the whole dataset, with the network in inference
--- mode and nothing recorded.
+-- mode and nothing recorded. The table prints as MindSpore's dict does,
+-- `{'accuracy': 0.89}`, the metrics in the model's order.
 function Model:eval(valid_dataset, cbs)
   if is_options(cbs) then
     for k in pairs(cbs) do
@@ -337,8 +356,12 @@ function Model:eval(valid_dataset, cbs)
       call_all(list, "on_eval_step_end", rc)
     end
   end)
-  local out = {}
-  for _, e in ipairs(ms) do out[e[1]] = e[2]:eval() end
+  local out, names = {}, {}
+  for i, e in ipairs(ms) do
+    out[e[1]] = e[2]:eval()
+    names[i] = e[1]
+  end
+  setmetatable(out, { __tostring = function(t) return metrics_text(t, names) end })
   rc.metrics = out
   call_all(list, "on_eval_epoch_end", rc)
   call_all(list, "on_eval_end", rc)

@@ -132,13 +132,28 @@ function ProgressBar:_line(total, now, done)
   return ("%s step %s %s"):format(head, count, self:_stats(total, now, done))
 end
 
---- Redraw the terminal line (padded over a longer previous one).
+--- Redraw the terminal line (padded over a longer previous one). While
+-- the line is unfinished, a monitor that prints clears it first
+-- (callbacks.end_live_line), and the next step draws it again at once.
 function ProgressBar:_draw(total, now, done)
   local line = self:_line(total, now, done)
   local pad = self._drawn_len - #line
   self._drawn_len = #line
   self._write("\r" .. line .. (pad > 0 and string.rep(" ", pad) or "") .. (done and "\n" or ""))
   self._last_draw = now
+  if done then
+    self._drawn_len = 0
+    callbacks.set_live_line(nil)
+  else
+    callbacks.set_live_line(function() self:_clear() end)
+  end
+end
+
+--- Clear the unfinished line, so that other text starts at column 0.
+function ProgressBar:_clear()
+  if self._drawn_len > 0 then self._write("\r" .. string.rep(" ", self._drawn_len) .. "\r") end
+  self._drawn_len = 0
+  self._last_draw = nil
 end
 
 function ProgressBar:on_train_step_end(run_context)

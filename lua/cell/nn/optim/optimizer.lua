@@ -50,6 +50,16 @@ local M = {}
 local Optimizer = Cell:extend("Optimizer")
 M.Optimizer = Optimizer
 
+--- PyTorch's optimizer habits, answered with what to use (see Cell.__hints).
+do
+  local hints = {}
+  for k, v in pairs(Cell.__hints) do hints[k] = v end
+  hints.zero_grad = "not needed: gradients do not accumulate in cell; compute them with cell.grad / "
+    .. "cell.value_and_grad and call opt(grads)"
+  hints.step = "call opt(grads) with the gradients of the parameters (from cell.grad / cell.value_and_grad)"
+  Optimizer.__hints = hints
+end
+
 --- The private key of an optimizer's step state, kept raw in the instance
 -- (no attribute name can reach it).
 local K = setmetatable({}, { __tostring = function() return "<optimizer state>" end })
