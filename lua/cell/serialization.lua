@@ -413,7 +413,7 @@ local function update(t, new, strict, lvl)
     end
   end
   if t.param then
-    dst:set_data(new)
+    parameter._set_data_from_checkpoint(dst, new) -- a lazy Parameter takes it too, as MindSpore's from_ckpt
   else
     local prev = core.set_grad_enabled(false)
     local ok, err = pcall(core.Tensor.copy_, dst, new)

@@ -128,7 +128,7 @@ describe("nn.BatchNorm1d and nn.BatchNorm2d", function()
       "'gamma_init' shape must be (2,), but got (3,)")
     H.expect_error(function() nn.BatchNorm2d(2, { moving_var_init = cell.ones({ 1 }) }) end, "ValueError",
       "'moving_var_init'")
-    H.expect_error(function() nn.BatchNorm2d(2, { epsilon = 1 }) end, "TypeError", "unexpected option 'epsilon'")
+    H.expect_error(function() nn.BatchNorm2d(2, { epsilon = 1 }) end, "TypeError", "unexpected keyword argument 'epsilon'")
   end)
 end)
 
@@ -191,6 +191,6 @@ describe("nn.LayerNorm", function()
     H.expect_error(function() nn.LayerNorm({ 4 }, { epsilon = 0 }) end, "ValueError", "'epsilon' must be greater")
     H.expect_error(function() nn.LayerNorm({ 4 }, { gamma_init = cell.ones({ 3 }) }) end, "ValueError",
       "'gamma_init' shape must be (4,), but got (3,)")
-    H.expect_error(function() nn.LayerNorm({ 4 }, { eps = 1 }) end, "TypeError", "unexpected option 'eps'")
+    H.expect_error(function() nn.LayerNorm({ 4 }, { eps = 1 }) end, "TypeError", "unexpected keyword argument 'eps'")
   end)
 end)

@@ -466,8 +466,8 @@ describe("optimizer errors", function()
       { function() nn.SGD({ w }, 0.1, 0, 0, 0, true) end, "ValueError: For 'SGD', if 'nesterov' is true, 'momentum' must be > 0.0 and 'dampening' must equal to 0.0, but got 'momentum' 0, 'dampening' 0." },
       { function() nn.SGD({ w }, { loss_scale = 0 }) end, "ValueError: For 'SGD', the argument 'loss_scale' must be greater than 0.0, but got 0." },
       { function() nn.SGD({ w }, { weight_decay = 0 / 0 }) end, "ValueError: For 'SGD', the argument 'weight_decay' must be finite" },
-      { function() nn.SGD({ w }, { momentun = 0.9 }) end, "TypeError: SGD() got an unexpected keyword argument 'momentun'." },
-      { function() nn.SGD({ w }, 1, 2, 3, 4, false, 5, 6) end, "TypeError: SGD() takes at most 6 arguments after params, but got 7." },
+      { function() nn.SGD({ w }, { momentun = 0.9 }) end, "TypeError: SGD() got an unexpected keyword argument 'momentun'; the options are learning_rate, momentum, dampening, weight_decay, nesterov, loss_scale" },
+      { function() nn.SGD({ w }, 1, 2, 3, 4, false, 5, 6) end, "TypeError: SGD() takes at most 6 optional arguments, but 7 were given" },
       { function() nn.Momentum({ w }, 0.1) end, "TypeError: Momentum() missing required argument 'momentum'." },
       { function() nn.Momentum({ w }) end, "TypeError: Momentum() missing required argument 'learning_rate'." },
       { function() nn.Momentum({ w }, 0.1, -1) end, "ValueError: For 'Momentum', the argument 'momentum' must be at least 0.0, but got -1." },
@@ -477,7 +477,9 @@ describe("optimizer errors", function()
       { function() nn.AdamW({ w }, { weight_decay = -1 }) end, "ValueError: For 'AdamW', the argument 'weight_decay' must be at least 0.0, but got -1." },
       { function() nn.Adam({ w }, { use_nesterov = true }) end, "NotImplementedError: For 'Adam', use_nesterov is not supported." },
       { function() nn.Adam({ w }, { use_amsgrad = 1 }) end, "TypeError: For 'Adam', the argument 'use_amsgrad' must be a boolean, but got number." },
-      { function() nn.AdamW({ w }, { use_locking = false }) end, "TypeError: AdamW() got an unexpected keyword argument 'use_locking'." },
+      { function() nn.AdamW({ w }, { use_locking = false }) end, "TypeError: AdamW() got an unexpected keyword argument 'use_locking'; the options are learning_rate, beta1, beta2, eps, weight_decay, loss_scale" },
+      { function() nn.SGD({ w }, 0.1, { momentum = 0.9, learning_rate = 1 }) end, "TypeError: SGD() got multiple values for argument 'learning_rate'" },
+      { function() nn.SGD({ w }, { params = { w } }) end, "TypeError: SGD() got multiple values for argument 'params'" },
     }
     for _, c in ipairs(cases) do
       local msg = err(c[1])

@@ -39,6 +39,7 @@ local core = require "cell.core"
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local parameter = require "cell.parameter"
+local args_util = require "cell.util.args"
 
 local Tensor = core.Tensor
 local type_name = I.type_name
@@ -120,40 +121,43 @@ end
 
 -- Arguments ----------------------------------------------------------------------
 
+--- The names lists cell.util.args reads, per optimizer: after params
+-- (positional params) and with it (everything in one table).
+local lists = setmetatable({}, { __mode = "k" })
+
+local function lists_of(names, aliases)
+  local l = lists[names]
+  if l then return l end
+  local full = { "params", aliases = aliases }
+  for i = 1, #names do full[i + 1] = names[i] end
+  local rest = { aliases = aliases }
+  for i = 1, #names do rest[i] = names[i] end
+  l = { full = full, rest = rest }
+  lists[names] = l
+  return l
+end
+
 --- The constructor arguments as a table: a.params and a[name] for each of
 -- `names`, from (params, v1, v2, ...) in the order of `names`, from
--- (params, {name = v, ...}) or from ({params = ..., name = v, ...}).
--- `aliases` maps other accepted option names to names.
+-- (params, {name = v, ...}), from (params, v1, {name = v, ...}) or from
+-- ({params = ..., name = v, ...}) (cell.util.args). `aliases` maps other
+-- accepted option names to names. a._positional: no options table.
 function M.arguments(cls, names, aliases, ...)
-  local n = select("#", ...)
-  local p1, p2 = ...
-  local opts
-  local a = {}
-  if n == 1 and is_plain(p1) and p1[1] == nil and p1.params ~= nil then
-    opts = p1
-  elseif n == 2 and is_plain(p2) and p2[1] == nil then
-    a.params, opts = p1, p2
-  else
-    if n - 1 > #names then
-      fail("TypeError: %s() takes at most %d arguments after params, but got %d.", cls, #names, n - 1)
-    end
-    a.params = p1
-    for i = 1, #names do a[names[i]] = (select(i + 1, ...)) end
-    a._positional = true
+  local n, p1 = select("#", ...), ...
+  local l = lists_of(names, aliases)
+  if n == 1 and args_util.is_options(p1) and p1.params ~= nil then
+    local a = args_util.named(cls, l.full, 0, 1, p1)
+    a._positional = false
     return a
   end
-  local known = { params = true }
-  for _, k in ipairs(names) do known[k] = true end
-  for k, v in pairs(opts) do
-    local key = aliases and aliases[k] or k
-    if not known[key] then
-      fail("TypeError: %s() got an unexpected keyword argument '%s'.", cls, tostring(k))
-    end
-    if key == "params" and opts ~= p1 then
-      fail("TypeError: %s() got multiple values for argument 'params'.", cls)
-    end
-    a[key] = v
+  local rest = n > 0 and n - 1 or 0
+  local last = rest > 0 and (select(n, ...))
+  if args_util.is_options(last) and last.params ~= nil then
+    fail("TypeError: %s() got multiple values for argument 'params'", cls)
   end
+  local a, npos = args_util.named(cls, l.rest, 0, rest, select(2, ...))
+  a.params = p1
+  a._positional = npos == rest
   return a
 end
 
