@@ -252,11 +252,11 @@ describe("cell.init classes", function()
     end)
 
     it("reject unknown, missing, surplus and mistyped ones", function()
-      assert.are.equal("TypeError: Normal() got an unexpected keyword argument 'std'",
+      assert.are.equal("TypeError: Normal() got an unexpected keyword argument 'std'; the options are sigma, mean",
         err(function() local _ = I.Normal { std = 1 } end))
       assert.are.equal("TypeError: Constant() missing the required argument 'value'",
         err(function() local _ = I.Constant() end))
-      assert.are.equal("TypeError: Uniform() takes at most 1 arguments, but 2 were given",
+      assert.are.equal("TypeError: Uniform() takes at most 1 optional arguments, but 2 were given",
         err(function() local _ = I.Uniform(1, 2) end))
       assert.are.equal("TypeError: For 'Normal', the argument 'sigma' must be a number, but got string.",
         err(function() local _ = I.Normal("big") end))
