@@ -33,6 +33,15 @@ describe("cell.util.args", function()
     assert.are.same({ obj }, f(obj))
   end)
 
+  it("asks value_if whether a plain table in a position is that argument's value", function()
+    local names = { "callbacks", "verbose", value_if = { callbacks = function(t) return t.on_end ~= nil end } }
+    local cb = { on_end = function() end }
+    local function g(...) return { args.parse("g", names, 2, select("#", ...), ...) } end
+    assert.are.same({ cb }, g(cb))
+    assert.are.same({ nil, true }, g({ verbose = true }))
+    assert.are.same({ cb, true }, g(cb, { verbose = true }))
+  end)
+
   it("accepts aliases of option names", function()
     assert.are.same({ nil, false }, f({ rec = false }))
   end)

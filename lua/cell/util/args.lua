@@ -10,7 +10,9 @@
 -- The last argument is an options table when it is a plain table (no
 -- metatable) with no sequence part, and the argument in its position does
 -- not itself take such a table (`names.values` lists those, as Cell.init's
--- `flags`): a list {1, 2} is a value, {stride = 2} is options. Unknown
+-- `flags`; `names.value_if[name](t)` says it for one table, as for a
+-- callback object among Model.train's callbacks): a list {1, 2} is a
+-- value, {stride = 2} is options. Unknown
 -- option names, a name given twice (positionally and in the table) and
 -- more positional values than there are names are TypeErrors in Python's
 -- words, naming the function and the argument.
@@ -48,7 +50,10 @@ function M.has_options(names, n, ...)
   local last = (select(n, ...))
   if not M.is_options(last) then return false end
   local at = names[n]
-  return not (at and info_of(names).values[at])
+  if at == nil then return true end
+  if info_of(names).values[at] then return false end
+  local test = names.value_if and names.value_if[at]
+  return not (test and test(last))
 end
 
 --- The arguments as a table keyed by name (absent ones nil), and the
