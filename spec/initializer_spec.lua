@@ -256,7 +256,7 @@ describe("cell.init classes", function()
         err(function() local _ = I.Normal { std = 1 } end))
       assert.are.equal("TypeError: Constant() missing the required argument 'value'",
         err(function() local _ = I.Constant() end))
-      assert.are.equal("TypeError: Uniform() takes at most 1 optional arguments, but 2 were given",
+      assert.are.equal("TypeError: Uniform() takes at most 1 optional argument, but 2 were given",
         err(function() local _ = I.Uniform(1, 2) end))
       assert.are.equal("TypeError: For 'Normal', the argument 'sigma' must be a number, but got string.",
         err(function() local _ = I.Normal("big") end))

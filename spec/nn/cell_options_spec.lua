@@ -58,12 +58,12 @@ describe("nn.Cell options", function()
       .. "options are with_kwargs", err(function() net:register_forward_pre_hook(fn, { prepend = true }) end))
     assert.are.equal("TypeError: register_forward_hook: with_kwargs must be a boolean, but got number",
       err(function() net:register_forward_hook(fn, { with_kwargs = 1 }) end))
-    assert.are.equal("TypeError: Cell.register_backward_hook() got an unexpected keyword argument 'prepend'; the "
-      .. "options are ", err(function() net:register_backward_hook(fn, { prepend = true }) end))
-    assert.are.equal("TypeError: Cell.register_backward_pre_hook() takes at most 0 optional arguments, but 1 were "
-      .. "given", err(function() net:register_backward_pre_hook(fn, true) end))
+    assert.are.equal("TypeError: Cell.register_backward_hook() got an unexpected keyword argument 'prepend'; it "
+      .. "takes no options", err(function() net:register_backward_hook(fn, { prepend = true }) end))
+    assert.are.equal("TypeError: Cell.register_backward_pre_hook() takes no optional arguments, but 1 was given",
+      err(function() net:register_backward_pre_hook(fn, true) end))
     assert.are.equal("TypeError: Cell.register_state_dict_pre_hook() got an unexpected keyword argument 'prepend'; "
-      .. "the options are ", err(function() net:register_state_dict_pre_hook(fn, { prepend = true }) end))
+      .. "it takes no options", err(function() net:register_state_dict_pre_hook(fn, { prepend = true }) end))
   end)
 
   it("insert_param_to_cell takes check_name_contain_dot as a boolean or {check_name_contain_dot = }", function()
@@ -138,7 +138,7 @@ describe("nn.Cell options", function()
     end
     assert.are.equal("TypeError: Cell.parameters_and_names() got multiple values for argument 'name_prefix'",
       err(function() net:parameters_and_names("m", { name_prefix = "x" }) end))
-    assert.are.equal("TypeError: Cell.set_train() takes at most 1 optional arguments, but 2 were given",
+    assert.are.equal("TypeError: Cell.set_train() takes at most 1 optional argument, but 2 were given",
       err(function() net:set_train(true, false) end))
   end)
 

@@ -55,6 +55,18 @@ describe("cell.util.args", function()
     assert.are.equal("TypeError: f() got multiple values for argument 'recurse'",
       err(function() f({ rec = true, recurse = false }) end))
     assert.are.equal("TypeError: f() takes at most 3 optional arguments, but 4 were given", err(function() f(1, 2, 3, 4) end))
+    local function one(...)
+      local a = args.parse("one", { "a" }, 2, select("#", ...), ...)
+      return a -- (not a tail call: the level counts this frame)
+    end
+    assert.are.equal("TypeError: one() takes at most 1 optional argument, but 2 were given",
+      err(function() one(1, 2) end))
+    local function none(...)
+      args.parse("none", {}, 2, select("#", ...), ...)
+    end
+    assert.are.equal("TypeError: none() takes no optional arguments, but 1 was given", err(function() none(1) end))
+    assert.are.equal("TypeError: none() got an unexpected keyword argument 'x'; it takes no options",
+      err(function() none({ x = 1 }) end))
   end)
 
   it("is_options and has_options say which tables are options", function()

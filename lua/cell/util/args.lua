@@ -12,10 +12,10 @@
 -- not itself take such a table (`names.values` lists those, as Cell.init's
 -- `flags`; `names.value_if[name](t)` says it for one table, as for a
 -- callback object among Model.train's callbacks): a list {1, 2} is a
--- value, {stride = 2} is options. Unknown
--- option names, a name given twice (positionally and in the table) and
--- more positional values than there are names are TypeErrors in Python's
--- words, naming the function and the argument.
+-- value, {stride = 2} is options. Unknown option names, a name given
+-- twice (positionally and in the table) and more positional values than
+-- there are names are TypeErrors in Python's words, naming the function
+-- and the argument.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local M = {}
 
@@ -72,8 +72,12 @@ function M.named(fname, names, lvl, n, ...)
     npos = n - 1
   end
   if npos > #names then
-    error(("TypeError: %s() takes at most %d optional arguments, but %d were given")
-      :format(fname, #names, npos), up(lvl))
+    local given = npos == 1 and "1 was given" or (npos .. " were given")
+    if #names == 0 then
+      error(("TypeError: %s() takes no optional arguments, but %s"):format(fname, given), up(lvl))
+    end
+    error(("TypeError: %s() takes at most %d optional argument%s, but %s")
+      :format(fname, #names, #names == 1 and "" or "s", given), up(lvl))
   end
   for i = 1, npos do out[names[i]] = (select(i, ...)) end
   if opts then
@@ -84,8 +88,8 @@ function M.named(fname, names, lvl, n, ...)
     end
     if #bad > 0 then
       table.sort(bad)
-      error(("TypeError: %s() got an unexpected keyword argument '%s'; the options are %s")
-        :format(fname, bad[1], info.text), up(lvl))
+      local known = #names == 0 and "it takes no options" or ("the options are " .. info.text)
+      error(("TypeError: %s() got an unexpected keyword argument '%s'; %s"):format(fname, bad[1], known), up(lvl))
     end
     for k, v in pairs(opts) do
       local key = names.aliases and names.aliases[k] or k
