@@ -188,6 +188,14 @@ describe("cell.initializer", function()
       H.assert_values(cell.initializer("ones", {}):init_data(), 1, "float32")
     end)
 
+    it("is always the table in its place; dtype may come in a trailing options table", function()
+      local it = cell.initializer("ones", { 2 }, { dtype = cell.float64 })
+      assert.are.equal(cell.float64, it.dtype)
+      assert.are.same({}, cell.initializer("ones", {}, { dtype = cell.float64 }).shape)
+      assert.are.equal("TypeError: initializer() got an unexpected keyword argument 'type'; the options are shape, "
+        .. "dtype", err(function() local _ = cell.initializer("ones", { 2 }, { type = cell.float64 }) end))
+    end)
+
     it("rejects sizes that are not positive integers, naming the shape as a tuple", function()
       local pre = "ValueError: For 'initializer', the argument 'shape' is invalid, the value of 'shape' must be "
         .. "positive integer, but got "

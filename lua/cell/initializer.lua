@@ -465,12 +465,17 @@ function M.make(init, shape, dtype, lvl)
   return InitTensor(init, shape, dtype)
 end
 
+local INITIALIZER_ARGS = { "shape", "dtype", values = { "shape" } }
+
 --- cell.initializer(init, shape [, dtype = cell.float32]) -> InitTensor.
 -- `init`: an alias string ("normal", "xavier_uniform", ...), a number (a
 -- constant), a Tensor (its values; `shape`, when given, must equal its
 -- shape, and `dtype` defaults to its dtype) or an initializer object.
--- `shape`: a table of positive integers, or a number for 1-D.
-function M.initializer(init, shape, dtype)
+-- `shape`: a table of positive integers, or a number for 1-D. dtype may
+-- also come in a trailing table: cell.initializer("ones", {2}, {dtype = ...})
+-- (a table in shape's place is always the shape: {} is 0-D).
+function M.initializer(init, ...)
+  local shape, dtype = args_util.parse("initializer", INITIALIZER_ARGS, 2, select("#", ...), ...)
   local it = M.make(init, shape, dtype, 3)
   return it
 end
