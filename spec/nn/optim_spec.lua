@@ -551,6 +551,12 @@ describe("custom optimizers", function()
     local Bare = nn.Optimizer:extend("Bare")
     function Bare.init() end
     assert.is_truthy(err(function() Bare()({}) end):find("RuntimeError: Bare.construct: the optimizer was not set up", 1, true))
+    local Decayed = nn.Optimizer:extend("Decayed")
+    function Decayed:init(params, opts) nn.Optimizer.init(self, 0.1, params, opts) end
+    assert.are.same({ 0.25 }, Decayed({ w }, { weight_decay = 0.25 }):get_weight_decay())
+    assert.are.same({ 0.5 }, nn.Optimizer(0.1, { w }, 0.5):get_weight_decay())
+    assert.are.equal("TypeError: Decayed() got an unexpected keyword argument 'decay'; the options are weight_decay, "
+      .. "loss_scale", (select(2, pcall(Decayed, { w }, { decay = 1 })):gsub("^.-:%d+: ", "")))
     local NoApply = nn.Optimizer:extend("NoApply")
     local na = NoApply(0.1, { w })
     assert.are.equal("NotImplementedError: NoApply has no _apply(gradients, step) method",

@@ -502,12 +502,18 @@ function M.state(self, k, prefix)
   return list
 end
 
---- Optimizer(learning_rate, params [, weight_decay = 0, loss_scale = 1]),
+local BASE_ARGS = { "weight_decay", "loss_scale" }
+
+--- Optimizer(learning_rate, params [, weight_decay = 0, loss_scale = 1]) (or a
+-- trailing {weight_decay =, loss_scale =}),
 -- MindSpore's base-class order, for custom optimizers (see the file comment).
-function Optimizer:init(learning_rate, params, weight_decay, loss_scale)
-  M.guard(M.setup, self, I.class_name(self), {
-    learning_rate = learning_rate, params = params, weight_decay = weight_decay, loss_scale = loss_scale,
-  }, { decay_filter = true })
+function Optimizer:init(learning_rate, params, ...)
+  M.guard(function(...)
+    local cls = I.class_name(self)
+    local a = args_util.named(cls, BASE_ARGS, 0, select("#", ...), ...)
+    a.learning_rate, a.params = learning_rate, params
+    M.setup(self, cls, a, { decay_filter = true })
+  end, ...)
 end
 
 -- Stepping ---------------------------------------------------------------------------------
