@@ -188,6 +188,14 @@ describe("cell.initializer", function()
       H.assert_values(cell.initializer("ones", {}):init_data(), 1, "float32")
     end)
 
+    it("is always the table in its place; dtype may come in a trailing options table", function()
+      local it = cell.initializer("ones", { 2 }, { dtype = cell.float64 })
+      assert.are.equal(cell.float64, it.dtype)
+      assert.are.same({}, cell.initializer("ones", {}, { dtype = cell.float64 }).shape)
+      assert.are.equal("TypeError: initializer() got an unexpected keyword argument 'type'; the options are shape, "
+        .. "dtype", err(function() local _ = cell.initializer("ones", { 2 }, { type = cell.float64 }) end))
+    end)
+
     it("rejects sizes that are not positive integers, naming the shape as a tuple", function()
       local pre = "ValueError: For 'initializer', the argument 'shape' is invalid, the value of 'shape' must be "
         .. "positive integer, but got "
@@ -252,11 +260,11 @@ describe("cell.init classes", function()
     end)
 
     it("reject unknown, missing, surplus and mistyped ones", function()
-      assert.are.equal("TypeError: Normal() got an unexpected keyword argument 'std'",
+      assert.are.equal("TypeError: Normal() got an unexpected keyword argument 'std'; the options are sigma, mean",
         err(function() local _ = I.Normal { std = 1 } end))
       assert.are.equal("TypeError: Constant() missing the required argument 'value'",
         err(function() local _ = I.Constant() end))
-      assert.are.equal("TypeError: Uniform() takes at most 1 arguments, but 2 were given",
+      assert.are.equal("TypeError: Uniform() takes at most 1 optional argument, but 2 were given",
         err(function() local _ = I.Uniform(1, 2) end))
       assert.are.equal("TypeError: For 'Normal', the argument 'sigma' must be a number, but got string.",
         err(function() local _ = I.Normal("big") end))

@@ -52,7 +52,7 @@ describe("cell.Parameter", function()
       assert.are.same({ "b", false }, { b.name, b.requires_grad })
       local c = Parameter(cell.ones({ 2 }), { requires_grad = true })
       assert.are.same({ "Parameter", true }, { c.name, c.requires_grad })
-      assert.are.equal("TypeError: Parameter() got an unexpected keyword argument 'trainable'",
+      assert.are.equal("TypeError: Parameter() got an unexpected keyword argument 'trainable'; the options are name, requires_grad",
         err(function() local _ = Parameter(cell.ones({ 2 }), { trainable = false }) end))
     end)
 
@@ -439,24 +439,67 @@ describe("cell.Parameter", function()
       assert.is_false(a:eq(b):all():item())
     end)
 
-    it("set_data materialises it with the incoming values; an initializer replaces the recipe", function()
+    it("set_data of a Tensor or a number is a TypeError, as in MindSpore; an initializer replaces the recipe", function()
       local p = Parameter(cell.initializer("normal", { 2 }), "w")
-      p:set_data(cell.initializer("ones", { 2 }, cell.float64):init_data():astype(cell.float16))
-      assert.is_false(p.has_init)
-      H.assert_values(p, { 1, 1 }, "float32")
+      local lazy_msg = "TypeError: For 'set_data', the Parameter 'w' is not initialized yet (its data is an "
+        .. "initializer), but the argument 'data' is an initialized Tensor. Call init_data() on the Parameter "
+        .. "first, or pass an initializer to replace its recipe."
+      assert.are.equal(lazy_msg, err(function() p:set_data(cell.tensor({ 3, 4 })) end))
+      assert.are.equal(lazy_msg, err(function() p:set_data(1.5) end))
+      assert.is_true(p.has_init)
+      -- after init_data, it takes the values into its own storage
       local src = cell.tensor({ 3, 4 })
-      local q = Parameter(cell.initializer("zeros", { 2 }), "q")
-      q:set_data(src)
-      H.assert_values(q, { 3, 4 }, "float32")
-      assert.are_not.equal(src:data_ptr(), q:data_ptr())
+      p:init_data():set_data(src)
+      H.assert_values(p, { 3, 4 }, "float32")
+      assert.are_not.equal(src:data_ptr(), p:data_ptr())
       local r = Parameter(cell.initializer("zeros", { 2 }), "r")
       r:set_data(cell.initializer(5, { 2 }, cell.int32))
       assert.is_true(r.has_init)
       assert.are.equal(cell.float32, r.init_mode.dtype)
       r:init_data()
       H.assert_values(r, { 5, 5 }, "float32")
-      assert.is_truthy(err(function() Parameter(cell.initializer("zeros", { 2 })):set_data(cell.ones({ 2 },
-        cell.float64)) end):find("Current dtype is Float32, and incoming is Float64.", 1, true))
+      -- a lazy Parameter as data gives its recipe
+      local q = Parameter(cell.initializer("zeros", { 2 }), "q")
+      q:set_data(Parameter(cell.initializer("ones", { 2 }), "o"))
+      assert.is_true(q.has_init)
+      H.assert_values(q:init_data(), { 1, 1 }, "float32")
+      assert.is_truthy(err(function() Parameter(cell.initializer("zeros", { 2 })):set_data(cell.initializer("ones",
+        { 2 }, cell.float64)) end):find("Current dtype is Float32, and incoming is Float64.", 1, true))
+    end)
+
+    it("load_param_into_net fills a lazy Parameter from a checkpoint (MindSpore's from_ckpt)", function()
+      local net = cell.nn.Cell()
+      net.w = Parameter(cell.initializer("normal", { 2 }), "w")
+      local not_loaded = cell.load_param_into_net(net, { w = Parameter(cell.tensor({ 7, 8 }), "w") })
+      assert.are.same({}, not_loaded)
+      assert.is_false(net.w.has_init)
+      H.assert_values(net.w, { 7, 8 }, "float32")
+    end)
+
+    it("set_data and init_data take their MindSpore options, positionally or in a table", function()
+      local p = Parameter(cell.zeros({ 2 }), "p")
+      p:set_data(cell.ones({ 2 }), false)
+      p:set_data(cell.ones({ 2 }) * 2, { slice_shape = false })
+      H.assert_values(p, { 2, 2 }, "float32")
+      assert.are.equal("NotImplementedError: Parameter.set_data: slice_shape = true (parallel slices) is not supported",
+        err(function() p:set_data(cell.ones({ 2 }), { slice_shape = true }) end))
+      assert.are.equal("TypeError: Parameter.set_data() got an unexpected keyword argument 'slice'; the options are "
+        .. "slice_shape", err(function() p:set_data(cell.ones({ 2 }), { slice = true }) end))
+      local q = Parameter(cell.initializer("ones", { 2 }), "q")
+      q:init_data({ set_sliced = false })
+      H.assert_values(q, { 1, 1 }, "float32")
+      assert.are.equal("NotImplementedError: Parameter.init_data: layout (parallel slices) is not supported",
+        err(function() Parameter(cell.initializer("ones", { 2 })):init_data({ layout = { 1 } }) end))
+      assert.are.equal("TypeError: Parameter.init_data() takes at most 2 optional arguments, but 3 were given",
+        err(function() q:init_data(nil, false, 1) end))
+      local c = p:clone({ init = "zeros" })
+      H.assert_values(c, { 0, 0 }, "float32")
+      assert.are.equal("TypeError: Parameter.clone() got an unexpected keyword argument 'prefix'; the options are "
+        .. "init", err(function() p:clone({ prefix = "x" }) end))
+      assert.is_false(p:requires_grad_({ requires_grad = false }).requires_grad)
+      local pt = cell.ParameterTuple({ p }):clone("m", { init = "ones" })
+      assert.are.equal("m.p", pt[1].name)
+      H.assert_values(pt[1], { 1, 1 }, "float32")
     end)
 
     it("a Parameter made from a lazy one is lazy too", function()

@@ -198,7 +198,8 @@ describe("save_checkpoint errors", function()
 
   it("checks its options", function()
     local net = Net()
-    assert.are.equal("TypeError: save_checkpoint() got an unexpected keyword argument 'bogus'",
+    assert.are.equal("TypeError: save_checkpoint() got an unexpected keyword argument 'bogus'; the options are integrated_save, "
+      .. "async_save, append_dict, enc_key, enc_mode, choice_func, crc_check, format, metadata",
       err(function() cell.save_checkpoint(net, tmp, { bogus = 1 }) end))
     assert.is_truthy(err(function() cell.save_checkpoint(net, tmp, { format = "ckpt" }) end):find(
       "ValueError: For 'save_checkpoint', cell writes safetensors files only", 1, true))
@@ -247,7 +248,8 @@ describe("load_checkpoint errors", function()
       "can't be empty", 1, true))
     assert.is_truthy(err(function() cell.load_checkpoint(tmp, { filter_prefix = { "" } }) end):find(
       "can't include ''", 1, true))
-    assert.are.equal("TypeError: load_checkpoint() got an unexpected keyword argument 'nett'",
+    assert.are.equal("TypeError: load_checkpoint() got an unexpected keyword argument 'nett'; the options are net, strict_load, "
+      .. "filter_prefix, dec_key, dec_mode, specify_prefix, choice_func, crc_check, remove_redundancy, format",
       err(function() cell.load_checkpoint(tmp, { nett = 1 }) end))
     assert.are.equal("TypeError: For 'load_param_into_net', the argument 'net' should be a Cell, but got number.",
       err(function() cell.load_checkpoint(tmp, { net = 5 }) end))
@@ -279,6 +281,23 @@ describe("load_param_into_net", function()
     assert.are.same({}, a)
     assert.are.same({}, b)
     assert.are.equal(42, dst.steps:item())
+  end)
+
+  it("takes strict_load and remove_redundancy positionally or as a trailing table", function()
+    local dst = nn.Dense(2, 1)
+    local d = { weight = cell.tensor({ { 1, 2 } }, cell.float64), bias = cell.tensor({ 5 }) }
+    local a = cell.load_param_into_net(dst, d, { strict_load = false, remove_redundancy = false })
+    assert.are.same({}, a)
+    H.assert_values(dst.weight, { { 1, 2 } })
+    assert.are.same({}, (cell.load_param_into_net(dst, d, false, false)))
+    H.expect_error(function() cell.load_param_into_net(dst, d, { strict_load = true }) end, "RuntimeError",
+      "should have the same type")
+    assert.are.equal("TypeError: load_param_into_net() got an unexpected keyword argument 'strict'; the options are "
+      .. "strict_load, remove_redundancy", err(function() cell.load_param_into_net(dst, d, { strict = true }) end))
+    assert.are.equal("TypeError: For 'load_param_into_net', the argument 'remove_redundancy' must be bool, but got "
+      .. "number.", err(function() cell.load_param_into_net(dst, d, { remove_redundancy = 1 }) end))
+    assert.are.equal("TypeError: load_param_into_net() takes at most 2 optional arguments, but 3 were given",
+      err(function() cell.load_param_into_net(dst, d, false, false, 1) end))
   end)
 
   it("takes a plain table of Parameters or Tensors", function()

@@ -3,6 +3,7 @@
 -- records the tape; these functions choose what to differentiate, run the
 -- function with grad mode on, and shape the results as MindSpore does.
 local core = require "cell.core"
+local args_util = require "cell.util.args"
 
 local M = {}
 local unpack = table.unpack or unpack
@@ -210,33 +211,37 @@ local function differentiate(fn, opts, with_value)
   end
 end
 
---- Positional (grad_position, weights, has_aux) or one options table.
-local function options(grad_position, weights, has_aux)
-  if type(grad_position) == "table" and (grad_position.grad_position ~= nil
-      or grad_position.weights ~= nil or grad_position.has_aux ~= nil
-      or grad_position.sens_param ~= nil) then
-    return grad_position
-  end
-  if grad_position == nil and weights == nil then grad_position = 1 end
-  return { grad_position = grad_position, weights = weights, has_aux = has_aux }
+local GRAD_OPTIONS = { "grad_position", "weights", "has_aux", "sens_param" }
+
+--- Positional (grad_position, weights, has_aux), a trailing options table,
+-- or both (cell.util.args). Positionally, grad_position defaults to 1
+-- when weights are not given either; in a table, an absent grad_position
+-- is nil (no inputs), as MindSpore's None.
+local function options(fname, ...)
+  local o, npos = args_util.named(fname, GRAD_OPTIONS, 3, select("#", ...), ...)
+  if npos == select("#", ...) and o.grad_position == nil and o.weights == nil then o.grad_position = 1 end
+  return o
 end
 
 --- cell.grad(fn, grad_position = 1, weights = nil, has_aux = false)
-function M.grad(fn, grad_position, weights, has_aux)
-  return differentiate(fn, options(grad_position, weights, has_aux), false)
+function M.grad(fn, ...)
+  return differentiate(fn, options("grad", ...), false)
 end
 
 --- cell.value_and_grad(fn, grad_position = 1, weights = nil, has_aux = false)
-function M.value_and_grad(fn, grad_position, weights, has_aux)
-  return differentiate(fn, options(grad_position, weights, has_aux), true)
+function M.value_and_grad(fn, ...)
+  return differentiate(fn, options("value_and_grad", ...), true)
 end
 
---- cell.ops.GradOperation{get_all =, get_by_list =, sens_param =}: called
+local GRAD_OPERATION_OPTIONS = { "get_all", "get_by_list", "sens_param" }
+
+--- cell.ops.GradOperation{get_all =, get_by_list =, sens_param =} (or
+-- positionally, MindSpore's order; all false by default): called
 -- on a function (or a cell) it returns its gradient function; with
 -- get_by_list that function takes the weights first: GradOperation{get_by_list
 -- = true}(net, weights)(x).
-function M.GradOperation(opts)
-  opts = opts or {}
+function M.GradOperation(...)
+  local opts = args_util.named("GradOperation", GRAD_OPERATION_OPTIONS, 2, select("#", ...), ...)
   return function(fn, weights)
     return function(...)
       local n = select("#", ...)

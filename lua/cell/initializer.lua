@@ -18,6 +18,7 @@
 -- drawn in float32 (float64 for a float64 result) and cast to the dtype.
 local core = require "cell.core"
 local class = require "cell.class"
+local args_util = require "cell.util.args"
 
 local M = {}
 
@@ -103,29 +104,21 @@ end
 local Initializer = class("Initializer")
 Initializer._args = {}
 
---- Arguments as an options table (`Normal{sigma = 0.02}`) or positionally
--- (`Normal(0.02)`), checked by kind. Errors point at the constructor's caller
+--- The names of each class's `_args`, for cell.util.args.
+local arg_names = setmetatable({}, { __mode = "k" })
+
+--- Arguments as an options table (`Normal{sigma = 0.02}`), positionally
+-- (`Normal(0.02)`) or both (cell.util.args), checked by kind. Errors point at the constructor's caller
 -- (level 3: this function, the class's __call, the caller).
 function Initializer:init(...)
-  local args, first = self._args, ...
-  local given = {}
-  if select("#", ...) == 1 and type(first) == "table" and getmetatable(first) == nil then
-    local known = {}
-    for _, a in ipairs(args) do known[a[1]] = true end
-    for k, v in pairs(first) do
-      if not known[k] then
-        error(("TypeError: %s() got an unexpected keyword argument '%s'"):format(self.__class.name, tostring(k)), 3)
-      end
-      given[k] = v
-    end
-  else
-    local n = select("#", ...)
-    if n > #args then
-      error(("TypeError: %s() takes at most %d arguments, but %d were given")
-        :format(self.__class.name, #args, n), 3)
-    end
-    for i = 1, n do given[args[i][1]] = (select(i, ...)) end
+  local args = self._args
+  local names = arg_names[args]
+  if not names then
+    names = {}
+    for i, a in ipairs(args) do names[i] = a[1] end
+    arg_names[args] = names
   end
+  local given = args_util.named(self.__class.name, names, 3, select("#", ...), ...)
   for _, a in ipairs(args) do
     local name, default, kind = a[1], a[2], a[3]
     local v = given[name]
@@ -472,12 +465,17 @@ function M.make(init, shape, dtype, lvl)
   return InitTensor(init, shape, dtype)
 end
 
+local INITIALIZER_ARGS = { "shape", "dtype", values = { "shape" } }
+
 --- cell.initializer(init, shape [, dtype = cell.float32]) -> InitTensor.
 -- `init`: an alias string ("normal", "xavier_uniform", ...), a number (a
 -- constant), a Tensor (its values; `shape`, when given, must equal its
 -- shape, and `dtype` defaults to its dtype) or an initializer object.
--- `shape`: a table of positive integers, or a number for 1-D.
-function M.initializer(init, shape, dtype)
+-- `shape`: a table of positive integers, or a number for 1-D. dtype may
+-- also come in a trailing table: cell.initializer("ones", {2}, {dtype = ...})
+-- (a table in shape's place is always the shape: {} is 0-D).
+function M.initializer(init, ...)
+  local shape, dtype = args_util.parse("initializer", INITIALIZER_ARGS, 2, select("#", ...), ...)
   local it = M.make(init, shape, dtype, 3)
   return it
 end

@@ -31,6 +31,7 @@
 local core = require "cell.core"
 local class = require "cell.class"
 local init_mod = require "cell.initializer"
+local args = require "cell.util.args"
 
 local Tensor = core.Tensor -- the engine's methods, for calls that a Parameter method shadows
 local type_name, shape_tuple = init_mod.type_name, init_mod.shape_tuple
@@ -155,21 +156,14 @@ local function tensor_of(data, lvl)
     .. "'initializer'], but got %s."):format(type_name(data)), lvl)
 end
 
-local OPTIONS = { name = true, requires_grad = true }
+local OPTIONS = { "name", "requires_grad" }
 
 --- cell.Parameter(data [, name [, requires_grad]]) or cell.Parameter(data,
 -- {name =, requires_grad =}). `data`: a Tensor (shared storage), a number,
 -- a nested table, or an initializer from cell.initializer (lazy: no data
 -- until init_data()). `requires_grad` defaults to true.
-function M.Parameter(data, name, requires_grad)
-  if type(name) == "table" and getmetatable(name) == nil then
-    for k in pairs(name) do
-      if not OPTIONS[k] then
-        error(("TypeError: Parameter() got an unexpected keyword argument '%s'"):format(tostring(k)), 2)
-      end
-    end
-    name, requires_grad = name.name, name.requires_grad
-  end
+function M.Parameter(data, ...)
+  local name, requires_grad = args.parse("Parameter", OPTIONS, 2, select("#", ...), ...)
   if requires_grad == nil then requires_grad = true end
   check_requires_grad(requires_grad, 3)
   local attrs = setmetatable({ name = check_name(name, 3), has_init = false }, AttrsMT)
@@ -216,9 +210,17 @@ function AttrsMT.__tostring(self)
     :format(self.name, shape_tuple(self.shape), tostring(self.dtype), tostring(self.requires_grad))
 end
 
---- p:requires_grad_([v = true]) -> p, with the checks of p.requires_grad = v.
-function P.requires_grad_(self, v)
+local REQUIRES_GRAD_ARGS = { "requires_grad" }
+local SET_DATA_ARGS = { "slice_shape" }
+local INIT_DATA_ARGS = { "layout", "set_sliced" }
+local CLONE_ARGS = { "init" }
+local NO_ARGS = {}
+
+--- p:requires_grad_([requires_grad = true]) -> p, with the checks of
+-- p.requires_grad = v.
+function P.requires_grad_(self, ...)
   local attrs = attrs_of(self, "requires_grad_", 3)
+  local v = args.parse("Parameter.requires_grad_", REQUIRES_GRAD_ARGS, 2, select("#", ...), ...)
   if v == nil then v = true end
   check_requires_grad(v, 3)
   set_requires_grad(self, attrs, v)
@@ -227,8 +229,9 @@ end
 
 -- Data -------------------------------------------------------------------------------
 
---- set_data with errors at level `lvl`.
-local function set_data(self, attrs, data, lvl)
+--- set_data with errors at level `lvl`; `from_ckpt` lets a lazy Parameter
+-- take an initialized Tensor (MindSpore's Parameter.from_ckpt).
+local function set_data(self, attrs, data, lvl, from_ckpt)
   local dtype = self.dtype
   local kind = type(data)
   if kind == "number" or kind == "boolean" then
@@ -241,6 +244,13 @@ local function set_data(self, attrs, data, lvl)
     if a and rawget(a, "has_init") then data = rawget(a, "init_mode") end -- a lazy Parameter
   elseif not init_mod.is_init_tensor(data) then
     error(("TypeError: Parameter data must be a Tensor or a number, but got %s."):format(type_name(data)), lvl)
+  end
+  if rawget(attrs, "has_init") and not from_ckpt and not init_mod.is_init_tensor(data) then
+    -- MindSpore refuses it too (_set_data_check_input_valid), in words that
+    -- have the two sides the wrong way round
+    error(("TypeError: For 'set_data', the Parameter '%s' is not initialized yet (its data is an initializer), "
+      .. "but the argument 'data' is an initialized Tensor. Call init_data() on the Parameter first, or pass an "
+      .. "initializer to replace its recipe."):format(tostring(rawget(attrs, "name"))), lvl)
   end
   local shape = self.shape
   if not init_mod.same_shape(shape, data.shape) then
@@ -268,19 +278,45 @@ local function set_data(self, attrs, data, lvl)
   return self
 end
 
---- p:set_data(data) -> p. `data` (a Tensor, a number, or an initializer)
--- must have p's shape and a dtype that converts to p's implicitly; its
--- values are copied into p's storage (identity and storage stay). A lazy
--- p is materialised, except by an initializer, which becomes its new recipe.
-function P.set_data(self, data)
+--- p:set_data(data [, slice_shape = false]) -> p. `data` (a Tensor, a
+-- number, or an initializer) must have p's shape and a dtype that converts
+-- to p's implicitly; its values are copied into p's storage (identity and
+-- storage stay). A lazy p (data still an initializer) takes only an
+-- initializer, which becomes its new recipe: a Tensor or a number is a
+-- TypeError, as in MindSpore (call p:init_data() first). slice_shape =
+-- true (parallel slices) is not supported.
+function P.set_data(self, data, ...)
   local attrs = attrs_of(self, "set_data", 3)
+  local slice_shape = args.parse("Parameter.set_data", SET_DATA_ARGS, 2, select("#", ...), ...)
+  if slice_shape ~= nil and slice_shape ~= false then
+    if type(slice_shape) ~= "boolean" then
+      error(("TypeError: Parameter.set_data: slice_shape must be a boolean, but got %s"):format(type_name(slice_shape)), 2)
+    end
+    error("NotImplementedError: Parameter.set_data: slice_shape = true (parallel slices) is not supported", 2)
+  end
   local p = set_data(self, attrs, data, 3) -- not a tail call: the caller's frame must stay for errors
   return p
 end
 
---- p:init_data() -> p: draw a lazy Parameter's data (no-op otherwise).
-function P.init_data(self)
+--- set_data for a checkpoint's values: a lazy Parameter takes them too
+-- (MindSpore's from_ckpt), for load_param_into_net.
+function M._set_data_from_checkpoint(p, data)
+  local attrs = attrs_of(p, "set_data", 3)
+  local out = set_data(p, attrs, data, 3, true)
+  return out
+end
+
+--- p:init_data([layout = nil, set_sliced = false]) -> p: draw a lazy
+-- Parameter's data (no-op otherwise). layout (parallel) is not supported.
+function P.init_data(self, ...)
   local attrs = attrs_of(self, "init_data", 3)
+  local layout, set_sliced = args.parse("Parameter.init_data", INIT_DATA_ARGS, 2, select("#", ...), ...)
+  if layout ~= nil then
+    error("NotImplementedError: Parameter.init_data: layout (parallel slices) is not supported", 2)
+  end
+  if set_sliced ~= nil and type(set_sliced) ~= "boolean" then
+    error(("TypeError: Parameter.init_data: set_sliced must be a boolean, but got %s"):format(type_name(set_sliced)), 2)
+  end
   if not rawget(attrs, "has_init") then return self end
   core._swap(self, rawget(attrs, "init_mode"):init_data())
   rawset(attrs, "has_init", false)
@@ -328,15 +364,17 @@ end
 -- requires_grad: a copy of p's data ("same"; a lazy p gives a lazy clone
 -- with the same recipe), or p's shape and dtype filled from `init` (an
 -- initializer name, a number, a Tensor or an initializer object).
-function P.clone(self, init)
+function P.clone(self, ...)
   local attrs = attrs_of(self, "clone", 3)
+  local init = args.parse("Parameter.clone", CLONE_ARGS, 2, select("#", ...), ...)
   local x = clone(self, attrs, init, 3)
   return x
 end
 
 --- p:copy() -> p:clone("same").
-function P.copy(self)
+function P.copy(self, ...)
   local attrs = attrs_of(self, "copy", 3)
+  args.parse("Parameter.copy", NO_ARGS, 2, select("#", ...), ...)
   local x = clone(self, attrs, "same", 3)
   return x
 end
@@ -397,7 +435,8 @@ local PREFIX_RE = "^\\w+[0-9a-zA-Z_./-]*$"
 -- characters, dots, slashes or hyphens (MindSpore's check_str_by_regular).
 -- A Parameter that appears twice is cloned once and appears twice (MindSpore
 -- clones it twice, and then refuses the two clones' equal names).
-function ParameterTuple:clone(prefix, init)
+function ParameterTuple:clone(prefix, ...)
+  local init = args.parse("ParameterTuple.clone", CLONE_ARGS, 2, select("#", ...), ...)
   if type(prefix) ~= "string" or not prefix:find("^[%w_][%w_%./%-]*$") then
     error(("ValueError: The prefix %s is illegal, it must match the regular expression '%s'.")
       :format(type(prefix) == "string" and ("'" .. prefix .. "'") or ("of type " .. type_name(prefix)),

@@ -36,6 +36,7 @@ local OrderedDict = require "cell.ordered_dict"
 local parameter = require "cell.parameter"
 local init_mod = require "cell.initializer"
 local I = require "cell.nn.internal"
+local args = require "cell.util.args"
 
 local M = {}
 
@@ -64,27 +65,11 @@ local function check_func(fname, what, v, lvl)
   return v
 end
 
---- Options from a trailing table, or from MindSpore's positional order.
+--- Options from a trailing table, from MindSpore's positional order, or
+-- both (cell.util.args), as a table by name; errors at `lvl`.
 local function options(fname, names, lvl, ...)
-  local n = select("#", ...)
-  local first = ...
-  local opts = {}
-  if n == 1 and is_plain(first) then
-    local known = {}
-    for _, k in ipairs(names) do known[k] = true end
-    for k, v in pairs(first) do
-      if not known[k] then
-        error(("TypeError: %s() got an unexpected keyword argument '%s'"):format(fname, tostring(k)), lvl)
-      end
-      opts[k] = v
-    end
-    return opts
-  end
-  if n > #names then
-    error(("TypeError: %s() takes at most %d optional arguments (%d given)"):format(fname, #names, n), lvl)
-  end
-  for i = 1, n do opts[names[i]] = (select(i, ...)) end
-  return opts
+  local o = args.named(fname, names, lvl, select("#", ...), ...)
+  return o
 end
 
 --- Values of a dict-like table in a fixed order: an OrderedDict's, or a
@@ -198,7 +183,7 @@ local function check_metadata(md, lvl)
 end
 
 local SAVE_OPTIONS = { "integrated_save", "async_save", "append_dict", "enc_key", "enc_mode", "choice_func",
-  "crc_check", "format", "metadata" }
+  "crc_check", "format", "metadata", values = { "append_dict", "metadata" } }
 
 --- save_checkpoint(save_obj, ckpt_file_name [, options]): write a Cell's
 -- Parameters and persistent buffers, a list of Parameters (or of
@@ -413,7 +398,7 @@ local function update(t, new, strict, lvl)
     end
   end
   if t.param then
-    dst:set_data(new)
+    parameter._set_data_from_checkpoint(dst, new) -- a lazy Parameter takes it too, as MindSpore's from_ckpt
   else
     local prev = core.set_grad_enabled(false)
     local ok, err = pcall(core.Tensor.copy_, dst, new)
@@ -535,7 +520,10 @@ function load_into(net, parameter_dict, strict_load, lvl)
   return param_not_load, ckpt_not_load
 end
 
---- load_param_into_net(net, parameter_dict [, strict_load = false]) ->
+local LOAD_INTO_OPTIONS = { "strict_load", "remove_redundancy" }
+
+--- load_param_into_net(net, parameter_dict [, strict_load = false,
+-- remove_redundancy = false]) (or a trailing {strict_load =, ...}) ->
 -- param_not_load, ckpt_not_load (lists of names). Each of the net's
 -- Parameters whose name is in parameter_dict (an OrderedDict or a plain
 -- table of Parameters or Tensors) gets a copy of its values (the
@@ -543,7 +531,11 @@ end
 -- key. Without strict_load, float data converts between float dtypes and
 -- integer data between int8/int32/int64, and names not found are tried
 -- with the prefix that makes some dict name end with them.
-function M.load_param_into_net(net, parameter_dict, strict_load)
+function M.load_param_into_net(net, parameter_dict, ...)
+  local o = options("load_param_into_net", LOAD_INTO_OPTIONS, 3, ...)
+  local strict_load = o.strict_load
+  -- remove_redundancy (parallel training's de-duplication): checked, changes nothing here
+  check_bool("load_param_into_net", "remove_redundancy", o.remove_redundancy, false, 3)
   local param_not_load, ckpt_not_load = load_into(net, parameter_dict, strict_load, 3)
   return param_not_load, ckpt_not_load
 end

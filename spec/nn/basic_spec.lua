@@ -34,7 +34,7 @@ describe("nn.Flatten", function()
     H.expect_error(function() nn.Flatten(0) end, "ValueError", "1-based")
     H.expect_error(function() nn.Flatten(1.5) end, "TypeError", "'start_dim' must be an integer, but got 1.5")
     H.expect_error(function() nn.Flatten(1, "x") end, "TypeError", "'end_dim' must be an integer, but got string")
-    H.expect_error(function() nn.Flatten { start = 1 } end, "TypeError", "unexpected option 'start'")
+    H.expect_error(function() nn.Flatten { start = 1 } end, "TypeError", "unexpected keyword argument 'start'")
   end)
 end)
 

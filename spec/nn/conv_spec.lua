@@ -130,7 +130,7 @@ describe("nn.Conv2d", function()
       H.expect_error(function() nn.Conv2d(1, 1, 1, { data_format = "NHWC" }) end, "ValueError", "'data_format'",
         "'NHWC'")
       H.expect_error(function() nn.Conv2d(1, 1, 1, { dtype = cell.int32 }) end, "TypeError", "'dtype'", "Int32")
-      H.expect_error(function() nn.Conv2d(1, 1, 1, { strides = 2 }) end, "TypeError", "unexpected option 'strides'")
+      H.expect_error(function() nn.Conv2d(1, 1, 1, { strides = 2 }) end, "TypeError", "unexpected keyword argument 'strides'")
       H.expect_error(function() nn.Conv2d(1, 2, 3, { weight_init = cell.ones({ 2, 1, 3 }) }) end, "ValueError",
         "must be (2, 1, 3, 3), but got (2, 1, 3)")
       H.expect_error(function() nn.Conv2d(1, 2, 3, { has_bias = true, bias_init = cell.ones({ 3 }) }) end,

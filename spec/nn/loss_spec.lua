@@ -147,7 +147,7 @@ describe("loss cells", function()
     H.expect_error(function() nn.CrossEntropyLoss { ignore_index = 1.5 } end, "TypeError", "'ignore_index'")
     H.expect_error(function() nn.CrossEntropyLoss { label_smoothing = 2 } end, "ValueError",
       "'label_smoothing' must be in range [0, 1], but got 2")
-    H.expect_error(function() nn.NLLLoss { label_smoothing = 0.1 } end, "TypeError", "unexpected option")
+    H.expect_error(function() nn.NLLLoss { label_smoothing = 0.1 } end, "TypeError", "unexpected keyword argument 'label_smoothing'")
     H.expect_error(function() nn.BCEWithLogitsLoss { pos_weight = 2 } end, "TypeError", "'pos_weight' must be a Tensor")
     H.expect_error(function() nn.SoftmaxCrossEntropyWithLogits { sparse = 1 } end, "TypeError", "'sparse'")
   end)

@@ -37,18 +37,22 @@ describe("nn.BatchNorm1d and nn.BatchNorm2d", function()
     H.assert_values(bn.moving_variance, { 4, 4 }, "float64")
   end)
 
-  it("print MindSpore's extend_repr text, with names under the parent", function()
+  it("print MindSpore's extend_repr text, the running statistics as the buffers they are, with names under the parent", function()
     assert.are.equal("BatchNorm2d(num_features=3, eps=1e-05, momentum=0.9, gamma=Parameter (name=gamma, shape=(3,), "
       .. "dtype=Float32, requires_grad=true), beta=Parameter (name=beta, shape=(3,), dtype=Float32, "
-      .. "requires_grad=true), moving_mean=Parameter (name=moving_mean, shape=(3,), dtype=Float32, "
-      .. "requires_grad=false), moving_variance=Parameter (name=moving_variance, shape=(3,), dtype=Float32, "
-      .. "requires_grad=false))", tostring(nn.BatchNorm2d(3)))
+      .. "requires_grad=true), moving_mean=Buffer (name=moving_mean, shape=(3,), dtype=Float32), "
+      .. "moving_variance=Buffer (name=moving_variance, shape=(3,), dtype=Float32))", tostring(nn.BatchNorm2d(3)))
     local Net = nn.Cell:extend("Net")
     function Net:init() self.bn1 = nn.BatchNorm1d(2, 1e-3, 0.99) end
     local s = Net().bn1:extend_repr()
     assert.truthy(s:find("^num_features=2, eps=0.001, momentum=0.99, gamma=Parameter %(name=bn1.gamma,"))
-    assert.truthy(s:find("moving_variance=Parameter (name=bn1.moving_variance, shape=(2,), dtype=Float32, "
-      .. "requires_grad=false)", 1, true))
+    assert.truthy(s:find("moving_variance=Buffer (name=bn1.moving_variance, shape=(2,), dtype=Float32)", 1, true))
+    local net = Net()
+    local keys = net:state_dict():keys()
+    assert.are.same({ "bn1.gamma", "bn1.beta", "bn1.moving_mean", "bn1.moving_variance" }, keys)
+    local bufs = {}
+    for name in net:named_buffers() do bufs[#bufs + 1] = name end
+    assert.are.same({ "bn1.moving_mean", "bn1.moving_variance" }, bufs)
   end)
 
   describe("forward", function()
@@ -128,19 +132,19 @@ describe("nn.BatchNorm1d and nn.BatchNorm2d", function()
       "'gamma_init' shape must be (2,), but got (3,)")
     H.expect_error(function() nn.BatchNorm2d(2, { moving_var_init = cell.ones({ 1 }) }) end, "ValueError",
       "'moving_var_init'")
-    H.expect_error(function() nn.BatchNorm2d(2, { epsilon = 1 }) end, "TypeError", "unexpected option 'epsilon'")
+    H.expect_error(function() nn.BatchNorm2d(2, { epsilon = 1 }) end, "TypeError", "unexpected keyword argument 'epsilon'")
   end)
 end)
 
 describe("nn.LayerNorm", function()
   local L = FX.layer_norm
 
-  it("has gamma and beta of normalized_shape and MindSpore's extend_repr (its missing '=' too)", function()
+  it("has gamma and beta of normalized_shape and MindSpore's extend_repr (with gamma's '=')", function()
     local ln = nn.LayerNorm({ 3, 4 }, 2, 2)
     assert.are.same({ "gamma", "beta" }, ln:state_dict():keys())
     assert.are.same({ 3, 4 }, ln.gamma.shape)
     H.assert_close(ln.beta, { { 0, 0, 0, 0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 } })
-    assert.are.equal("LayerNorm(normalized_shape=(4,), begin_norm_axis=-1, begin_params_axis=-1, gammaParameter "
+    assert.are.equal("LayerNorm(normalized_shape=(4,), begin_norm_axis=-1, begin_params_axis=-1, gamma=Parameter "
       .. "(name=gamma, shape=(4,), dtype=Float32, requires_grad=true), beta=Parameter (name=beta, shape=(4,), "
       .. "dtype=Float32, requires_grad=true))", tostring(nn.LayerNorm({ 4 })))
     assert.are.equal(1e-7, nn.LayerNorm({ 4 }).epsilon)
@@ -191,6 +195,6 @@ describe("nn.LayerNorm", function()
     H.expect_error(function() nn.LayerNorm({ 4 }, { epsilon = 0 }) end, "ValueError", "'epsilon' must be greater")
     H.expect_error(function() nn.LayerNorm({ 4 }, { gamma_init = cell.ones({ 3 }) }) end, "ValueError",
       "'gamma_init' shape must be (4,), but got (3,)")
-    H.expect_error(function() nn.LayerNorm({ 4 }, { eps = 1 }) end, "TypeError", "unexpected option 'eps'")
+    H.expect_error(function() nn.LayerNorm({ 4 }, { eps = 1 }) end, "TypeError", "unexpected keyword argument 'eps'")
   end)
 end)

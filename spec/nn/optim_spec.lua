@@ -214,7 +214,7 @@ describe("optimizer options", function()
     local opt = nn.SGD({ w }, { 0.5, 0.25, 0.125 })
     local seen = {}
     for _ = 1, 5 do
-      seen[#seen + 1] = opt:get_lr()
+      seen[#seen + 1] = opt:get_lr():item()
       opt(g)
     end
     assert.are.same({ 0.5, 0.25, 0.125, 0.125, 0.125 }, seen)
@@ -235,10 +235,10 @@ describe("optimizer options", function()
     tl(g)
     tl(g)
     H.assert_close(w3, { -1 }, 1e-15)
-    assert.are.equal(0.5, nn.SGD({ w3 }, cell.tensor(0.5, cell.float64)):get_lr())
+    assert.are.equal(0.5, nn.SGD({ w3 }, cell.tensor(0.5, cell.float64)):get_lr():item())
     -- and a schedule from cell.nn
     local sched = nn.SGD({ w3 }, nn.piecewise_constant_lr({ 1, 3 }, { 0.1, 0.01 }))
-    assert.are.equal(0.1, sched:get_lr())
+    H.assert_close(sched:get_lr(), 0.1, 1e-7)
   end)
 
   it("groups set their own rates and weight decay, in order_params order", function()
@@ -251,10 +251,13 @@ describe("optimizer options", function()
       { order_params = { c, a, b } },
     }, { learning_rate = 0.1, weight_decay = 0.1 })
     assert.are.same({ c, a, b }, { opt.parameters[1], opt.parameters[2], opt.parameters[3] })
-    assert.are.same({ 0.1, 0.5, 0.1 }, opt:get_lr())
+    local lrs = opt:get_lr() -- one per group
+    assert.are.equal(2, #lrs)
+    assert.are.equal(0.5, lrs[1]:item())
+    H.assert_close(lrs[2], 0.1, 1e-8)
     assert.are.same({ 0.1, 0.5, 0.1 }, opt:get_weight_decay())
-    assert.are.equal(0.5, opt:get_lr_parameter(a))
-    assert.are.same({ 0.1, 0.1 }, opt:get_lr_parameter({ b, c }))
+    assert.are.equal(opt.learning_rate[1], opt:get_lr_parameter(a))
+    assert.are.same({ opt.learning_rate[2], opt.learning_rate[2] }, opt:get_lr_parameter({ b, c }))
     local g = cell.ones({ 2 }, cell.float64)
     opt({ g, g, g })
     H.assert_close(a, { 1 - 0.5 * (1 + 0.5), 1 - 0.5 * (1 + 0.5) }, 1e-15)
@@ -466,8 +469,8 @@ describe("optimizer errors", function()
       { function() nn.SGD({ w }, 0.1, 0, 0, 0, true) end, "ValueError: For 'SGD', if 'nesterov' is true, 'momentum' must be > 0.0 and 'dampening' must equal to 0.0, but got 'momentum' 0, 'dampening' 0." },
       { function() nn.SGD({ w }, { loss_scale = 0 }) end, "ValueError: For 'SGD', the argument 'loss_scale' must be greater than 0.0, but got 0." },
       { function() nn.SGD({ w }, { weight_decay = 0 / 0 }) end, "ValueError: For 'SGD', the argument 'weight_decay' must be finite" },
-      { function() nn.SGD({ w }, { momentun = 0.9 }) end, "TypeError: SGD() got an unexpected keyword argument 'momentun'." },
-      { function() nn.SGD({ w }, 1, 2, 3, 4, false, 5, 6) end, "TypeError: SGD() takes at most 6 arguments after params, but got 7." },
+      { function() nn.SGD({ w }, { momentun = 0.9 }) end, "TypeError: SGD() got an unexpected keyword argument 'momentun'; the options are learning_rate, momentum, dampening, weight_decay, nesterov, loss_scale" },
+      { function() nn.SGD({ w }, 1, 2, 3, 4, false, 5, 6) end, "TypeError: SGD() takes at most 6 optional arguments, but 7 were given" },
       { function() nn.Momentum({ w }, 0.1) end, "TypeError: Momentum() missing required argument 'momentum'." },
       { function() nn.Momentum({ w }) end, "TypeError: Momentum() missing required argument 'learning_rate'." },
       { function() nn.Momentum({ w }, 0.1, -1) end, "ValueError: For 'Momentum', the argument 'momentum' must be at least 0.0, but got -1." },
@@ -477,7 +480,9 @@ describe("optimizer errors", function()
       { function() nn.AdamW({ w }, { weight_decay = -1 }) end, "ValueError: For 'AdamW', the argument 'weight_decay' must be at least 0.0, but got -1." },
       { function() nn.Adam({ w }, { use_nesterov = true }) end, "NotImplementedError: For 'Adam', use_nesterov is not supported." },
       { function() nn.Adam({ w }, { use_amsgrad = 1 }) end, "TypeError: For 'Adam', the argument 'use_amsgrad' must be a boolean, but got number." },
-      { function() nn.AdamW({ w }, { use_locking = false }) end, "TypeError: AdamW() got an unexpected keyword argument 'use_locking'." },
+      { function() nn.AdamW({ w }, { use_locking = false }) end, "TypeError: AdamW() got an unexpected keyword argument 'use_locking'; the options are learning_rate, beta1, beta2, eps, weight_decay, loss_scale" },
+      { function() nn.SGD({ w }, 0.1, { momentum = 0.9, learning_rate = 1 }) end, "TypeError: SGD() got multiple values for argument 'learning_rate'" },
+      { function() nn.SGD({ w }, { params = { w } }) end, "TypeError: SGD() got multiple values for argument 'params'" },
     }
     for _, c in ipairs(cases) do
       local msg = err(c[1])
@@ -546,9 +551,101 @@ describe("custom optimizers", function()
     local Bare = nn.Optimizer:extend("Bare")
     function Bare.init() end
     assert.is_truthy(err(function() Bare()({}) end):find("RuntimeError: Bare.construct: the optimizer was not set up", 1, true))
+    local Decayed = nn.Optimizer:extend("Decayed")
+    function Decayed:init(params, opts) nn.Optimizer.init(self, 0.1, params, opts) end
+    assert.are.same({ 0.25 }, Decayed({ w }, { weight_decay = 0.25 }):get_weight_decay())
+    assert.are.same({ 0.5 }, nn.Optimizer(0.1, { w }, 0.5):get_weight_decay())
+    assert.are.equal("TypeError: Decayed() got an unexpected keyword argument 'decay'; the options are weight_decay, "
+      .. "loss_scale", (select(2, pcall(Decayed, { w }, { decay = 1 })):gsub("^.-:%d+: ", "")))
     local NoApply = nn.Optimizer:extend("NoApply")
     local na = NoApply(0.1, { w })
     assert.are.equal("NotImplementedError: NoApply has no _apply(gradients, step) method",
       err(function() na({ cell.ones({ 2 }, cell.float64) }) end))
+  end)
+end)
+
+describe("an optimizer's learning_rate", function()
+  local g = { cell.ones({ 1 }, cell.float64) }
+  local function w0(name) return cell.Parameter(cell.zeros({ 1 }, cell.float64), name or "w") end
+
+  it("is MindSpore's 0-D float32 Parameter for a fixed rate; set_data on it changes the rate", function()
+    local w = w0()
+    local opt = nn.SGD({ w }, 0.5)
+    local lr = opt.learning_rate
+    assert.is_true(cell.is_parameter(lr))
+    assert.are.equal("Parameter (name=learning_rate, shape=(), dtype=Float32, requires_grad=false)", tostring(lr))
+    assert.are.equal(lr, opt:get_lr())
+    assert.are.equal(lr, opt:get_lr_parameter(w))
+    opt(g)
+    lr:set_data(0.25)
+    opt(g)
+    H.assert_close(w, { -0.75 }, 1e-15)
+    assert.are.equal("SGD(learning_rate=0.25, momentum=0, dampening=0, weight_decay=0, nesterov=false)", tostring(opt))
+    -- not part of the optimizer's state (its checkpoint keys are unchanged)
+    assert.are.same({ "w", "global_step" }, opt:state_dict():keys())
+  end)
+
+  it("takes effect when assigned a number, a per-step list, a Tensor or a function", function()
+    local w = w0()
+    local opt = nn.Momentum({ w }, 0.1, 0)
+    opt(g) -- step 1 at 0.1
+    opt.learning_rate = 0.5
+    assert.are.equal(0.5, opt:get_lr():item())
+    opt(g) -- step 2 at 0.5
+    H.assert_close(w, { -0.6 }, 1e-15)
+    opt.learning_rate = { 1, 1, 0.25, 0.125 } -- indexed by the step, as the global step counts
+    H.assert_close(opt:get_lr(), 0.25, 0)
+    opt(g) -- step 3
+    opt(g) -- step 4
+    opt(g) -- step 5: the last rate holds
+    H.assert_close(w, { -0.6 - 0.25 - 0.125 - 0.125 }, 1e-15)
+    opt.learning_rate = function(step) return 1 / step end
+    opt(g) -- step 6
+    H.assert_close(w, { -1.1 - 1 / 6 }, 1e-15)
+    opt.learning_rate = cell.tensor(2, cell.float64)
+    opt(g)
+    H.assert_close(w, { -1.1 - 1 / 6 - 2 }, 1e-15)
+    assert.is_true(cell.is_parameter(opt.learning_rate))
+    assert.are.equal("ValueError: For 'Momentum', the 'learning_rate' must be a finite number >= 0.0, but got -1.",
+      err(function() opt.learning_rate = -1 end))
+    assert.are.equal("TypeError: For 'Momentum', the 'learning_rate' must be a number, a list of numbers, a Tensor or "
+      .. "a function(step), but got string.", err(function() opt.learning_rate = "fast" end))
+    H.assert_close(opt:get_lr(), 2, 0)
+  end)
+
+  it("with group rates is a list of one per group; assigning sets every group's rate", function()
+    local a, b, c = w0("a"), w0("b"), w0("c")
+    local opt = nn.SGD({ { params = { a }, lr = 0.5 }, { params = { b, c } } }, 0.25)
+    local lrs = opt.learning_rate
+    assert.are.equal(2, #lrs)
+    assert.are.equal("learning_rate_group_1", lrs[1].name)
+    assert.are.equal("learning_rate_group_2", lrs[2].name)
+    assert.are.same({ lrs[1], lrs[2] }, opt:get_lr())
+    assert.are.same({ lrs[2], lrs[2] }, opt:get_lr_parameter({ b, c }))
+    lrs[2]:set_data(1)
+    opt({ g[1], g[1], g[1] })
+    H.assert_close(a, { -0.5 }, 1e-15)
+    H.assert_close(b, { -1 }, 1e-15)
+    opt.learning_rate = 0.125
+    local now = opt:get_lr()
+    assert.are.same({ 0.125, 0.125 }, { now[1]:item(), now[2]:item() })
+    opt({ g[1], g[1], g[1] })
+    H.assert_close(a, { -0.625 }, 1e-15)
+    H.assert_close(c, { -1.125 }, 1e-15)
+    -- groups without rates of their own share the one rate
+    local o2 = nn.SGD({ { params = { a } }, { params = { b }, weight_decay = 0.1 } }, 0.5)
+    assert.is_true(cell.is_parameter(o2.learning_rate))
+    assert.are.equal(o2.learning_rate, o2:get_lr_parameter(b))
+  end)
+
+  it("get_lr gives a schedule's rate of the step about to be taken, as a float32 Tensor", function()
+    local opt = nn.SGD({ w0() }, function(step) return step / 10 end)
+    local lr = opt:get_lr()
+    assert.are.equal(cell.float32, lr.dtype)
+    assert.are.same({}, lr.shape)
+    H.assert_close(lr, 0.1, 1e-7)
+    opt(g)
+    H.assert_close(opt:get_lr(), 0.2, 1e-7)
+    assert.are.equal("function", type(opt.learning_rate))
   end)
 end)

@@ -202,11 +202,25 @@ describe("train.ModelCheckpoint", function()
       err(function() train.ModelCheckpoint("a", 3) end))
     assert.are.equal("ValueError: For 'CheckpointConfig', the 'keep_checkpoint_max' must be a positive integer, but got 0.",
       err(function() train.ModelCheckpoint("a", ".", { keep_checkpoint_max = 0 }) end))
-    assert.are.equal("TypeError: CheckpointConfig() got an unexpected keyword argument 'every'.",
+    assert.are.equal("TypeError: CheckpointConfig() got an unexpected keyword argument 'every'; the options are save_checkpoint_steps, keep_checkpoint_max, saved_network",
       err(function() train.ModelCheckpoint("a", ".", { every = 3 }) end))
     assert.are.equal("TypeError: For 'CheckpointConfig', the 'save_checkpoint_steps' must be an integer, but got 1.5.",
       err(function() train.CheckpointConfig { save_checkpoint_steps = 1.5 } end))
     assert.are.equal("TypeError: For 'ModelCheckpoint', the argument 'config' must be a CheckpointConfig (a table), but got number.",
       err(function() train.ModelCheckpoint("a", ".", 5) end))
+    assert.are.equal("TypeError: ModelCheckpoint() got an unexpected keyword argument 'dir'; the options are prefix, directory, config, save_checkpoint_steps, keep_checkpoint_max, saved_network",
+      err(function() train.ModelCheckpoint { dir = "." } end))
+    assert.are.equal("TypeError: ModelCheckpoint() got both 'config' and 'keep_checkpoint_max'; give the checkpoint options in one of them",
+      err(function() train.ModelCheckpoint { config = train.CheckpointConfig(), keep_checkpoint_max = 2 } end))
+    assert.are.equal("TypeError: LossMonitor() got an unexpected keyword argument 'per_print'; the options are per_print_times, writer, clock",
+      err(function() train.LossMonitor { per_print = 2 } end))
+    assert.are.equal("TypeError: TimeMonitor() got an unexpected keyword argument 'size'; the options are data_size, writer, clock",
+      err(function() train.TimeMonitor { size = 2 } end))
+    -- positional values then a table
+    local lines = {}
+    local lm = train.LossMonitor(2, { writer = function(s) lines[#lines + 1] = s end })
+    assert.are.equal(2, lm._per_print_times)
+    local cp = train.ModelCheckpoint("a", { keep_checkpoint_max = 2 })
+    assert.are.equal(2, cp._config.keep_checkpoint_max)
   end)
 end)

@@ -135,7 +135,7 @@ describe("train.ProgressBar", function()
   end)
 
   it("names bad options", function()
-    assert.are.equal("TypeError: ProgressBar() got an unexpected keyword argument 'colour'.",
+    assert.are.equal("TypeError: ProgressBar() got an unexpected keyword argument 'colour'; the options are writer, tty, clock, width, interval, every",
       err(function() train.ProgressBar { colour = true } end))
     assert.are.equal("TypeError: For 'ProgressBar', the 'tty' must be a boolean, but got string.",
       err(function() train.ProgressBar { tty = "yes" } end))

@@ -16,6 +16,7 @@
 local core = require "cell.core"
 local class = require "cell.class"
 local synthetic = require "cell.dataset.synthetic"
+local args_util = require "cell.util.args"
 
 local M = {}
 
@@ -54,7 +55,7 @@ M.permutation = permutation
 local Batches = class("Batches")
 M.Batches = Batches
 
-local OPTIONS = { shuffle = true, drop_last = true, seed = true }
+local OPTIONS = { "shuffle", "drop_last", "seed" }
 
 --- Errors are raised at the caller of cell.dataset.batches (4 levels up:
 -- init, the class's __call, batches).
@@ -77,12 +78,7 @@ function Batches:init(x, y, batch_size, opts)
   if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
     error(("TypeError: batches: the options must be a table, but got %s"):format(type_name(opts)), 4)
   end
-  opts = opts or {}
-  for k in pairs(opts) do
-    if not OPTIONS[k] then
-      error(("TypeError: batches() got an unexpected keyword argument '%s'"):format(tostring(k)), 4)
-    end
-  end
+  opts = args_util.named("batches", OPTIONS, 4, opts == nil and 0 or 1, opts)
   self.x, self.y, self.batch_size = x, y, batch_size
   self.n = x.shape[1]
   self.shuffle = check_bool("shuffle", opts.shuffle, false, 5)

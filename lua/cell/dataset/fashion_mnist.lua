@@ -14,6 +14,7 @@
 -- FashionMnistDataset usages; as there, the default is "all".
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local core = require "cell.core"
+local args_util = require "cell.util.args"
 
 local M = {}
 
@@ -81,19 +82,14 @@ local function load_split(dir, usage, lvl)
   return images, labels
 end
 
+local OPTIONS = { "usage" }
+
 --- FashionMNIST([dir [, usage]]) or FashionMNIST(dir, {usage =}) -> {images, labels, classes}.
-function M.FashionMNIST(dir, usage)
+function M.FashionMNIST(dir, ...)
+  local usage = args_util.parse("FashionMNIST", OPTIONS, 2, select("#", ...), ...)
   if dir == nil then dir = M.DEFAULT_DIR end
   if type(dir) ~= "string" then
     error(("TypeError: FashionMNIST: dataset_dir must be a string, but got %s"):format(type_name(dir)), 2)
-  end
-  if type(usage) == "table" and getmetatable(usage) == nil then
-    for k in pairs(usage) do
-      if k ~= "usage" then
-        error(("TypeError: FashionMNIST() got an unexpected keyword argument '%s'"):format(tostring(k)), 2)
-      end
-    end
-    usage = usage.usage
   end
   if usage == nil then usage = "all" end
   if usage ~= "train" and usage ~= "test" and usage ~= "all" then

@@ -14,6 +14,7 @@
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local core = require "cell.core"
 local fashion = require "cell.dataset.fashion_mnist"
+local args_util = require "cell.util.args"
 
 local M = {}
 
@@ -38,6 +39,8 @@ M.generator = generator
 
 local function type_name(v) return core.is_tensor(v) and "Tensor" or type(v) end
 
+local OPTIONS = { "seed" }
+
 --- synthetic(n [, {seed = 0}]) -> {images, labels, classes}.
 function M.synthetic(n, opts)
   if type(n) ~= "number" or n ~= math.floor(n) then
@@ -47,12 +50,7 @@ function M.synthetic(n, opts)
   if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
     error(("TypeError: synthetic: the options must be a table, but got %s"):format(type_name(opts)), 2)
   end
-  opts = opts or {}
-  for k in pairs(opts) do
-    if k ~= "seed" then
-      error(("TypeError: synthetic() got an unexpected keyword argument '%s'"):format(tostring(k)), 2)
-    end
-  end
+  opts = args_util.named("synthetic", OPTIONS, 2, opts == nil and 0 or 1, opts)
   local seed = opts.seed
   if seed == nil then seed = 0 end
   if type(seed) ~= "number" or seed ~= math.floor(seed) or seed < 0 then

@@ -4,6 +4,7 @@
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local Cell = require "cell.nn.cell"
 local ops = require "cell.ops"
+local args = require "cell.util.args"
 
 local M = {}
 
@@ -32,8 +33,9 @@ end
 -- approximate = false is the exact x Phi(x).
 local GELU = Cell:extend("GELU")
 M.GELU = GELU
-function GELU:init(approximate)
-  if type(approximate) == "table" and getmetatable(approximate) == nil then approximate = approximate.approximate end
+local GELU_ARGS = { "approximate" }
+function GELU:init(...)
+  local approximate = args.parse("GELU", GELU_ARGS, 3, select("#", ...), ...)
   self.approximate = check_bool("GELU", "approximate", approximate, true)
 end
 local GELU_C = math.sqrt(2 / math.pi)
@@ -45,10 +47,11 @@ end
 
 --- Softmax and LogSoftmax over one axis (1-based, negative from the end;
 -- default -1, the last): Softmax([axis = -1]) or Softmax{axis = }.
+local SOFTMAX_ARGS = { "axis" }
 local function define_softmax(name, op_name)
   local C = Cell:extend(name)
-  function C:init(axis)
-    if type(axis) == "table" and getmetatable(axis) == nil then axis = axis.axis end
+  function C:init(...)
+    local axis = args.parse(name, SOFTMAX_ARGS, 3, select("#", ...), ...)
     if axis == nil then axis = -1 end
     if type(axis) ~= "number" or axis ~= math.floor(axis) then
       error(("TypeError: For '%s', the 'axis' must be an integer, but got %s."):format(name, tostring(axis)), 3)

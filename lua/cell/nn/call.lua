@@ -10,6 +10,7 @@ local core = require "cell.core"
 local autograd = require "cell.autograd"
 local I = require "cell.nn.internal"
 local R = require "cell.nn.registry"
+local args_util = require "cell.util.args"
 
 local S, pack, unpack, type_name, class_name = I.S, I.pack, I.unpack, I.type_name, I.class_name
 
@@ -307,6 +308,16 @@ function M.install(Cell)
     st.fast = not (st.fwd_pre or st.fwd or st.bwd_pre or st.bwd or st.mixed or st.recompute or st.lazy)
   end
 
+  local HOOK_ARGS = { "with_kwargs" }
+  local NO_ARGS = {}
+  local RECOMPUTE_ARGS = { "mp_comm_recompute", "parallel_optimizer_comm_recompute", "recompute_slice_activation" }
+
+  --- with_kwargs from what follows the hook: [with_kwargs] or {with_kwargs = }.
+  local function with_kwargs_of(method, n, ...)
+    local with_kwargs = args_util.parse("Cell." .. method, HOOK_ARGS, 3, n, ...)
+    return with_kwargs -- (not a tail call: the levels count this frame)
+  end
+
   local function register(self, method, field, fn, kw)
     I.check_hook_fn(method, fn, 3)
     if kw ~= nil and type(kw) ~= "boolean" then
@@ -315,17 +326,21 @@ function M.install(Cell)
     return I.add_hook(rawget(self, S), field, { fn = fn, kw = kw or false }, refresh)
   end
 
-  --- register_forward_pre_hook(fn [, with_kwargs]): fn(cell, args) -> nil or
-  -- new args; with kwargs fn(cell, args, kwargs) -> nil or new_args, new_kwargs.
-  function Cell:register_forward_pre_hook(fn, with_kwargs)
+  --- register_forward_pre_hook(fn [, with_kwargs = false]) (or fn,
+  -- {with_kwargs = }): fn(cell, args) -> nil or new args; with kwargs
+  -- fn(cell, args, kwargs) -> nil or new_args, new_kwargs.
+  function Cell:register_forward_pre_hook(fn, ...)
+    local with_kwargs = with_kwargs_of("register_forward_pre_hook", select("#", ...), ...)
     local h = register(self, "register_forward_pre_hook", "fwd_pre", fn, with_kwargs)
     return h
   end
 
-  --- register_forward_hook(fn [, with_kwargs]): fn(cell, args, output), with
-  -- kwargs fn(cell, args, kwargs, output); nil or a new output. As in
-  -- MindSpore 2.7, a cell with a custom bprop ignores forward hooks.
-  function Cell:register_forward_hook(fn, with_kwargs)
+  --- register_forward_hook(fn [, with_kwargs = false]) (or fn, {with_kwargs
+  -- = }): fn(cell, args, output), with kwargs fn(cell, args, kwargs,
+  -- output); nil or a new output. As in MindSpore 2.7, a cell with a custom
+  -- bprop ignores forward hooks.
+  function Cell:register_forward_hook(fn, ...)
+    local with_kwargs = with_kwargs_of("register_forward_hook", select("#", ...), ...)
     if getmetatable(self).bprop ~= nil then
       I.check_hook_fn("register_forward_hook", fn, 2)
       local h = I.add_hook({}, "ignored", { fn = fn })
@@ -337,7 +352,8 @@ function M.install(Cell)
 
   --- register_backward_pre_hook(fn): fn(cell, grad_output) -> nil or new
   -- grad_output (one gradient per output).
-  function Cell:register_backward_pre_hook(fn)
+  function Cell:register_backward_pre_hook(fn, ...)
+    args_util.parse("Cell.register_backward_pre_hook", NO_ARGS, 2, select("#", ...), ...)
     local h = register(self, "register_backward_pre_hook", "bwd_pre", fn, nil)
     return h
   end
@@ -345,14 +361,25 @@ function M.install(Cell)
   --- register_backward_hook(fn): fn(cell, grad_input, grad_output) -> nil
   -- or new grad_input (one gradient per input; nil for an input that does
   -- not require grad).
-  function Cell:register_backward_hook(fn)
+  function Cell:register_backward_hook(fn, ...)
+    args_util.parse("Cell.register_backward_hook", NO_ARGS, 2, select("#", ...), ...)
     local h = register(self, "register_backward_hook", "bwd", fn, nil)
     return h
   end
 
-  --- recompute(): while gradients are recorded, the cell keeps none of its
-  -- intermediate tensors and runs construct again in the backward pass.
-  function Cell:recompute()
+  --- recompute([{mp_comm_recompute = true, parallel_optimizer_comm_recompute
+  -- = false, recompute_slice_activation = false}]): while gradients are
+  -- recorded, the cell keeps none of its intermediate tensors and runs
+  -- construct again in the backward pass. The options are MindSpore's
+  -- (parallel training only): checked, and they change nothing here.
+  function Cell:recompute(...)
+    local t = args_util.named("Cell.recompute", RECOMPUTE_ARGS, 2, select("#", ...), ...)
+    for _, name in ipairs(RECOMPUTE_ARGS) do
+      local v = t[name]
+      if v ~= nil and type(v) ~= "boolean" then
+        error(("TypeError: Cell.recompute: %s must be a boolean, but got %s"):format(name, type_name(v)), 2)
+      end
+    end
     local st = rawget(self, S)
     st.recompute = true
     refresh(st)

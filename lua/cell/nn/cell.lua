@@ -14,6 +14,7 @@ local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
 local R = require "cell.nn.registry"
 local I = require "cell.nn.internal"
+local args = require "cell.util.args"
 
 local S, cellm, type_name = I.S, I.cellm, I.type_name
 local is_cell, class_name = I.is_cell, I.class_name
@@ -24,6 +25,14 @@ local Cell = class("Cell")
 local global = {}
 
 local function is_param(v) return cellm().is_parameter(v) end
+
+local function check_bool(fname, what, v, default)
+  if v == nil then return default end
+  if type(v) ~= "boolean" then
+    error(("TypeError: %s: %s must be a boolean, but got %s"):format(fname, what, type_name(v)), 3)
+  end
+  return v
+end
 local function is_ptuple(v) return cellm().is_parameter_tuple(v) end
 
 --- A plain Lua table (no metatable) that is a non-empty list of Parameters.
@@ -56,11 +65,11 @@ function Cell:__prepare()
   })
 end
 
+local INIT_ARGS = { "auto_prefix", "flags", values = { "flags" } }
+
 --- nn.Cell.init(self, {auto_prefix = , flags = }) or (self, auto_prefix, flags).
-function Cell:init(auto_prefix, flags)
-  if type(auto_prefix) == "table" then
-    auto_prefix, flags = auto_prefix.auto_prefix, auto_prefix.flags
-  end
+function Cell:init(...)
+  local auto_prefix, flags = args.parse("Cell.init", INIT_ARGS, 2, select("#", ...), ...)
   if auto_prefix == nil then auto_prefix = true end
   if type(auto_prefix) ~= "boolean" then
     error(("TypeError: Cell: auto_prefix must be a boolean, but got %s"):format(type_name(auto_prefix)), 2)
@@ -186,9 +195,13 @@ local function insert_child(self, st, name, child, lvl)
   R.set(st.cells, name, child)
 end
 
---- Add a parameter under `name`; a default-named Parameter takes the name.
-function Cell:insert_param_to_cell(param_name, param, check_name_contain_dot)
-  if check_name_contain_dot == nil then check_name_contain_dot = true end
+local INSERT_PARAM_ARGS = { "check_name_contain_dot" }
+
+--- insert_param_to_cell(param_name, param [, check_name_contain_dot = true]):
+-- add a parameter under `name`; a default-named Parameter takes the name.
+function Cell:insert_param_to_cell(param_name, param, ...)
+  local check_name_contain_dot = args.parse("Cell.insert_param_to_cell", INSERT_PARAM_ARGS, 2, select("#", ...), ...)
+  check_name_contain_dot = check_bool("insert_param_to_cell", "check_name_contain_dot", check_name_contain_dot, true)
   insert_param(self, rawget(self, S), param_name, param, check_name_contain_dot, 3)
 end
 
@@ -338,11 +351,13 @@ function Cell:hasattr(name) return has_attr(self, rawget(self, S), name) end
 
 -- Buffers --------------------------------------------------------------------
 
+local BUFFER_ARGS = { "persistent" }
+
 --- register_buffer(name, tensor [, persistent = true]); the third argument
 -- may also be {persistent = }.
-function Cell:register_buffer(name, tensor, persistent)
+function Cell:register_buffer(name, tensor, ...)
   local st = rawget(self, S)
-  if type(persistent) == "table" then persistent = persistent.persistent end
+  local persistent = args.parse("Cell.register_buffer", BUFFER_ARGS, 2, select("#", ...), ...)
   if persistent == nil then persistent = true end
   if type(name) ~= "string" then
     error(("TypeError: buffer name should be a string. But got this type: %s"):format(type_name(name)), 2)
@@ -413,25 +428,19 @@ end
 
 -- Options ----------------------------------------------------------------------
 
---- Positional arguments, or one options table with the named fields.
-local function args_or_options(names, n, ...)
-  local a = ...
-  if n == 1 and type(a) == "table" and getmetatable(a) == nil then
-    local out = {}
-    for i = 1, #names do out[i] = a[names[i]] end
-    return I.unpack(out, 1, #names)
-  end
-  return ...
+--- Positional arguments, or a trailing options table with the named
+-- fields (cell.util.args); `fname` is the method's name.
+local function args_or_options(fname, names, n, ...)
+  local v = { args.parse("Cell." .. fname, names, 3, n, ...) } -- not a tail call: the levels count this frame
+  return I.unpack(v, 1, #names)
 end
-Cell._args_or_options = args_or_options
 
-local function check_bool(fname, what, v, default)
-  if v == nil then return default end
-  if type(v) ~= "boolean" then
-    error(("TypeError: %s: %s must be a boolean, but got %s"):format(fname, what, type_name(v)), 3)
-  end
-  return v
-end
+local PREFIX_ARGS = { "name_prefix" }
+local PREFIX_EXPAND_ARGS = { "name_prefix", "expand" }
+local EXPAND_ARGS = { "expand" }
+local RECURSE_ARGS = { "recurse" }
+local NAMED_BUFFERS_ARGS = { "prefix", "recurse", "remove_duplicate" }
+local UPDATE_NAME_ARGS = { "prefix", "recurse" }
 
 local function check_str(fname, what, v)
   if v == nil then return "" end
@@ -468,8 +477,9 @@ end
 
 --- cells_and_names([name_prefix]): iterator of (name, cell) over the cell
 -- itself (named by the prefix, "" by default) and all cells below it.
+-- (MindSpore's first argument, the set of cells already seen, is internal.)
 function Cell:cells_and_names(...)
-  local prefix = args_or_options({ "name_prefix" }, select("#", ...), ...)
+  local prefix = args_or_options("cells_and_names", PREFIX_ARGS, select("#", ...), ...)
   prefix = check_str("cells_and_names", "name_prefix", prefix)
   return list_iter(walk_cells(self, prefix, {}, {}))
 end
@@ -493,7 +503,7 @@ end
 --- parameters_and_names([name_prefix = "", expand = true]): iterator of
 -- (name, Parameter); a shared Parameter is yielded once.
 function Cell:parameters_and_names(...)
-  local prefix, expand = args_or_options({ "name_prefix", "expand" }, select("#", ...), ...)
+  local prefix, expand = args_or_options("parameters_and_names", PREFIX_EXPAND_ARGS, select("#", ...), ...)
   prefix = check_str("parameters_and_names", "name_prefix", prefix)
   expand = check_bool("parameters_and_names", "expand", expand, true)
   return list_iter(param_pairs(self, prefix, expand))
@@ -501,7 +511,7 @@ end
 
 --- get_parameters([expand = true]): iterator of Parameters.
 function Cell:get_parameters(...)
-  local expand = args_or_options({ "expand" }, select("#", ...), ...)
+  local expand = args_or_options("get_parameters", EXPAND_ARGS, select("#", ...), ...)
   expand = check_bool("get_parameters", "expand", expand, true)
   local list, i = param_pairs(self, "", expand), 0
   return function()
@@ -511,7 +521,7 @@ function Cell:get_parameters(...)
 end
 
 local function params_where(self, fname, want, ...)
-  local recurse = args_or_options({ "recurse" }, select("#", ...), ...)
+  local recurse = args_or_options(fname, RECURSE_ARGS, select("#", ...), ...)
   recurse = check_bool(fname, "recurse", recurse, true)
   local out = {}
   for _, e in ipairs(param_pairs(self, "", recurse)) do
@@ -528,7 +538,7 @@ function Cell:untrainable_params(...) return params_where(self, "untrainable_par
 
 --- parameters_dict([recurse = true]): OrderedDict from parameter name to Parameter.
 function Cell:parameters_dict(...)
-  local recurse = args_or_options({ "recurse" }, select("#", ...), ...)
+  local recurse = args_or_options("parameters_dict", RECURSE_ARGS, select("#", ...), ...)
   recurse = check_bool("parameters_dict", "recurse", recurse, true)
   local d = OrderedDict()
   for _, e in ipairs(param_pairs(self, "", recurse)) do d[e[2].name] = e[2] end
@@ -577,13 +587,13 @@ end
 --- named_buffers([prefix = "", recurse = true, remove_duplicate = true]):
 -- iterator of (name, Tensor).
 function Cell:named_buffers(...)
-  local prefix, recurse, dup = args_or_options({ "prefix", "recurse", "remove_duplicate" }, select("#", ...), ...)
+  local prefix, recurse, dup = args_or_options("named_buffers", NAMED_BUFFERS_ARGS, select("#", ...), ...)
   return named_members(self, "named_buffers", "buffers", prefix, recurse, dup)
 end
 
 --- buffers([recurse = true]): iterator of Tensors.
 function Cell:buffers(...)
-  local recurse = args_or_options({ "recurse" }, select("#", ...), ...)
+  local recurse = args_or_options("buffers", RECURSE_ARGS, select("#", ...), ...)
   local it = named_members(self, "buffers", "buffers", "", recurse, true)
   return function()
     local _, b = it()
@@ -591,11 +601,16 @@ function Cell:buffers(...)
   end
 end
 
+local INIT_DATA_ARGS = { "auto_parallel_mode" }
+
 --- Give every lazily initialised Parameter of the cell and its sub-cells
 -- its values (p:init_data()). Returns a table mapping each Parameter to
 -- itself, as MindSpore returns the original-to-initialised mapping (here
--- a Parameter keeps its identity when initialised).
-function Cell:init_parameters_data()
+-- a Parameter keeps its identity when initialised). `auto_parallel_mode`
+-- ([false] or {auto_parallel_mode = }) is checked and changes nothing here.
+function Cell:init_parameters_data(...)
+  local auto_parallel = args_or_options("init_parameters_data", INIT_DATA_ARGS, select("#", ...), ...)
+  check_bool("init_parameters_data", "auto_parallel_mode", auto_parallel, false)
   local done = {}
   for _, e in ipairs(param_pairs(self, "", true)) do
     local p = e[2]
@@ -617,7 +632,7 @@ end
 --- Rename every parameter (of sub-cells too when `recurse`) to `prefix`
 -- followed by its path in this cell.
 function Cell:update_parameters_name(...)
-  local prefix, recurse = args_or_options({ "prefix", "recurse" }, select("#", ...), ...)
+  local prefix, recurse = args_or_options("update_parameters_name", UPDATE_NAME_ARGS, select("#", ...), ...)
   prefix = check_str("update_parameters_name", "prefix", prefix)
   if prefix ~= "" and not prefix:match("^[%w_./%-]+$") then
     error(("ValueError: update_parameters_name: the prefix '%s' may hold only letters, digits, '_', '-', '.' and '/'")
@@ -635,15 +650,26 @@ end
 
 -- Modes and flags ----------------------------------------------------------------
 
---- set_train([mode = true]): this cell and all below it; returns self.
-function Cell:set_train(mode)
+local MODE_ARGS = { "mode" }
+local REQUIRES_GRAD_ARGS = { "requires_grad" }
+
+--- set_train([mode = true]): this cell and all below it; returns self. As
+-- MindSpore's add_flags_recursive(training = mode), it records `training`
+-- in each cell's flags too (get_flags().training).
+function Cell:set_train(...)
+  local mode = args_or_options("set_train", MODE_ARGS, select("#", ...), ...)
   mode = check_bool("set_train", "mode", mode, true)
-  for _, e in ipairs(walk_cells(self, "", {}, {})) do rawget(e[2], S).training = mode end
+  for _, e in ipairs(walk_cells(self, "", {}, {})) do
+    local st = rawget(e[2], S)
+    st.training = mode
+    st.flags.training = mode
+  end
   return self
 end
 
 --- set_grad([requires_grad = true]): the cell's gradient flag; returns self.
-function Cell:set_grad(requires_grad)
+function Cell:set_grad(...)
+  local requires_grad = args_or_options("set_grad", REQUIRES_GRAD_ARGS, select("#", ...), ...)
   rawget(self, S).requires_grad = check_bool("set_grad", "requires_grad", requires_grad, true)
   return self
 end
@@ -668,7 +694,14 @@ local function add_flags(self, flags, lvl)
       error(("TypeError: add_flags: flag names must be strings, but got %s"):format(type_name(k)), lvl)
     end
     st.flags[k] = v
-    st.attrs[k] = v
+    -- as MindSpore's __dict__.update: `training` and `requires_grad` take
+    -- the value; the other properties (cls_name, param_prefix) keep theirs
+    local set = setters[k]
+    if set then
+      set(st, v, lvl + 1)
+    elseif not getters[k] then
+      st.attrs[k] = v
+    end
   end
 end
 

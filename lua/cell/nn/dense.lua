@@ -6,8 +6,11 @@
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
+local A = require "cell.nn.layer_args"
 
 local Dense = Cell:extend("Dense")
+
+local OPTIONS = { "weight_init", "bias_init", "has_bias", "activation", "dtype" }
 
 local function check_positive_int(v, what, lvl)
   if type(v) ~= "number" or v ~= math.floor(v) or v < 1 then
@@ -17,11 +20,8 @@ end
 
 --- Dense(in_channels, out_channels [, weight_init, bias_init, has_bias = true,
 -- activation, dtype = float32]) or Dense(in, out, {weight_init = , ...}).
-function Dense:init(in_channels, out_channels, weight_init, bias_init, has_bias, activation, dtype)
-  if type(weight_init) == "table" and getmetatable(weight_init) == nil then
-    local o = weight_init
-    weight_init, bias_init, has_bias, activation, dtype = o.weight_init, o.bias_init, o.has_bias, o.activation, o.dtype
-  end
+function Dense:init(in_channels, out_channels, ...)
+  local weight_init, bias_init, has_bias, activation, dtype = A.args("Dense", OPTIONS, select("#", ...), ...)
   local cell = I.cellm()
   check_positive_int(in_channels, "in_channels", 4)
   check_positive_int(out_channels, "out_channels", 4)

@@ -6,6 +6,7 @@
 -- passes the level that points at the user's line).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local I = require "cell.nn.internal"
+local args_util = require "cell.util.args"
 
 local A = {}
 
@@ -13,36 +14,15 @@ local type_name = I.type_name
 
 --- Whether `t` is an options table: a plain table with no sequence part
 -- (so a stride pair {1, 2} is a value, and {stride = 2} is options).
-function A.is_options(t)
-  return type(t) == "table" and getmetatable(t) == nil and rawget(t, 1) == nil
-end
+A.is_options = args_util.is_options
 
---- The arguments after a layer's required ones: positional (`...`), or one
--- options table whose keys must be among `names`. Returns the values in
--- the order of `names`.
+--- The arguments after a layer's required ones: positional (`...`), a
+-- trailing options table whose keys must be among `names`, or both
+-- (cell.util.args). Returns the values in the order of `names`; errors
+-- point at the line that made the layer (A.args <- init <- __call <- it).
 function A.args(cls, names, n, ...)
-  local first = ...
-  if n == 1 and A.is_options(first) then
-    local known = {}
-    for i = 1, #names do known[names[i]] = i end
-    local keys = {}
-    for k in pairs(first) do
-      if not known[k] then keys[#keys + 1] = tostring(k) end
-    end
-    if #keys > 0 then
-      table.sort(keys)
-      error(("TypeError: For '%s', got an unexpected option '%s'; the options are %s.")
-        :format(cls, keys[1], table.concat(names, ", ")), 4)
-    end
-    local out = {}
-    for i = 1, #names do out[i] = first[names[i]] end
-    return I.unpack(out, 1, #names)
-  end
-  if n > #names then
-    error(("TypeError: For '%s', expected at most %d arguments after the required ones, but got %d.")
-      :format(cls, #names, n), 4)
-  end
-  return ...
+  local v = { args_util.parse(cls, names, 4, n, ...) } -- not a tail call: the levels count this frame
+  return I.unpack(v, 1, #names)
 end
 
 local function is_int(v) return type(v) == "number" and v == math.floor(v) and v > -math.huge and v < math.huge end

@@ -16,6 +16,7 @@
 -- Every function also takes one options table with the same names.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local I = require "cell.nn.internal"
+local args_util = require "cell.util.args"
 
 local type_name = I.type_name
 local floor = math.floor
@@ -27,15 +28,14 @@ local function fail(lvl, fmt, ...) error(fmt:format(...), lvl + 1) end
 
 local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
 
---- Positional arguments, or one options table with the named fields.
-local function args(names, ...)
-  local first = ...
-  if select("#", ...) == 1 and type(first) == "table" and getmetatable(first) == nil and first[1] == nil then
-    local out = {}
-    for i, name in ipairs(names) do out[i] = first[name] end
-    return out
-  end
-  return { ... }
+--- Positional arguments, a trailing options table with the named fields,
+-- or both (cell.util.args), as a list in the order of `names`; errors
+-- point at the line that called the schedule function.
+local function args(fname, names, ...)
+  local t = args_util.named(fname, names, 3, select("#", ...), ...)
+  local out = {}
+  for i, name in ipairs(names) do out[i] = t[name] end
+  return out
 end
 
 local function check_number(fname, name, v, lvl)
@@ -96,7 +96,7 @@ end
 -- e = min(current_epoch, decay_epoch).
 function M.cosine_decay_lr(...)
   local f = "cosine_decay_lr"
-  local a = args({ "min_lr", "max_lr", "total_step", "step_per_epoch", "decay_epoch" }, ...)
+  local a = args(f, { "min_lr", "max_lr", "total_step", "step_per_epoch", "decay_epoch" }, ...)
   local min_lr = check_non_negative(f, "min_lr", a[1], 2)
   local max_lr = check_positive(f, "max_lr", a[2], 2)
   if min_lr >= max_lr then
@@ -119,7 +119,7 @@ end
 -- milestone[j - 1]); milestone[#milestone] is the number of steps.
 function M.piecewise_constant_lr(...)
   local f = "piecewise_constant_lr"
-  local a = args({ "milestone", "learning_rates" }, ...)
+  local a = args(f, { "milestone", "learning_rates" }, ...)
   local milestone, rates = a[1], a[2]
   if type(milestone) ~= "table" then
     fail(2, "TypeError: For '%s', the 'milestone' must be a list, but got %s.", f, type_name(milestone))
@@ -149,7 +149,7 @@ end
 -- exponent floored with is_stair.
 function M.exponential_decay_lr(...)
   local f = "exponential_decay_lr"
-  local lr, rate, total, per, decay, stair = decay_args(f, args({ "learning_rate", "decay_rate", "total_step",
+  local lr, rate, total, per, decay, stair = decay_args(f, args(f, { "learning_rate", "decay_rate", "total_step",
     "step_per_epoch", "decay_epoch", "is_stair" }, ...), 2)
   local out = {}
   for i = 0, total - 1 do
@@ -164,7 +164,7 @@ end
 -- rounded down to a multiple of decay_epoch with is_stair.
 function M.natural_exp_decay_lr(...)
   local f = "natural_exp_decay_lr"
-  local lr, rate, total, per, decay, stair = decay_args(f, args({ "learning_rate", "decay_rate", "total_step",
+  local lr, rate, total, per, decay, stair = decay_args(f, args(f, { "learning_rate", "decay_rate", "total_step",
     "step_per_epoch", "decay_epoch", "is_stair" }, ...), 2)
   local out = {}
   for i = 0, total - 1 do
@@ -179,7 +179,7 @@ end
 -- epoch rounded down to a multiple of decay_epoch with is_stair.
 function M.inverse_decay_lr(...)
   local f = "inverse_decay_lr"
-  local lr, rate, total, per, decay, stair = decay_args(f, args({ "learning_rate", "decay_rate", "total_step",
+  local lr, rate, total, per, decay, stair = decay_args(f, args(f, { "learning_rate", "decay_rate", "total_step",
     "step_per_epoch", "decay_epoch", "is_stair" }, ...), 2)
   local out = {}
   for i = 0, total - 1 do
@@ -199,7 +199,7 @@ end
 -- max(ceil(current_epoch / decay_epoch), 1).
 function M.polynomial_decay_lr(...)
   local f = "polynomial_decay_lr"
-  local a = args({ "learning_rate", "end_learning_rate", "total_step", "step_per_epoch", "decay_epoch", "power",
+  local a = args(f, { "learning_rate", "end_learning_rate", "total_step", "step_per_epoch", "decay_epoch", "power",
     "update_decay_epoch" }, ...)
   local lr = check_positive(f, "learning_rate", a[1], 2)
   local end_lr = check_non_negative(f, "end_learning_rate", a[2], 2)
@@ -226,7 +226,7 @@ end
 --- learning_rate * min(current_epoch, warmup_epoch) / warmup_epoch.
 function M.warmup_lr(...)
   local f = "warmup_lr"
-  local a = args({ "learning_rate", "total_step", "step_per_epoch", "warmup_epoch" }, ...)
+  local a = args(f, { "learning_rate", "total_step", "step_per_epoch", "warmup_epoch" }, ...)
   local lr = check_non_negative(f, "learning_rate", a[1], 2)
   local total = check_positive_int(f, "total_step", a[2], 2)
   local per = check_positive_int(f, "step_per_epoch", a[3], 2)

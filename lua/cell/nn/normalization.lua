@@ -100,15 +100,15 @@ local function batch_norm_class(name, dims, layout)
     return y
   end
 
-  --- MindSpore's text; the running statistics print as MindSpore prints
-  -- them (Parameters there, named after the cell's path).
+  --- MindSpore's text, except that the running statistics, Parameters in
+  -- MindSpore, are buffers here and print as what they are:
+  -- Buffer (name=<their state_dict key>, shape=..., dtype=...).
   function C:extend_repr()
     local prefix = self.gamma.name:sub(1, -6)
     local function stat(field)
       local t = self[field]
       if t == nil then return "nil" end
-      return ("Parameter (name=%s%s, shape=%s, dtype=%s, requires_grad=false)")
-        :format(prefix, field, I.shape_str(t.shape), tostring(t.dtype))
+      return ("Buffer (name=%s%s, shape=%s, dtype=%s)"):format(prefix, field, I.shape_str(t.shape), tostring(t.dtype))
     end
     return ("num_features=%d, eps=%s, momentum=%s, gamma=%s, beta=%s, moving_mean=%s, moving_variance=%s")
       :format(self.num_features, A.num_str(self.eps), A.num_str(self.momentum), tostring(self.gamma),
@@ -205,9 +205,9 @@ function LayerNorm:construct(x)
   return ops.layer_norm(x, r - bn + 1, nil, nil, self.epsilon) * gamma + beta
 end
 
---- MindSpore's text, with its missing '=' after gamma.
+--- MindSpore's text (with the '=' after gamma that MindSpore leaves out).
 function LayerNorm:extend_repr()
-  return ("normalized_shape=%s, begin_norm_axis=%d, begin_params_axis=%d, gamma%s, beta=%s")
+  return ("normalized_shape=%s, begin_norm_axis=%d, begin_params_axis=%d, gamma=%s, beta=%s")
     :format(A.tuple_str(self.normalized_shape), self.begin_norm_axis, self.begin_params_axis, tostring(self.gamma),
       tostring(self.beta))
 end

@@ -15,6 +15,7 @@ local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
 local R = require "cell.nn.registry"
 local I = require "cell.nn.internal"
+local args = require "cell.util.args"
 
 local S, type_name, class_name = I.S, I.type_name, I.class_name
 
@@ -25,13 +26,31 @@ local EXTRA = "_extra_state"
 local odict_set, odict_get, odict_has = OrderedDict.__newindex, OrderedDict.get, OrderedDict.contains
 local odict_items, odict_keys = OrderedDict.items, OrderedDict.keys
 
+--- A string as Python's repr prints it: in single quotes, or in double
+-- quotes when it holds a single quote and no double one.
+local function py_str(s)
+  s = tostring(s)
+  local q = "'"
+  if s:find("'", 1, true) and not s:find('"', 1, true) then q = '"' end
+  s = s:gsub("\\", "\\\\"):gsub("\n", "\\n"):gsub("\r", "\\r"):gsub("\t", "\\t")
+  if q == "'" then s = s:gsub("'", "\\'") end
+  return q .. s .. q
+end
+
+--- A list of strings as Python's repr prints it: ['a', 'b'].
+local function py_list(list)
+  local parts = {}
+  for i = 1, #list do parts[i] = py_str(list[i]) end
+  return "[" .. table.concat(parts, ", ") .. "]"
+end
+
 --- What load_state_dict returns: the missing and unexpected keys.
 local Incompatible = {}
 Incompatible.__index = Incompatible
 function Incompatible.__tostring(r)
   if #r.missing_keys == 0 and #r.unexpected_keys == 0 then return "<All keys matched successfully>" end
-  return ("IncompatibleKeys(missing_keys=%s, unexpected_keys=%s)")
-    :format(I.str_list(r.missing_keys), I.str_list(r.unexpected_keys))
+  return ("_IncompatibleKeys(missing_keys=%s, unexpected_keys=%s)")
+    :format(py_list(r.missing_keys), py_list(r.unexpected_keys))
 end
 
 local function is_odict(d) return class.is_instance(d, OrderedDict) end
@@ -58,6 +77,7 @@ function M.install(Cell)
   --   missing_keys, unexpected_keys, error_msgs), before a cell's tensors are loaded;
   -- load_state_dict_post_hook: hook(cell, incompatible_keys), after the cell and its
   --   sub-cells are loaded; it may change the key lists in place and must return nil.
+  local NO_ARGS = {}
   local hook_fields = {
     register_state_dict_pre_hook = "sd_pre",
     register_state_dict_post_hook = "sd_post",
@@ -65,7 +85,8 @@ function M.install(Cell)
     register_load_state_dict_post_hook = "load_post",
   }
   for method, field in pairs(hook_fields) do
-    Cell[method] = function(self, hook)
+    Cell[method] = function(self, hook, ...)
+      args.parse("Cell." .. method, NO_ARGS, 2, select("#", ...), ...)
       I.check_hook_fn(method, hook, 2)
       local h = I.add_hook(rawget(self, S), field, { fn = hook })
       return h
@@ -111,16 +132,12 @@ function M.install(Cell)
     return destination
   end
 
+  local STATE_DICT_ARGS = { "destination", "prefix", "keep_vars" }
+
   --- state_dict{destination = , prefix = "", keep_vars = false}, or the
   -- same positionally: an OrderedDict of the cell's whole state.
   function Cell:state_dict(...)
-    local destination, prefix, keep_vars
-    local a = ...
-    if select("#", ...) == 1 and type(a) == "table" and getmetatable(a) == nil then
-      destination, prefix, keep_vars = a.destination, a.prefix, a.keep_vars
-    else
-      destination, prefix, keep_vars = ...
-    end
+    local destination, prefix, keep_vars = args.parse("Cell.state_dict", STATE_DICT_ARGS, 2, select("#", ...), ...)
     if prefix == nil then prefix = "" end
     if keep_vars == nil then keep_vars = false end
     if destination ~= nil and not is_odict(destination) then
@@ -251,13 +268,15 @@ function M.install(Cell)
     return groups
   end
 
+  local LOAD_ARGS = { "strict" }
+
   --- load_state_dict(state_dict [, strict = true]) (or {strict = }): copy
   -- tensors into this cell and its sub-cells. Returns {missing_keys,
   -- unexpected_keys}; with strict, any of them is an error, and so is a
   -- size mismatch or a bad value with or without strict, all reported in
   -- one RuntimeError.
-  function Cell:load_state_dict(state_dict, strict)
-    if type(strict) == "table" and getmetatable(strict) == nil then strict = strict.strict end
+  function Cell:load_state_dict(state_dict, ...)
+    local strict = args.parse("Cell.load_state_dict", LOAD_ARGS, 2, select("#", ...), ...)
     if strict == nil then strict = true end
     if type(strict) ~= "boolean" then
       error(("TypeError: load_state_dict: strict must be a boolean, but got %s"):format(type_name(strict)), 2)

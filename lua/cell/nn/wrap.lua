@@ -12,6 +12,7 @@ local core = require "cell.core"
 local autograd = require "cell.autograd"
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
+local args = require "cell.util.args"
 
 local type_name = I.type_name
 
@@ -57,15 +58,17 @@ function WithLossCell:backbone_network() return self._backbone end
 local TrainOneStepCell = Cell:extend("TrainOneStepCell")
 M.TrainOneStepCell = TrainOneStepCell
 
+local TRAIN_ARGS = { "sens" }
+
 --- TrainOneStepCell(network, optimizer [, sens = 1]) (or {sens = }):
 -- construct(...) runs network(...) (which returns the loss), takes the
 -- gradients of the loss with respect to the optimizer's parameters, scaled
 -- by sens (a non-scalar loss is differentiated as its sum, i.e. a sens of
 -- ones), applies the optimizer and returns the loss. The network (and the
 -- optimizer) are put in training mode.
-function TrainOneStepCell:init(network, optimizer, sens)
+function TrainOneStepCell:init(network, optimizer, ...)
+  local sens = args.parse("TrainOneStepCell", TRAIN_ARGS, 3, select("#", ...), ...)
   Cell.init(self, { auto_prefix = false })
-  if type(sens) == "table" and getmetatable(sens) == nil then sens = sens.sens end
   if not I.is_cell(network) then
     error(("TypeError: For 'TrainOneStepCell', the 'network' must be a Cell, but got %s."):format(type_name(network)), 3)
   end

@@ -24,6 +24,7 @@
 local core = require "cell.core"
 local class = require "cell.class"
 local I = require "cell.nn.internal"
+local args_util = require "cell.util.args"
 
 local type_name = I.type_name
 
@@ -170,13 +171,15 @@ end
 local LossMonitor = Callback:extend("LossMonitor")
 M.LossMonitor = LossMonitor
 
+local LOSS_MONITOR_OPTIONS = { "per_print_times", "writer", "clock" }
+
 --- LossMonitor([per_print_times = 1]) or LossMonitor{per_print_times =,
 -- writer =}: every per_print_times steps, "epoch: E step: S, loss is L"
 -- (S counted within the epoch, L as Python prints a float); 0 prints
 -- nothing. A NaN or infinite loss stops training with a ValueError.
-function LossMonitor:init(per_print_times, opts)
-  if is_plain(per_print_times) then per_print_times, opts = per_print_times.per_print_times, per_print_times end
-  opts = opts or {}
+function LossMonitor:init(...)
+  local opts = args_util.named("LossMonitor", LOSS_MONITOR_OPTIONS, 3, select("#", ...), ...)
+  local per_print_times = opts.per_print_times
   if per_print_times == nil then per_print_times = 1 end
   if type(per_print_times) ~= "number" or per_print_times ~= math.floor(per_print_times) or per_print_times < 0
       or per_print_times == math.huge then
@@ -215,13 +218,15 @@ end
 local TimeMonitor = Callback:extend("TimeMonitor")
 M.TimeMonitor = TimeMonitor
 
+local TIME_MONITOR_OPTIONS = { "data_size", "writer", "clock" }
+
 --- TimeMonitor([data_size]) or TimeMonitor{data_size =, writer =, clock =}:
 -- at each epoch's end, "Train epoch time: T ms, per step time: S ms", S
 -- being T over the batches per epoch (data_size when the dataset does not
 -- tell).
-function TimeMonitor:init(data_size, opts)
-  if is_plain(data_size) then data_size, opts = data_size.data_size, data_size end
-  opts = opts or {}
+function TimeMonitor:init(...)
+  local opts = args_util.named("TimeMonitor", TIME_MONITOR_OPTIONS, 3, select("#", ...), ...)
+  local data_size = opts.data_size
   if data_size ~= nil then check_positive_int("TimeMonitor", "data_size", data_size, 3) end
   self.data_size = data_size
   io_options(self, "TimeMonitor", opts, 3)
@@ -245,21 +250,12 @@ end
 
 -- ModelCheckpoint -------------------------------------------------------------------------------
 
-local CONFIG_KEYS = { save_checkpoint_steps = true, keep_checkpoint_max = true, saved_network = true }
+local CONFIG_OPTIONS = { "save_checkpoint_steps", "keep_checkpoint_max", "saved_network" }
 
 --- CheckpointConfig{save_checkpoint_steps = 1, keep_checkpoint_max = 5,
 -- saved_network = nil} (or positionally): when and what ModelCheckpoint saves.
-function M.CheckpointConfig(save_checkpoint_steps, keep_checkpoint_max, saved_network)
-  local o = save_checkpoint_steps
-  if not is_plain(o) then
-    o = { save_checkpoint_steps = save_checkpoint_steps, keep_checkpoint_max = keep_checkpoint_max,
-      saved_network = saved_network }
-  end
-  for k in pairs(o) do
-    if not CONFIG_KEYS[k] then
-      error(("TypeError: CheckpointConfig() got an unexpected keyword argument '%s'."):format(tostring(k)), 2)
-    end
-  end
+function M.CheckpointConfig(...)
+  local o = args_util.named("CheckpointConfig", CONFIG_OPTIONS, 2, select("#", ...), ...)
   local cfg = { save_checkpoint_steps = 1, keep_checkpoint_max = 5 }
   if o.save_checkpoint_steps ~= nil then
     cfg.save_checkpoint_steps = check_positive_int("CheckpointConfig", "save_checkpoint_steps", o.save_checkpoint_steps, 2)
@@ -282,6 +278,9 @@ M.ModelCheckpoint = ModelCheckpoint
 --- Whether path names an existing directory (or file).
 local function exists(path) return os.rename(path, path) and true or false end
 
+local CHECKPOINT_OPTIONS = { "prefix", "directory", "config", "save_checkpoint_steps", "keep_checkpoint_max",
+  "saved_network", values = { "config" } }
+
 --- ModelCheckpoint([prefix = "CKP", directory = ".", config]) or
 -- ModelCheckpoint{prefix =, directory =, save_checkpoint_steps =,
 -- keep_checkpoint_max =, saved_network =}: saves the training network (its
@@ -289,13 +288,17 @@ local function exists(path) return os.rename(path, path) and true or false end
 -- given) with cell.save_checkpoint every save_checkpoint_steps steps and
 -- at the end of training, as directory/prefix-<epoch>_<step in epoch>.safetensors
 -- (MindSpore's name with format = "safetensors"), keeping the keep_checkpoint_max newest files it wrote.
-function ModelCheckpoint:init(prefix, directory, config)
-  if is_plain(prefix) then
-    local o = prefix
-    prefix, directory = o.prefix, o.directory
-    config = {}
-    for k, v in pairs(o) do
-      if k ~= "prefix" and k ~= "directory" then config[k] = v end
+function ModelCheckpoint:init(...)
+  local o = args_util.named("ModelCheckpoint", CHECKPOINT_OPTIONS, 3, select("#", ...), ...)
+  local prefix, directory, config = o.prefix, o.directory, o.config
+  for _, k in ipairs(CONFIG_OPTIONS) do
+    if o[k] ~= nil then
+      if config ~= nil and config == o.config then
+        error(("TypeError: ModelCheckpoint() got both 'config' and '%s'; give the checkpoint options in one of "
+          .. "them"):format(k), 3)
+      end
+      config = config or {}
+      config[k] = o[k]
     end
   end
   if prefix == nil then prefix = "CKP" end

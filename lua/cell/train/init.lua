@@ -25,6 +25,7 @@ local core = require "cell.core"
 local class = require "cell.class"
 local autograd = require "cell.autograd"
 local I = require "cell.nn.internal"
+local args_util = require "cell.util.args"
 local callbacks = require "cell.train.callbacks"
 local metrics = require "cell.train.metrics"
 local progress = require "cell.train.progress"
@@ -91,20 +92,13 @@ end
 local Model = class("Model")
 M.Model = Model
 
-local MODEL_OPTIONS = { loss_fn = true, optimizer = true, metrics = true, eval_network = true }
+local MODEL_OPTIONS = { "loss_fn", "optimizer", "metrics", "eval_network", values = { "metrics" } }
 
 --- Model(network [, loss_fn, optimizer, metrics]) or Model(network,
 -- {loss_fn =, optimizer =, metrics =, eval_network =}). eval_network,
 -- when given, is called as eval_network(x, y) and returns (loss, logits).
-function Model:init(network, loss_fn, optimizer, metric_spec)
-  local eval_network
-  if is_plain(loss_fn) and optimizer == nil and metric_spec == nil and not is_callable(loss_fn) then
-    local o = loss_fn
-    for k in pairs(o) do
-      if not MODEL_OPTIONS[k] then error(("TypeError: Model() got an unexpected keyword argument '%s'."):format(tostring(k)), 3) end
-    end
-    loss_fn, optimizer, metric_spec, eval_network = o.loss_fn, o.optimizer, o.metrics, o.eval_network
-  end
+function Model:init(network, ...)
+  local loss_fn, optimizer, metric_spec, eval_network = args_util.parse("Model", MODEL_OPTIONS, 3, select("#", ...), ...)
   if not I.is_cell(network) then
     error(("TypeError: For 'Model', the argument 'network' must be a Cell, but got %s."):format(type_name(network)), 3)
   end
@@ -192,18 +186,18 @@ local function samples_in(x)
   return 0
 end
 
-local TRAIN_OPTIONS = { callbacks = true, dataset_sink_mode = true, sink_size = true, initial_epoch = true, progress = true }
-local EVAL_OPTIONS = { callbacks = true, dataset_sink_mode = true }
-
---- Whether t is an options table: a plain table of names with no
--- function among its values (a plain table with methods is one callback).
-local function is_options(t)
-  if not is_plain(t) or t[1] ~= nil or next(t) == nil then return false end
+--- Whether a plain table in the callbacks' place is a callback: one with
+-- a function among its values (else it is options).
+local function is_callback(t)
   for _, v in pairs(t) do
-    if type(v) == "function" then return false end
+    if type(v) == "function" then return true end
   end
-  return true
+  return false
 end
+
+local TRAIN_OPTIONS = { "callbacks", "dataset_sink_mode", "sink_size", "initial_epoch", "progress",
+  value_if = { callbacks = is_callback } }
+local EVAL_OPTIONS = { "callbacks", "dataset_sink_mode", value_if = { callbacks = is_callback } }
 
 --- train(epoch, train_dataset [, callbacks, dataset_sink_mode, sink_size,
 -- initial_epoch]) or train(epoch, train_dataset, {callbacks =, progress =,
@@ -212,18 +206,10 @@ end
 -- k + 1. dataset_sink_mode and sink_size are accepted and ignored.
 -- progress: nil or true for a ProgressBar, false for none, or a
 -- ProgressBar (or any callback) of one's own.
-function Model:train(epoch, train_dataset, cbs, dataset_sink_mode, sink_size, initial_epoch)
-  local show = true
-  if is_options(cbs) then
-    local o = cbs
-    for k in pairs(o) do
-      if not TRAIN_OPTIONS[k] then
-        error(("TypeError: Model.train() got an unexpected keyword argument '%s'."):format(tostring(k)), 2)
-      end
-    end
-    cbs, initial_epoch = o.callbacks, o.initial_epoch
-    if o.progress ~= nil then show = o.progress end
-  end
+function Model:train(epoch, train_dataset, ...)
+  local cbs, dataset_sink_mode, sink_size, initial_epoch, show =
+    args_util.parse("Model.train", TRAIN_OPTIONS, 2, select("#", ...), ...)
+  if show == nil then show = true end
   local _, _ = dataset_sink_mode, sink_size
   if self.train_network == nil then
     error("ValueError: For 'Model.train', the model has no optimizer, so it cannot be trained; "
@@ -311,15 +297,8 @@ end
 -- value by name, over the whole dataset, with the network in inference
 -- mode and nothing recorded. The table prints as MindSpore's dict does,
 -- `{'accuracy': 0.89}`, the metrics in the model's order.
-function Model:eval(valid_dataset, cbs)
-  if is_options(cbs) then
-    for k in pairs(cbs) do
-      if not EVAL_OPTIONS[k] then
-        error(("TypeError: Model.eval() got an unexpected keyword argument '%s'."):format(tostring(k)), 2)
-      end
-    end
-    cbs = cbs.callbacks
-  end
+function Model:eval(valid_dataset, ...)
+  local cbs = args_util.parse("Model.eval", EVAL_OPTIONS, 2, select("#", ...), ...)
   local ms = self._metrics
   if #ms == 0 then
     error("ValueError: For 'Model.eval', the model argument 'metrics' can not be None or empty, you should set the "

@@ -9,6 +9,7 @@
 local core = require "cell.core"
 local class = require "cell.class"
 local I = require "cell.nn.internal"
+local args_util = require "cell.util.args"
 
 local type_name = I.type_name
 
@@ -32,10 +33,12 @@ function Metric:__tostring() return I.class_name(self) .. "()" end
 local Accuracy = Metric:extend("Accuracy")
 M.Accuracy = Accuracy
 
---- Accuracy([eval_type = "classification"]): the fraction of samples whose
+local ACCURACY_OPTIONS = { "eval_type" }
+
+--- Accuracy([eval_type = "classification"]) (or {eval_type = }): the fraction of samples whose
 -- predicted class (argmax over dimension 2 of the logits) is the label.
-function Accuracy:init(eval_type)
-  if type(eval_type) == "table" and getmetatable(eval_type) == nil then eval_type = eval_type.eval_type end
+function Accuracy:init(...)
+  local eval_type = args_util.parse("Accuracy", ACCURACY_OPTIONS, 3, select("#", ...), ...)
   if eval_type == nil then eval_type = "classification" end
   if eval_type ~= "classification" then
     error(("ValueError: For 'Accuracy', the 'eval_type' must be 'classification', but got %s.")

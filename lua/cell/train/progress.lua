@@ -26,6 +26,7 @@
 local core = require "cell.core"
 local callbacks = require "cell.train.callbacks"
 local I = require "cell.nn.internal"
+local args_util = require "cell.util.args"
 
 local type_name = I.type_name
 local floor = math.floor
@@ -34,6 +35,7 @@ local ProgressBar = callbacks.Callback:extend("ProgressBar")
 
 local OPTIONS = { writer = "function", tty = "boolean", clock = "function", width = "number", interval = "number",
   every = "number" }
+local OPTION_NAMES = { "writer", "tty", "clock", "width", "interval", "every" }
 
 local function stderr_writer(s)
   io.stderr:write(s)
@@ -53,9 +55,9 @@ function ProgressBar:init(opts)
   if type(opts) ~= "table" or getmetatable(opts) ~= nil then
     error(("TypeError: ProgressBar: expected an options table, but got %s."):format(type_name(opts)), 3)
   end
+  opts = args_util.named("ProgressBar", OPTION_NAMES, 3, 1, opts)
   for k, v in pairs(opts) do
     local want = OPTIONS[k]
-    if not want then error(("TypeError: ProgressBar() got an unexpected keyword argument '%s'."):format(tostring(k)), 3) end
     if type(v) ~= want then
       error(("TypeError: For 'ProgressBar', the '%s' must be a %s, but got %s."):format(k, want, type_name(v)), 3)
     end

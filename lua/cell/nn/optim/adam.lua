@@ -19,6 +19,7 @@
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local core = require "cell.core"
 local O = require "cell.nn.optim.optimizer"
+local args_util = require "cell.util.args"
 
 local K = O.K
 local adam_step = core.nnops._adam_step
@@ -32,9 +33,9 @@ local ALIASES = { lr = "learning_rate" }
 local function build(self, cls, decoupled, ...)
   local names = NAMES
   if cls == "Adam" then
-    local n, p1, p2 = select("#", ...), ...
-    local options = n == 1 and type(p1) == "table" and getmetatable(p1) == nil and p1[1] == nil and p1.params ~= nil
-      or n == 2 and type(p2) == "table" and getmetatable(p2) == nil and p2[1] == nil
+    local n = select("#", ...)
+    local last = n > 0 and (select(n, ...))
+    local options = args_util.is_options(last) and (n > 1 or last.params ~= nil)
     -- options may use every MindSpore name; positionally, a boolean after eps means MindSpore's order
     if options or type((select(6, ...))) == "boolean" then names = MS_NAMES end
   end

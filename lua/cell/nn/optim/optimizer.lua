@@ -20,6 +20,12 @@
 -- Tensor, or a function(step) -> rate, where `step` counts from 1 (the
 -- step about to be taken, so fn(step) == list[step] for the same
 -- schedule; MindSpore's LearningRateSchedule receives the 0-based count).
+-- `opt.learning_rate` shows it: a fixed rate as MindSpore's 0-D float32
+-- Parameter "learning_rate" (p:set_data(x) changes the rate), a list or a
+-- function as given; with group rates, a list of one per group
+-- ("learning_rate_group_<g>"). Assigning `opt.learning_rate = v` (any form
+-- the constructor takes) sets the rate of every parameter from the next
+-- step on; opt:get_lr() is the rate of the step about to be taken.
 --
 -- State, as MindSpore names it: the parameters themselves (a ParameterTuple
 -- registered under their own names), "global_step" (int32 {1}, the steps
@@ -32,13 +38,15 @@
 -- A custom optimizer extends Optimizer, calls
 -- `nn.Optimizer.init(self, learning_rate, params, weight_decay, loss_scale)`
 -- in its init and defines `_apply(gradients, step)`, which updates
--- self.parameters (self:get_lr() gives this step's rate); construct checks
+-- self.parameters (self:get_lr() gives this step's rate as a Tensor, or
+-- one per group with group rates); construct checks
 -- the gradients, calls it and advances global_step.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local core = require "cell.core"
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local parameter = require "cell.parameter"
+local args_util = require "cell.util.args"
 
 local Tensor = core.Tensor
 local type_name = I.type_name
@@ -130,40 +138,43 @@ end
 
 -- Arguments ----------------------------------------------------------------------
 
+--- The names lists cell.util.args reads, per optimizer: after params
+-- (positional params) and with it (everything in one table).
+local lists = setmetatable({}, { __mode = "k" })
+
+local function lists_of(names, aliases)
+  local l = lists[names]
+  if l then return l end
+  local full = { "params", aliases = aliases }
+  for i = 1, #names do full[i + 1] = names[i] end
+  local rest = { aliases = aliases }
+  for i = 1, #names do rest[i] = names[i] end
+  l = { full = full, rest = rest }
+  lists[names] = l
+  return l
+end
+
 --- The constructor arguments as a table: a.params and a[name] for each of
 -- `names`, from (params, v1, v2, ...) in the order of `names`, from
--- (params, {name = v, ...}) or from ({params = ..., name = v, ...}).
--- `aliases` maps other accepted option names to names.
+-- (params, {name = v, ...}), from (params, v1, {name = v, ...}) or from
+-- ({params = ..., name = v, ...}) (cell.util.args). `aliases` maps other
+-- accepted option names to names. a._positional: no options table.
 function M.arguments(cls, names, aliases, ...)
-  local n = select("#", ...)
-  local p1, p2 = ...
-  local opts
-  local a = {}
-  if n == 1 and is_plain(p1) and p1[1] == nil and p1.params ~= nil then
-    opts = p1
-  elseif n == 2 and is_plain(p2) and p2[1] == nil then
-    a.params, opts = p1, p2
-  else
-    if n - 1 > #names then
-      fail("TypeError: %s() takes at most %d arguments after params, but got %d.", cls, #names, n - 1)
-    end
-    a.params = p1
-    for i = 1, #names do a[names[i]] = (select(i + 1, ...)) end
-    a._positional = true
+  local n, p1 = select("#", ...), ...
+  local l = lists_of(names, aliases)
+  if n == 1 and args_util.is_options(p1) and p1.params ~= nil then
+    local a = args_util.named(cls, l.full, 0, 1, p1)
+    a._positional = false
     return a
   end
-  local known = { params = true }
-  for _, k in ipairs(names) do known[k] = true end
-  for k, v in pairs(opts) do
-    local key = aliases and aliases[k] or k
-    if not known[key] then
-      fail("TypeError: %s() got an unexpected keyword argument '%s'.", cls, tostring(k))
-    end
-    if key == "params" and opts ~= p1 then
-      fail("TypeError: %s() got multiple values for argument 'params'.", cls)
-    end
-    a[key] = v
+  local rest = n > 0 and n - 1 or 0
+  local last = rest > 0 and (select(n, ...))
+  if args_util.is_options(last) and last.params ~= nil then
+    fail("TypeError: %s() got multiple values for argument 'params'", cls)
   end
+  local a, npos = args_util.named(cls, l.rest, 0, rest, select(2, ...))
+  a.params = p1
+  a._positional = npos == rest
   return a
 end
 
@@ -171,6 +182,8 @@ end
 
 --- A learning-rate spec: {value = v} (fixed), {list = l, n = #l} (per step)
 -- or {fn = f} (a function of the 1-based step).
+local copy_spec
+
 local function parse_lr(cls, v, what)
   if core.is_tensor(v) then
     if v.ndim == 0 then
@@ -211,6 +224,14 @@ end
 --- The rate of `spec` at step t (1-based), or nil and the bad value when a
 -- function returned something that is not a rate.
 local function lr_at(spec, t)
+  local p = spec.param
+  if p then
+    -- the value the steps use is the exact number given; when the
+    -- Parameter was changed (p:set_data(x)), its new value
+    local now = Tensor.item(p)
+    if now ~= spec.seen then spec.value, spec.seen = now, now end
+    return spec.value
+  end
   local v = spec.value
   if v ~= nil then return v end
   local list = spec.list
@@ -225,9 +246,21 @@ local function lr_at(spec, t)
 end
 
 local function lr_str(spec)
+  if spec.param then lr_at(spec, 1) end
   if spec.value ~= nil then return tostring(spec.value) end
   if spec.list then return ("list[%d]"):format(spec.n) end
   return "function"
+end
+
+--- A fresh spec with the same rates (a group's own copy of the default).
+copy_spec = function(spec)
+  if spec.param then
+    lr_at(spec, 1)
+    return { value = spec.value }
+  end
+  local out = {}
+  for key, v in pairs(spec) do out[key] = v end
+  return out
 end
 
 -- Parameters ------------------------------------------------------------------------
@@ -291,6 +324,7 @@ local function parse_params(k, cls, params, default_lr, default_wd, decay_filter
   end
   local ps, wd, spec_of = {}, {}, {}
   local specs = { default_lr }
+  local group_specs = {} -- one per group of parameters, for group_lr
   local seen, names = {}, {}
   k.grouped = grouped
   if not grouped then
@@ -326,12 +360,15 @@ local function parse_params(k, cls, params, default_lr, default_wd, decay_filter
               .. "index %d of group %d.", cls, type_name(p), i, gi)
           end
         end
-        local spec = 1
+        local spec
         if g.lr ~= nil then
-          specs[#specs + 1] = parse_lr(cls, g.lr, ("lr of group %d"):format(gi))
-          spec = #specs
+          spec = parse_lr(cls, g.lr, ("lr of group %d"):format(gi))
           k.group_lr = true
+        else
+          spec = copy_spec(default_lr)
         end
+        group_specs[#group_specs + 1] = spec
+        spec = #group_specs
         local gwd = default_wd
         if g.weight_decay ~= nil then gwd = M.check_non_negative(cls, ("weight_decay of group %d"):format(gi), g.weight_decay) end
         if g.grad_centralization ~= nil then
@@ -369,7 +406,71 @@ local function parse_params(k, cls, params, default_lr, default_wd, decay_filter
       ps, wd, spec_of = nps, nwd, nspec
     end
   end
+  if k.group_lr then
+    specs = group_specs
+  elseif grouped then
+    for i = 1, #spec_of do spec_of[i] = 1 end
+  end
   k.params, k.wd, k.spec_of, k.specs, k.n = ps, wd, spec_of, specs, #ps
+  k.default_lr = default_lr
+end
+
+-- The learning_rate attribute --------------------------------------------------------------
+
+--- What `opt.learning_rate` shows of a spec: a fixed rate as a 0-D float32
+-- Parameter (MindSpore's; p:set_data(x) changes the rate), a per-step list
+-- as the list, a function as the function.
+local function public(spec)
+  if spec.param then return spec.param end
+  return spec.list or spec.fn
+end
+
+--- Give each fixed rate its Parameter and set the `learning_rate`
+-- attribute: one value, or with group rates a list of one per group.
+local function publish(self, k)
+  for j, spec in ipairs(k.specs) do
+    if spec.value ~= nil and not spec.param then
+      local name = k.group_lr and ("learning_rate_group_" .. j) or "learning_rate"
+      spec.param = Parameter(core.tensor(spec.value, core.float32), name, false)
+      spec.seen = Tensor.item(spec.param)
+    end
+  end
+  local attrs = rawget(self, I.S).attrs
+  if k.group_lr then
+    local list = {}
+    for j, spec in ipairs(k.specs) do list[j] = public(spec) end
+    attrs.learning_rate = list
+  else
+    attrs.learning_rate = public(k.specs[1])
+  end
+end
+
+--- opt.learning_rate = v: v as the constructor takes it (a number, a
+-- per-step list, a Tensor or a function of the step) becomes the rate of
+-- every parameter (of every group) from the next step on.
+local function set_learning_rate(self, k, v)
+  local ok, spec = pcall(parse_lr, k.cls, v, "learning_rate")
+  if not ok then error(strip(spec), 3) end
+  k.default_lr = spec
+  if k.group_lr then
+    for j = 1, #k.specs do k.specs[j] = copy_spec(spec) end
+  else
+    k.specs[1] = spec
+  end
+  publish(self, k)
+end
+
+local cell_newindex = Cell.__newindex
+
+--- Assignments to an optimizer: `learning_rate` changes the rate (see
+-- set_learning_rate); anything else is routed as in any Cell.
+function Optimizer.__newindex(self, name, v)
+  local k = rawget(self, K)
+  if name == "learning_rate" and k ~= nil then
+    set_learning_rate(self, k, v)
+    return
+  end
+  return cell_newindex(self, name, v) -- a tail call: the levels of its errors stay the user's
 end
 
 -- Construction --------------------------------------------------------------------------
@@ -396,6 +497,7 @@ function M.setup(self, cls, a, opts)
   k.global_step = Parameter(core.zeros({ 1 }, core.int32), "global_step", false)
   self.global_step = k.global_step
   rawset(self, K, k)
+  publish(self, k)
   return k
 end
 
@@ -410,12 +512,18 @@ function M.state(self, k, prefix)
   return list
 end
 
---- Optimizer(learning_rate, params [, weight_decay = 0, loss_scale = 1]),
+local BASE_ARGS = { "weight_decay", "loss_scale" }
+
+--- Optimizer(learning_rate, params [, weight_decay = 0, loss_scale = 1]) (or a
+-- trailing {weight_decay =, loss_scale =}),
 -- MindSpore's base-class order, for custom optimizers (see the file comment).
-function Optimizer:init(learning_rate, params, weight_decay, loss_scale)
-  M.guard(M.setup, self, I.class_name(self), {
-    learning_rate = learning_rate, params = params, weight_decay = weight_decay, loss_scale = loss_scale,
-  }, { decay_filter = true })
+function Optimizer:init(learning_rate, params, ...)
+  M.guard(function(...)
+    local cls = I.class_name(self)
+    local a = args_util.named(cls, BASE_ARGS, 0, select("#", ...), ...)
+    a.learning_rate, a.params = learning_rate, params
+    M.setup(self, cls, a, { decay_filter = true })
+  end, ...)
 end
 
 -- Stepping ---------------------------------------------------------------------------------
@@ -467,8 +575,10 @@ function Optimizer:construct(gradients)
   return true
 end
 
---- The learning rate of the next step: a number, or a list with one rate
--- per parameter when groups have rates of their own.
+--- The learning rate of the step about to be taken, as a Tensor (a 0-D
+-- float32 one: for a fixed rate the `learning_rate` Parameter itself); with
+-- group rates a list of them, one per group. Unlike MindSpore's, it does
+-- not advance global_step (opt(gradients) does).
 function Optimizer:get_lr()
   local k = state_of(self, "get_lr")
   local t = item(k.global_step) + 1
@@ -478,26 +588,27 @@ function Optimizer:get_lr()
       error(("ValueError: For '%s', the learning-rate function returned %s at step %d; it must return a finite "
         .. "number >= 0."):format(k.cls, tostring(bad), t), 3)
     end
-    return v
+    if spec.param then return spec.param end
+    return core.tensor(v, core.float32)
   end
   if not k.group_lr then return at(k.specs[1]) end
   local out = {}
-  for i = 1, k.n do out[i] = at(k.specs[k.spec_of[i]]) end
+  for j = 1, #k.specs do out[j] = at(k.specs[j]) end
   return out
 end
 
---- The learning rate of `param` (a Parameter or a list of them) at the
--- next step: a number, or a list.
+--- What holds the learning rate of `param` (a Parameter, or a list of
+-- them, then a list): the `learning_rate` Parameter of its group (a fixed
+-- rate), or its per-step list or function, as opt.learning_rate shows it.
 function Optimizer:get_lr_parameter(param)
   local k = state_of(self, "get_lr_parameter")
-  local lr = self:get_lr()
   local function one(p)
     if not is_parameter(p) then
       error(("TypeError: For 'get_lr_parameter', the 'param' must be a Parameter or a list of them, but got %s.")
         :format(type_name(p)), 3)
     end
     for i = 1, k.n do
-      if k.params[i] == p then return type(lr) == "table" and lr[i] or lr end
+      if k.params[i] == p then return public(k.specs[k.spec_of[i]]) end
     end
     error(("ValueError: For 'get_lr_parameter', the parameter %s is not in the optimizer."):format(p.name), 3)
   end
@@ -527,7 +638,7 @@ end
 function Optimizer:extend_repr()
   local k = rawget(self, K)
   if k == nil then return "" end
-  local parts = { "learning_rate=" .. lr_str(k.specs[1]) }
+  local parts = { "learning_rate=" .. lr_str(k.default_lr) }
   for _, e in ipairs(k.repr or {}) do parts[#parts + 1] = e[1] .. "=" .. tostring(k[e[2]]) end
   return table.concat(parts, ", ")
 end
