@@ -328,6 +328,7 @@ function M.parse_page(text, page)
   end
   for _, e in ipairs(entries) do
     while #e.body > 0 and e.body[#e.body]:match("^%s*$") do table.remove(e.body) end
+    while #e.body > 0 and e.body[1]:match("^%s*$") do table.remove(e.body, 1) end
     e.body = table.concat(e.body, "\n")
   end
   return entries
