@@ -72,6 +72,14 @@ describe("docs/reference", function()
     assert.are.same({}, dup, "entries written twice")
   end)
 
+  it("gives every entry an example", function()
+    local without = {}
+    for _, e in ipairs(ref.list) do
+      if not e.body:find("```", 1, true) then without[#without + 1] = e.name end
+    end
+    assert.are.same({}, without, "entries without an example (a fenced code block after the text)")
+  end)
+
   it("links every reference page from its index.md", function()
     local index = read("docs/reference/index.md")
     local out = sh("ls docs/reference")
