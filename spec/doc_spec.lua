@@ -249,6 +249,13 @@ describe("cell.doc with the reference", function()
     assert.is_truthy(s:find("%(nn%-layers%.md%)$"), s)
   end)
 
+  if pcall(require, "cell.ffi") then
+    it("documents cell.ffi's functions under LuaJIT", function()
+      local F = require "cell.ffi"
+      assert.is_truthy(doc.describe(F.ptr, "F.ptr"):find("^cell%.ffi%.ptr%(t%)\n  A typed pointer"))
+    end)
+  end
+
   it("keeps the fallbacks for values with no entry", function()
     assert.is_truthy(doc.describe(print, "print"):find("^print%(%.%.%.%)\n  A C function %(not cell's%)"))
     assert.are.equal("n: a number, 3", doc.describe(3, "n"))

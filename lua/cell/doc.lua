@@ -402,6 +402,9 @@ local function value_of(name)
     local v = roots[first]
     if first == "cell" and rest:match("^%.dataset%.Batches") then
       v, rest = require("cell.dataset.batches").Batches, rest:sub(#".dataset.Batches" + 1)
+    elseif first == "cell" and rest:match("^%.ffi") then
+      -- LuaJIT only, and only once the program loaded it
+      v, rest = package.loaded["cell.ffi"], rest:sub(#".ffi" + 1)
     end
     if v == nil then return nil end
     for part in rest:gmatch("[.:]([%w_]+)") do

@@ -62,14 +62,6 @@ function M.batches_class()
   return getmetatable(b).__class
 end
 
---- The roots a reference name starts from (`Tensor:sum` is core.Tensor.sum).
-function M.roots()
-  local roots = {
-    cell = cell, nn = cell.nn, Tensor = core.Tensor, Parameter = M.parameter_methods(),
-  }
-  return roots
-end
-
 --- Every public Lua name: a sequence of {name =, value =}.
 function M.lua()
   local out, seen = {}, {}
