@@ -125,6 +125,26 @@ local function build(src, out)
     os.exit(1)
   end
   local pages = files_under(src, "md")
+  -- the navigation follows the order the index pages link them in
+  local rank, n = {}, 0
+  for _, index in ipairs { "index.md", "reference/index.md" } do
+    local text = read(src .. "/" .. index) or ""
+    local base = index:match("^(.*/)") or ""
+    for target in text:gmatch("%]%(([%w_%-/]+%.md)[#)]") do
+      local page = base .. target
+      if not rank[page] then
+        n = n + 1
+        rank[page] = n
+      end
+    end
+  end
+  table.sort(pages, function(a, b)
+    local fa, fb = a:match("^(.*)/") or "", b:match("^(.*)/") or ""
+    if fa ~= fb then return fa < fb end
+    local ra, rb = rank[a] or math.huge, rank[b] or math.huge
+    if ra ~= rb then return ra < rb end
+    return a < b
+  end)
   local titles = {}
   for _, p in ipairs(pages) do titles[p] = title_of(read(src .. "/" .. p)) end
   for _, p in ipairs(pages) do

@@ -39,6 +39,9 @@ function M.bare() end
 -- Details after a blank comment line.
 function M:scale(x, ...) return x end
 
+--- Keep 0.5 of the values, e.g. half of them. Then more.
+function M.keep() end
+
 local Thing = class("Thing")
 M.Thing = Thing
 
@@ -69,6 +72,11 @@ describe("cell.doc", function()
       assert.are.equal("Add two numbers, the second defaulting to one.", doc.comment_above(path, info.linedefined))
       info = debug.getinfo(mod.scale, "S")
       assert.are.equal("Scale a value.", doc.comment_above(path, info.linedefined))
+    end)
+
+    it("does not end the sentence at an abbreviation or a decimal", function()
+      local info = debug.getinfo(mod.keep, "S")
+      assert.are.equal("Keep 0.5 of the values, e.g. half of them.", doc.comment_above(path, info.linedefined))
     end)
 
     it("gives nil without an LDoc comment, a file or a line", function()

@@ -206,7 +206,7 @@ end
 
 --- The first sentence of comment lines (their text, without the dashes):
 -- the lines up to a blank one, a tag (@param) or an indented example,
--- joined, cut after the first ". ", "! " or "? " (or the end).
+-- joined, cut as M.first_sentence cuts (not after "e.g." or in "0.5").
 local function first_sentence(texts)
   local words = {}
   for i = 1, #texts do
@@ -214,9 +214,7 @@ local function first_sentence(texts)
     if t:match("^%s*$") or t:match("^%s*@") or (i > 1 and t:match("^    ")) then break end
     words[#words + 1] = t:match("^%s*(.-)%s*$")
   end
-  local s = table.concat(words, " ")
-  local stop = s:find("[%.!?]%s")
-  if stop then s = s:sub(1, stop) end
+  local s = M.first_sentence(table.concat(words, " "))
   if #s > 240 then s = s:sub(1, 237):gsub("%s+%S*$", "") .. "..." end
   return s ~= "" and s or nil
 end
