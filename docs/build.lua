@@ -30,11 +30,14 @@ local function write(path, text)
   f:close()
 end
 
+--- A shell command's output, and whether it exited 0 (told by an echo, as
+-- Lua 5.4's and LuaJIT's close report exit statuses differently).
 local function run(cmd)
-  local p = io.popen(cmd)
+  local p = io.popen("{ " .. cmd .. "; } && echo '<ok>'")
   local out = p:read("*a")
-  local ok = p:close()
-  return out, ok
+  p:close()
+  local body = out:match("^(.-)<ok>\n?$")
+  return body or out, body ~= nil
 end
 
 --- Files under dir with the given extension, as paths relative to dir, sorted.
