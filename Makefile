@@ -1,4 +1,4 @@
-# cell - the one build. `make`, `make test`, `make asan`, `make bench`,
+# cell - the one build. `make`, `make test`, `make asan`, `make bench`, `make docs`,
 # `make install PREFIX=...`, `make deps`. Overridable: LUA (lua5.4|luajit),
 # PREFIX, LUA_INCDIR, CC, CFLAGS, LDFLAGS.
 
