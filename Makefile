@@ -1,4 +1,4 @@
-# cell - the one build. `make`, `make test`, `make asan`, `make bench`,
+# cell - the one build. `make`, `make test`, `make asan`, `make bench`, `make docs`,
 # `make install PREFIX=...`, `make deps`. Overridable: LUA (lua5.4|luajit),
 # PREFIX, LUA_INCDIR, CC, CFLAGS, LDFLAGS.
 
@@ -72,7 +72,7 @@ EMBED_GAME = $(BUILD)/embed/game_loop
 EMBED_HOST = $(BUILD)/$(LUA)/embed/host
 CELL_VERSION = $(shell sed -n 's/^\#define CELL_VERSION "\(.*\)"$$/\1/p' include/cell.h)
 
-.PHONY: all test ctest spec asan bench install uninstall deps clean demo rock-check embed bench-embed FORCE
+.PHONY: all test ctest spec asan bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
 all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST)
 
@@ -183,6 +183,12 @@ DEMO_EPOCHS ?= 2
 demo: all
 	$(CELL_BIN) examples/fashion_mnist.lua $(DEMO_EPOCHS) "" $(BUILD)/demo/lenet.safetensors
 
+# The documentation as HTML (docs/build.lua runs cmark over docs/*.md and
+# checks every link of the result); docs/reference/ is also what the REPL's
+# ?name reads, installed beside the Lua files.
+docs:
+	$(LUA_BIN) docs/build.lua docs $(BUILD)/docs
+
 # Install locations; each may be overridden on its own (the rockspec points
 # them into LuaRocks' tree: LUA_SHARE=$(LUADIR) LUA_CLIB=$(LIBDIR) ...).
 LUA_SHARE ?= $(PREFIX)/share/lua/$(LUA_VERSION)
@@ -198,6 +204,8 @@ install: all
 	for f in $(LUA_FILES:lua/%=%); do \
 	  install -D -m 644 "lua/$$f" "$(DESTDIR)$(LUA_SHARE)/$$f" || exit 1; \
 	done
+	install -d $(DESTDIR)$(LUA_SHARE)/cell/docs/reference
+	install -m 644 docs/reference/*.md $(DESTDIR)$(LUA_SHARE)/cell/docs/reference/
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_CLIB)/cell/core.so
 	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/$(notdir $(CELL_BIN))
 	install -m 644 $(LIBCELL_A) $(LIBCELL_SO) $(DESTDIR)$(LIBDIR)/
@@ -218,7 +226,7 @@ uninstall:
 
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
-  zlib1g-dev libcjson-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux
+  zlib1g-dev libcjson-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark
 deps:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \

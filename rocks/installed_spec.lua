@@ -46,6 +46,15 @@ describe("the installed rock", function()
     assert.are.equal(2, cell.ones({ 2 }):sum():item())
   end)
 
+  it("installs the reference that ?name reads, beside the Lua files", function()
+    local doc = require "cell.doc"
+    local dir = doc.find_reference()
+    assert.is_string(dir, "no docs/reference installed with cell")
+    assert.is_true(inside(dir), dir)
+    local s = require("cell.repl").help("cell.nn.Dropout", { cell = cell })
+    assert.truthy(s:find("^nn%.Dropout%(keep_prob%)\n"), s)
+  end)
+
   it("installs the cell executable (cell-luajit under LuaJIT)", function()
     if not tree then return end
     -- the rock for LuaRocks' 5.1 tree is LuaJIT's, and installs cell-luajit

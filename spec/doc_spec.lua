@@ -1,6 +1,8 @@
--- doc_spec.lua - cell.doc, the one-line documentation `?name` prints: LDoc
--- comments read from source files, the table of the engine's C functions
--- (which must cover every one of them), classes, modules and other values.
+-- doc_spec.lua - cell.doc, the documentation `?name` prints: the reference
+-- entries of docs/reference (signature and first sentence, or the whole
+-- entry), and for values with no entry LDoc comments read from source
+-- files, the table of the engine's C functions (which must cover every one
+-- of them), classes, modules and other values.
 local cell = require "cell"
 local core = require "cell.core"
 local doc = require "cell.doc"
@@ -37,6 +39,9 @@ function M.bare() end
 -- Details after a blank comment line.
 function M:scale(x, ...) return x end
 
+--- Keep 0.5 of the values, e.g. half of them. Then more.
+function M.keep() end
+
 local Thing = class("Thing")
 M.Thing = Thing
 
@@ -51,8 +56,15 @@ describe("cell.doc", function()
   setup(function()
     path = write_file(SOURCE)
     mod = assert(loadfile(path))()
+    -- these cases are about values with no reference entry: read none
+    doc.reference_dir = "/nonexistent/reference"
+    doc.reload()
   end)
-  teardown(function() os.remove(path) end)
+  teardown(function()
+    os.remove(path)
+    doc.reference_dir = nil
+    doc.reload()
+  end)
 
   describe("comments in source files", function()
     it("reads the first sentence of the --- comment above a line", function()
@@ -60,6 +72,11 @@ describe("cell.doc", function()
       assert.are.equal("Add two numbers, the second defaulting to one.", doc.comment_above(path, info.linedefined))
       info = debug.getinfo(mod.scale, "S")
       assert.are.equal("Scale a value.", doc.comment_above(path, info.linedefined))
+    end)
+
+    it("does not end the sentence at an abbreviation or a decimal", function()
+      local info = debug.getinfo(mod.keep, "S")
+      assert.are.equal("Keep 0.5 of the values, e.g. half of them.", doc.comment_above(path, info.linedefined))
     end)
 
     it("gives nil without an LDoc comment, a file or a line", function()
@@ -182,5 +199,73 @@ describe("cell.doc", function()
         end
       end
     end)
+  end)
+end)
+
+describe("cell.doc with the reference", function()
+  setup(function()
+    doc.reference_dir = nil
+    doc.reload()
+  end)
+
+  it("prints the real signature of a class from its entry, not (...)", function()
+    local s = doc.describe(cell.nn.Dropout, "cell.nn.Dropout")
+    local want = "nn.Dropout(keep_prob)\nnn.Dropout{p = 0.5}\nnn.Dropout{keep_prob =}\n  "
+    assert.are.equal(want, s:sub(1, #want))
+    for _, name in ipairs { "Adam", "CrossEntropyLoss" } do
+      s = doc.describe(cell.nn[name], "cell.nn." .. name)
+      assert.is_truthy(s:find("^nn%." .. name .. "%(params") or s:find("^nn%." .. name .. "%(%[weight"), s)
+      assert.is_falsy(s:find("(...)", 1, true), s)
+    end
+    assert.is_truthy(doc.describe(cell.nn.Adam, "x"):find("learning_rate = 1e-3", 1, true))
+  end)
+
+  it("ends the summary at the end of the first sentence", function()
+    local s = doc.describe(cell.nn.Dropout, "cell.nn.Dropout")
+    local want = "\n  Randomly zeroes elements in training mode, with probability p, and scales the kept "
+      .. "ones by 1 / (1 - p); in inference mode it returns its input."
+    assert.are.equal(want, s:sub(-#want))
+  end)
+
+  it("finds a method's entry through its value, under any name", function()
+    local net = cell.nn.Dense(2, 3)
+    assert.is_truthy(doc.describe(net.state_dict, "net:state_dict"):find("^nn%.Cell:state_dict%("))
+    assert.are.equal(doc.describe(cell.ones({ 1 }).sum, "t:sum"), doc.describe(cell.ops.sum, "cell.ops.sum"))
+    assert.is_truthy(doc.describe(cell.ops.sum, "cell.ops.sum"):find("^Tensor:sum%("))
+  end)
+
+  it("describes an instance by its class's entry", function()
+    assert.are.equal("net: an instance of Dense\n  The fully connected layer, y = x W^T + b, on inputs whose last "
+      .. "dimension is in_channels.", doc.describe(cell.nn.Dense(2, 3), "net"))
+  end)
+
+  it("finds entries by name, cell.nn.X as nn.X and ':' as '.'", function()
+    for _, name in ipairs { "nn.Cell:bprop", "nn.Cell.bprop", "cell.nn.Cell.bprop", "cell.nn.Cell:bprop" } do
+      local e = doc.entry(name)
+      assert.is_truthy(e, name)
+      assert.are.equal("nn.Cell:bprop", e.name)
+    end
+    assert.is_nil(doc.entry("cell.nosuch"))
+  end)
+
+  it("gives the whole entry as plain text", function()
+    local s = doc.entry_text(doc.entry("nn.Dropout"))
+    assert.is_truthy(s:find("^nn%.Dropout%(keep_prob%)\n"), s)
+    assert.is_truthy(s:find("\n  drop with probability p, pass the options table: nn.Dropout{p = 0.1}.", 1, true)
+      or s:find("nn.Dropout{p = 0.1}", 1, true), s)
+    assert.is_falsy(s:find("```", 1, true), s)
+    assert.is_truthy(s:find("%(nn%-layers%.md%)$"), s)
+  end)
+
+  if pcall(require, "cell.ffi") then
+    it("documents cell.ffi's functions under LuaJIT", function()
+      local F = require "cell.ffi"
+      assert.is_truthy(doc.describe(F.ptr, "F.ptr"):find("^cell%.ffi%.ptr%(t%)\n  A typed pointer"))
+    end)
+  end
+
+  it("keeps the fallbacks for values with no entry", function()
+    assert.is_truthy(doc.describe(print, "print"):find("^print%(%.%.%.%)\n  A C function %(not cell's%)"))
+    assert.are.equal("n: a number, 3", doc.describe(3, "n"))
   end)
 end)

@@ -206,7 +206,7 @@ end
 
 --- The first sentence of comment lines (their text, without the dashes):
 -- the lines up to a blank one, a tag (@param) or an indented example,
--- joined, cut after the first ". ", "! " or "? " (or the end).
+-- joined, cut as M.first_sentence cuts (not after "e.g." or in "0.5").
 local function first_sentence(texts)
   local words = {}
   for i = 1, #texts do
@@ -214,9 +214,7 @@ local function first_sentence(texts)
     if t:match("^%s*$") or t:match("^%s*@") or (i > 1 and t:match("^    ")) then break end
     words[#words + 1] = t:match("^%s*(.-)%s*$")
   end
-  local s = table.concat(words, " ")
-  local stop = s:find("[%.!?]%s")
-  if stop then s = s:sub(1, stop) end
+  local s = M.first_sentence(table.concat(words, " "))
   if #s > 240 then s = s:sub(1, 237):gsub("%s+%S*$", "") .. "..." end
   return s ~= "" and s or nil
 end
@@ -255,6 +253,246 @@ function M.header(path)
     i = i + 1
   end
   return first_sentence(texts)
+end
+
+-- The reference (docs/reference/*.md) ----------------------------------------------------
+
+--- Where the reference pages are: beside this file once installed
+-- (share/lua/<V>/cell/docs/reference), else the source tree's docs/reference.
+-- Set M.reference_dir to read another folder.
+M.reference_dir = nil
+
+local function this_dir()
+  local src = debug.getinfo(1, "S").source
+  if type(src) ~= "string" or src:sub(1, 1) ~= "@" then return nil end
+  return src:sub(2):match("^(.*)[/\\]") or "."
+end
+
+local function readable(path)
+  local f = io.open(path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+--- The folder holding the reference's index.md, or nil.
+function M.find_reference()
+  if M.reference_dir then return M.reference_dir end
+  local dir = this_dir()
+  if not dir then return nil end
+  for _, d in ipairs { dir .. "/docs/reference", dir .. "/../../docs/reference" } do
+    if readable(d .. "/index.md") then return d end
+  end
+  return nil
+end
+
+--- The entries of one Markdown page: a sequence of {name =, signature =
+-- (lines of the fenced block after the heading), body = (the text after
+-- it, up to the next heading of level 1 to 3), page =}.
+function M.parse_page(text, page)
+  local entries, cur = {}, nil
+  local in_fence, fence = false, nil
+  local state -- "sig_wait", "sig", "body"
+  for line in (text .. "\n"):gmatch("(.-)\r?\n") do
+    local fence_mark = line:match("^%s*(```+)") or line:match("^%s*(~~~+)")
+    local name = not in_fence and line:match("^###%s+`([^`]+)`%s*$")
+    if name then
+      cur = { name = name, signature = {}, body = {}, page = page }
+      entries[#entries + 1] = cur
+      state = "sig_wait"
+    elseif not in_fence and line:match("^#%s") or (not in_fence and line:match("^##%s")) or
+        (not in_fence and line:match("^###%s")) then
+      cur = nil
+    elseif cur then
+      if state == "sig_wait" and fence_mark then
+        state, in_fence, fence = "sig", true, fence_mark
+      elseif state == "sig" and fence_mark and fence_mark == fence then
+        state, in_fence = "body", false
+      elseif state == "sig" then
+        cur.signature[#cur.signature + 1] = line
+      elseif state == "sig_wait" and not line:match("^%s*$") then
+        state = "body"
+        cur.body[#cur.body + 1] = line
+      elseif state == "body" then
+        if fence_mark then
+          if in_fence and fence_mark == fence then in_fence = false
+          elseif not in_fence then in_fence, fence = true, fence_mark end
+        end
+        cur.body[#cur.body + 1] = line
+      end
+    elseif fence_mark then
+      if in_fence and fence_mark == fence then in_fence = false
+      elseif not in_fence then in_fence, fence = true, fence_mark end
+    end
+  end
+  for _, e in ipairs(entries) do
+    while #e.body > 0 and e.body[#e.body]:match("^%s*$") do table.remove(e.body) end
+    while #e.body > 0 and e.body[1]:match("^%s*$") do table.remove(e.body, 1) end
+    e.body = table.concat(e.body, "\n")
+  end
+  return entries
+end
+
+--- The pages the reference's index.md links to (`name.md`), in order.
+local function reference_pages(dir)
+  local f = io.open(dir .. "/index.md", "r")
+  if not f then return {} end
+  local text = f:read("*a")
+  f:close()
+  local pages, seen = {}, {}
+  for target in text:gmatch("%]%(([%w_%-]+%.md)[#)]") do
+    if not seen[target] then
+      seen[target] = true
+      pages[#pages + 1] = target
+    end
+  end
+  return pages
+end
+
+local reference -- { list = {...}, by_key = {...} }, read once
+local by_value -- entry by the function, class or module it documents
+
+--- The lookup key of a name: `cell.nn.X` is `nn.X`, `:` is `.`.
+local function key_of(name)
+  name = name:gsub(":", ".")
+  name = name:gsub("^cell%.nn%.", "nn.")
+  return name
+end
+M.key_of = key_of
+
+--- Every entry of the reference, read once: { list = entries in page
+-- order, by_key = entry by key_of(name) }. Empty when there is none.
+function M.reference()
+  if reference then return reference end
+  reference = { list = {}, by_key = {} }
+  local dir = M.find_reference()
+  if not dir then return reference end
+  for _, page in ipairs(reference_pages(dir)) do
+    local f = io.open(dir .. "/" .. page, "r")
+    if f then
+      local text = f:read("*a")
+      f:close()
+      for _, e in ipairs(M.parse_page(text, page)) do
+        reference.list[#reference.list + 1] = e
+        local k = key_of(e.name)
+        if not reference.by_key[k] then reference.by_key[k] = e end
+      end
+    end
+  end
+  return reference
+end
+
+--- Forget what was read (after M.reference_dir changes).
+function M.reload()
+  reference = nil
+  by_value = nil
+end
+
+--- The value a reference name refers to, or nil: `Tensor:sum`,
+-- `Parameter:set_data`, `nn.Dense`, `cell.dataset.Batches:each`, `cell.x.y`.
+local function value_of(name)
+  local ok, v = pcall(function()
+    local cell = require "cell"
+    local roots = {
+      cell = cell, nn = cell.nn, Tensor = core.Tensor,
+      Parameter = require("cell.parameter").methods,
+    }
+    local first, rest = name:match("^([%w_]+)(.*)$")
+    local v = roots[first]
+    if first == "cell" and rest:match("^%.dataset%.Batches") then
+      v, rest = require("cell.dataset.batches").Batches, rest:sub(#".dataset.Batches" + 1)
+    elseif first == "cell" and rest:match("^%.ffi") then
+      -- LuaJIT only, and only once the program loaded it
+      v, rest = package.loaded["cell.ffi"], rest:sub(#".ffi" + 1)
+    end
+    if v == nil then return nil end
+    for part in rest:gmatch("[.:]([%w_]+)") do
+      if type(v) ~= "table" and type(v) ~= "userdata" then return nil end
+      v = v[part]
+      if v == nil then return nil end
+    end
+    return v
+  end)
+  if ok then return v end
+  return nil
+end
+
+--- The reference entry documenting value v (a function, class or module),
+-- or nil.
+function M.entry_for_value(v)
+  local tv = type(v)
+  if tv ~= "function" and tv ~= "table" then return nil end
+  if not by_value then
+    by_value = {}
+    for _, e in ipairs(M.reference().list) do
+      local x = value_of(e.name)
+      local tx = type(x)
+      if (tx == "function" or tx == "table") and by_value[x] == nil then by_value[x] = e end
+    end
+  end
+  return by_value[v]
+end
+
+--- The reference entry for a name as typed (`cell.nn.Cell.bprop`,
+-- `nn.Cell:bprop`, `cell.zeros`), or nil.
+function M.entry(name)
+  return M.reference().by_key[key_of(name)]
+end
+
+local ABBREVIATIONS = { ["e.g."] = true, ["i.e."] = true, ["etc."] = true, ["vs."] = true, ["cf."] = true,
+  ["approx."] = true, ["no."] = true, ["resp."] = true }
+
+--- Markdown text as the terminal shows it: code spans and emphasis marks
+-- dropped, links as their text.
+function M.plain(s)
+  s = s:gsub("%[([^%]]*)%]%([^)]*%)", "%1")
+  s = s:gsub("`", "")
+  s = s:gsub("%*%*", "")
+  return s
+end
+
+--- The first sentence of Markdown text: up to the first ".", "!" or "?"
+-- followed by a space or the end, not counting abbreviations (e.g., i.e.),
+-- dots inside code spans or numbers; the first paragraph when no sentence ends.
+function M.first_sentence(text)
+  local para = text:match("^%s*(.-)\n%s*\n") or text:match("^%s*(.-)%s*$")
+  para = para:gsub("%s*\n%s*", " ")
+  local in_code = false
+  local i, n = 1, #para
+  while i <= n do
+    local c = para:sub(i, i)
+    if c == "`" then
+      in_code = not in_code
+    elseif not in_code and (c == "." or c == "!" or c == "?") then
+      local after = para:sub(i + 1, i + 1)
+      if after == "" or after:match("%s") then
+        local word = para:sub(1, i):match("(%S+)$") or ""
+        if not ABBREVIATIONS[word:lower()] then return para:sub(1, i) end
+      end
+    end
+    i = i + 1
+  end
+  return para
+end
+
+--- The one-line help of an entry: its signature lines, then its first
+-- sentence indented.
+function M.entry_summary(e)
+  local sig = #e.signature > 0 and table.concat(e.signature, "\n") or e.name
+  return sig .. "\n  " .. M.plain(M.first_sentence(e.body))
+end
+
+--- The whole entry as the terminal shows it: the signature, then the text
+-- with its examples, indented by two spaces.
+function M.entry_text(e)
+  local sig = #e.signature > 0 and table.concat(e.signature, "\n") or e.name
+  local out = {}
+  for line in (e.body .. "\n"):gmatch("(.-)\n") do
+    if line:match("^%s*```") or line:match("^%s*~~~") then
+      line = nil
+    end
+    if line then out[#out + 1] = line == "" and "" or ("  " .. M.plain(line)) end
+  end
+  return sig .. "\n" .. table.concat(out, "\n") .. "\n  (" .. e.page .. ")"
 end
 
 -- Names of things --------------------------------------------------------------------------
@@ -374,6 +612,8 @@ end
 function M.describe(v, name)
   local is_method = name:find(":", 1, true) ~= nil
   local tv = type(v)
+  local e = M.entry_for_value(v)
+  if e then return M.entry_summary(e) end
   if tv == "function" then
     local info = debug.getinfo(v, "S")
     if info.what == "C" then
@@ -410,7 +650,9 @@ function M.describe(v, name)
     local mt = getmetatable(v)
     local cls = type(mt) == "table" and rawget(mt, "__class")
     if cls and class.is_class(cls) then
-      return join(name .. ": an instance of " .. rawget(cls, "name"), M.class_doc(cls))
+      local ce = M.entry_for_value(cls)
+      local text = ce and M.plain(M.first_sentence(ce.body)) or M.class_doc(cls)
+      return join(name .. ": an instance of " .. rawget(cls, "name"), text)
     end
     local n = 0
     for _ in next, v do n = n + 1 end

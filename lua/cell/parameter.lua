@@ -46,6 +46,8 @@ local P = {}
 --- The metatable of every Parameter's attrs table; core's binding reads its
 -- __index, __setattr and __tostring.
 local AttrsMT = { __index = P, __name = "Parameter" }
+--- The methods table, for the documentation lookup (cell.doc).
+M.methods = P
 
 --- Whether x is a Parameter.
 function M.is_parameter(x)

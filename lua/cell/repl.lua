@@ -397,13 +397,22 @@ end
 
 -- Help -------------------------------------------------------------------------------------
 
-local USAGE = "?name prints the documentation of a function, class or module, "
-  .. "e.g. ?cell.tensor, ?cell.nn.Dense, ?net:state_dict"
+local USAGE = "?name prints the signature and summary of a function, class or module, "
+  .. "??name its whole reference entry, e.g. ?cell.tensor, ?cell.nn.Dense, ??net:state_dict"
 
---- The text `?text` prints: the one-line documentation of what the name
--- refers to (in env, default the globals; see cell.doc), or why there is none.
+--- The text `?text` prints: the signature and first sentence of what the
+-- name refers to (in env, default the globals), from its reference entry
+-- (docs/reference) or else from the source (see cell.doc), or why there is
+-- none. `??name` (text starting with `?`) prints the whole entry. A name
+-- with no value but a reference entry (`nn.Cell.bprop`, which a user
+-- defines) prints the entry.
 function M.help(text, env)
   local name = text:match("^%s*(.-)%s*$")
+  local full = false
+  if name:sub(1, 1) == "?" then
+    full = true
+    name = name:sub(2):match("^%s*(.-)$")
+  end
   if name == "" then return USAGE end
   local ok = true
   for part in (name .. "."):gmatch("([^.:]*)[.:]") do
@@ -414,6 +423,8 @@ function M.help(text, env)
     return ("?%s: not a name; %s"):format(name, USAGE)
   end
   local v = M.resolve(name, env)
+  local e = (v ~= nil and doc.entry_for_value(v)) or doc.entry(name)
+  if e then return full and doc.entry_text(e) or doc.entry_summary(e) end
   if v == nil then return ("%s: no such name (it is nil)"):format(name) end
   return doc.describe(v, name)
 end
