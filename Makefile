@@ -58,11 +58,14 @@ CTEST = $(BUILD)/test_engine
 LIBCELL_LUA = $(BUILD)/$(LUA)/libcell-$(LUA).a
 EMBED_GAME = $(BUILD)/embed/game_loop
 EMBED_HOST = $(BUILD)/$(LUA)/embed/host
+# Lua states drawing random numbers alone, interleaved and on threads at
+# once (tests/lua/states.c; spec/rng_spec.lua runs it, make tsan too).
+TEST_STATES = $(BUILD)/$(LUA)/test_states
 CELL_VERSION = $(shell sed -n 's/^\#define CELL_VERSION "\(.*\)"$$/\1/p' include/cell.h)
 
 .PHONY: all test ctest spec asan bench install uninstall deps clean demo rock-check embed bench-embed FORCE
 
-all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST)
+all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -112,6 +115,10 @@ $(EMBED_GAME): examples/embed/game_loop.c $(HEADERS) $(LIBCELL_A)
 $(EMBED_HOST): examples/embed/host.c $(HEADERS) $(LIBCELL_LUA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -I$(LUA_INCDIR) $(LDFLAGS) $< -o $@ $(LIBCELL_LUA) $(LUA_LIB) $(LIBS) -ldl -Wl,-E
+
+$(TEST_STATES): tests/lua/states.c $(HEADERS) $(LIBCELL_LUA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(LUA_INCDIR) $(LDFLAGS) $< -o $@ $(LIBCELL_LUA) $(LUA_LIB) $(LIBS) -ldl
 
 $(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A)
 	$(CC) $(ALL_CFLAGS) -Isrc $(wildcard tests/*.c) -o $@ $(LIBCELL_A) $(LIBS)
