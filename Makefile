@@ -1,4 +1,4 @@
-# cell - the one build. `make`, `make test`, `make asan`, `make bench`,
+# cell - the one build. `make`, `make test`, `make asan`, `make tsan`, `make bench`,
 # `make install PREFIX=...`, `make deps`. Overridable: LUA (lua5.4|luajit),
 # PREFIX, LUA_INCDIR, CC, CFLAGS, LDFLAGS.
 
@@ -63,7 +63,7 @@ EMBED_HOST = $(BUILD)/$(LUA)/embed/host
 TEST_STATES = $(BUILD)/$(LUA)/test_states
 CELL_VERSION = $(shell sed -n 's/^\#define CELL_VERSION "\(.*\)"$$/\1/p' include/cell.h)
 
-.PHONY: all test ctest spec asan bench install uninstall deps clean demo rock-check embed bench-embed FORCE
+.PHONY: all test ctest spec asan tsan bench install uninstall deps clean demo rock-check embed bench-embed FORCE
 
 all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
@@ -149,6 +149,24 @@ asan:
 spec-only:
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
 
+# ThreadSanitizer over the C tests (tests/test_rng.c runs 4 generators on 4
+# threads at once, the kernels run their OpenMP loops on 2 threads) and the
+# Lua states on threads (tests/lua/states.c). Built with clang, so that
+# OpenMP is LLVM's libomp: it loads its Archer tool under TSan, which tells
+# TSan about OpenMP's barriers and hand-offs. gcc's libgomp is not built
+# with TSan, so each parallel loop would be reported as a race (a false
+# report) and only OMP_NUM_THREADS=1 would pass, checking no parallel loop.
+# ignore_noninstrumented_modules=1: TSan then skips the accesses made by
+# libraries not built with it (OpenBLAS's worker threads, libomp's own
+# locks, the Lua interpreter); our code's accesses are all checked.
+TSAN_CC ?= clang
+TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1"
+tsan:
+	$(MAKE) BUILD=build-tsan CC=$(TSAN_CC) CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer -Wno-pass-failed" \
+	  LDFLAGS="-fsanitize=thread" build-tsan/test_engine build-tsan/$(LUA)/test_states
+	$(TSAN_ENV) build-tsan/test_engine
+	$(TSAN_ENV) CELL_LUA_DIR=lua build-tsan/$(LUA)/test_states
+
 # bench/matmul.c calls the engine and OpenBLAS directly, without Lua.
 BENCH_MATMUL = $(BUILD)/bench_matmul
 $(BENCH_MATMUL): bench/matmul.c $(LIBCELL_A)
@@ -214,6 +232,8 @@ uninstall:
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
   zlib1g-dev libcjson-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux
+# make tsan: clang, its sanitizer runtimes and LLVM's OpenMP (with Archer).
+DEPS += clang libclang-rt-dev libomp-dev
 deps:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -230,4 +250,4 @@ rock-check:
 	sh rocks/check.sh
 
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-tsan bin
