@@ -8,8 +8,9 @@
  *
  * Call order. There is no init or shutdown call: the engine's state (the
  * allocator's cache, each thread's random generator, the error message) is
- * set up on first use. A host that cares about threads calls cell_set_num_threads
- * before its first op; the rest may be called in any order.
+ * set up on first use. A host that cares about threads calls
+ * cell_set_num_threads before its first op; the rest may be called in any
+ * order.
  *
  * Conventions, for every function below and in the headers it includes:
  * - A function that can fail returns cell_status (CELL_OK is 0). On failure
