@@ -1,4 +1,4 @@
-# cell - the one build. `make`, `make test`, `make asan`, `make bench`, `make docs`,
+# cell - the one build. `make`, `make test`, `make asan`, `make tsan`, `make bench`, `make docs`,
 # `make install PREFIX=...`, `make deps`. Overridable: LUA (lua5.4|luajit),
 # PREFIX, LUA_INCDIR, CC, CFLAGS, LDFLAGS.
 
@@ -70,11 +70,14 @@ CTEST = $(BUILD)/test_engine
 LIBCELL_LUA = $(BUILD)/$(LUA)/libcell-$(LUA).a
 EMBED_GAME = $(BUILD)/embed/game_loop
 EMBED_HOST = $(BUILD)/$(LUA)/embed/host
+# Lua states drawing random numbers alone, interleaved and on threads at
+# once (tests/lua/states.c; spec/rng_spec.lua runs it, make tsan too).
+TEST_STATES = $(BUILD)/$(LUA)/test_states
 CELL_VERSION = $(shell sed -n 's/^\#define CELL_VERSION "\(.*\)"$$/\1/p' include/cell.h)
 
-.PHONY: all test ctest spec asan bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
+.PHONY: all test ctest spec asan tsan bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
-all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST)
+all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -125,6 +128,10 @@ $(EMBED_HOST): examples/embed/host.c $(HEADERS) $(LIBCELL_LUA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -I$(LUA_INCDIR) $(LDFLAGS) $< -o $@ $(LIBCELL_LUA) $(LUA_LIB) $(LIBS) -ldl -Wl,-E
 
+$(TEST_STATES): tests/lua/states.c $(HEADERS) $(LIBCELL_LUA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(LUA_INCDIR) $(LDFLAGS) $< -o $@ $(LIBCELL_LUA) $(LUA_LIB) $(LIBS) -ldl
+
 $(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A)
 	$(CC) $(ALL_CFLAGS) -Isrc $(wildcard tests/*.c) -o $@ $(LIBCELL_A) $(LIBS)
 
@@ -142,17 +149,38 @@ ctest: $(CTEST)
 spec: all
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
 
-# AddressSanitizer + UBSan over the C tests and the whole spec suite. The
-# Lua interpreter is not instrumented, so the runtime is preloaded.
+# AddressSanitizer + UBSan over the C tests and the whole spec suite, with
+# leak detection in both. The Lua interpreter is not instrumented, so the
+# runtime is preloaded. tests/lsan.supp names the leaks that belong to
+# the interpreter and the libraries under it, each with why; none of ours.
+LSAN_ENV = LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" all build-asan/test_engine
-	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 build-asan/test_engine
-	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 $(LSAN_ENV) build-asan/test_engine
+	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 $(LSAN_ENV) LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	  $(MAKE) --no-print-directory BUILD=build-asan spec-only
 
 spec-only:
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
+
+# ThreadSanitizer over the C tests (tests/test_rng.c runs 4 generators on 4
+# threads at once, the kernels run their OpenMP loops on 2 threads) and the
+# Lua states on threads (tests/lua/states.c). Built with clang, so that
+# OpenMP is LLVM's libomp: it loads its Archer tool under TSan, which tells
+# TSan about OpenMP's barriers and hand-offs. gcc's libgomp is not built
+# with TSan, so each parallel loop would be reported as a race (a false
+# report) and only OMP_NUM_THREADS=1 would pass, checking no parallel loop.
+# ignore_noninstrumented_modules=1: TSan then skips the accesses made by
+# libraries not built with it (OpenBLAS's worker threads, libomp's own
+# locks, the Lua interpreter); our code's accesses are all checked.
+TSAN_CC ?= clang
+TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1"
+tsan:
+	$(MAKE) BUILD=build-tsan CC=$(TSAN_CC) CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer -Wno-pass-failed" \
+	  LDFLAGS="-fsanitize=thread" build-tsan/test_engine build-tsan/$(LUA)/test_states
+	$(TSAN_ENV) build-tsan/test_engine
+	$(TSAN_ENV) CELL_LUA_DIR=lua build-tsan/$(LUA)/test_states
 
 # bench/matmul.c calls the engine and OpenBLAS directly, without Lua.
 BENCH_MATMUL = $(BUILD)/bench_matmul
@@ -227,6 +255,8 @@ uninstall:
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
   zlib1g-dev libcjson-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark
+# make tsan: clang, its sanitizer runtimes and LLVM's OpenMP (with Archer).
+DEPS += clang libclang-rt-dev libomp-dev
 deps:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -243,4 +273,4 @@ rock-check:
 	sh rocks/check.sh
 
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-tsan bin

@@ -7,9 +7,10 @@
  * that LuaJIT's FFI reads (types, accessors, the inference path).
  *
  * Call order. There is no init or shutdown call: the engine's state (the
- * allocator's cache, the random generator, the error message) is set up on
- * first use. A host that cares about threads calls cell_set_num_threads
- * before its first op; the rest may be called in any order.
+ * allocator's cache, each thread's random generator, the error message) is
+ * set up on first use. A host that cares about threads calls
+ * cell_set_num_threads before its first op; the rest may be called in any
+ * order.
  *
  * Conventions, for every function below and in the headers it includes:
  * - A function that can fail returns cell_status (CELL_OK is 0). On failure
@@ -30,8 +31,9 @@
  *   size is a CELL_ERR_VALUE.
  * - Threads: the engine may be used from several threads as long as no
  *   tensor is shared between them unsynchronised; grad mode and the error
- *   message are per thread, the allocator is locked, the random generator
- *   and the settings are process-wide.
+ *   message are per thread, and so is the random generator (each thread
+ *   draws from its own, or from one it made current: cell_generator_use);
+ *   the allocator is locked; the settings are process-wide.
  * - Sizes and strides are in elements, byte counts in bytes (size_t). */
 #ifndef CELL_H
 #define CELL_H
@@ -111,7 +113,7 @@ CELL_API cell_status cell_tensor_linspace(double start, double stop, int64_t n,
                                           cell_dtype dt, cell_tensor **out);
 /* n x m matrix with ones on the diagonal (ValueError: a negative size). */
 CELL_API cell_status cell_tensor_eye(int64_t n, int64_t m, cell_dtype dt, cell_tensor **out);
-/* Random tensors from the engine's counter-based generator (cell_set_seed).
+/* Random tensors from the calling thread's current generator (below).
  * rand and randn need a floating dtype (TypeError otherwise); randint an
  * integer or floating one, and low < high (ValueError otherwise). */
 CELL_API cell_status cell_tensor_rand(cell_dtype dt, int ndim, const int64_t *shape,
@@ -120,6 +122,38 @@ CELL_API cell_status cell_tensor_randn(cell_dtype dt, int ndim, const int64_t *s
                                        cell_tensor **out);  /* standard normal */
 CELL_API cell_status cell_tensor_randint(int64_t low, int64_t high, cell_dtype dt, int ndim,
                                          const int64_t *shape, cell_tensor **out); /* [low, high) */
+
+/* --- random generators ------------------------------------------------ */
+/* A generator is a counter-based stream (Philox4x32-10): a seed and the
+ * next unused counter. rand, randn, randint and dropout draw from the
+ * calling thread's current generator, and draw i of a stream depends only
+ * on (seed, counter + i): not on the thread count, nor on what other
+ * threads or generators do.
+ * Every thread starts with a generator of its own, seeded 5489; a thread's
+ * draws never perturb another thread's. A host that wants a stream that
+ * moves with a task rather than a thread (one per Lua state: the binding
+ * does this, so cell.set_seed in one state leaves the others alone) makes
+ * a generator and makes it current around the calls that draw:
+ *   cell_generator *g; cell_generator_new(42, &g);
+ *   cell_generator *prev = cell_generator_use(g);
+ *   ... cell_tensor_randn(...), cell_op_dropout(...) ...
+ *   cell_generator_use(prev);
+ *   cell_generator_free(g);
+ * One generator must not be current on two threads at once (the counter
+ * is not locked: that is what would make streams overlap). */
+typedef struct cell_generator cell_generator;
+/* A new generator at counter 0 of seed; MemoryError when it cannot be
+ * allocated. Free it with cell_generator_free (NULL: nothing); freeing the
+ * calling thread's current generator makes the thread's own current again.
+ * It must not be current on another thread when freed. */
+CELL_API cell_status cell_generator_new(unsigned long long seed, cell_generator **out);
+CELL_API void cell_generator_free(cell_generator *g);
+/* Restart g (NULL: the calling thread's current generator) at counter 0 of
+ * seed: the same seed gives the same draws again. */
+CELL_API void cell_generator_seed(cell_generator *g, unsigned long long seed);
+/* Make g the calling thread's current generator (NULL: the thread's own);
+ * returns the one it replaces (NULL for the thread's own), to restore. */
+CELL_API cell_generator *cell_generator_use(cell_generator *g);
 
 /* --- shape and elements ----------------------------------------------- */
 /* The tensor's sizes and strides, ndim entries each, owned by the tensor

@@ -238,8 +238,9 @@ int cell_grad_set_enabled(int on);
  * before the first op, from the thread that runs them. */
 void cell_set_num_threads(int n);
 int cell_get_num_threads(void);
-/* Seed the counter-based generator (rand, randn, dropout): the same seed
- * gives the same numbers whatever the thread count. */
+/* Seed the calling thread's current generator (rand, randn, randint,
+ * dropout; cell.h: cell_generator_seed(NULL, seed)): the same seed gives
+ * the same numbers whatever the thread count. */
 void cell_set_seed(unsigned long long seed);
 /* Allocator statistics into *out (NULL: nothing). n_os counts the calls
  * that reached malloc: after warm-up a steady loop adds none. */

@@ -23,6 +23,12 @@
  * lends the host Lua's reference, valid while the Lua value is alive (keep
  * it on the stack, in the registry, or cell_tensor_retain it).
  *
+ * Random numbers: each lua_State has a generator of its own (cell.h,
+ * cell_generator), which cell.set_seed seeds and its rand, randn, randint,
+ * dropout and initializers draw from, on whatever thread runs the state.
+ * The host's own C calls (cell_tensor_rand, ...) draw from the calling
+ * thread's current generator: another stream, which Lua does not move.
+ *
  * Errors: cell_openlibs reports by its result, as lua_pcall does. The
  * tensor functions follow the lauxlib convention: a bad argument raises a
  * Lua error, so call them where an error can be caught (inside a C function

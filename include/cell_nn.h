@@ -52,7 +52,7 @@ CELL_API cell_status cell_op_layer_norm(const cell_tensor *x, int normalized_ndi
 
 /* Dropout: when training and p > 0, each element is zeroed with
  * probability p and the others scaled by 1 / (1 - p) (p == 1 zeroes all).
- * The mask comes from the engine's counter-based generator (cell_set_seed),
+ * The mask comes from the calling thread's current generator (cell.h),
  * so it does not depend on the thread count. Otherwise *out is x itself,
  * retained. p outside [0, 1] is a ValueError. Backward: "DropoutBackward"
  * (the mask is regenerated, not stored). */

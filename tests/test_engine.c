@@ -400,6 +400,7 @@ int main(void) {
   test_failed_allocations();
   test_allocator_stats();
   test_rng();
+  test_rng_all();
   test_parallel_paths();
   test_reduce_all();
   test_shape_all();

@@ -44,7 +44,7 @@ M.C = {
   ["cell.stack"] = { "(tensors [, dim])", "Stack a list of same-shaped tensors along a new dimension dim (default 1)." },
   ["cell.where"] = { "(cond, a, b)", "Elementwise a where cond is true, else b (a and b may be numbers); broadcasts." },
   -- settings and queries
-  ["cell.set_seed"] = { "(n)", "Seed the random generator, so rand, randn, randint, dropout and initializers repeat." },
+  ["cell.set_seed"] = { "(n)", "Seed this Lua state's random generator, so rand, randn, randint, dropout and initializers repeat (other states keep theirs)." },
   ["cell.set_num_threads"] = { "(n)", "Bound the threads kernels and OpenBLAS use (1 in a game loop)." },
   ["cell.get_num_threads"] = { "()", "The number of threads kernels may use." },
   ["cell.memory_stats"] = { "()", "A table of the allocator's byte counts: in use, peak, cached." },

@@ -60,11 +60,10 @@ cell_status cell_check_shape(const char *op, int ndim, const int64_t *shape);
 /* Mark a storage written (version counter). */
 static inline void cell_tensor_bump(cell_tensor *t) { t->storage->version++; }
 
-/* The engine context: every piece of global engine state lives here. */
+/* The engine context: every piece of process-wide engine state lives here
+ * (the random generators are per thread, src/core/rng.h). */
 typedef struct cell_context {
   int num_threads;
-  unsigned long long seed;
-  unsigned long long rng_counter;
   volatile int interrupt;
 } cell_context;
 cell_context *cell_ctx(void);

@@ -3,6 +3,7 @@
 #ifndef CELL_LUA_LCELL_H
 #define CELL_LUA_LCELL_H
 #include "../core/tensor.h" /* the binding reads view geometry directly */
+#include "../core/rng.h"    /* each state embeds its own generator */
 #include "cell.h"
 #include "compat.h"
 #include <stdbool.h>
@@ -24,7 +25,21 @@ typedef struct lc_state {
   lua_State *home;       /* a thread of our own, anchored in the registry: the
                             one that outlives any coroutine that made a hook */
   int error_ref;         /* a hook's Lua error, kept until the pass unwinds */
+  cell_generator gen;    /* this state's random stream (cell.set_seed): two
+                            states, on one thread or several, never share
+                            one, so seeding one never perturbs another */
 } lc_state;
+
+/* Make the calling closure's state generator current on this thread for
+ * the engine calls that draw (rand, randn, randint, dropout), and put the
+ * previous one back after them:
+ *   cell_generator *prev = lc_gen_enter(L);
+ *   cell_status s = cell_tensor_rand(...);
+ *   lc_gen_leave(prev);
+ * Nothing that can raise a Lua error may run in between, or the thread
+ * would keep the state's generator current after the call. */
+cell_generator *lc_gen_enter(lua_State *L);
+#define lc_gen_leave(prev) ((void)cell_generator_use(prev))
 
 typedef struct tensor_ud {
   cell_tensor *t;

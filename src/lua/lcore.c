@@ -40,6 +40,11 @@ int lc_error(lua_State *L, const char *fmt, ...) {
   return luaL_error(L, "%s", msg);
 }
 
+cell_generator *lc_gen_enter(lua_State *L) {
+  lc_state *st = lua_touserdata(L, UV_STATE);
+  return cell_generator_use(&st->gen);
+}
+
 cell_tensor **lc_newtensor(lua_State *L) {
   tensor_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
   ud->t = NULL;
@@ -335,6 +340,8 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   st->full_threshold = GC_FULL_BYTES;
   st->running = NULL;
   st->error_ref = LUA_NOREF;
+  st->gen.seed = CELL_RNG_DEFAULT_SEED; /* what a fresh thread starts from */
+  st->gen.counter = 0;
   st->home = lua_newthread(L);
   luaL_ref(L, LUA_REGISTRYINDEX); /* anchored for the life of the state */
   int base = lua_gettop(L);

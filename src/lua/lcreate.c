@@ -185,7 +185,10 @@ static int random_tensor(lua_State *L, int normal) {
   int n = lc_check_shape(L, 1, shape, &next);
   cell_dtype dt = lc_opt_dtype(L, next, CELL_DTYPE_F32);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, normal ? cell_tensor_randn(dt, n, shape, out) : cell_tensor_rand(dt, n, shape, out));
+  cell_generator *prev = lc_gen_enter(L);
+  cell_status s = normal ? cell_tensor_randn(dt, n, shape, out) : cell_tensor_rand(dt, n, shape, out);
+  lc_gen_leave(prev);
+  return lc_finish(L, s);
 }
 static int l_rand(lua_State *L) { return random_tensor(L, 0); }
 static int l_randn(lua_State *L) { return random_tensor(L, 1); }
@@ -197,7 +200,10 @@ static int l_randint(lua_State *L) {
   int n = lc_check_shape(L, 3, shape, &next);
   cell_dtype dt = lc_opt_dtype(L, next, CELL_DTYPE_I64);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_tensor_randint((int64_t)lo, (int64_t)hi, dt, n, shape, out));
+  cell_generator *prev = lc_gen_enter(L);
+  cell_status s = cell_tensor_randint((int64_t)lo, (int64_t)hi, dt, n, shape, out);
+  lc_gen_leave(prev);
+  return lc_finish(L, s);
 }
 
 /* --- cat, stack, where ------------------------------------------------------- */
@@ -251,7 +257,8 @@ static int l_where(lua_State *L) {
 /* --- settings ------------------------------------------------------------------ */
 
 static int l_set_seed(lua_State *L) {
-  cell_set_seed((unsigned long long)lc_check_int(L, 1));
+  unsigned long long seed = (unsigned long long)lc_check_int(L, 1);
+  cell_generator_seed(&((lc_state *)lua_touserdata(L, UV_STATE))->gen, seed); /* this state's */
   return 0;
 }
 

@@ -171,7 +171,10 @@ static int nn_dropout(lua_State *L) {
     lua_pop(L, 1);
   }
   cell_tensor **out = lc_newtensor(L);
-  if (cell_op_dropout(x, p, training, out) != CELL_OK) return lc_raise(L);
+  cell_generator *prev = lc_gen_enter(L);
+  cell_status s = cell_op_dropout(x, p, training, out);
+  lc_gen_leave(prev);
+  if (s != CELL_OK) return lc_raise(L);
   if (*out == x) {
     cell_tensor_release(x);
     *out = NULL;

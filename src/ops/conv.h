@@ -13,8 +13,13 @@
 
 /* The hot loops of conv_direct.c and pool.c use GCC vector types of
  * CELL_VBYTES bytes; on x86-64 they are compiled twice, for AVX2 + FMA and
- * for the baseline, and the loader picks one for the machine. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+ * for the baseline, and the loader picks one for the machine.
+ * Not under ThreadSanitizer (gcc defines __SANITIZE_THREAD__): the loader
+ * runs the clones' ifunc resolvers while it relocates the library, before
+ * TSan's runtime is initialised, and the instrumented resolvers crash the
+ * process at load time. A TSan build checks threads, not speed: it takes
+ * the baseline loops. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define CONV_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define CONV_CLONES

@@ -208,8 +208,7 @@ static cell_status make_random(cell_dtype dt, int ndim, const int64_t *shape, fi
   cell_tensor *t;
   CELL_TRY(cell_tensor_new_contig(dt, ndim, shape, &t));
   uint64_t n = (uint64_t)cell_shape_numel(ndim, shape);
-  c->seed = cell_rng_seed();
-  c->first = cell_rng_reserve((n + 1) / 2);
+  c->first = cell_rng_reserve((n + 1) / 2, &c->seed);
   cell_status s = run_fill(t, fn, c);
   if (s != CELL_OK) {
     cell_tensor_release(t);

@@ -67,8 +67,8 @@ static cell_status run(const char *op, const cell_tensor *x, double p, uint64_t 
   c.y = cell_tensor_base(y);
   c.threshold = (uint64_t)ceil(p * 4294967296.0);
   c.scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
-  c.seed = first ? seed : cell_rng_seed();
-  c.first = first ? *first : cell_rng_reserve((uint64_t)(n + 3) / 4);
+  c.seed = seed;
+  c.first = first ? *first : cell_rng_reserve((uint64_t)(n + 3) / 4, &c.seed);
   if (seed_out) *seed_out = c.seed;
   if (first_out) *first_out = c.first;
   int64_t nchunks = (n + PAR_CHUNK - 1) / PAR_CHUNK;
