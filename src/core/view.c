@@ -5,7 +5,9 @@
 #define NULLCHECK(op, t, out) \
   if (!(t) || !(out)) return cell_error(CELL_ERR_VALUE, op ": NULL argument")
 
-/* Resolve a -1 entry and check the element count matches. */
+/* Resolve a -1 entry and check the element count matches. The new shape,
+ * with the -1 counted as 1, must pass cell_shape_numel_checked (so a shape
+ * whose product wraps around to the right count is refused). */
 static cell_status infer_shape(const char *op, const cell_tensor *t, int ndim,
                                const int64_t *shape, int64_t *res) {
   if (ndim < 0 || ndim > CELL_MAX_DIMS)
@@ -13,22 +15,27 @@ static cell_status infer_shape(const char *op, const cell_tensor *t, int ndim,
                       CELL_MAX_DIMS, ndim);
   if (ndim > 0 && !shape) return cell_error(CELL_ERR_VALUE, "%s: NULL shape", op);
   int infer = -1;
-  int64_t known = 1;
   for (int i = 0; i < ndim; i++) {
     res[i] = shape[i];
     if (shape[i] == -1) {
       if (infer >= 0) return cell_error(CELL_ERR_VALUE, "%s: only one dimension can be -1", op);
       infer = i;
+      res[i] = 1;
     } else if (shape[i] < 0) {
       return cell_error(CELL_ERR_VALUE, "%s: negative size %lld in the new shape", op,
                         (long long)shape[i]);
-    } else {
-      known *= shape[i];
     }
   }
+  int64_t known;
+  if (cell_shape_numel_checked(op, ndim, res, &known) != CELL_OK)
+    return cell_shape_too_large(op, ndim, shape);
   int64_t n = cell_tensor_numel(t);
-  if (infer >= 0 && known > 0 && n % known == 0) res[infer] = n / known;
-  if (cell_shape_numel(ndim, res) != n || (infer >= 0 && known == 0)) {
+  bool ok = known == n;
+  if (infer >= 0) {
+    ok = known > 0 && n % known == 0;
+    if (ok) res[infer] = n / known;
+  }
+  if (!ok) {
     char a[256], b[256];
     return cell_error(CELL_ERR_VALUE, "%s: cannot reshape a tensor of shape %s (%lld elements) into %s",
                       op, cell_shape_str(t->ndim, t->shape, a, sizeof a), (long long)n,
@@ -252,6 +259,7 @@ cell_status cell_k_expand(const cell_tensor *t, int ndim, const int64_t *shape,
       goto bad;
     }
   }
+  CELL_TRY(cell_shape_numel_checked("expand", ndim, sh, NULL));
   return cell_tensor_new_view(t, ndim, sh, st, t->offset, out);
 bad : {
   char a[256], b[256];

@@ -172,6 +172,15 @@ cell_status cell_k_conv2d_geom(const cell_tensor *x, const cell_tensor *w, const
                       (long long)ph, (long long)pw, sx, sw);
   g->oh = (ph - ekh) / g->sh + 1;
   g->ow = (pw - ekw) / g->sw + 1;
+  /* The output and the unfolded input (C * kh * kw rows of oh * ow) must
+   * be shapes a tensor can have. */
+  int64_t oshape[4] = {g->n, g->o, g->oh, g->ow}, cols[4] = {g->c, g->kh * g->kw, g->oh, g->ow};
+  if (cell_shape_numel_checked("conv2d", 4, oshape, NULL) != CELL_OK ||
+      cell_shape_numel_checked("conv2d", 4, cols, NULL) != CELL_OK)
+    return cell_error(CELL_ERR_VALUE,
+                      "conv2d: input %s with weight %s gives an output %s (or an unfolded input) "
+                      "too large for a tensor",
+                      sx, sw, cell_conv_shape_str(4, oshape, sb, sizeof sb));
   return CELL_OK;
 }
 
