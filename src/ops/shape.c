@@ -120,10 +120,10 @@ cell_status cell_k_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out
                         cell_shape_str(t->ndim, t->shape, b1, sizeof b1));
     if (!cell_size_add(total, t->shape[dim], &total))
       return cell_error(CELL_ERR_VALUE,
-                        "cat: concatenating shapes %s and %s (and the rest) along dimension %d "
-                        "gives a size above %lld",
+                        "cat: concatenating shapes %s and %s (and the rest) gives a size "
+                        "above %lld",
                         cell_shape_str(nd, t0->shape, b0, sizeof b0),
-                        cell_shape_str(t->ndim, t->shape, b1, sizeof b1), dim,
+                        cell_shape_str(t->ndim, t->shape, b1, sizeof b1),
                         (long long)CELL_MAX_NUMEL);
   }
   shape[dim] = total;
@@ -384,9 +384,8 @@ cell_status cell_k_repeat_interleave(const cell_tensor *a, int64_t repeats, int 
   if (!cell_size_mul(src.shape[dim], repeats, &shape[dim])) {
     char b0[256];
     return cell_error(CELL_ERR_VALUE,
-                      "repeat_interleave: %lld repeats of shape %s along dimension %d give a "
-                      "size above %lld",
-                      (long long)repeats, cell_shape_str(a->ndim, a->shape, b0, sizeof b0), dim,
+                      "repeat_interleave: %lld repeats of shape %s give a size above %lld",
+                      (long long)repeats, cell_shape_str(a->ndim, a->shape, b0, sizeof b0),
                       (long long)CELL_MAX_NUMEL);
   }
   CELL_TRY(cell_shape_numel_checked("repeat_interleave", nd, shape, NULL));
@@ -429,9 +428,9 @@ cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, do
     if (wide > CELL_MAX_NUMEL) {
       char b[256];
       return cell_error(CELL_ERR_VALUE,
-                        "pad: padding (%lld, %lld) of dimension %d in shape %s gives a size "
+                        "pad: padding (%lld, %lld) of a size %lld in shape %s gives a size "
                         "above %lld",
-                        (long long)before[d], (long long)after[d], d,
+                        (long long)before[d], (long long)after[d], (long long)a->shape[d],
                         cell_shape_str(nd, a->shape, b, sizeof b), (long long)CELL_MAX_NUMEL);
     }
     int64_t n = wide < INT64_MIN ? INT64_MIN : (int64_t)wide;
