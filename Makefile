@@ -206,7 +206,8 @@ uninstall:
 
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
-  zlib1g-dev libcjson-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux
+  zlib1g-dev libcjson-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux \
+  clang libomp-dev
 deps:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -223,4 +224,4 @@ rock-check:
 	sh rocks/check.sh
 
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-clang bin

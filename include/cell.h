@@ -56,6 +56,8 @@
 
 /* The most dimensions a tensor has. */
 #define CELL_MAX_DIMS 16
+/* The most threads cell_set_num_threads accepts. */
+#define CELL_MAX_THREADS 1024
 /* The release, as "X.Y.Z"; the Lua module reports it as cell.version. */
 #define CELL_VERSION "0.1.0"
 

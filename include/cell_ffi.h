@@ -234,10 +234,9 @@ int cell_grad_set_enabled(int on);
 
 /* --- engine settings ---------------------------------------------------- */
 /* Threads for OpenBLAS and the engine's parallel kernels, n in [1,
- * CELL_MAX_THREADS] (1024); ValueError, and nothing changed, otherwise.
- * A game loop at batch 1 wants 1: OpenBLAS workers otherwise spin. Call it
- * before the first op, from the thread that runs them. */
-#define CELL_MAX_THREADS 1024
+ * CELL_MAX_THREADS] (1024, cell.h); ValueError, and nothing changed,
+ * otherwise. A game loop at batch 1 wants 1: OpenBLAS workers otherwise
+ * spin. Call it before the first op, from the thread that runs them. */
 cell_status cell_set_num_threads(int n);
 int cell_get_num_threads(void);
 /* Seed the counter-based generator (rand, randn, dropout): the same seed
