@@ -70,6 +70,16 @@ static void test_views_and_results(void) {
   FAILS(cell_k_view(t, 2, S(P(62) + 4, 4), o_), CELL_ERR_VALUE, "view: shape [4611686018427387908, 4] " TOO_LARGE);
   FAILS(cell_k_reshape(t, 3, S(P(62), P(62), -1), o_), CELL_ERR_VALUE, "[4611686018427387904, 4611686018427387904, -1] " TOO_LARGE);
   FAILS(cell_k_expand(one, 2, S(P(31), P(31)), o_), CELL_ERR_VALUE, "expand: shape [2147483648, 2147483648] " TOO_LARGE);
+  /* slice and narrow with sizes near INT64_MAX. */
+  cell_tensor *v = NULL;
+  CHECK_OK(cell_tensor_slice(t, 1, 1, 4, INT64_MAX, &v));
+  CHECK(v && cell_tensor_dim(v, 1) == 1);
+  cell_tensor_release(v);
+  v = NULL;
+  CHECK_OK(cell_tensor_slice(t, 1, 4, 4, INT64_MAX, &v));
+  CHECK(v && cell_tensor_dim(v, 1) == 0);
+  cell_tensor_release(v);
+  FAILS(cell_tensor_narrow(t, 1, 2, INT64_MAX, o_), CELL_ERR_INDEX, "narrow: start 2 and length 9223372036854775807");
   /* A view header straight from new_view is checked too. */
   FAILS(cell_tensor_new_view(t, 2, S(P(62), P(62)), S(0, 0), 0, o_), CELL_ERR_VALUE, "view: shape");
 

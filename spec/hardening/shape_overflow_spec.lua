@@ -53,6 +53,13 @@ describe("shape overflow", function()
         "ValueError: expand: shape [4611686018427387904, 4611686018427387904] " .. TOO_LARGE)
     end)
 
+    it("a slice whose step is near 2^63 takes one element", function()
+      local t = cell.arange(0, 2000)
+      local s = t[{ { 2, 2000, 2 ^ 63 - 1024 } }]
+      assert.are.same({ 1 }, s.shape)
+      assert.are.equal(1, s[1])
+    end)
+
     it("still reshapes, views and expands within the bound", function()
       assert.are.same({ 2, 8 }, cell.zeros({ 4, 4 }):reshape({ 2, -1 }).shape)
       assert.are.same({ 0, 5 }, cell.zeros({ 0 }):reshape({ 0, 5 }).shape)

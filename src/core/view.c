@@ -199,8 +199,11 @@ cell_status cell_k_slice(const cell_tensor *t, int dim, int64_t start, int64_t s
   int64_t sh[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
   memcpy(sh, t->shape, sizeof sh);
   memcpy(st, t->stride, sizeof st);
-  sh[dim] = (stop - start + step - 1) / step;
-  st[dim] = t->stride[dim] * step;
+  /* Written so that no step, however large, overflows: ceil((stop - start) / step). */
+  sh[dim] = stop > start ? (stop - start - 1) / step + 1 : 0;
+  /* A step past the size takes one element: its stride never matters. */
+  int64_t step_in = step < size ? step : (size > 0 ? size : 1);
+  st[dim] = t->stride[dim] * step_in;
   return cell_tensor_new_view(t, t->ndim, sh, st, t->offset + start * t->stride[dim], out);
 }
 
@@ -209,11 +212,12 @@ cell_status cell_k_narrow(const cell_tensor *t, int dim, int64_t start, int64_t 
   NULLCHECK("narrow", t, out);
   CELL_TRY(cell_check_dim("narrow", dim, t->ndim));
   if (t->ndim == 0) return cell_error(CELL_ERR_INDEX, "narrow: cannot narrow a 0-D tensor");
-  if (start < 0 || len < 0 || start + len > t->shape[dim])
+  int64_t end;
+  if (start < 0 || len < 0 || !cell_size_add(start, len, &end) || end > t->shape[dim])
     return cell_error(CELL_ERR_INDEX,
                       "narrow: start %lld and length %lld are out of range for dimension %d of size %lld",
                       (long long)start, (long long)len, dim, (long long)t->shape[dim]);
-  return cell_k_slice(t, dim, start, start + len, 1, out);
+  return cell_k_slice(t, dim, start, end, 1, out);
 }
 
 cell_status cell_k_select(const cell_tensor *t, int dim, int64_t i, cell_tensor **out) {
