@@ -27,7 +27,11 @@
  *   CELL_ERR_INDEX. The Lua binding translates 1-based and negative
  *   dimensions before calling.
  * - Shapes are int64_t arrays of at most CELL_MAX_DIMS entries; a negative
- *   size is a CELL_ERR_VALUE.
+ *   size is a CELL_ERR_VALUE, and so is a shape whose sizes (zeros counted
+ *   as 1) multiply to more than 2^60 - 1, given or computed (reshape,
+ *   expand, broadcasting, cat, tile, pad, ...): element counts, strides and
+ *   byte counts never overflow. A shape within that bound that memory
+ *   cannot hold is a CELL_ERR_MEMORY.
  * - Threads: the engine may be used from several threads as long as no
  *   tensor is shared between them unsynchronised; grad mode and the error
  *   message are per thread, the allocator is locked, the random generator

@@ -157,10 +157,11 @@ cell_status cell_k_conv2d_geom(const cell_tensor *x, const cell_tensor *w, const
                       cell_conv_shape_str(1, want, swant, sizeof swant), sw,
                       cell_conv_shape_str(b->ndim, b->shape, sb, sizeof sb));
   }
-  /* The dilated kernel's extent; a product past 2^62 is simply too big. */
+  /* The dilated kernel's extent; a product past CELL_MAX_NUMEL is simply
+   * too big (larger than any padded input). */
   int64_t ekh, ekw;
-  if (__builtin_mul_overflow(g->kh - 1, g->dh, &ekh) || ekh > (INT64_C(1) << 62)) ekh = INT64_MAX - 1;
-  if (__builtin_mul_overflow(g->kw - 1, g->dw, &ekw) || ekw > (INT64_C(1) << 62)) ekw = INT64_MAX - 1;
+  if (!cell_size_mul(g->kh - 1, g->dh, &ekh)) ekh = INT64_MAX - 1;
+  if (!cell_size_mul(g->kw - 1, g->dw, &ekw)) ekw = INT64_MAX - 1;
   ekh++;
   ekw++;
   int64_t ph = g->h + g->pt + g->pb, pw = g->w + g->pl + g->pr;
