@@ -86,6 +86,13 @@ describe("shape overflow", function()
         "ValueError: matmul: shape [1099511627776, 1099511627776] " .. TOO_LARGE)
     end)
 
+    it("mm's result", function()
+      local a = cell.ones({ 1, 1 }):expand({ P40, 1 })
+      local b = cell.ones({ 1, 1 }):expand({ 1, P40 })
+      fails_with(function() return a:mm(b) end,
+        "ValueError: matmul: shape [1099511627776, 1099511627776] " .. TOO_LARGE)
+    end)
+
     it("cat", function()
       fails_with(function() return cell.cat({ huge(P59), huge(P59) }) end,
         "ValueError: cat: concatenating shapes [576460752303423488] and [576460752303423488] "
