@@ -273,4 +273,4 @@ rock-check:
 	sh rocks/check.sh
 
 clean:
-	rm -rf build build-asan build-tsan bin
+	rm -rf build build-asan build-tsan build-clang bin

@@ -28,7 +28,11 @@
  *   CELL_ERR_INDEX. The Lua binding translates 1-based and negative
  *   dimensions before calling.
  * - Shapes are int64_t arrays of at most CELL_MAX_DIMS entries; a negative
- *   size is a CELL_ERR_VALUE.
+ *   size is a CELL_ERR_VALUE, and so is a shape whose sizes (zeros counted
+ *   as 1) multiply to more than 2^60 - 1, given or computed (reshape,
+ *   expand, broadcasting, cat, tile, pad, ...): element counts, strides and
+ *   byte counts never overflow. A shape within that bound that memory
+ *   cannot hold is a CELL_ERR_MEMORY.
  * - Threads: the engine may be used from several threads as long as no
  *   tensor is shared between them unsynchronised; grad mode and the error
  *   message are per thread, and so is the random generator (each thread
@@ -58,6 +62,8 @@
 
 /* The most dimensions a tensor has. */
 #define CELL_MAX_DIMS 16
+/* The most threads cell_set_num_threads accepts. */
+#define CELL_MAX_THREADS 1024
 /* The release, as "X.Y.Z"; the Lua module reports it as cell.version. */
 #define CELL_VERSION "0.1.0"
 

@@ -233,10 +233,11 @@ int cell_grad_is_enabled(void);
 int cell_grad_set_enabled(int on);
 
 /* --- engine settings ---------------------------------------------------- */
-/* Threads for OpenBLAS and the engine's parallel kernels (n < 1 means 1).
- * A game loop at batch 1 wants 1: OpenBLAS workers otherwise spin. Call it
- * before the first op, from the thread that runs them. */
-void cell_set_num_threads(int n);
+/* Threads for OpenBLAS and the engine's parallel kernels, n in [1,
+ * CELL_MAX_THREADS] (1024, cell.h); ValueError, and nothing changed,
+ * otherwise. A game loop at batch 1 wants 1: OpenBLAS workers otherwise
+ * spin. Call it before the first op, from the thread that runs them. */
+cell_status cell_set_num_threads(int n);
 int cell_get_num_threads(void);
 /* Seed the calling thread's current generator (rand, randn, randint,
  * dropout; cell.h: cell_generator_seed(NULL, seed)): the same seed gives

@@ -91,5 +91,6 @@ void test_capi_nn_all(void);
 void test_io_all(void);
 void test_conv_all(void);
 void test_rng_all(void);
+void test_shape_overflow_all(void);
 
 #endif

@@ -49,8 +49,10 @@ static void test_views(void) {
   CHECK(cell_tensor_narrow(a, 1, 2, 2, &r) == CELL_ERR_INDEX);
   int64_t neg[2] = {-2, 3};
   CHECK(cell_tensor_empty(CELL_DTYPE_F32, 2, neg, &r) == CELL_ERR_VALUE);
-  int64_t huge[2] = {INT64_C(1) << 40, INT64_C(1) << 30};
-  CHECK(cell_tensor_empty(CELL_DTYPE_F32, 2, huge, &r) == CELL_ERR_MEMORY);
+  int64_t huge[2] = {INT64_C(1) << 40, INT64_C(1) << 30}; /* 2^70 elements: overflow */
+  CHECK(cell_tensor_empty(CELL_DTYPE_F32, 2, huge, &r) == CELL_ERR_VALUE);
+  int64_t big[2] = {INT64_C(1) << 30, INT64_C(1) << 28}; /* 2^60 bytes: no memory */
+  CHECK(cell_tensor_empty(CELL_DTYPE_F32, 2, big, &r) == CELL_ERR_MEMORY);
   cell_tensor_release(sl);
   cell_tensor_release(e);
   cell_tensor_release(n);
@@ -411,6 +413,7 @@ int main(void) {
   test_capi_nn_all();
   test_io_all();
   test_conv_all();
+  test_shape_overflow_all();
   CHECK(cell_alloc_live_blocks() == base); /* every test released what it made */
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -45,7 +45,7 @@ M.C = {
   ["cell.where"] = { "(cond, a, b)", "Elementwise a where cond is true, else b (a and b may be numbers); broadcasts." },
   -- settings and queries
   ["cell.set_seed"] = { "(n)", "Seed this Lua state's random generator, so rand, randn, randint, dropout and initializers repeat (other states keep theirs)." },
-  ["cell.set_num_threads"] = { "(n)", "Bound the threads kernels and OpenBLAS use (1 in a game loop)." },
+  ["cell.set_num_threads"] = { "(n)", "Bound the threads kernels and OpenBLAS use (1 in a game loop); n is an integer in [1, 1024]." },
   ["cell.get_num_threads"] = { "()", "The number of threads kernels may use." },
   ["cell.memory_stats"] = { "()", "A table of the allocator's byte counts: in use, peak, cached." },
   ["cell.reset_peak_memory"] = { "()", "Start measuring peak memory from now." },

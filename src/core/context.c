@@ -23,13 +23,16 @@ cell_context *cell_ctx(void) {
   return &ctx;
 }
 
-void cell_set_num_threads(int n) {
-  if (n < 1) n = 1;
+cell_status cell_set_num_threads(int n) {
+  if (n < 1 || n > CELL_MAX_THREADS)
+    return cell_error(CELL_ERR_VALUE, "set_num_threads: n must be an integer in [1, %d], but got %d",
+                      CELL_MAX_THREADS, n);
   cell_ctx()->num_threads = n;
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif
   openblas_set_num_threads(n);
+  return CELL_OK;
 }
 
 int cell_get_num_threads(void) { return cell_ctx()->num_threads; }

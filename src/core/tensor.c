@@ -36,16 +36,7 @@ const char *cell_shape_str(int ndim, const int64_t *shape, char *buf, size_t n) 
 }
 
 cell_status cell_check_shape(const char *op, int ndim, const int64_t *shape) {
-  if (ndim < 0 || ndim > CELL_MAX_DIMS)
-    return cell_error(CELL_ERR_VALUE, "%s: a tensor has at most %d dimensions, got %d", op,
-                      CELL_MAX_DIMS, ndim);
-  for (int i = 0; i < ndim; i++)
-    if (shape[i] < 0) {
-      char b[256];
-      return cell_error(CELL_ERR_VALUE, "%s: negative size %lld in shape %s", op,
-                        (long long)shape[i], cell_shape_str(ndim, shape, b, sizeof b));
-    }
-  return CELL_OK;
+  return cell_shape_numel_checked(op, ndim, shape, NULL);
 }
 
 cell_status cell_check_dim(const char *op, int dim, int ndim) {
@@ -68,6 +59,7 @@ cell_status cell_broadcast_shapes(const char *op, int na, const int64_t *a, int 
     }
     out[i] = sa == 1 ? sb : sa;
   }
+  CELL_TRY(cell_shape_numel_checked(op, n, out, NULL));
   *nout = n;
   return CELL_OK;
 }
@@ -112,17 +104,11 @@ cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape
                                    cell_tensor **out) {
   if ((unsigned)dt >= CELL_DTYPE_COUNT)
     return cell_error(CELL_ERR_TYPE, "tensor: unknown dtype %d", (int)dt);
-  CELL_TRY(cell_check_shape("tensor", ndim, shape));
-  /* Byte count with overflow checks: huge shapes are a MemoryError. */
-  size_t es = (size_t)cell_dtype_size(dt), nbytes = es;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] && nbytes > SIZE_MAX / 4 / (size_t)shape[i]) {
-      char b[256];
-      return cell_error(CELL_ERR_MEMORY, "tensor: shape %s of %s is too large to allocate",
-                        cell_shape_str(ndim, shape, b, sizeof b), cell_dtype_name(dt));
-    }
-    nbytes *= (size_t)shape[i];
-  }
+  int64_t numel;
+  CELL_TRY(cell_shape_numel_checked("tensor", ndim, shape, &numel));
+  /* numel <= CELL_MAX_NUMEL, so the byte count cannot overflow; a count
+   * the allocator cannot serve is a MemoryError below. */
+  size_t nbytes = (size_t)numel * (size_t)cell_dtype_size(dt);
   /* One block holds the storage header and the data, 64-byte aligned. */
   cell_storage *s = cell_alloc(CELL_STORAGE_HEADER + nbytes);
   if (s) {
@@ -143,6 +129,7 @@ cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape
 
 cell_status cell_tensor_new_view(const cell_tensor *src, int ndim, const int64_t *shape,
                                  const int64_t *stride, int64_t offset, cell_tensor **out) {
+  CELL_TRY(cell_shape_numel_checked("view", ndim, shape, NULL));
   cell_tensor *t = header_alloc();
   if (!t) return cell_error(CELL_ERR_MEMORY, "tensor: out of memory allocating a view");
   t->dtype = src->dtype;
@@ -184,7 +171,24 @@ cell_status cell_tensor_wrap(void *data, cell_dtype dt, int ndim, const int64_t 
     return cell_error(CELL_ERR_VALUE, "wrap: NULL data, shape or output");
   if ((unsigned)dt >= CELL_DTYPE_COUNT)
     return cell_error(CELL_ERR_TYPE, "wrap: unknown dtype %d", (int)dt);
-  CELL_TRY(cell_check_shape("wrap", ndim, shape));
+  int64_t span;
+  CELL_TRY(cell_shape_numel_checked("wrap", ndim, shape, &span));
+  /* With strides, the elements they reach (1 + the sum of (size - 1) *
+   * |stride|), checked like an element count; an empty tensor reaches none. */
+  if (strides && span > 0) {
+    span = 1;
+    for (int i = 0; i < ndim; i++) {
+      int64_t reach;
+      if (strides[i] == INT64_MIN ||
+          !cell_size_mul(shape[i] - 1, strides[i] < 0 ? -strides[i] : strides[i], &reach) ||
+          !cell_size_add(span, reach, &span)) {
+        char b[400], c[400];
+        return cell_error(CELL_ERR_VALUE, "wrap: strides %s over shape %s reach too far",
+                          cell_shape_str(ndim, strides, c, sizeof c),
+                          cell_shape_str(ndim, shape, b, sizeof b));
+      }
+    }
+  }
   cell_storage *s = cell_alloc(sizeof *s);
   if (s) memset(s, 0, sizeof *s);
   cell_tensor *t = s ? tensor_over(s, 0, dt, ndim, shape) : NULL;
@@ -196,15 +200,8 @@ cell_status cell_tensor_wrap(void *data, cell_dtype dt, int ndim, const int64_t 
   s->external = true;
   s->release = release;
   s->release_ctx = ctx;
-  int64_t span = 1;
-  if (strides) {
-    for (int i = 0; i < ndim; i++) {
-      t->stride[i] = strides[i];
-      span += (shape[i] - 1) * (strides[i] < 0 ? -strides[i] : strides[i]);
-    }
-  } else {
-    span = cell_shape_numel(ndim, shape);
-  }
+  if (strides)
+    for (int i = 0; i < ndim; i++) t->stride[i] = strides[i];
   s->nbytes = (size_t)span * (size_t)cell_dtype_size(dt);
   *out = t;
   return CELL_OK;

@@ -45,6 +45,38 @@ static inline char *cell_tensor_base(const cell_tensor *t) {
   return (char *)t->storage->data + (size_t)t->offset * (size_t)cell_dtype_size(t->dtype);
 }
 
+/* The most elements a shape may describe, counting zero sizes as 1 (so
+ * that its contiguous strides fit too): 2^60 - 1, so that a tensor's byte
+ * count (elements times at most 8 bytes) fits in int64_t and size_t. */
+#define CELL_MAX_NUMEL (INT64_MAX / 8)
+
+/* Checked size arithmetic, the one place sizes are multiplied or added:
+ * *out = a * b (a + b) when both are sizes (>= 0) and the result is at most
+ * CELL_MAX_NUMEL; false otherwise (out untouched). */
+static inline bool cell_size_mul(int64_t a, int64_t b, int64_t *out) {
+  int64_t r;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > CELL_MAX_NUMEL) return false;
+  *out = r;
+  return true;
+}
+static inline bool cell_size_add(int64_t a, int64_t b, int64_t *out) {
+  int64_t r;
+  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r) || r > CELL_MAX_NUMEL) return false;
+  *out = r;
+  return true;
+}
+/* Validate a shape and count its elements: 0 <= ndim <= CELL_MAX_DIMS,
+ * sizes >= 0, and the product of its sizes (zeros counted as 1) at most
+ * CELL_MAX_NUMEL. ValueError naming op and the shape otherwise:
+ * "op: shape [a, b] is too large: ...". numel may be NULL. Every shape a
+ * tensor gets passes here (new_contig, new_view, wrap), and every op that
+ * computes a result shape checks it here first. */
+cell_status cell_shape_numel_checked(const char *op, int ndim, const int64_t *shape,
+                                     int64_t *numel);
+/* The ValueError for a shape that is too large (as above). */
+cell_status cell_shape_too_large(const char *op, int ndim, const int64_t *shape);
+
+/* Element count of a shape already validated (a tensor's own shape). */
 int64_t cell_shape_numel(int ndim, const int64_t *shape);
 void cell_contig_strides(int ndim, const int64_t *shape, int64_t *stride);
 bool cell_shape_equal(int na, const int64_t *a, int nb, const int64_t *b);
@@ -55,7 +87,7 @@ cell_status cell_broadcast_shapes(const char *op, int na, const int64_t *a, int 
                                   const int64_t *b, int *nout, int64_t *out);
 /* Validate a dimension for op; IndexError otherwise. */
 cell_status cell_check_dim(const char *op, int dim, int ndim);
-/* Validate a shape (0 <= ndim <= CELL_MAX_DIMS, sizes >= 0). */
+/* Validate a shape: cell_shape_numel_checked without the count. */
 cell_status cell_check_shape(const char *op, int ndim, const int64_t *shape);
 /* Mark a storage written (version counter). */
 static inline void cell_tensor_bump(cell_tensor *t) { t->storage->version++; }

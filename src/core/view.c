@@ -5,7 +5,9 @@
 #define NULLCHECK(op, t, out) \
   if (!(t) || !(out)) return cell_error(CELL_ERR_VALUE, op ": NULL argument")
 
-/* Resolve a -1 entry and check the element count matches. */
+/* Resolve a -1 entry and check the element count matches. The new shape,
+ * with the -1 counted as 1, must pass cell_shape_numel_checked (so a shape
+ * whose product wraps around to the right count is refused). */
 static cell_status infer_shape(const char *op, const cell_tensor *t, int ndim,
                                const int64_t *shape, int64_t *res) {
   if (ndim < 0 || ndim > CELL_MAX_DIMS)
@@ -13,22 +15,27 @@ static cell_status infer_shape(const char *op, const cell_tensor *t, int ndim,
                       CELL_MAX_DIMS, ndim);
   if (ndim > 0 && !shape) return cell_error(CELL_ERR_VALUE, "%s: NULL shape", op);
   int infer = -1;
-  int64_t known = 1;
   for (int i = 0; i < ndim; i++) {
     res[i] = shape[i];
     if (shape[i] == -1) {
       if (infer >= 0) return cell_error(CELL_ERR_VALUE, "%s: only one dimension can be -1", op);
       infer = i;
+      res[i] = 1;
     } else if (shape[i] < 0) {
       return cell_error(CELL_ERR_VALUE, "%s: negative size %lld in the new shape", op,
                         (long long)shape[i]);
-    } else {
-      known *= shape[i];
     }
   }
+  int64_t known;
+  if (cell_shape_numel_checked(op, ndim, res, &known) != CELL_OK)
+    return cell_shape_too_large(op, ndim, shape);
   int64_t n = cell_tensor_numel(t);
-  if (infer >= 0 && known > 0 && n % known == 0) res[infer] = n / known;
-  if (cell_shape_numel(ndim, res) != n || (infer >= 0 && known == 0)) {
+  bool ok = known == n;
+  if (infer >= 0) {
+    ok = known > 0 && n % known == 0;
+    if (ok) res[infer] = n / known;
+  }
+  if (!ok) {
     char a[256], b[256];
     return cell_error(CELL_ERR_VALUE, "%s: cannot reshape a tensor of shape %s (%lld elements) into %s",
                       op, cell_shape_str(t->ndim, t->shape, a, sizeof a), (long long)n,
@@ -192,8 +199,11 @@ cell_status cell_k_slice(const cell_tensor *t, int dim, int64_t start, int64_t s
   int64_t sh[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
   memcpy(sh, t->shape, sizeof sh);
   memcpy(st, t->stride, sizeof st);
-  sh[dim] = (stop - start + step - 1) / step;
-  st[dim] = t->stride[dim] * step;
+  /* Written so that no step, however large, overflows: ceil((stop - start) / step). */
+  sh[dim] = stop > start ? (stop - start - 1) / step + 1 : 0;
+  /* A step past the size takes one element: its stride never matters. */
+  int64_t step_in = step < size ? step : (size > 0 ? size : 1);
+  st[dim] = t->stride[dim] * step_in;
   return cell_tensor_new_view(t, t->ndim, sh, st, t->offset + start * t->stride[dim], out);
 }
 
@@ -202,11 +212,12 @@ cell_status cell_k_narrow(const cell_tensor *t, int dim, int64_t start, int64_t 
   NULLCHECK("narrow", t, out);
   CELL_TRY(cell_check_dim("narrow", dim, t->ndim));
   if (t->ndim == 0) return cell_error(CELL_ERR_INDEX, "narrow: cannot narrow a 0-D tensor");
-  if (start < 0 || len < 0 || start + len > t->shape[dim])
+  int64_t end;
+  if (start < 0 || len < 0 || !cell_size_add(start, len, &end) || end > t->shape[dim])
     return cell_error(CELL_ERR_INDEX,
                       "narrow: start %lld and length %lld are out of range for dimension %d of size %lld",
                       (long long)start, (long long)len, dim, (long long)t->shape[dim]);
-  return cell_k_slice(t, dim, start, start + len, 1, out);
+  return cell_k_slice(t, dim, start, end, 1, out);
 }
 
 cell_status cell_k_select(const cell_tensor *t, int dim, int64_t i, cell_tensor **out) {
@@ -252,6 +263,7 @@ cell_status cell_k_expand(const cell_tensor *t, int ndim, const int64_t *shape,
       goto bad;
     }
   }
+  CELL_TRY(cell_shape_numel_checked("expand", ndim, sh, NULL));
   return cell_tensor_new_view(t, ndim, sh, st, t->offset, out);
 bad : {
   char a[256], b[256];

@@ -169,6 +169,8 @@ static cell_status load(gzFile g, const char *path, cell_dtype want, double scal
   }
   cell_dtype dt = want == CELL_DTYPE_COUNT ? native : want;
   cell_tensor *t = NULL;
+  if (cell_shape_numel_checked("the header", ndim, shape, NULL) != CELL_OK)
+    return bad(path, "%s", cell_last_error());
   if (cell_tensor_empty(dt, ndim, shape, &t) != CELL_OK)
     return cell_error(CELL_ERR_MEMORY, "idx: %s: out of memory for data of shape %s", path,
                       cell_io_shape_tuple(ndim, shape, sb, sizeof sb));

@@ -338,6 +338,10 @@ static cell_status build(reader *r) {
     st->count++;
     st->names[i] = dup(e->name);
     if (!st->names[i]) return no_memory(r, "the tensor names");
+    char op[256];
+    snprintf(op, sizeof op, "tensor '%.200s'", e->name);
+    if (cell_shape_numel_checked(op, e->ndim, e->shape, NULL) != CELL_OK)
+      return bad(r, "%s", cell_last_error());
     if (cell_tensor_empty(e->dtype, e->ndim, e->shape, &st->tensors[i]) != CELL_OK)
       return cell_error(CELL_ERR_MEMORY, "safetensors: %s: out of memory for tensor '%.200s' of shape %s",
                         r->path, e->name, cell_io_shape_tuple(e->ndim, e->shape, sb, sizeof sb));

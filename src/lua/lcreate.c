@@ -3,6 +3,7 @@
 #include "lcell.h"
 #include "../core/dtype.h"
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -262,10 +263,23 @@ static int l_set_seed(lua_State *L) {
   return 0;
 }
 
+/* n: an integer in [1, CELL_MAX_THREADS]; anything else is refused here,
+ * before a huge or odd count reaches OpenMP or OpenBLAS. */
 static int l_set_num_threads(lua_State *L) {
-  lua_Integer n = lc_check_int(L, 1);
-  if (n < 1) return lc_argerror(L, 1, "ValueError: the number of threads must be >= 1, got %lld", (long long)n);
-  cell_set_num_threads((int)n);
+  if (lua_type(L, 1) != LUA_TNUMBER)
+    return lc_error(L, "TypeError: set_num_threads: n must be an integer in [1, %d], but got %s",
+                    CELL_MAX_THREADS, luaL_typename(L, 1));
+  lua_Number v = lua_tonumber(L, 1);
+  if (!(v >= 1 && v <= CELL_MAX_THREADS && v == floor(v))) {
+    char got[64];
+    if (isnan(v))
+      snprintf(got, sizeof got, "nan");
+    else
+      snprintf(got, sizeof got, "%.14g", (double)v);
+    return lc_error(L, "ValueError: set_num_threads: n must be an integer in [1, %d], but got %s",
+                    CELL_MAX_THREADS, got);
+  }
+  if (cell_set_num_threads((int)v) != CELL_OK) return lc_raise(L);
   return 0;
 }
 

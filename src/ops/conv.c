@@ -157,10 +157,11 @@ cell_status cell_k_conv2d_geom(const cell_tensor *x, const cell_tensor *w, const
                       cell_conv_shape_str(1, want, swant, sizeof swant), sw,
                       cell_conv_shape_str(b->ndim, b->shape, sb, sizeof sb));
   }
-  /* The dilated kernel's extent; a product past 2^62 is simply too big. */
+  /* The dilated kernel's extent; a product past CELL_MAX_NUMEL is simply
+   * too big (larger than any padded input). */
   int64_t ekh, ekw;
-  if (__builtin_mul_overflow(g->kh - 1, g->dh, &ekh) || ekh > (INT64_C(1) << 62)) ekh = INT64_MAX - 1;
-  if (__builtin_mul_overflow(g->kw - 1, g->dw, &ekw) || ekw > (INT64_C(1) << 62)) ekw = INT64_MAX - 1;
+  if (!cell_size_mul(g->kh - 1, g->dh, &ekh)) ekh = INT64_MAX - 1;
+  if (!cell_size_mul(g->kw - 1, g->dw, &ekw)) ekw = INT64_MAX - 1;
   ekh++;
   ekw++;
   int64_t ph = g->h + g->pt + g->pb, pw = g->w + g->pl + g->pr;
@@ -172,6 +173,15 @@ cell_status cell_k_conv2d_geom(const cell_tensor *x, const cell_tensor *w, const
                       (long long)ph, (long long)pw, sx, sw);
   g->oh = (ph - ekh) / g->sh + 1;
   g->ow = (pw - ekw) / g->sw + 1;
+  /* The output and the unfolded input (C * kh * kw rows of oh * ow) must
+   * be shapes a tensor can have. */
+  int64_t oshape[4] = {g->n, g->o, g->oh, g->ow}, cols[4] = {g->c, g->kh * g->kw, g->oh, g->ow};
+  if (cell_shape_numel_checked("conv2d", 4, oshape, NULL) != CELL_OK ||
+      cell_shape_numel_checked("conv2d", 4, cols, NULL) != CELL_OK)
+    return cell_error(CELL_ERR_VALUE,
+                      "conv2d: input %s with weight %s gives an output %s (or an unfolded input) "
+                      "too large for a tensor",
+                      sx, sw, cell_conv_shape_str(4, oshape, sb, sizeof sb));
   return CELL_OK;
 }
 

@@ -85,12 +85,13 @@ cell_status cell_tensor_arange(double start, double stop, double step, cell_dtyp
     return cell_error(CELL_ERR_VALUE, "arange: step must not be zero (start=%g, stop=%g)", start,
                       stop);
   double count = ceil((stop - start) / step);
-  if (!(count < 4611686018427387904.0)) /* 2^62; also catches NaN */
-    return cell_error(CELL_ERR_MEMORY,
-                      "arange: start=%g, stop=%g, step=%g gives %g elements, too many to "
-                      "allocate",
-                      start, stop, step, count);
+  if (!(count <= (double)CELL_MAX_NUMEL)) /* also catches NaN */
+    return cell_error(CELL_ERR_VALUE,
+                      "arange: start=%g, stop=%g, step=%g gives %g elements, more than a "
+                      "tensor can hold (%lld)",
+                      start, stop, step, count, (long long)CELL_MAX_NUMEL);
   int64_t n = count > 0 ? (int64_t)count : 0;
+  CELL_TRY(cell_shape_numel_checked("arange", 1, &n, NULL));
   ramp_ctx c = {start, step, n, 0, 0.0};
   return make_filled(dt, 1, &n, ramp_fill, &c, out);
 }
@@ -102,6 +103,7 @@ cell_status cell_tensor_linspace(double start, double stop, int64_t n, cell_dtyp
   if (n < 0)
     return cell_error(CELL_ERR_VALUE, "linspace: number of points must be non-negative, got %lld",
                       (long long)n);
+  CELL_TRY(cell_shape_numel_checked("linspace", 1, &n, NULL));
   ramp_ctx c = {start, 0.0, n, 1, stop};
   if (n == 1) {
     c.last = start;
@@ -120,6 +122,7 @@ cell_status cell_tensor_eye(int64_t n, int64_t m, cell_dtype dt, cell_tensor **o
     return cell_error(CELL_ERR_VALUE, "eye: sizes must be non-negative, got n=%lld, m=%lld",
                       (long long)n, (long long)m);
   int64_t shape[2] = {n, m};
+  CELL_TRY(cell_shape_numel_checked("eye", 2, shape, NULL));
   cell_tensor *t;
   CELL_TRY(cell_tensor_new_contig(dt, 2, shape, &t));
   char *data = cell_tensor_base(t);

@@ -41,6 +41,7 @@ static cell_status matmul_nd(const char *op, const cell_tensor *a, const cell_te
   memcpy(oshape, bshape, sizeof(int64_t) * (size_t)nb);
   oshape[nb] = m;
   oshape[nb + 1] = n;
+  CELL_TRY(cell_shape_numel_checked(op, nb + 2, oshape, NULL));
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(a->dtype, nb + 2, oshape, &r));
   int64_t batches = cell_shape_numel(nb, bshape);

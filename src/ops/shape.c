@@ -118,10 +118,16 @@ cell_status cell_k_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out
                         "sizes outside the concatenation dimension, got shapes %s and %s",
                         cell_shape_str(nd, t0->shape, b0, sizeof b0),
                         cell_shape_str(t->ndim, t->shape, b1, sizeof b1));
-    if (__builtin_add_overflow(total, t->shape[dim], &total))
-      return cell_error(CELL_ERR_MEMORY, "cat: the result is too large");
+    if (!cell_size_add(total, t->shape[dim], &total))
+      return cell_error(CELL_ERR_VALUE,
+                        "cat: concatenating shapes %s and %s (and the rest) gives a size "
+                        "above %lld",
+                        cell_shape_str(nd, t0->shape, b0, sizeof b0),
+                        cell_shape_str(t->ndim, t->shape, b1, sizeof b1),
+                        (long long)CELL_MAX_NUMEL);
   }
   shape[dim] = total;
+  CELL_TRY(cell_shape_numel_checked("cat", nd, shape, NULL));
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(promote_all(n, ts), nd, shape, &r));
   cell_status s = CELL_OK;
@@ -156,6 +162,7 @@ cell_status cell_k_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **o
     }
   int64_t shape[CELL_MAX_DIMS];
   for (int d = 0, k = 0; d <= nd; d++) shape[d] = d == dim ? n : t0->shape[k++];
+  CELL_TRY(cell_shape_numel_checked("stack", nd + 1, shape, NULL));
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(promote_all(n, ts), nd + 1, shape, &r));
   cell_status s = CELL_OK;
@@ -324,9 +331,14 @@ cell_status cell_k_tile(const cell_tensor *a, int nreps, const int64_t *reps, ce
     int ia = d - (nd - a->ndim), ir = d - (nd - nreps);
     sz[d] = ia >= 0 ? a->shape[ia] : 1;
     rp[d] = ir >= 0 ? reps[ir] : 1;
-    if (__builtin_mul_overflow(sz[d], rp[d], &shape[d]))
-      return cell_error(CELL_ERR_MEMORY, "tile: the result is too large");
+    if (!cell_size_mul(sz[d], rp[d], &shape[d])) {
+      char b0[256], b1[256];
+      return cell_error(CELL_ERR_VALUE, "tile: tiling shape %s by %s gives a size above %lld",
+                        cell_shape_str(a->ndim, a->shape, b0, sizeof b0),
+                        cell_shape_str(nreps, reps, b1, sizeof b1), (long long)CELL_MAX_NUMEL);
+    }
   }
+  CELL_TRY(cell_shape_numel_checked("tile", nd, shape, NULL));
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(a->dtype, nd, shape, &r));
   if (cell_tensor_numel(r) == 0) {
@@ -369,8 +381,14 @@ cell_status cell_k_repeat_interleave(const cell_tensor *a, int64_t repeats, int 
   int nd = src.ndim;
   int64_t shape[CELL_MAX_DIMS];
   for (int d = 0; d < nd; d++) shape[d] = src.shape[d];
-  if (__builtin_mul_overflow(src.shape[dim], repeats, &shape[dim]))
-    return cell_error(CELL_ERR_MEMORY, "repeat_interleave: the result is too large");
+  if (!cell_size_mul(src.shape[dim], repeats, &shape[dim])) {
+    char b0[256];
+    return cell_error(CELL_ERR_VALUE,
+                      "repeat_interleave: %lld repeats of shape %s give a size above %lld",
+                      (long long)repeats, cell_shape_str(a->ndim, a->shape, b0, sizeof b0),
+                      (long long)CELL_MAX_NUMEL);
+  }
+  CELL_TRY(cell_shape_numel_checked("repeat_interleave", nd, shape, NULL));
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(a->dtype, nd, shape, &r));
   cell_status s = CELL_OK;
@@ -405,10 +423,17 @@ cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, do
     int d = nd - 1 - i;
     before[d] = pads[2 * i];
     after[d] = pads[2 * i + 1];
-    int64_t n;
-    if (__builtin_add_overflow(a->shape[d], before[d], &n) ||
-        __builtin_add_overflow(n, after[d], &n))
-      return cell_error(CELL_ERR_MEMORY, "pad: the result is too large");
+    /* Pads may be negative (they crop): the exact sum, in 128 bits. */
+    __int128 wide = (__int128)a->shape[d] + before[d] + after[d];
+    if (wide > CELL_MAX_NUMEL) {
+      char b[256];
+      return cell_error(CELL_ERR_VALUE,
+                        "pad: padding (%lld, %lld) of a size %lld in shape %s gives a size "
+                        "above %lld",
+                        (long long)before[d], (long long)after[d], (long long)a->shape[d],
+                        cell_shape_str(nd, a->shape, b, sizeof b), (long long)CELL_MAX_NUMEL);
+    }
+    int64_t n = wide < INT64_MIN ? INT64_MIN : (int64_t)wide;
     if (n < 0) {
       char b[256];
       return cell_error(CELL_ERR_VALUE,
@@ -419,6 +444,7 @@ cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, do
     }
     shape[d] = n;
   }
+  CELL_TRY(cell_shape_numel_checked("pad", nd, shape, NULL));
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(a->dtype, nd, shape, &r));
   cell_status s = cell_k_fill_(r, value);
@@ -428,8 +454,8 @@ cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, do
   bool empty = false;
   for (int d = 0; d < nd; d++) {
     int64_t lo = before[d] > 0 ? before[d] : 0;
-    int64_t hi = before[d] + a->shape[d]; /* no overflow: checked above */
-    if (hi > shape[d]) hi = shape[d];
+    __int128 end = (__int128)before[d] + a->shape[d];
+    int64_t hi = end > shape[d] ? shape[d] : end < 0 ? 0 : (int64_t)end;
     if (hi <= lo) {
       empty = true;
       break;

@@ -25,11 +25,20 @@ static row_geom geometry(const cell_tensor *t, int dim) {
   return g;
 }
 
-/* The maximum of a run; NaNs are skipped here and propagate through exp. */
+/* The maximum of a run; NaNs are skipped here and propagate through exp.
+ * Four independent running maxima, so the compiler can keep them in one
+ * vector (a compare and a blend per step): an `omp simd reduction(max)`
+ * over this NaN-skipping select is one clang cannot vectorise. */
+#define MAX_LANES 4
 static double run_max(const double *v, int64_t n, double m) {
-  CELL_NN_PRAGMA(omp simd reduction(max : m))
-  for (int64_t i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
-  return m;
+  double lane[MAX_LANES];
+  for (int k = 0; k < MAX_LANES; k++) lane[k] = m;
+  int64_t i = 0;
+  for (; i + MAX_LANES <= n; i += MAX_LANES)
+    for (int k = 0; k < MAX_LANES; k++) lane[k] = v[i + k] > lane[k] ? v[i + k] : lane[k];
+  for (; i < n; i++) lane[0] = v[i] > lane[0] ? v[i] : lane[0];
+  for (int k = 1; k < MAX_LANES; k++) m = lane[k] > m ? lane[k] : m;
+  return lane[0] > m ? lane[0] : m;
 }
 
 /* The maximum of a row, in chunks. */
