@@ -40,14 +40,21 @@ end
 --- cell.kwargs{name = value}: keyword arguments for a cell call, passed last.
 cell.kwargs = require("cell.nn.call").kwargs
 
---- Submodules load lazily, so `require "cell"` stays cheap.
+--- Submodules load lazily, so `require "cell"` stays cheap. A load that
+-- fails (out of memory, any error) leaves nothing behind: the next access
+-- tries again.
 local submodules = { ops = true, nn = true, dataset = true, train = true, communication = true }
 setmetatable(cell, {
   __index = function(t, k)
     if submodules[k] then
       local ok, mod = pcall(require, "cell." .. k)
       if not ok then
-        error(("cell.%s is not available: %s"):format(k, tostring(mod)), 2)
+        local msg = tostring(mod)
+        local name, rest = msg:match("^(%u%a*Error): (.*)$")
+        if not name then
+          name, rest = msg:find("not enough memory", 1, true) and "MemoryError" or "RuntimeError", msg
+        end
+        error(("%s: cell.%s is not available: %s"):format(name, k, rest), 2)
       end
       rawset(t, k, mod)
       return mod

@@ -28,10 +28,17 @@ typedef struct lc_state {
 
 typedef struct tensor_ud {
   cell_tensor *t;
+  /* &lc_tensor_kind, set when the userdata is made: a userdata of another
+   * kind given the tensor metatable (debug.setmetatable can) has other
+   * bytes here, so lc_test_ud refuses it rather than read them as a
+   * tensor. */
+  const void *kind;
   /* 1 when the userdata carries an attrs table as its user value (a
    * Parameter: see core._attach); plain tensors have no user value. */
   unsigned char attrs;
 } tensor_ud;
+
+extern const char lc_tensor_kind;
 
 /* Push a userdata for a tensor the caller is about to make; the slot is
  * NULL until then, so an engine failure leaks nothing (the collector takes
@@ -44,8 +51,15 @@ int lc_finish(lua_State *L, cell_status s);
 void lc_push_owned(lua_State *L, cell_tensor *t);
 cell_tensor *lc_check_tensor(lua_State *L, int i);
 cell_tensor *lc_test_tensor(lua_State *L, int i);
-/* The tensor userdata at i (freed or not), or NULL for any other value. */
+/* The tensor userdata at i (freed or not), or NULL for any other value
+ * (light userdata included). lc_test_ud_at is the same for code that is
+ * not a binding closure (hooks, the embedding API): it finds the tensor
+ * metatable in the registry. */
 tensor_ud *lc_test_ud(lua_State *L, int i);
+tensor_ud *lc_test_ud_at(lua_State *L, int i);
+/* The type of the value at i for messages: "Tensor", "dtype", a userdata's
+ * __name ("FILE*"), else Lua's type name. */
+const char *lc_typename(lua_State *L, int i);
 /* Raise the engine's last error as "<ExceptionName>: <message>". */
 int lc_raise(lua_State *L);
 /* luaL_argerror with a formatted message (which should start with the

@@ -26,21 +26,44 @@ local modules = {
   "cell.nn.loss",
 }
 
-local loaded = false
+--- The message of a failed load, with an exception name in front when it
+-- has none ("not enough memory" is Lua's out-of-memory error).
+local function load_error(name, err)
+  local msg = tostring(err)
+  if msg:match("^%u%a*Error: ") then return msg end
+  if msg:find("not enough memory", 1, true) then
+    return ("MemoryError: cell.nn: loading %s ran out of memory"):format(name)
+  end
+  return ("RuntimeError: cell.nn: loading %s failed: %s"):format(name, msg)
+end
+
+-- "idle" until the first lookup of a missing name, "loading" while the
+-- modules load (a lookup from inside one of them finds nil rather than
+-- recursing), "done" once all of them loaded. A failure (out of memory,
+-- any error) goes back to "idle", so the next lookup tries again: a module
+-- that failed is not in package.loaded, and those loaded before it keep
+-- what they copied.
+local state = "idle"
 
 --- Load every module once and copy its exports into nn.
 local function load_all(t)
-  loaded = true
+  state = "loading"
   for _, name in ipairs(modules) do
-    for k, v in pairs(require(name)) do
+    local ok, mod = pcall(require, name)
+    if not ok then
+      state = "idle"
+      error(load_error(name, mod), 3)
+    end
+    for k, v in pairs(mod) do
       if rawget(t, k) == nil then rawset(t, k, v) end
     end
   end
+  state = "done"
 end
 
 return setmetatable(nn, {
   __index = function(t, k)
-    if loaded then return nil end
+    if state ~= "idle" then return nil end
     load_all(t)
     return rawget(t, k)
   end,
