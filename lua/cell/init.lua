@@ -43,19 +43,13 @@ cell.kwargs = require("cell.nn.call").kwargs
 --- Submodules load lazily, so `require "cell"` stays cheap. A load that
 -- fails (out of memory, any error) leaves nothing behind: the next access
 -- tries again.
+local lazy = require "cell.lazy"
 local submodules = { ops = true, nn = true, dataset = true, train = true, communication = true }
 setmetatable(cell, {
   __index = function(t, k)
     if submodules[k] then
-      local ok, mod = pcall(require, "cell." .. k)
-      if not ok then
-        local msg = tostring(mod)
-        local name, rest = msg:match("^(%u%a*Error): (.*)$")
-        if not name then
-          name, rest = msg:find("not enough memory", 1, true) and "MemoryError" or "RuntimeError", msg
-        end
-        error(("%s: cell.%s is not available: %s"):format(name, k, rest), 2)
-      end
+      local ok, mod = lazy.require("cell." .. k)
+      if not ok then error(lazy.message("cell." .. k .. " is not available", mod), 2) end
       rawset(t, k, mod)
       return mod
     end

@@ -4,6 +4,7 @@
 -- which returns a table of exported names.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local Cell = require "cell.nn.cell"
+local lazy = require "cell.lazy"
 
 local nn = {
   Cell = Cell,
@@ -26,17 +27,6 @@ local modules = {
   "cell.nn.loss",
 }
 
---- The message of a failed load, with an exception name in front when it
--- has none ("not enough memory" is Lua's out-of-memory error).
-local function load_error(name, err)
-  local msg = tostring(err)
-  if msg:match("^%u%a*Error: ") then return msg end
-  if msg:find("not enough memory", 1, true) then
-    return ("MemoryError: cell.nn: loading %s ran out of memory"):format(name)
-  end
-  return ("RuntimeError: cell.nn: loading %s failed: %s"):format(name, msg)
-end
-
 -- "idle" until the first lookup of a missing name, "loading" while the
 -- modules load (a lookup from inside one of them finds nil rather than
 -- recursing), "done" once all of them loaded. A failure (out of memory,
@@ -48,17 +38,19 @@ local state = "idle"
 --- Load every module once and copy its exports into nn.
 local function load_all(t)
   state = "loading"
-  for _, name in ipairs(modules) do
-    local ok, mod = pcall(require, name)
-    if not ok then
-      state = "idle"
-      error(load_error(name, mod), 3)
+  local current
+  local ok, err = pcall(function()
+    for _, name in ipairs(modules) do
+      current = name
+      local loaded, mod = lazy.require(name)
+      if not loaded then error(mod, 0) end
+      for k, v in pairs(mod) do
+        if rawget(t, k) == nil then rawset(t, k, v) end
+      end
     end
-    for k, v in pairs(mod) do
-      if rawget(t, k) == nil then rawset(t, k, v) end
-    end
-  end
-  state = "done"
+  end)
+  state = ok and "done" or "idle"
+  if not ok then error(lazy.message("cell.nn: loading " .. current .. " failed", err), 3) end
 end
 
 return setmetatable(nn, {
