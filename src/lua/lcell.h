@@ -52,11 +52,9 @@ void lc_push_owned(lua_State *L, cell_tensor *t);
 cell_tensor *lc_check_tensor(lua_State *L, int i);
 cell_tensor *lc_test_tensor(lua_State *L, int i);
 /* The tensor userdata at i (freed or not), or NULL for any other value
- * (light userdata included). lc_test_ud_at is the same for code that is
- * not a binding closure (hooks, the embedding API): it finds the tensor
- * metatable in the registry. */
+ * (light userdata and userdata of other kinds included). Needs no binding
+ * upvalues: hooks and the embedding API use it too. */
 tensor_ud *lc_test_ud(lua_State *L, int i);
-tensor_ud *lc_test_ud_at(lua_State *L, int i);
 /* The type of the value at i for messages: "Tensor", "dtype", a userdata's
  * __name ("FILE*"), else Lua's type name. */
 const char *lc_typename(lua_State *L, int i);

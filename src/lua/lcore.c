@@ -94,34 +94,23 @@ void lc_push_owned(lua_State *L, cell_tensor *t) {
   account(L, t);
 }
 
-/* A tensor is a full userdata of tensor_ud's size, of the tensor kind,
- * with the tensor metatable. Full, because light userdata share one
- * metatable per state (debug.setmetatable sets it) and t:data_ptr() hands
- * them out: without the type test, any address could pass for a tensor;
- * and of the tensor kind, because debug.setmetatable can also give the
- * metatable to another userdata (an io file has tensor_ud's old size). */
-static tensor_ud *test_ud_mt(lua_State *L, int i, int mt) {
-  if (lua_type(L, i) != LUA_TUSERDATA || lua_rawlen(L, i) != sizeof(tensor_ud) ||
-      !lua_getmetatable(L, i))
-    return NULL;
-  int same = lua_rawequal(L, -1, mt); /* mt: an upvalue or absolute index */
-  lua_pop(L, 1);
-  tensor_ud *ud = same ? lua_touserdata(L, i) : NULL;
-  return ud && ud->kind == &lc_tensor_kind ? ud : NULL;
-}
-
-tensor_ud *lc_test_ud(lua_State *L, int i) { return test_ud_mt(L, i, UV_TENSOR_MT); }
-
-tensor_ud *lc_test_ud_at(lua_State *L, int i) {
-  if (i < 0 && i > LUA_REGISTRYINDEX) i = lua_gettop(L) + i + 1;
-  luaL_getmetatable(L, TENSOR_MT);
-  tensor_ud *ud = lua_istable(L, -1) ? test_ud_mt(L, i, lua_gettop(L)) : NULL;
-  lua_pop(L, 1);
-  return ud;
+/* A tensor is a full userdata of tensor_ud's size whose kind field holds
+ * &lc_tensor_kind, which only the binding's constructors write. Full,
+ * because light userdata share one metatable per state (debug.setmetatable
+ * sets it) and t:data_ptr() hands them out: without the type test, any
+ * address could pass for a tensor. The kind, because debug.setmetatable
+ * can also give the tensor metatable to a userdata of another kind (an io
+ * file has the size tensor_ud once had). With both, the metatable need not
+ * be consulted, which keeps the test cheap on the path of every method
+ * call, and the same test serves code outside the binding's closures. */
+tensor_ud *lc_test_ud(lua_State *L, int i) {
+  if (lua_type(L, i) != LUA_TUSERDATA || lua_rawlen(L, i) != sizeof(tensor_ud)) return NULL;
+  tensor_ud *ud = lua_touserdata(L, i);
+  return ud->kind == &lc_tensor_kind ? ud : NULL;
 }
 
 const char *lc_typename(lua_State *L, int i) {
-  if (lc_test_ud_at(L, i)) return "Tensor";
+  if (lc_test_ud(L, i)) return "Tensor";
   if (lc_is_dtype(L, i)) return "dtype";
   if (lua_type(L, i) == LUA_TUSERDATA && luaL_getmetafield(L, i, "__name")) {
     const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;

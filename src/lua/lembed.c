@@ -49,7 +49,7 @@ void cell_push_tensor(lua_State *L, cell_tensor *t) {
 /* The tensor userdata at idx, whatever the upvalues of the running
  * function: the host's C functions are not closures of the binding. */
 static tensor_ud *test_ud(lua_State *L, int idx) {
-  return lc_test_ud_at(L, idx);
+  return lc_test_ud(L, idx);
 }
 
 cell_tensor *cell_test_tensor(lua_State *L, int idx) {
