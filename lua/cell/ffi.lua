@@ -43,8 +43,15 @@ local function declarations()
   return (("\n" .. text):gsub("\n[ \t]*#[^\n]*", "\n"))
 end
 
+-- The binding's side door for F.tensor (src/lua/lembed.c): the only way
+-- a handle becomes a Lua tensor, so that no value a plain script makes can.
+local binding_declarations = "void cell_lua_ffi_give(cell_tensor *t);"
+
 -- Declare once per process: ffi.cdef refuses to redefine a type.
-if not pcall(ffi.typeof, "cell_alloc_stats") then ffi.cdef(declarations()) end
+if not pcall(ffi.typeof, "cell_alloc_stats") then
+  ffi.cdef(declarations())
+  ffi.cdef(binding_declarations)
+end
 
 local symbols = core._ffi_symbols()
 
@@ -132,10 +139,12 @@ local function own(h) return ffi.gc(h, C.cell_tensor_release) end
 --- A Lua tensor for a handle; it holds a reference of its own, so the handle
 -- may be released (or collected) afterwards. Shares the data, no copy.
 function F.tensor(h)
-  if type(h) ~= "cdata" or h == nil then
-    error("TypeError: expected a non-NULL tensor handle, got " .. tostring(h), 2)
+  if type(h) ~= "cdata" or not ffi.istype(tensor_ptr, h) or h == nil then
+    error("TypeError: expected a non-NULL tensor handle (a cell_tensor *), got "
+      .. (type(h) == "cdata" and tostring(ffi.typeof(h)) .. " " or "") .. tostring(h), 2)
   end
-  return core._ffi_tensor(tonumber(ffi.cast("intptr_t", h)))
+  C.cell_lua_ffi_give(h)
+  return core._ffi_tensor()
 end
 
 --- Release a handle now rather than at collection.

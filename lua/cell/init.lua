@@ -40,15 +40,16 @@ end
 --- cell.kwargs{name = value}: keyword arguments for a cell call, passed last.
 cell.kwargs = require("cell.nn.call").kwargs
 
---- Submodules load lazily, so `require "cell"` stays cheap.
+--- Submodules load lazily, so `require "cell"` stays cheap. A load that
+-- fails (out of memory, any error) leaves nothing behind: the next access
+-- tries again.
+local lazy = require "cell.lazy"
 local submodules = { ops = true, nn = true, dataset = true, train = true, communication = true }
 setmetatable(cell, {
   __index = function(t, k)
     if submodules[k] then
-      local ok, mod = pcall(require, "cell." .. k)
-      if not ok then
-        error(("cell.%s is not available: %s"):format(k, tostring(mod)), 2)
-      end
+      local ok, mod = lazy.require("cell." .. k)
+      if not ok then error(lazy.message("cell." .. k .. " is not available", mod), 2) end
       rawset(t, k, mod)
       return mod
     end

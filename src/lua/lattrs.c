@@ -58,6 +58,7 @@ static int l_attach(lua_State *L) {
   lc_check_table(L, 2, "an attributes table");
   tensor_ud *ud = lua_newuserdatauv(L, sizeof *ud, 1);
   ud->t = NULL;
+  ud->kind = &lc_tensor_kind;
   ud->attrs = 1;
   lua_pushvalue(L, UV_TENSOR_MT);
   lua_setmetatable(L, -2);

@@ -66,7 +66,7 @@ static cell_status hook_call(void *p, const cell_tensor *grad, cell_tensor **rep
   lua_State *L;
   int top;
   CELL_TRY(call_rule(h->st, h->ref, grad, 1, "a tensor hook", &L, &top));
-  tensor_ud *ud = luaL_testudata(L, -1, TENSOR_MT);
+  tensor_ud *ud = lc_test_ud(L, -1);
   cell_status s = CELL_OK;
   if (ud && ud->t) {
     cell_tensor_retain(ud->t);
@@ -83,8 +83,8 @@ static int handle_remove(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_getfield(L, 1, "tensor");
   lua_getfield(L, 1, "id");
-  /* a plain C function (no binding upvalues): check the type by name */
-  tensor_ud *ud = luaL_testudata(L, -2, TENSOR_MT);
+  /* a plain C function (no binding upvalues): lc_test_ud needs none */
+  tensor_ud *ud = lc_test_ud(L, -2);
   if (ud && ud->t && lua_type(L, -1) == LUA_TNUMBER) cell_tensor_remove_hook(ud->t, (int)lua_tointeger(L, -1));
   lua_pushnil(L);
   lua_setfield(L, 1, "tensor");
@@ -197,7 +197,7 @@ static cell_status lua_rule_backward(cell_node *n, const cell_tensor *g, cell_te
   for (int i = 0; i < n->n_inputs && s == CELL_OK; i++) {
     int idx = top + 1 + i;
     if (lua_isnil(L, idx) || !n->next[i]) continue;
-    tensor_ud *ud = luaL_testudata(L, idx, TENSOR_MT);
+    tensor_ud *ud = lc_test_ud(L, idx);
     if (!ud || !ud->t) {
       s = cell_error(CELL_ERR_TYPE, "%s: gradient %d must be a Tensor or nil, got %s", n->name,
                      i + 1, luaL_typename(L, idx));

@@ -43,10 +43,17 @@ cell_generator *lc_gen_enter(lua_State *L);
 
 typedef struct tensor_ud {
   cell_tensor *t;
+  /* &lc_tensor_kind, set when the userdata is made: a userdata of another
+   * kind given the tensor metatable (debug.setmetatable can) has other
+   * bytes here, so lc_test_ud refuses it rather than read them as a
+   * tensor. */
+  const void *kind;
   /* 1 when the userdata carries an attrs table as its user value (a
    * Parameter: see core._attach); plain tensors have no user value. */
   unsigned char attrs;
 } tensor_ud;
+
+extern const char lc_tensor_kind;
 
 /* Push a userdata for a tensor the caller is about to make; the slot is
  * NULL until then, so an engine failure leaks nothing (the collector takes
@@ -59,8 +66,13 @@ int lc_finish(lua_State *L, cell_status s);
 void lc_push_owned(lua_State *L, cell_tensor *t);
 cell_tensor *lc_check_tensor(lua_State *L, int i);
 cell_tensor *lc_test_tensor(lua_State *L, int i);
-/* The tensor userdata at i (freed or not), or NULL for any other value. */
+/* The tensor userdata at i (freed or not), or NULL for any other value
+ * (light userdata and userdata of other kinds included). Needs no binding
+ * upvalues: hooks and the embedding API use it too. */
 tensor_ud *lc_test_ud(lua_State *L, int i);
+/* The type of the value at i for messages: "Tensor", "dtype", a userdata's
+ * __name ("FILE*"), else Lua's type name. */
+const char *lc_typename(lua_State *L, int i);
 /* Raise the engine's last error as "<ExceptionName>: <message>". */
 int lc_raise(lua_State *L);
 /* luaL_argerror with a formatted message (which should start with the

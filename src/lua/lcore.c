@@ -45,9 +45,12 @@ cell_generator *lc_gen_enter(lua_State *L) {
   return cell_generator_use(&st->gen);
 }
 
+const char lc_tensor_kind = 'T';
+
 cell_tensor **lc_newtensor(lua_State *L) {
   tensor_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
   ud->t = NULL;
+  ud->kind = &lc_tensor_kind;
   ud->attrs = 0;
   lua_pushvalue(L, UV_TENSOR_MT);
   lua_setmetatable(L, -2);
@@ -57,6 +60,7 @@ cell_tensor **lc_newtensor(lua_State *L) {
 cell_tensor **lc_newtensor_at(lua_State *L) {
   tensor_ud *ud = lua_newuserdatauv(L, sizeof *ud, 0);
   ud->t = NULL;
+  ud->kind = &lc_tensor_kind;
   ud->attrs = 0;
   luaL_getmetatable(L, TENSOR_MT);
   lua_setmetatable(L, -2);
@@ -95,12 +99,30 @@ void lc_push_owned(lua_State *L, cell_tensor *t) {
   account(L, t);
 }
 
+/* A tensor is a full userdata of tensor_ud's size whose kind field holds
+ * &lc_tensor_kind, which only the binding's constructors write. Full,
+ * because light userdata share one metatable per state (debug.setmetatable
+ * sets it) and t:data_ptr() hands them out: without the type test, any
+ * address could pass for a tensor. The kind, because debug.setmetatable
+ * can also give the tensor metatable to a userdata of another kind (an io
+ * file has the size tensor_ud once had). With both, the metatable need not
+ * be consulted, which keeps the test cheap on the path of every method
+ * call, and the same test serves code outside the binding's closures. */
 tensor_ud *lc_test_ud(lua_State *L, int i) {
+  if (lua_type(L, i) != LUA_TUSERDATA || lua_rawlen(L, i) != sizeof(tensor_ud)) return NULL;
   tensor_ud *ud = lua_touserdata(L, i);
-  if (!ud || !lua_getmetatable(L, i)) return NULL;
-  int same = lua_rawequal(L, -1, UV_TENSOR_MT);
-  lua_pop(L, 1);
-  return same ? ud : NULL;
+  return ud->kind == &lc_tensor_kind ? ud : NULL;
+}
+
+const char *lc_typename(lua_State *L, int i) {
+  if (lc_test_ud(L, i)) return "Tensor";
+  if (lc_is_dtype(L, i)) return "dtype";
+  if (lua_type(L, i) == LUA_TUSERDATA && luaL_getmetafield(L, i, "__name")) {
+    const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    lua_pop(L, 1); /* the string stays alive: it is a field of the metatable */
+    if (name) return name;
+  }
+  return luaL_typename(L, i);
 }
 
 cell_tensor *lc_test_tensor(lua_State *L, int i) {
@@ -127,10 +149,19 @@ void lc_push_dtype(lua_State *L, cell_dtype dt) {
   lua_remove(L, -2);
 }
 
-bool lc_is_dtype(lua_State *L, int i) { return luaL_testudata(L, i, DTYPE_MT) != NULL; }
+/* The dtype userdata at i (a full userdata holding one int in range, with
+ * the dtype metatable), or NULL: as for tensors, a light userdata never
+ * passes. */
+static const int *test_dtype(lua_State *L, int i) {
+  if (lua_type(L, i) != LUA_TUSERDATA || lua_rawlen(L, i) != sizeof(int)) return NULL;
+  const int *p = luaL_testudata(L, i, DTYPE_MT);
+  return p && *p >= 0 && *p < CELL_DTYPE_COUNT ? p : NULL;
+}
+
+bool lc_is_dtype(lua_State *L, int i) { return test_dtype(L, i) != NULL; }
 
 cell_dtype lc_check_dtype(lua_State *L, int i) {
-  int *p = luaL_testudata(L, i, DTYPE_MT);
+  const int *p = test_dtype(L, i);
   if (p) return (cell_dtype)*p;
   if (lua_type(L, i) == LUA_TSTRING) {
     cell_dtype d = cell_dtype_from_name(lua_tostring(L, i));
@@ -146,15 +177,27 @@ cell_dtype lc_opt_dtype(lua_State *L, int i, cell_dtype def) {
   return lua_isnoneornil(L, i) ? def : lc_check_dtype(L, i);
 }
 
+/* The dtype at 1 of a dtype metamethod, or a TypeError naming what came. */
+static const int *dtype_self(lua_State *L) {
+  const int *p = test_dtype(L, 1);
+  if (!p) lc_argerror(L, 1, "TypeError: expected a dtype, got %s", lc_typename(L, 1));
+  return p;
+}
+
 static int dtype_tostring(lua_State *L) {
-  int *p = luaL_checkudata(L, 1, DTYPE_MT);
+  const int *p = dtype_self(L);
   lua_pushstring(L, cell_dtype_name((cell_dtype)*p));
   return 1;
 }
 
+/* dt.name, dt.itemsize, dt.is_floating_point; nil for any other key. */
 static int dtype_index(lua_State *L) {
-  int *p = luaL_checkudata(L, 1, DTYPE_MT);
-  const char *k = luaL_checkstring(L, 2);
+  const int *p = dtype_self(L);
+  if (lua_type(L, 2) != LUA_TSTRING) {
+    lua_pushnil(L);
+    return 1;
+  }
+  const char *k = lua_tostring(L, 2);
   if (strcmp(k, "name") == 0) lua_pushstring(L, dtype_lua_names[*p]);
   else if (strcmp(k, "itemsize") == 0) lua_pushinteger(L, cell_dtype_size((cell_dtype)*p));
   else if (strcmp(k, "is_floating_point") == 0) lua_pushboolean(L, cell_dtype_is_float((cell_dtype)*p));
@@ -168,6 +211,8 @@ static void open_dtypes(lua_State *L) {
   lua_setfield(L, -2, "__tostring");
   lua_pushcfunction(L, dtype_index);
   lua_setfield(L, -2, "__index");
+  lua_pushliteral(L, "dtype"); /* getmetatable(dt): protected */
+  lua_setfield(L, -2, "__metatable");
   lua_pop(L, 1);
   lua_createtable(L, CELL_DTYPE_COUNT, 0); /* registry["cell.dtypes"][i + 1] */
   for (int i = 0; i < CELL_DTYPE_COUNT; i++) {
@@ -361,8 +406,6 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   lua_setfield(L, module, "nnops");
   lua_pushvalue(L, base + 1);
   lua_setfield(L, module, "Tensor"); /* the methods table, for the Lua layer */
-  lua_pushvalue(L, base + 2);
-  lua_setfield(L, module, "_tensor_mt");
   lua_settop(L, module);
   for (int i = 0; i < CELL_DTYPE_COUNT; i++) {
     lc_push_dtype(L, (cell_dtype)i);

@@ -318,13 +318,7 @@ static int l_empty_cache(lua_State *L) {
 }
 
 static int l_is_tensor(lua_State *L) {
-  tensor_ud *ud = lua_touserdata(L, 1);
-  bool is = false;
-  if (ud && lua_getmetatable(L, 1)) {
-    is = lua_rawequal(L, -1, UV_TENSOR_MT);
-    lua_pop(L, 1);
-  }
-  lua_pushboolean(L, is);
+  lua_pushboolean(L, lc_test_ud(L, 1) != NULL);
   return 1;
 }
 

@@ -49,7 +49,7 @@ void cell_push_tensor(lua_State *L, cell_tensor *t) {
 /* The tensor userdata at idx, whatever the upvalues of the running
  * function: the host's C functions are not closures of the binding. */
 static tensor_ud *test_ud(lua_State *L, int idx) {
-  return luaL_testudata(L, idx, TENSOR_MT);
+  return lc_test_ud(L, idx);
 }
 
 cell_tensor *cell_test_tensor(lua_State *L, int idx) {
@@ -248,6 +248,11 @@ int cell_openlibs(lua_State *L) {
 
 /* --- the FFI helpers: core._ffi_* -------------------------------------------------- */
 
+/* cell.ffi's hand-over of a handle to Lua (l_ffi_tensor, below). Not in
+ * cell_ffi.h: it belongs to the binding, not the engine, and cell.ffi
+ * declares it itself. */
+CELL_API void cell_lua_ffi_give(cell_tensor *t);
+
 /* The text of cell_ffi.h, for ffi.cdef: built into the binding so that the
  * declarations LuaJIT parses are the ones this binary was compiled with,
  * wherever (and whether) the headers are installed. */
@@ -373,6 +378,8 @@ static int l_ffi_symbols(lua_State *L) {
   lua_setfield(L, -2, "cell_op_matmul");
   lua_pushlightuserdata(L, (void *)(uintptr_t)&cell_alloc_get_stats);
   lua_setfield(L, -2, "cell_alloc_get_stats");
+  lua_pushlightuserdata(L, (void *)(uintptr_t)&cell_lua_ffi_give);
+  lua_setfield(L, -2, "cell_lua_ffi_give");
   return 1;
 }
 
@@ -382,26 +389,43 @@ static int l_ffi_handle(lua_State *L) {
   return 1;
 }
 
-/* A cell_tensor* to a Lua tensor holding a reference of its own. The
- * pointer comes as its address, a number (LuaJIT cannot hand a C function
- * a cdata pointer as a light userdata: cell.ffi passes
- * tonumber(ffi.cast("intptr_t", h))); or as a light userdata. Internal to
- * cell.ffi: the pointer must be a live tensor of this engine. */
-static int l_ffi_tensor(lua_State *L) {
-  cell_tensor *t = NULL;
-  if (lua_type(L, 1) == LUA_TLIGHTUSERDATA) {
-    t = lua_touserdata(L, 1);
-  } else if (lua_type(L, 1) == LUA_TNUMBER) {
-    lua_Number a = lua_tonumber(L, 1);
-    if (a > 0 && a < 9007199254740992.0 && a == (lua_Number)(uintptr_t)a)
-      t = (cell_tensor *)(uintptr_t)a;
-  }
-  if (!t)
-    return lc_argerror(L, 1, "TypeError: expected a tensor handle (a non-NULL address), got %s",
-                       lua_type(L, 1) == LUA_TNUMBER ? lua_tostring(L, 1) : luaL_typename(L, 1));
-  cell_tensor **slot = lc_newtensor(L); /* first: it may raise */
+/* Handles from the FFI to Lua. A Lua tensor is made from a cell_tensor *
+ * only here, and no value a script can make turns into one: numbers,
+ * strings and light userdata (t:data_ptr(), _ffi_handle) are all refused,
+ * and so are LuaJIT's cdata, which plain LuaJIT makes without the ffi
+ * module (4096ULL). Instead the handle comes through a slot per thread
+ * that only C can fill: cell.ffi's F.tensor(h) calls
+ * cell_lua_ffi_give(h) through the FFI, which parks a new reference to h
+ * there, and then core._ffi_tensor(), which takes it. Calling a C
+ * function needs the FFI (or a C host), which can reach any address
+ * anyway; a script without it finds the slot empty (or holding a live
+ * tensor some F.tensor left when it was interrupted), never a pointer of
+ * its own making. Validating numbers against a registry of live handles
+ * would need the engine to record every tensor it makes and frees, a
+ * locked hash set on the path of every op; this costs one C call per
+ * F.tensor. The slot holds a reference of its own, so it never dangles. */
+static __thread cell_tensor *ffi_slot;
+
+CELL_API void cell_lua_ffi_give(cell_tensor *t) {
+  cell_tensor *old = ffi_slot;
   cell_tensor_retain(t);
-  *slot = t;
+  ffi_slot = t;
+  cell_tensor_release(old);
+}
+
+/* core._ffi_tensor() -> a Lua tensor holding the reference that
+ * cell_lua_ffi_give parked (the data is shared, not copied). */
+static int l_ffi_tensor(lua_State *L) {
+  if (!lua_isnone(L, 1))
+    return lc_argerror(L, 1, "TypeError: _ffi_tensor takes no argument (got %s): a tensor handle "
+                             "reaches Lua only through cell.ffi's F.tensor, never as a value",
+                       lc_typename(L, 1));
+  if (!ffi_slot)
+    return lc_error(L, "ValueError: _ffi_tensor: no tensor handle was handed over "
+                       "(cell.ffi's F.tensor(h) makes a Lua tensor from a handle)");
+  cell_tensor **slot = lc_newtensor(L); /* first: it may raise, the slot keeps its reference */
+  *slot = ffi_slot;
+  ffi_slot = NULL;
   return lc_finish(L, CELL_OK);
 }
 

@@ -89,7 +89,10 @@ static int l_safetensors_save(lua_State *L) {
  * handed to Lua yet, so a memory error while building the tables leaks
  * nothing. */
 static int loaded_gc(lua_State *L) {
-  cell_safetensors **p = luaL_checkudata(L, 1, LOADED_MT);
+  cell_safetensors **p = lua_type(L, 1) == LUA_TUSERDATA && lua_rawlen(L, 1) == sizeof *p
+                             ? luaL_testudata(L, 1, LOADED_MT) : NULL;
+  if (!p) /* reachable through debug.getregistry(): check what came */
+    return lc_argerror(L, 1, "TypeError: expected a safetensors load result, got %s", lc_typename(L, 1));
   cell_safetensors_free(*p);
   *p = NULL;
   return 0;
@@ -163,6 +166,8 @@ void lc_register_io(lua_State *L, int module, int base) {
   luaL_newmetatable(L, LOADED_MT);
   lua_pushcfunction(L, loaded_gc);
   lua_setfield(L, -2, "__gc");
+  lua_pushliteral(L, "SafetensorsLoaded");
+  lua_setfield(L, -2, "__metatable");
   lua_pop(L, 1);
   lc_setfuncs(L, module, base, io_funcs);
 }

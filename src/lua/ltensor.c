@@ -5,9 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The metamethods check their object like any method does: a script
+ * reaches them through debug.getmetatable (getmetatable only gives the
+ * __metatable string) and may call them with anything. */
+static tensor_ud *self_ud(lua_State *L) {
+  tensor_ud *ud = lc_test_ud(L, 1);
+  if (!ud) lc_argerror(L, 1, "TypeError: expected a Tensor, got %s", lc_typename(L, 1));
+  return ud;
+}
+
+/* __gc and __close: the engine tensor is released once; a second call, or
+ * a call on a freed tensor, does nothing. */
 static int tensor_gc(lua_State *L) {
-  tensor_ud *ud = lua_touserdata(L, 1);
-  if (ud && ud->t) {
+  tensor_ud *ud = self_ud(L);
+  if (ud->t) {
     cell_tensor_release(ud->t);
     ud->t = NULL;
   }
@@ -20,8 +31,7 @@ static int tensor_free(lua_State *L) {
 }
 
 static int tensor_tostring(lua_State *L) {
-  tensor_ud *ud = lc_test_ud(L, 1);
-  if (!ud) return lc_argerror(L, 1, "TypeError: expected a Tensor, got %s", luaL_typename(L, 1));
+  tensor_ud *ud = self_ud(L);
   if (!ud->t) {
     lua_pushliteral(L, "Tensor(freed)");
     return 1;
@@ -364,11 +374,8 @@ static void tensor_hint(lua_State *L, const char *k) {
  * and, for number and table keys, indexing. */
 static int tensor_index(lua_State *L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
-    /* The hot path of every method call, so no metatable test here: the VM
-     * calls this for tensors, and the size test keeps a direct call with
-     * some other userdata memory-safe (the property path below checks). */
-    tensor_ud *ud = lua_touserdata(L, 1);
-    if (ud && lua_rawlen(L, 1) == sizeof *ud && ud->attrs && lc_attrs_get(L)) return 1;
+    tensor_ud *ud = self_ud(L); /* the hot path of method calls: one metatable test */
+    if (ud->attrs && lc_attrs_get(L)) return 1;
     lua_pushvalue(L, 2);
     lua_rawget(L, UV_METHODS);
     if (!lua_isnil(L, -1)) return 1;
@@ -412,9 +419,9 @@ static int tensor_index(lua_State *L) {
 
 /* t[i] = v writes; t.key = v goes to an attributed tensor's __setattr. */
 static int tensor_newindex(lua_State *L) {
+  tensor_ud *ud = self_ud(L);
   if (lua_type(L, 2) == LUA_TSTRING) {
-    tensor_ud *ud = lc_test_ud(L, 1);
-    if (ud && ud->attrs && lc_attrs_meta(L, "__setattr")) {
+    if (ud->attrs && lc_attrs_meta(L, "__setattr")) {
       lua_pushvalue(L, 1);
       lua_pushvalue(L, 2);
       lua_pushvalue(L, 3);
@@ -495,6 +502,8 @@ static int tensor_unm(lua_State *L) {
  * only for two tensors, and reports a number compared with a tensor as
  * "attempt to compare number with userdata".) */
 static int compare_error(lua_State *L, const char *ops, const char *less, const char *greater) {
+  /* called directly with no Tensor at all: the metamethod's own type error */
+  if (!lc_test_ud(L, 1) && !lc_test_ud(L, 2)) lc_check_tensor(L, 1);
   luaL_where(L, 1);
   lua_pushfstring(L,
                   "TypeError: %s cannot compare Tensors in Lua (a comparison must give a boolean): "
@@ -551,5 +560,10 @@ void lc_open_tensor(lua_State *L, int base) {
   lc_setfuncs(L, base + 2, base, tensor_metamethods);
   lua_pushliteral(L, "Tensor");
   lua_setfield(L, base + 2, "__name");
+  /* getmetatable(t) gives this string, so a script cannot reach (or, from
+   * Lua, replace) the metamethods; the Lua layer asks core.is_tensor and
+   * core._attrs instead. */
+  lua_pushliteral(L, "Tensor");
+  lua_setfield(L, base + 2, "__metatable");
   lc_register_ops(L, base);
 }

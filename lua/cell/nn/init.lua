@@ -4,6 +4,7 @@
 -- which returns a table of exported names.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local Cell = require "cell.nn.cell"
+local lazy = require "cell.lazy"
 
 local nn = {
   Cell = Cell,
@@ -26,21 +27,35 @@ local modules = {
   "cell.nn.loss",
 }
 
-local loaded = false
+-- "idle" until the first lookup of a missing name, "loading" while the
+-- modules load (a lookup from inside one of them finds nil rather than
+-- recursing), "done" once all of them loaded. A failure (out of memory,
+-- any error) goes back to "idle", so the next lookup tries again: a module
+-- that failed is not in package.loaded, and those loaded before it keep
+-- what they copied.
+local state = "idle"
 
 --- Load every module once and copy its exports into nn.
 local function load_all(t)
-  loaded = true
-  for _, name in ipairs(modules) do
-    for k, v in pairs(require(name)) do
-      if rawget(t, k) == nil then rawset(t, k, v) end
+  state = "loading"
+  local current
+  local ok, err = pcall(function()
+    for _, name in ipairs(modules) do
+      current = name
+      local loaded, mod = lazy.require(name)
+      if not loaded then error(mod, 0) end
+      for k, v in pairs(mod) do
+        if rawget(t, k) == nil then rawset(t, k, v) end
+      end
     end
-  end
+  end)
+  state = ok and "done" or "idle"
+  if not ok then error(lazy.message("cell.nn: loading " .. current .. " failed", err), 3) end
 end
 
 return setmetatable(nn, {
   __index = function(t, k)
-    if loaded then return nil end
+    if state ~= "idle" then return nil end
     load_all(t)
     return rawget(t, k)
   end,
