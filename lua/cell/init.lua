@@ -2,6 +2,7 @@
 -- `local cell = require "cell"` gives tensors, dtypes and the engine's
 -- settings; submodules (`cell.ops`, later `cell.nn`, ...) load on first use.
 local core = require "cell.core"
+require "cell.errors" -- errors from here on blame the user's line
 local tensor = require "cell.tensor"
 
 local cell = {}

@@ -60,7 +60,7 @@ cell_tensor *cell_test_tensor(lua_State *L, int idx) {
 cell_tensor *cell_check_tensor(lua_State *L, int idx) {
   tensor_ud *ud = test_ud(L, idx);
   if (!ud) lc_argerror(L, idx, "TypeError: expected a Tensor, got %s", luaL_typename(L, idx));
-  if (!ud->t) luaL_error(L, "RuntimeError: this tensor was freed");
+  if (!ud->t) lc_error(L, "RuntimeError: this tensor was freed");
   return ud->t;
 }
 
