@@ -63,10 +63,14 @@ local function message(err)
 end
 M.message = message
 
---- Raise again, at the user's line, an error the library caught with pcall
--- (a string loses its old position; any other value passes unchanged).
+--- Raise again an error the library caught with pcall: a message that
+-- already blames a line outside the library passes unchanged (a user's
+-- callback's own error keeps its line), one that names a library line or
+-- none is raised again at the user's line; any other value passes unchanged.
 function M.rethrow(err)
   if type(err) ~= "string" then error(err, 0) end
+  local pos = err:match("^([^\n]-):%d+: ")
+  if pos and not is_library("@" .. pos) and not (prefix == nil and pos:find("[/\\]cell[/\\]")) then error(err, 0) end
   return raise(message(err))
 end
 

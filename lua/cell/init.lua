@@ -48,7 +48,7 @@ setmetatable(cell, {
     if submodules[k] then
       local ok, mod = pcall(require, "cell." .. k)
       if not ok then
-        error(("cell.%s is not available: %s"):format(k, tostring(mod)), 2)
+        require("cell.errors").raise(("ImportError: cell.%s is not available: %s"):format(k, tostring(mod)))
       end
       rawset(t, k, mod)
       return mod

@@ -28,6 +28,8 @@
 --   bool < int8 < uint8 < int32 < int64 < float16 < float32 < float64 < bfloat16
 -- (MindSpore 2.x's order with the dtypes cell has; bfloat16 was appended
 -- after float64 there, so a float32 Parameter refuses bfloat16 data).
+local rethrow = require("cell.errors").rethrow
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local init_mod = require "cell.initializer"
@@ -58,8 +60,8 @@ local is_parameter = M.is_parameter
 local function attrs_of(self, method, lvl)
   local a = core._attrs(self)
   if a == nil or getmetatable(a) ~= AttrsMT then
-    error(("TypeError: Parameter.%s: expected a Parameter (call it as p:%s(...)), got %s")
-      :format(method, method, type_name(self)), lvl)
+    raise(("TypeError: Parameter.%s: expected a Parameter (call it as p:%s(...)), got %s")
+      :format(method, method, type_name(self)))
   end
   return a
 end
@@ -70,20 +72,20 @@ end
 local function check_name(v, lvl)
   if v == nil then return DEFAULT_NAME end
   if type(v) ~= "string" then
-    error(("ValueError: The type of the Parameter's name should be 'string' or 'nil', but got %s.")
-      :format(type_name(v)), lvl)
+    raise(("ValueError: The type of the Parameter's name should be 'string' or 'nil', but got %s.")
+      :format(type_name(v)))
   end
   v = v:gsub("^%s+", ""):gsub("%s+$", "")
   if v == "" then return DEFAULT_NAME end
   if #v > NAME_MAX_LEN then
-    error(("ValueError: The length of the '%s' name should be less than %d."):format(v, NAME_MAX_LEN), lvl)
+    raise(("ValueError: The length of the '%s' name should be less than %d."):format(v, NAME_MAX_LEN))
   end
   return v
 end
 
 local function check_requires_grad(v, lvl)
   if type(v) ~= "boolean" then
-    error(("TypeError: The argument 'requires_grad' must be bool type, got %s"):format(type_name(v)), lvl)
+    raise(("TypeError: The argument 'requires_grad' must be bool type, got %s"):format(type_name(v)))
   end
 end
 
@@ -108,8 +110,8 @@ local INT_DTYPES = { [core.int8] = true, [core.uint8] = true, [core.int32] = tru
 local function is_fractional(x) return x ~= math.floor(x) or x == math.huge or x == -math.huge end
 
 local function conversion_error(current, incoming, lvl)
-  error(("TypeError: Incoming Parameter dtype can not be converted to current dtype implicitly. "
-    .. "Current dtype is %s, and incoming is %s."):format(tostring(current), tostring(incoming)), lvl)
+  raise(("TypeError: Incoming Parameter dtype can not be converted to current dtype implicitly. "
+    .. "Current dtype is %s, and incoming is %s."):format(tostring(current), tostring(incoming)))
 end
 
 --- fn(...) with grad mode off, restoring it on error.
@@ -136,7 +138,7 @@ end
 
 --- The tensor (or InitTensor) behind `data`, for cell.Parameter.
 local function tensor_of(data, lvl)
-  if type(data) == "boolean" then error("ValueError: Parameter data can not be a boolean", lvl) end
+  if type(data) == "boolean" then raise("ValueError: Parameter data can not be a boolean") end
   if core.is_tensor(data) then
     local a = core._attrs(data)
     if a and rawget(a, "has_init") then return rawget(a, "init_mode") end -- a lazy Parameter
@@ -148,11 +150,11 @@ local function tensor_of(data, lvl)
   if init_mod.is_init_tensor(data) then return data end
   if type(data) == "table" and getmetatable(data) == nil then
     local ok, t = pcall(core.tensor, data)
-    if not ok then error(t, lvl) end
+    if not ok then rethrow(t) end
     return t
   end
-  error(("TypeError: The type of the argument 'data' must be in ['Tensor', 'number', 'table', "
-    .. "'initializer'], but got %s."):format(type_name(data)), lvl)
+  raise(("TypeError: The type of the argument 'data' must be in ['Tensor', 'number', 'table', "
+    .. "'initializer'], but got %s."):format(type_name(data)))
 end
 
 local OPTIONS = { name = true, requires_grad = true }
@@ -165,7 +167,7 @@ function M.Parameter(data, name, requires_grad)
   if type(name) == "table" and getmetatable(name) == nil then
     for k in pairs(name) do
       if not OPTIONS[k] then
-        error(("TypeError: Parameter() got an unexpected keyword argument '%s'"):format(tostring(k)), 2)
+        raise(("TypeError: Parameter() got an unexpected keyword argument '%s'"):format(tostring(k)))
       end
     end
     name, requires_grad = name.name, name.requires_grad
@@ -204,7 +206,7 @@ function AttrsMT.__setattr(self, key, value)
     check_requires_grad(value, 4)
     set_requires_grad(self, attrs, value)
   elseif READ_ONLY[key] then
-    error(("AttributeError: the attribute '%s' of a Parameter is read-only"):format(key), 3)
+    raise(("AttributeError: the attribute '%s' of a Parameter is read-only"):format(key))
   else
     rawset(attrs, key, value)
   end
@@ -240,12 +242,12 @@ local function set_data(self, attrs, data, lvl)
     local a = core._attrs(data)
     if a and rawget(a, "has_init") then data = rawget(a, "init_mode") end -- a lazy Parameter
   elseif not init_mod.is_init_tensor(data) then
-    error(("TypeError: Parameter data must be a Tensor or a number, but got %s."):format(type_name(data)), lvl)
+    raise(("TypeError: Parameter data must be a Tensor or a number, but got %s."):format(type_name(data)))
   end
   local shape = self.shape
   if not init_mod.same_shape(shape, data.shape) then
-    error(("ValueError: Can not change the shape of Parameter which has been initialized. "
-      .. "Current shape is %s, and incoming is %s."):format(shape_tuple(shape), shape_tuple(data.shape)), lvl)
+    raise(("ValueError: Can not change the shape of Parameter which has been initialized. "
+      .. "Current shape is %s, and incoming is %s."):format(shape_tuple(shape), shape_tuple(data.shape)))
   end
   if data.dtype ~= dtype and RANK[dtype] < RANK[data.dtype] then conversion_error(dtype, data.dtype, lvl + 1) end
   if init_mod.is_init_tensor(data) then
@@ -356,19 +358,19 @@ function ParameterTuple:init(items, state, control)
   elseif type(items) == "table" and not class.is_instance(items, init_mod.InitTensor) then
     for i = 1, #items do list[i] = items[i] end
   else
-    error(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
-      .. "collection, but got a %s."):format(type_name(items)), 3)
+    raise(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
+      .. "collection, but got a %s."):format(type_name(items)))
   end
   local seen, names = {}, {}
   for i, x in ipairs(list) do
     if not is_parameter(x) then
-      error(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
-        .. "collection, but got a %s."):format(type_name(x)), 3)
+      raise(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
+        .. "collection, but got a %s."):format(type_name(x)))
     end
     if not seen[x] then
       if names[x.name] then
-        error(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
-          .. "parameter."):format(tostring(x), x.name), 3)
+        raise(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
+          .. "parameter."):format(tostring(x), x.name))
       end
       names[x.name] = true
       seen[x] = true
@@ -379,7 +381,7 @@ end
 
 --- A ParameterTuple is immutable: no new entries.
 function ParameterTuple:__newindex(key)
-  error(("TypeError: 'ParameterTuple' object does not support item assignment (key %s)"):format(tostring(key)), 2)
+  raise(("TypeError: 'ParameterTuple' object does not support item assignment (key %s)"):format(tostring(key)))
 end
 
 --- As Python prints a tuple: (Parameter (...), Parameter (...)).
@@ -399,9 +401,9 @@ local PREFIX_RE = "^\\w+[0-9a-zA-Z_./-]*$"
 -- clones it twice, and then refuses the two clones' equal names).
 function ParameterTuple:clone(prefix, init)
   if type(prefix) ~= "string" or not prefix:find("^[%w_][%w_%./%-]*$") then
-    error(("ValueError: The prefix %s is illegal, it must match the regular expression '%s'.")
+    raise(("ValueError: The prefix %s is illegal, it must match the regular expression '%s'.")
       :format(type(prefix) == "string" and ("'" .. prefix .. "'") or ("of type " .. type_name(prefix)),
-        PREFIX_RE), 2)
+        PREFIX_RE))
   end
   local new, done = {}, {}
   for i = 1, #self do

@@ -1,10 +1,11 @@
 --- Tensor methods written in Lua on top of the engine's: split, chunk and
 -- the dtype shorthands. `install` adds them to the C methods table.
+local raise = require("cell.errors").raise
 local M = {}
 
 local function check_positive(n, what, fname)
   if type(n) ~= "number" or n ~= math.floor(n) or n < 1 then
-    error(("ValueError: %s: %s must be a positive integer, got %s"):format(fname, what, tostring(n)), 3)
+    raise(("ValueError: %s: %s must be a positive integer, got %s"):format(fname, what, tostring(n)))
   end
 end
 
@@ -19,12 +20,12 @@ function M.install(Tensor, core)
       local total = 0
       for _, s in ipairs(size_or_sections) do
         if type(s) ~= "number" or s < 0 or s ~= math.floor(s) then
-          error(("ValueError: split: section sizes must be non-negative integers, got %s"):format(tostring(s)), 2)
+          raise(("ValueError: split: section sizes must be non-negative integers, got %s"):format(tostring(s)))
         end
         total = total + s
       end
       if total ~= n then
-        error(("ValueError: split: sections sum to %d but dimension %d has size %d"):format(total, dim, n), 2)
+        raise(("ValueError: split: sections sum to %d but dimension %d has size %d"):format(total, dim, n))
       end
       local start = 1
       for _, s in ipairs(size_or_sections) do

@@ -95,7 +95,15 @@ int lc_argerror(lua_State *L, int arg, const char *fmt, ...) {
   }
   if (lua_type(L, lua_upvalueindex(LC_NUPVALUES + 1)) == LUA_TSTRING)
     name = lua_tostring(L, lua_upvalueindex(LC_NUPVALUES + 1));
-  if (!name) name = "?";
+  /* A metamethod's operands are not arguments a user passed by position. */
+  if (name && name[0] == '_' && name[1] == '_') {
+    snprintf(out, sizeof out, "%.*s: %s", exc_len, exc, what);
+    return raise_at_user(L, out);
+  }
+  if (!name) { /* called through pcall or a local: no name to give */
+    snprintf(out, sizeof out, "%.*s: bad argument #%d (%s)", exc_len, exc, arg, what);
+    return raise_at_user(L, out);
+  }
   size_t nl = strlen(name);
   if (strncmp(what, name, nl) == 0 && what[nl] == ':' && what[nl + 1] == ' ') what += nl + 2;
   if (method) arg--;

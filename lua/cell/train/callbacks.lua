@@ -21,6 +21,8 @@
 -- (options `writer =`); TimeMonitor reads a clock, function() -> seconds,
 -- cell.perf_counter by default (option `clock =`).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local rethrow = require("cell.errors").rethrow
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local I = require "cell.nn.internal"
@@ -38,18 +40,18 @@ end
 
 local function check_fn(cls, what, v, lvl)
   if type(v) ~= "function" then
-    error(("TypeError: For '%s', the '%s' must be a function, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be a function, but got %s."):format(cls, what, type_name(v)))
   end
   return v
 end
 
 local function check_positive_int(cls, what, v, lvl)
   if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge then
-    error(("TypeError: For '%s', the '%s' must be an integer, but got %s.")
-      :format(cls, what, type(v) == "number" and tostring(v) or type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be an integer, but got %s.")
+      :format(cls, what, type(v) == "number" and tostring(v) or type_name(v)))
   end
   if v <= 0 then
-    error(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, tostring(v)), lvl + 1)
+    raise(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, tostring(v)))
   end
   return v
 end
@@ -161,8 +163,8 @@ function LossMonitor:init(per_print_times, opts)
   if per_print_times == nil then per_print_times = 1 end
   if type(per_print_times) ~= "number" or per_print_times ~= math.floor(per_print_times) or per_print_times < 0
       or per_print_times == math.huge then
-    error(("ValueError: For 'LossMonitor', the argument 'per_print_times' must be an integer >= 0, but got %s.")
-      :format(type(per_print_times) == "number" and tostring(per_print_times) or type_name(per_print_times)), 3)
+    raise(("ValueError: For 'LossMonitor', the argument 'per_print_times' must be an integer >= 0, but got %s.")
+      :format(type(per_print_times) == "number" and tostring(per_print_times) or type_name(per_print_times)))
   end
   self._per_print_times = per_print_times
   self._last_print_time = 0
@@ -236,7 +238,7 @@ function M.CheckpointConfig(save_checkpoint_steps, keep_checkpoint_max, saved_ne
   end
   for k in pairs(o) do
     if not CONFIG_KEYS[k] then
-      error(("TypeError: CheckpointConfig() got an unexpected keyword argument '%s'."):format(tostring(k)), 2)
+      raise(("TypeError: CheckpointConfig() got an unexpected keyword argument '%s'."):format(tostring(k)))
     end
   end
   local cfg = { save_checkpoint_steps = 1, keep_checkpoint_max = 5 }
@@ -247,8 +249,8 @@ function M.CheckpointConfig(save_checkpoint_steps, keep_checkpoint_max, saved_ne
     cfg.keep_checkpoint_max = check_positive_int("CheckpointConfig", "keep_checkpoint_max", o.keep_checkpoint_max, 2)
   end
   if o.saved_network ~= nil and not I.is_cell(o.saved_network) then
-    error(("TypeError: For 'CheckpointConfig', the 'saved_network' must be a Cell, but got %s.")
-      :format(type_name(o.saved_network)), 2)
+    raise(("TypeError: For 'CheckpointConfig', the 'saved_network' must be a Cell, but got %s.")
+      :format(type_name(o.saved_network)))
   end
   cfg.saved_network = o.saved_network
   cfg._is_config = true
@@ -279,23 +281,23 @@ function ModelCheckpoint:init(prefix, directory, config)
   end
   if prefix == nil then prefix = "CKP" end
   if type(prefix) ~= "string" or prefix == "" or prefix:find("/", 1, true) then
-    error(("ValueError: For 'ModelCheckpoint', the argument 'prefix' must be a non-empty string without '/', "
-      .. "but got %s."):format(type(prefix) == "string" and ("'" .. prefix .. "'") or type_name(prefix)), 3)
+    raise(("ValueError: For 'ModelCheckpoint', the argument 'prefix' must be a non-empty string without '/', "
+      .. "but got %s."):format(type(prefix) == "string" and ("'" .. prefix .. "'") or type_name(prefix)))
   end
   if directory == nil then directory = "." end
   if type(directory) ~= "string" or directory == "" then
-    error(("TypeError: For 'ModelCheckpoint', the argument 'directory' must be a path (a string), but got %s.")
-      :format(type_name(directory)), 3)
+    raise(("TypeError: For 'ModelCheckpoint', the argument 'directory' must be a path (a string), but got %s.")
+      :format(type_name(directory)))
   end
   if config == nil then
     config = M.CheckpointConfig {}
   elseif is_plain(config) and not config._is_config then
     local ok, cfg = pcall(M.CheckpointConfig, config)
-    if not ok then error((tostring(cfg):gsub("^[^\n]-:%d+: ", "", 1)), 3) end
+    if not ok then rethrow(cfg) end
     config = cfg
   elseif not is_plain(config) then
-    error(("TypeError: For 'ModelCheckpoint', the argument 'config' must be a CheckpointConfig (a table), but got %s.")
-      :format(type_name(config)), 3)
+    raise(("TypeError: For 'ModelCheckpoint', the argument 'config' must be a CheckpointConfig (a table), but got %s.")
+      :format(type_name(config)))
   end
   self._prefix, self._directory, self._config = prefix, directory, config
   self._files = {}

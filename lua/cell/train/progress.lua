@@ -23,6 +23,7 @@
 -- seconds, width = 30, interval = 0.1, every = 0.1}: the writer defaults
 -- to io.stderr, tty to what isatty(2) says, the clock to cell.perf_counter.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local callbacks = require "cell.train.callbacks"
 local I = require "cell.nn.internal"
@@ -51,24 +52,24 @@ end
 function ProgressBar:init(opts)
   if opts == nil then opts = {} end
   if type(opts) ~= "table" or getmetatable(opts) ~= nil then
-    error(("TypeError: ProgressBar: expected an options table, but got %s."):format(type_name(opts)), 3)
+    raise(("TypeError: ProgressBar: expected an options table, but got %s."):format(type_name(opts)))
   end
   for k, v in pairs(opts) do
     local want = OPTIONS[k]
-    if not want then error(("TypeError: ProgressBar() got an unexpected keyword argument '%s'."):format(tostring(k)), 3) end
+    if not want then raise(("TypeError: ProgressBar() got an unexpected keyword argument '%s'."):format(tostring(k))) end
     if type(v) ~= want then
-      error(("TypeError: For 'ProgressBar', the '%s' must be a %s, but got %s."):format(k, want, type_name(v)), 3)
+      raise(("TypeError: For 'ProgressBar', the '%s' must be a %s, but got %s."):format(k, want, type_name(v)))
     end
   end
   if opts.width ~= nil and (opts.width ~= floor(opts.width) or opts.width < 1 or opts.width > 200) then
-    error(("ValueError: For 'ProgressBar', the 'width' must be an integer in [1, 200], but got %s."):format(tostring(opts.width)), 3)
+    raise(("ValueError: For 'ProgressBar', the 'width' must be an integer in [1, 200], but got %s."):format(tostring(opts.width)))
   end
   if opts.every ~= nil and not (opts.every > 0 and opts.every <= 1) then
-    error(("ValueError: For 'ProgressBar', the 'every' must be in (0, 1], but got %s."):format(tostring(opts.every)), 3)
+    raise(("ValueError: For 'ProgressBar', the 'every' must be in (0, 1], but got %s."):format(tostring(opts.every)))
   end
   if opts.interval ~= nil and not (opts.interval >= 0 and opts.interval < math.huge) then
-    error(("ValueError: For 'ProgressBar', the 'interval' must be a finite number >= 0, but got %s.")
-      :format(tostring(opts.interval)), 3)
+    raise(("ValueError: For 'ProgressBar', the 'interval' must be a finite number >= 0, but got %s.")
+      :format(tostring(opts.interval)))
   end
   self._write = opts.writer or stderr_writer
   self._tty = opts.tty
