@@ -2,6 +2,7 @@
 -- cell.value_and_grad, cell.ops.GradOperation, cell.no_grad. The engine
 -- records the tape; these functions choose what to differentiate, run the
 -- function with grad mode on, and shape the results as MindSpore does.
+local check_callable = require("cell.errors").check_callable
 local raise = require("cell.errors").raise
 local core = require "cell.core"
 
@@ -20,9 +21,9 @@ local function with_grad_mode(on, fn, ...)
 end
 
 --- cell.no_grad(fn, ...): fn(...) without recording anything.
-function M.no_grad(fn, ...) return with_grad_mode(false, fn, ...) end
+function M.no_grad(fn, ...) return with_grad_mode(false, check_callable("no_grad", "fn", fn), ...) end
 --- cell.enable_grad(fn, ...): fn(...) with recording on.
-function M.enable_grad(fn, ...) return with_grad_mode(true, fn, ...) end
+function M.enable_grad(fn, ...) return with_grad_mode(true, check_callable("enable_grad", "fn", fn), ...) end
 
 --- The engine's Lua nodes take at most this many inputs.
 local NODE_MAX = 4
@@ -99,6 +100,7 @@ end
 -- arguments that require grad: pass the parameters fn uses as arguments.
 -- fn must return one Tensor.
 function M.checkpoint(fn, ...)
+  check_callable("checkpoint", "fn", fn)
   return M.recompute(fn, pack(...), nil)
 end
 
@@ -224,11 +226,13 @@ end
 
 --- cell.grad(fn, grad_position = 1, weights = nil, has_aux = false)
 function M.grad(fn, grad_position, weights, has_aux)
+  check_callable("grad", "fn", fn)
   return differentiate(fn, options(grad_position, weights, has_aux), false)
 end
 
 --- cell.value_and_grad(fn, grad_position = 1, weights = nil, has_aux = false)
 function M.value_and_grad(fn, grad_position, weights, has_aux)
+  check_callable("value_and_grad", "fn", fn)
   return differentiate(fn, options(grad_position, weights, has_aux), true)
 end
 
@@ -238,7 +242,11 @@ end
 -- = true}(net, weights)(x).
 function M.GradOperation(opts)
   opts = opts or {}
+  if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+    require("cell.errors").type_error("GradOperation", "opts", "an options table", opts)
+  end
   return function(fn, weights)
+    check_callable("GradOperation", "fn", fn)
     return function(...)
       local n = select("#", ...)
       if opts.sens_param then n = n - 1 end

@@ -103,4 +103,18 @@ function M.check_tensor(fname, what, v)
   return v
 end
 
+--- Whether `v` can be called: a function, or a table or userdata whose
+-- metatable has __call.
+function M.is_callable(v)
+  if type(v) == "function" then return true end
+  local mt = (type(v) == "table" or type(v) == "userdata") and getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__call") ~= nil
+end
+
+--- Check that `v` can be called (argument `what` of `fname`); returns it.
+function M.check_callable(fname, what, v)
+  if not M.is_callable(v) then M.type_error(fname, what, "a function", v) end
+  return v
+end
+
 return M

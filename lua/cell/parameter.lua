@@ -354,7 +354,13 @@ M.ParameterTuple = ParameterTuple
 function ParameterTuple:init(items, state, control)
   local list = {}
   if type(items) == "function" then
-    for v in items, state, control do list[#list + 1] = v end
+    for v in items, state, control do
+      if not is_parameter(v) then -- stop at once: the iterator may never end
+        raise(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
+          .. "collection, but the iterator gave a %s."):format(type_name(v)))
+      end
+      list[#list + 1] = v
+    end
   elseif type(items) == "table" and not class.is_instance(items, init_mod.InitTensor) then
     for i = 1, #items do list[i] = items[i] end
   else

@@ -16,6 +16,7 @@
 --   CELL_MISUSE_TRACE  a file that gets each call before it is made (to find
 --                      the call that crashed or hung the process)
 --   CELL_MISUSE_REPORT the file the summary and the failures go to
+--   CELL_MISUSE_SKIP   more names to skip, comma-separated (cell.nn.Adam,...)
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local M = {}
 
@@ -57,7 +58,10 @@ function M.check_message(msg, library_prefix)
   for _, p in ipairs(PATTERNS) do
     if rest:find(p) then named = true end
   end
-  if not named then return false, "no exception name" end
+  if not named then
+    if rest:find("%u%a+Error: ") then return false, "exception name not first" end
+    return false, "no exception name"
+  end
   if pos and library_prefix and ("@" .. pos):sub(1, #library_prefix) == library_prefix then
     return false, "blames a library file"
   end
@@ -72,7 +76,7 @@ local function values(cell)
     cell.int32, cell.int64, cell.bool }
   local nan = 0 / 0
   local scalars = { nil, true, false, 0, 1, 2, 3, -1, -7, 0.5, -2.5, nan, math.huge, -math.huge,
-    2 ^ 31, 2 ^ 53, 2 ^ 63, -2 ^ 63, 1e308, 1e-308, "", "a", "float32", "mean", "relu", "1", "x.y" }
+    2 ^ 40 + 1, 2 ^ 53, 2 ^ 63, -2 ^ 63, 1e308, 1e-308, "", "a", "float32", "mean", "relu", "1", "x.y" }
   local nscalars = 27
   local tables = {
     function() return {} end,
@@ -136,7 +140,8 @@ end
 local function is_class(class, v) return class.is_class(v) end
 
 --- The methods of an object: the functions of its metatable (a class's
--- members) and of a table __index, public names only, plus __call.
+-- members) and of a table __index, public names only, plus __call and
+-- __tostring; not `init`, the constructor's body (the class call fuzzes it).
 local function methods_of(obj)
   local mt = getmetatable(obj)
   if type(mt) ~= "table" then return {} end
@@ -145,7 +150,7 @@ local function methods_of(obj)
     if type(t) ~= "table" then return end
     for k, v in pairs(t) do
       if type(k) == "string" and type(v) == "function" and not found[k]
-        and (k:sub(1, 1) ~= "_" or k == "__call" or k == "__tostring") then
+        and (k:sub(1, 1) ~= "_" or k == "__call" or k == "__tostring") and k ~= "init" then
         found[k] = v
         names[#names + 1] = k
       end
@@ -256,8 +261,8 @@ end
 function M.run(opts)
   local cell = require "cell"
   local class = require "cell.class"
-  local errors = require "cell.errors"
-  local prefix = errors.source_prefix
+  local has_errors, errors = pcall(require, "cell.errors")
+  local prefix = has_errors and errors.source_prefix or nil
   local r = generator(opts.seed or 1)
   local V = values(cell)
   local funcs, classes = walk(cell, class)
@@ -298,7 +303,6 @@ function M.run(opts)
     ["^"] = function(a, b) return a ^ b end, ["unm"] = function(a) return -a end,
     ["[]"] = function(a, b) return a[b] end, ["[]="] = function(a, b, c) a[b] = c end,
     ["#"] = function(a) return #a end, ["tostring"] = function(a) return tostring(a) end,
-    ["call"] = function(a, ...) return a(...) end,
   }
   local opnames = {}
   for k in pairs(operators) do opnames[#opnames + 1] = k end
@@ -313,6 +317,7 @@ function M.run(opts)
     local good, why = M.check_message(msg, prefix)
     if good then return end
     stats.raw = stats.raw + 1
+    stats.kinds[why] = (stats.kinds[why] or 0) + 1
     local key = what .. "|" .. why
     if not stats.seen[key] then
       stats.seen[key] = true
@@ -321,6 +326,7 @@ function M.run(opts)
   end
 
   local function call(what, fn, args, n)
+    if M.SKIP[what] then return end
     if trace then
       trace:write(what, "(", describe(args, n), ")\n")
       trace:flush()
@@ -385,12 +391,14 @@ end
 --- The child process's entry: run with the settings from the environment
 -- and write the report.
 function M.main()
+  for name in (os.getenv("CELL_MISUSE_SKIP") or ""):gmatch("[^,]+") do M.SKIP[name] = "CELL_MISUSE_SKIP" end
   local calls = tonumber(os.getenv("CELL_MISUSE_CALLS") or "") or 3000
   local seed = tonumber(os.getenv("CELL_MISUSE_SEED") or "") or 1
   local stats = M.run { seed = seed, calls = calls, trace = os.getenv("CELL_MISUSE_TRACE") }
   local out = assert(io.open(assert(os.getenv("CELL_MISUSE_REPORT"), "CELL_MISUSE_REPORT is not set"), "w"))
   out:write(("calls %d errors %d raw %d functions %d classes %d makers %d seed %d\n"):format(stats.calls,
     stats.errors, stats.raw, stats.functions, stats.classes, stats.makers, seed))
+  for why, n in pairs(stats.kinds) do out:write(("KIND %s: %d\n"):format(why, n)) end
   for _, f in ipairs(stats.failures) do
     out:write(("FAIL %s\n  %s\n  -> %s\n"):format(f.what, f.why, (f.msg:gsub("\n", "\n     "))))
   end

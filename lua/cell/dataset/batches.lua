@@ -31,7 +31,7 @@ local function check_bool(what, v, default, lvl)
 end
 
 local function check_count(what, v, lvl)
-  if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge then
+  if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge or v == -math.huge then
     raise(("TypeError: batches: %s must be an integer, but got %s")
       :format(what, type(v) == "number" and tostring(v) or type_name(v)))
   end

@@ -41,10 +41,10 @@ local function type_name(v) return core.is_tensor(v) and "Tensor" or type(v) end
 
 --- synthetic(n [, {seed = 0}]) -> {images, labels, classes}.
 function M.synthetic(n, opts)
-  if type(n) ~= "number" or n ~= math.floor(n) then
+  if type(n) ~= "number" or n ~= math.floor(n) or n == math.huge or n == -math.huge then
     raise(("TypeError: synthetic: n must be an integer, but got %s"):format(type_name(n)))
   end
-  if n < 1 then raise(("ValueError: synthetic: n must be positive, but got %d"):format(n)) end
+  if n < 1 then raise(("ValueError: synthetic: n must be positive, but got %s"):format(tostring(n))) end
   if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
     raise(("TypeError: synthetic: the options must be a table, but got %s"):format(type_name(opts)))
   end

@@ -2,6 +2,7 @@
 -- LogSoftmax; and get_activation, which makes one from its MindSpore name
 -- ("relu", "gelu", "softmax", ...).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local ops = require "cell.ops"
@@ -10,7 +11,7 @@ local M = {}
 
 local function define(name, method)
   local C = Cell:extend(name)
-  C.construct = function(_, x) return x[method](x) end
+  C.construct = function(_, x) return check_tensor(name, "x", x)[method](x) end
   M[name] = C
   return C
 end
@@ -39,6 +40,7 @@ function GELU:init(approximate)
 end
 local GELU_C = math.sqrt(2 / math.pi)
 function GELU:construct(x)
+  check_tensor("GELU", "x", x)
   if not self.approximate then return x:gelu() end
   local inner = (x + x * x * x * 0.044715) * GELU_C
   return x * 0.5 * (inner:tanh() + 1)
@@ -60,7 +62,7 @@ local function define_softmax(name, op_name)
     self.axis = axis
   end
   function C:construct(x)
-    local n = x.ndim
+    local n = check_tensor(name, "x", x).ndim
     local a = self.axis < 0 and self.axis + n + 1 or self.axis
     if a < 1 or a > n then
       raise(("ValueError: For '%s', the 'axis' (%d) must be in range [%d, -1] or [1, %d] for an input of %d "

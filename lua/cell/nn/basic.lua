@@ -3,6 +3,7 @@
 -- dimension after the batch), and Embedding's ids and padding_idx are
 -- 1-based (id 1 is the table's first row).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
@@ -35,6 +36,7 @@ function Flatten:init(...)
 end
 
 function Flatten:construct(x)
+  check_tensor("Flatten", "x", x)
   local shape = x.shape
   local r = #shape
   if r == 0 then x, shape, r = x:reshape({ 1 }), { 1 }, 1 end

@@ -7,6 +7,7 @@
 -- an int, {top_bottom, left_right} or {top, bottom, left, right}).
 -- Only the NCHW layout exists here.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
@@ -110,7 +111,7 @@ local function same_pads(n, k, s, d)
 end
 
 function Conv2d:construct(x)
-  local shape = x.shape
+  local shape = check_tensor("Conv2d", "x", x).shape
   if #shape ~= 4 or shape[2] ~= self.in_channels then
     raise(("ValueError: For 'Conv2d', the input must be 4-D {N, C, H, W} with C = in_channels (%d), but got %s.")
       :format(self.in_channels, I.shape_str(shape)))

@@ -4,6 +4,7 @@
 -- the bias) and extend_repr text. The parameters are made with their values
 -- at once (not lazily), so they can be read before the first call.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
@@ -59,7 +60,7 @@ function Dense:init(in_channels, out_channels, weight_init, bias_init, has_bias,
 end
 
 function Dense:construct(x)
-  local shape = x.shape
+  local shape = check_tensor("Dense", "x", x).shape
   local n = #shape
   if n == 0 or shape[n] ~= self.in_channels then
     raise(("ValueError: For 'Dense', the last dimension of the input must be in_channels (%d), but got an input "

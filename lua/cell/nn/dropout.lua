@@ -6,6 +6,7 @@
 -- positional argument is the deprecated keep_prob (the probability to keep),
 -- so Dropout(0.8) keeps 80%. With neither, p = 0.5.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
@@ -39,6 +40,7 @@ function Dropout:init(...)
 end
 
 function Dropout:construct(x)
+  check_tensor("Dropout", "x", x)
   if not self.training or self._p == 0 then return x end
   local y = ops.dropout(x, self._p, true)
   return y

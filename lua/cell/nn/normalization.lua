@@ -16,6 +16,7 @@
 -- gamma/beta apply to those from begin_params_axis (1-based axes, negative
 -- counting from the end: -1 is the last).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
@@ -83,7 +84,7 @@ local function batch_norm_class(name, dims, layout)
   end
 
   function C:construct(x)
-    local shape = x.shape
+    local shape = check_tensor(name, "x", x).shape
     if not dims[#shape] or shape[2] ~= self.num_features then
       raise(("ValueError: For '%s', the input must be %s with C = num_features (%d), but got %s.")
         :format(name, layout, self.num_features, I.shape_str(shape)))
@@ -185,7 +186,7 @@ local function resolve(axis, r)
 end
 
 function LayerNorm:construct(x)
-  local shape = x.shape
+  local shape = check_tensor("LayerNorm", "x", x).shape
   local r = #shape
   local bn, bp = resolve(self.begin_norm_axis, r), resolve(self.begin_params_axis, r)
   if r == 0 or not bn or not bp then

@@ -13,6 +13,7 @@
 -- PyTorch. MaxPool2d's dilation other than 1 and return_indices are not
 -- implemented (NotImplementedError).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
@@ -98,7 +99,7 @@ end
 
 --- The input as 4-D (and whether it was 3-D), or a ValueError naming the layer.
 local function as_4d(cls, x, lvl)
-  local shape = x.shape
+  local shape = check_tensor(cls, "x", x).shape
   if #shape ~= 3 and #shape ~= 4 then
     raise(("ValueError: For '%s', the input must be 3-D (C, H, W) or 4-D (N, C, H, W), but got %s.")
       :format(cls, I.shape_str(shape)))

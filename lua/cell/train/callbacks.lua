@@ -103,6 +103,9 @@ RunContext.__name = "RunContext"
 
 --- A run context holding the fields of `params`.
 function M.RunContext(params)
+  if params ~= nil and (type(params) ~= "table" or getmetatable(params) ~= nil) then
+    require("cell.errors").type_error("RunContext", "params", "a table of fields", params)
+  end
   local rc = setmetatable({}, RunContext)
   for k, v in pairs(params or {}) do rc[k] = v end
   return rc
@@ -110,6 +113,17 @@ end
 
 --- The callback parameters (the run context itself).
 function RunContext:original_args() return self end
+
+--- The callback parameters of `rc`, which must be a run context (a TypeError
+-- naming the callback method otherwise).
+local function args_of(method, rc)
+  local f = type(rc) == "table" and rc.original_args
+  if type(f) ~= "function" then
+    require("cell.errors").type_error(method, "run_context", "a RunContext", rc)
+  end
+  return f(rc)
+end
+M.args_of = args_of
 --- Ask training to stop after the current step.
 function RunContext:request_stop() self._stop_requested = true end
 function RunContext:get_stop_requested() return self._stop_requested == true end
@@ -144,6 +158,9 @@ function Callback:__tostring() return I.class_name(self) .. "()" end
 
 --- Options common to the monitors: writer and clock.
 local function io_options(self, cls, o, lvl)
+  if type(o) ~= "table" or getmetatable(o) ~= nil then
+    require("cell.errors").type_error(cls, "options", "a table", o)
+  end
   self._write = o.writer == nil and stdout_writer or check_fn(cls, "writer", o.writer, lvl + 1)
   self._clock = o.clock == nil and core.perf_counter or check_fn(cls, "clock", o.clock, lvl + 1)
 end
@@ -174,7 +191,7 @@ end
 function LossMonitor:on_train_begin() self._last_print_time = 0 end
 
 function LossMonitor:on_train_step_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_step_end", run_context)
   local loss = M.loss_value(cb.net_outputs)
   local batch_num = cb.batch_num or 0
   local step_in_epoch = batch_num > 0 and (cb.cur_step_num - 1) % batch_num + 1 or cb.cur_step_num
@@ -212,7 +229,7 @@ end
 function TimeMonitor:on_train_epoch_begin() self._epoch_time = self._clock() end
 
 function TimeMonitor:on_train_epoch_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_epoch_end", run_context)
   local ms = (self._clock() - (self._epoch_time or self._clock())) * 1000
   local steps = self.data_size
   if type(cb.batch_num) == "number" and cb.batch_num > 0 then steps = cb.batch_num end
@@ -345,12 +362,12 @@ function ModelCheckpoint:_save(cb)
 end
 
 function ModelCheckpoint:on_train_step_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_step_end", run_context)
   if cb.cur_step_num % self._config.save_checkpoint_steps == 0 then self:_save(cb) end
 end
 
 function ModelCheckpoint:on_train_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_end", run_context)
   if (cb.cur_step_num or 0) > 0 then self:_save(cb) end
 end
 

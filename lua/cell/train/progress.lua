@@ -23,6 +23,7 @@
 -- seconds, width = 30, interval = 0.1, every = 0.1}: the writer defaults
 -- to io.stderr, tty to what isatty(2) says, the clock to cell.perf_counter.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local args_of = require("cell.train.callbacks").args_of
 local raise = require("cell.errors").raise
 local core = require "cell.core"
 local callbacks = require "cell.train.callbacks"
@@ -82,6 +83,7 @@ end
 
 --- Seconds as m:ss, or h:mm:ss from an hour.
 function ProgressBar.format_time(s)
+  if type(s) ~= "number" then require("cell.errors").type_error("format_time", "s", "a number of seconds", s) end
   if s ~= s or s == math.huge then return "?" end
   s = floor(s + 0.5)
   if s < 0 then s = 0 end
@@ -93,7 +95,7 @@ end
 local format_time = ProgressBar.format_time
 
 function ProgressBar:on_train_epoch_begin(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_epoch_begin", run_context)
   self._epoch, self._epochs = cb.cur_epoch_num, cb.epoch_num
   self._t0 = self._clock()
   self._steps, self._samples, self._loss_sum, self._losses = 0, 0, 0, 0
@@ -143,7 +145,7 @@ function ProgressBar:_draw(total, now, done)
 end
 
 function ProgressBar:on_train_step_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_step_end", run_context)
   if self._t0 == nil then self:on_train_epoch_begin(run_context) end
   self._steps = self._steps + 1
   self._samples = self._samples + (cb.batch_size or 0)
@@ -172,7 +174,7 @@ end
 
 function ProgressBar:on_train_epoch_end(run_context)
   if self._t0 == nil then return end
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_epoch_end", run_context)
   local total = cb.batch_num
   if total ~= nil and total <= 0 then total = nil end
   local now = self._clock()
