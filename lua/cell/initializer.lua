@@ -163,6 +163,20 @@ end
 
 --- Draw the initializer's values for `shape` in `dtype` (a fresh Tensor).
 function Initializer:__call(shape, dtype)
+  local name = self.__class.name
+  if type(shape) ~= "table" or getmetatable(shape) ~= nil then
+    require("cell.errors").type_error(name, "shape", "a table of sizes", shape)
+  end
+  for i = 1, #shape do
+    local v = shape[i]
+    if type(v) ~= "number" or v ~= math.floor(v) or v < 0 or v == math.huge then
+      raise(("ValueError: For '%s', the shape must hold non-negative integers, but got %s at position %d.")
+        :format(name, tostring(v), i))
+    end
+  end
+  if dtype ~= nil and not core.is_dtype(dtype) then
+    require("cell.errors").type_error(name, "dtype", "a dtype (such as cell.float32)", dtype)
+  end
   self:_check(shape, 3)
   return self:_generate(shape, dtype or core.float32)
 end
