@@ -228,7 +228,7 @@ describe("conv2d", function()
       H.expect_error(function() return ops.conv2d({ 1 }, w) end, "TypeError", "expected a Tensor")
       H.expect_error(function() return ops.conv2d(x, "w") end, "TypeError", "expected a Tensor")
       H.expect_error(function() return ops.conv2d(x, w, "b") end, "TypeError",
-        "conv2d: bad argument #3 (expected a bias Tensor, nil or an options table, got string)")
+        "conv2d: expected a bias Tensor, nil or an options table, got string")
       H.expect_error(function() return ops.conv2d(x, w, nil, 3) end, "TypeError",
         "conv2d: expected an options table, got number")
       H.expect_error(function() return ops.conv2d(x, w, { strides = 2 }) end, "TypeError",
@@ -317,7 +317,7 @@ local function pool_spec(name, cases, avg)
           name .. ": the kernel (6 x 2) is larger than the padded input (5 x 5): input (1, 2, 5, 5)")
       end)
       it("checks the types of the arguments and options", function()
-        H.expect_error(function() return op(x) end, "TypeError", name .. ": bad argument #2 (expected a kernel size")
+        H.expect_error(function() return op(x) end, "TypeError", name .. ": expected a kernel size")
         H.expect_error(function() return op(x, "2") end, "TypeError",
           name .. ": kernel size must be an integer or a table of 2 integers, got string")
         H.expect_error(function() return op(x, { 2, 2, 2 }) end, "TypeError", "got a table of 3")

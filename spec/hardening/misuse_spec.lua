@@ -104,6 +104,7 @@ describe("the misuse fuzzer", function()
     assert.is_true(misuse.check_message("NotImplementedError: construct", prefix))
     assert.is_false(misuse.check_message("x.lua:3: attempt to index a nil value", prefix))
     assert.is_false(misuse.check_message("bad argument #1 to 'f' (TypeError: x)", prefix))
+    assert.is_true(misuse.check_message("x.lua:3: TypeError: f: x must be a Tensor (bad argument #2)", prefix))
     assert.is_false(misuse.check_message({}, prefix))
     assert.is_false(misuse.check_message("lua/cell/nn/loss.lua:131: IndexError: x", prefix))
   end)
@@ -123,14 +124,14 @@ describe("errors from wrong arguments", function()
     { function() return cell.no_grad() end, "TypeError: no_grad: fn must be a function, but got nil" },
     { function() return cell.checkpoint(nil) end, "TypeError: checkpoint: fn must be a function, but got nil" },
     { function() return cell.ones({ 2 }):reshape({ "a" }) end,
-      "TypeError: reshape: bad argument #1 (shape must hold integers, but got string at position 1)" },
+      "TypeError: reshape: shape must hold integers, but got string at position 1 (bad argument #1)" },
     { function() return cell.ones({ 2 }):register_hook(5) end,
-      "TypeError: register_hook: bad argument #1 (the hook must be a function, but got number)" },
+      "TypeError: register_hook: the hook must be a function, but got number (bad argument #1)" },
     { function() return cell.init.XavierNormal()(nil) end, "TypeError: " },
     { function() return cell.nn.get_activation(1, 0.5) end, "KeyError: Unknown activation '1'" },
     { function() return cell.ones({ 2 }):sum({ 1, "x" }) end,
-      "TypeError: sum: bad argument #1 (dim must hold integers, but got string at position 2)" },
-    { function() return cell.zeros("a") end, "TypeError: zeros: bad argument #1 (unknown dtype 'a')" },
+      "TypeError: sum: dim must hold integers, but got string at position 2 (bad argument #1)" },
+    { function() return cell.zeros("a") end, "TypeError: zeros: unknown dtype 'a' (bad argument #1)" },
     { function() return cell.nn.Adam(function() return cell.ones({ 1 }) end) end, "TypeError: For 'Adam'" },
     { function() return cell.ones({ 5 }):split(setmetatable({}, { __index = function() return 1 end })) end,
       "ValueError: split" },

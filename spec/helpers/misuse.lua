@@ -335,7 +335,41 @@ function M.run(opts)
     record(what, args, n, ok, msg)
   end
 
-  local function random_args(first)
+  -- Plausible argument lists: the ones a target accepts are found on its
+  -- first use, and half of its calls then spoil one argument of one of
+  -- them, to reach the checks past the first argument.
+  local function t23() return cell.arange(0, 6):reshape({ 2, 3 }):astype(cell.float32) end
+  local plausible = {
+    function() return {} end, function() return { 1 } end, function() return { 2 } end,
+    function() return { 1, 2 } end, function() return { 3, 4 } end, function() return { 0.5 } end,
+    function() return { t23() } end, function() return { t23(), t23() } end, function() return { { 2, 3 } } end,
+    function() return { { 6 } } end, function() return { t23(), 1 } end, function() return { "relu" } end,
+    function() return { cell.float64 } end, function() return { cell.tensor({ 1, 2 }, cell.int64) } end,
+  }
+  local works = {}
+  local function random_args(first, key, fn)
+    local ok_lists = works[key]
+    if ok_lists == nil and key then
+      ok_lists = {}
+      for _, p in ipairs(plausible) do
+        local args = p()
+        local n = #args
+        if first ~= nil then table.insert(args, 1, first); n = n + 1 end
+        if trace then trace:write(key, "(plausible ", describe(args, n), ")\n"); trace:flush() end
+        local ok = pcall(fn, unpack(args, 1, n))
+        if ok then ok_lists[#ok_lists + 1] = p end
+      end
+      works[key] = ok_lists
+    end
+    if ok_lists and #ok_lists > 0 and r(2) == 1 then
+      local args = ok_lists[r(#ok_lists)]()
+      local n = #args
+      local i = r(n + 1)
+      args[i] = V.any(r)
+      if i > n then n = i end
+      if first ~= nil then table.insert(args, 1, first); n = n + 1 end
+      return args, n
+    end
     local n = r(5) - 1
     local args = {}
     for i = 1, n do args[i] = V.any(r) end
@@ -350,7 +384,7 @@ function M.run(opts)
     local kind = r(10)
     if kind <= 3 then -- a function
       local f = funcs[r(#funcs)]
-      local args, n = random_args()
+      local args, n = random_args(nil, f.name, f.fn)
       call(f.name, f.fn, args, n)
     elseif kind <= 5 then -- a tensor method or operator
       local t = V.tensor(r)
@@ -360,12 +394,12 @@ function M.run(opts)
         call("Tensor " .. op, operators[op], args, n)
       else
         local m = tensor_methods[r(#tensor_methods)]
-        local args, n = random_args(t)
+        local args, n = random_args(t, "Tensor:" .. m, cell.core.Tensor[m])
         call("Tensor:" .. m, cell.core.Tensor[m], args, n)
       end
     elseif kind <= 6 then -- a constructor
       local c = classes[r(#classes)]
-      local args, n = random_args()
+      local args, n = random_args(nil, c.name, c.cls)
       call(c.name, c.cls, args, n)
     else -- a method of an instance
       local mk = makers[r(#makers)]
@@ -375,7 +409,7 @@ function M.run(opts)
         if mk.methods then names, found = mk.methods(obj) else names, found = methods_of(obj) end
         if #names > 0 then
           local m = names[r(#names)]
-          local args, n = random_args(obj)
+          local args, n = random_args(obj, mk.name .. ":" .. m, found[m])
           call(mk.name .. ":" .. m, found[m], args, n)
         end
       else

@@ -71,10 +71,11 @@ static size_t exception_name_len(const char *msg) {
   return msg[n] == ':' && msg[n + 1] == ' ' ? n : 0;
 }
 
-/* "<Exception>: <function>: bad argument #<arg> (<what>)": the exception
+/* "<Exception>: <function>: <what> (bad argument #<arg>)": the exception
  * name the message starts with (TypeError when it has none), the binding
- * function's name (its registered name, then Lua's idea of it) and the
- * argument counted as Lua counts it (a method's self is not counted). */
+ * function's name (its registered name, then Lua's idea of it), the text,
+ * and the argument counted as Lua counts it (a method's self is not
+ * counted). A metamethod's message is "<Exception>: <what>". */
 int lc_argerror(lua_State *L, int arg, const char *fmt, ...) {
   char msg[512], out[1024];
   va_list ap;
@@ -101,18 +102,18 @@ int lc_argerror(lua_State *L, int arg, const char *fmt, ...) {
     return raise_at_user(L, out);
   }
   if (!name) { /* called through pcall or a local: no name to give */
-    snprintf(out, sizeof out, "%.*s: bad argument #%d (%s)", exc_len, exc, arg, what);
+    snprintf(out, sizeof out, "%.*s: %s (bad argument #%d)", exc_len, exc, what, arg);
     return raise_at_user(L, out);
   }
   size_t nl = strlen(name);
   if (strncmp(what, name, nl) == 0 && what[nl] == ':' && what[nl + 1] == ' ') what += nl + 2;
   if (method) arg--;
   if (arg < 0 && arg > LUA_REGISTRYINDEX) /* a relative index names no argument */
-    snprintf(out, sizeof out, "%.*s: %s: bad argument (%s)", exc_len, exc, name, what);
+    snprintf(out, sizeof out, "%.*s: %s: %s", exc_len, exc, name, what);
   else if (arg == 0 && method)
-    snprintf(out, sizeof out, "%.*s: %s: bad self (%s)", exc_len, exc, name, what);
+    snprintf(out, sizeof out, "%.*s: %s: %s (bad self)", exc_len, exc, name, what);
   else
-    snprintf(out, sizeof out, "%.*s: %s: bad argument #%d (%s)", exc_len, exc, name, arg, what);
+    snprintf(out, sizeof out, "%.*s: %s: %s (bad argument #%d)", exc_len, exc, name, what, arg);
   return raise_at_user(L, out);
 }
 

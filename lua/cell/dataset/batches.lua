@@ -73,7 +73,7 @@ function Batches:init(x, y, batch_size, opts)
   end
   check_count("batch_size", batch_size, 5)
   if batch_size < 1 then
-    raise(("ValueError: batches: batch_size must be positive, but got %d"):format(batch_size))
+    raise(("ValueError: batches: batch_size must be positive, but got %s"):format(tostring(batch_size)))
   end
   if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
     raise(("TypeError: batches: the options must be a table, but got %s"):format(type_name(opts)))
@@ -91,7 +91,7 @@ function Batches:init(x, y, batch_size, opts)
   local seed = opts.seed
   if seed == nil then seed = 0 end
   check_count("seed", seed, 5)
-  if seed < 0 then raise(("ValueError: batches: seed must be non-negative, but got %d"):format(seed)) end
+  if seed < 0 then raise(("ValueError: batches: seed must be non-negative, but got %s"):format(tostring(seed))) end
   self.seed = seed
   self.epochs = 0
 end

@@ -45,6 +45,10 @@ function M.synthetic(n, opts)
     raise(("TypeError: synthetic: n must be an integer, but got %s"):format(type_name(n)))
   end
   if n < 1 then raise(("ValueError: synthetic: n must be positive, but got %s"):format(tostring(n))) end
+  -- The images take n * 784 float32s (6.6 GB at the bound), built from Lua lists of n.
+  if n > 2097152 then
+    raise(("ValueError: synthetic: n must be at most 2097152 (2^21 images), but got %s"):format(tostring(n)))
+  end
   if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
     raise(("TypeError: synthetic: the options must be a table, but got %s"):format(type_name(opts)))
   end

@@ -86,8 +86,8 @@ function Embedding:init(vocab_size, embedding_size, ...)
         :format(type(padding_idx) == "number" and A.num_str(padding_idx) or I.type_name(padding_idx)))
     end
     if padding_idx < 1 or padding_idx > vocab_size then
-      raise(("ValueError: For 'Embedding', the 'padding_idx' must be in range [1, %d] (1-based), but got %d.")
-        :format(vocab_size, padding_idx))
+      raise(("ValueError: For 'Embedding', the 'padding_idx' must be in range [1, %d] (1-based), but got %s.")
+        :format(vocab_size, A.num_str(padding_idx)))
     end
   end
   local shape = { vocab_size, embedding_size }

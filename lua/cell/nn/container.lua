@@ -98,8 +98,8 @@ local function position(self, k, n, lvl, append_ok)
 end
 
 local function range_error(self, k, n, lvl, extra)
-  raise(("IndexError: For '%s', the index must be in range [%d, -1] or [1, %d]%s, but got %d.")
-    :format(class_name(self), -n, n, extra or "", k))
+  raise(("IndexError: For '%s', the index must be in range [%d, -1] or [1, %d]%s, but got %s.")
+    :format(class_name(self), -n, n, extra or "", tostring(k)))
 end
 
 --- The list methods SequentialCell and CellList share.

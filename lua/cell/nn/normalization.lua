@@ -48,7 +48,7 @@ local function batch_norm_class(name, dims, layout)
         :format(name, type(num_features) == "number" and A.num_str(num_features) or I.type_name(num_features)))
     end
     if num_features < 1 then
-      raise(("ValueError: For '%s', the 'num_features' must be at least 1, but got %d."):format(name, num_features))
+      raise(("ValueError: For '%s', the 'num_features' must be at least 1, but got %s."):format(name, A.num_str(num_features)))
     end
     eps = A.number(name, "eps", eps, 1e-5, 3)
     if eps <= 0 then
