@@ -94,8 +94,12 @@ int lc_argerror(lua_State *L, int arg, const char *fmt, ...) {
     method = ar.namewhat && strcmp(ar.namewhat, "method") == 0;
     name = ar.name;
   }
-  if (lua_type(L, lua_upvalueindex(LC_NUPVALUES + 1)) == LUA_TSTRING)
+  if (lua_type(L, lua_upvalueindex(LC_NUPVALUES + 1)) == LUA_TSTRING) {
+    /* a binding function: its name, and whether it is a Tensor method (its
+     * first argument is then self, however it was called, in both Luas) */
     name = lua_tostring(L, lua_upvalueindex(LC_NUPVALUES + 1));
+    method = lua_toboolean(L, lua_upvalueindex(LC_NUPVALUES + 2));
+  }
   /* A metamethod's operands are not arguments a user passed by position. */
   if (name && name[0] == '_' && name[1] == '_') {
     snprintf(out, sizeof out, "%.*s: %s", exc_len, exc, what);
@@ -412,11 +416,13 @@ bool lc_field(lua_State *L, int opts, const char *key) {
 
 void lc_setfuncs(lua_State *L, int target, int base, const luaL_Reg *regs) {
   lua_pushvalue(L, target);
-  /* The upvalues, then the function's name (for lc_argerror's messages). */
+  /* The upvalues, then the function's name and whether it is a Tensor
+   * method (for lc_argerror's messages). */
   for (; regs->name; regs++) {
     for (int k = 0; k < LC_NUPVALUES; k++) lua_pushvalue(L, base + k);
     lua_pushstring(L, regs->name);
-    lua_pushcclosure(L, regs->func, LC_NUPVALUES + 1);
+    lua_pushboolean(L, target == base + 1);
+    lua_pushcclosure(L, regs->func, LC_NUPVALUES + 2);
     lua_setfield(L, -2, regs->name);
   }
   lua_pop(L, 1);
