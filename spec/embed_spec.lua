@@ -143,8 +143,8 @@ describe("examples/embed/host (cell_openlibs, push and check tensors)", function
     -- w @ (2 * sensors), relu: sensors {0.5, 0.25, 1, 2}, then sensors[1] = 1.5.
     assert.truthy(out:find("frame 1: action 1 6 0\n", 1, true), out)
     assert.truthy(out:find("frame 2: action 3 6 0\n", 1, true), out)
-    assert.truthy(out:find("misuse 1: bad argument #1 to 'host.gain' %(TypeError: expected a Tensor, got string%)"), out)
-    assert.truthy(out:find("misuse 2: ValueError: mul: shapes [2] and [3] cannot be broadcast", 1, true), out)
+    assert.truthy(out:find("misuse 1: [^\n]*TypeError: host%.gain: expected a Tensor, got string %(bad argument #1%)"), out)
+    assert.truthy(out:find("misuse 2: [^\n]*ValueError: mul: shapes %[2%] and %[3%] cannot be broadcast"), out)
     assert.truthy(out:find("closed: release callback ran 1 time\n", 1, true), out)
   end)
 

@@ -2,6 +2,8 @@
 -- cell.value_and_grad, cell.ops.GradOperation, cell.no_grad. The engine
 -- records the tape; these functions choose what to differentiate, run the
 -- function with grad mode on, and shape the results as MindSpore does.
+local check_callable = require("cell.errors").check_callable
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local args_util = require "cell.util.args"
 
@@ -20,9 +22,9 @@ local function with_grad_mode(on, fn, ...)
 end
 
 --- cell.no_grad(fn, ...): fn(...) without recording anything.
-function M.no_grad(fn, ...) return with_grad_mode(false, fn, ...) end
+function M.no_grad(fn, ...) return with_grad_mode(false, check_callable("no_grad", "fn", fn), ...) end
 --- cell.enable_grad(fn, ...): fn(...) with recording on.
-function M.enable_grad(fn, ...) return with_grad_mode(true, fn, ...) end
+function M.enable_grad(fn, ...) return with_grad_mode(true, check_callable("enable_grad", "fn", fn), ...) end
 
 --- The engine's Lua nodes take at most this many inputs.
 local NODE_MAX = 4
@@ -75,7 +77,7 @@ function M.recompute(fn, args, weights)
   if not core.is_grad_enabled() or #inputs == 0 then return fn(unpack(args, 1, args.n)) end
   local out = M.no_grad(fn, unpack(args, 1, args.n))
   if not core.is_tensor(out) then
-    error(("TypeError: checkpoint: the function must return a Tensor, got %s"):format(type(out)), 3)
+    raise(("TypeError: checkpoint: the function must return a Tensor, got %s"):format(type(out)))
   end
   M.node(out, inputs, function(g)
     local again = { n = args.n }
@@ -99,6 +101,7 @@ end
 -- arguments that require grad: pass the parameters fn uses as arguments.
 -- fn must return one Tensor.
 function M.checkpoint(fn, ...)
+  check_callable("checkpoint", "fn", fn)
   return M.recompute(fn, pack(...), nil)
 end
 
@@ -107,14 +110,14 @@ local function positions_of(grad_position)
   if grad_position == nil then return {}, false end
   if type(grad_position) == "number" then
     if grad_position < 1 or grad_position ~= math.floor(grad_position) then
-      error(("ValueError: grad_position must be a positive integer (1 is the first argument), got %s")
-        :format(tostring(grad_position)), 3)
+      raise(("ValueError: grad_position must be a positive integer (1 is the first argument), got %s")
+        :format(tostring(grad_position)))
     end
     return { grad_position }, true
   end
   if type(grad_position) ~= "table" then
-    error(("TypeError: grad_position must be a number, a table of numbers or nil, got %s")
-      :format(type(grad_position)), 3)
+    raise(("TypeError: grad_position must be a number, a table of numbers or nil, got %s")
+      :format(type(grad_position)))
   end
   for _, p in ipairs(grad_position) do positions_of(p) end
   return grad_position, false
@@ -124,11 +127,11 @@ local function check_weights(weights)
   if weights == nil then return {} end
   if core.is_tensor(weights) then return { weights }, true end
   if type(weights) ~= "table" then
-    error(("TypeError: weights must be a list of Parameters, got %s"):format(type(weights)), 3)
+    raise(("TypeError: weights must be a list of Parameters, got %s"):format(type(weights)))
   end
   for i, w in ipairs(weights) do
     if not core.is_tensor(w) then
-      error(("TypeError: weights[%d] is a %s, not a Parameter"):format(i, type(w)), 3)
+      raise(("TypeError: weights[%d] is a %s, not a Parameter"):format(i, type(w)))
     end
   end
   return weights
@@ -138,24 +141,24 @@ end
 -- grad_position, weights, has_aux, sens_param (sens is the last argument).
 local function differentiate(fn, opts, with_value)
   if type(fn) ~= "function" and not (type(fn) == "table" and getmetatable(fn)) then
-    error(("TypeError: grad: expected a function or a cell, got %s"):format(type(fn)), 3)
+    raise(("TypeError: grad: expected a function or a cell, got %s"):format(type(fn)))
   end
   local positions, single = positions_of(opts.grad_position)
   local weights, single_weight = check_weights(opts.weights)
   if #positions == 0 and #weights == 0 then
-    error("ValueError: grad: grad_position and weights cannot both be nil", 3)
+    raise("ValueError: grad: grad_position and weights cannot both be nil")
   end
   return function(...)
     if not core.is_grad_enabled() then
-      error("RuntimeError: grad: called inside no_grad, where nothing is recorded; "
-        .. "call it outside the no_grad region", 2)
+      raise("RuntimeError: grad: called inside no_grad, where nothing is recorded; "
+        .. "call it outside the no_grad region")
     end
     local args = pack(...)
     local sens
     if opts.sens_param then
       sens = args[args.n]
       if not core.is_tensor(sens) then
-        error("TypeError: grad: with sens_param the last argument must be the sens Tensor", 2)
+        raise("TypeError: grad: with sens_param the last argument must be the sens Tensor")
       end
       args[args.n] = nil
       args.n = args.n - 1
@@ -164,12 +167,12 @@ local function differentiate(fn, opts, with_value)
     for k, p in ipairs(positions) do
       local x = args[p]
       if not core.is_tensor(x) then
-        error(("TypeError: grad: argument %d is a %s; only Tensor arguments can be differentiated")
-          :format(p, type(x)), 2)
+        raise(("TypeError: grad: argument %d is a %s; only Tensor arguments can be differentiated")
+          :format(p, type(x)))
       end
       if not x.dtype.is_floating_point then
-        error(("TypeError: grad: argument %d is a %s tensor; only floating-point tensors have "
-          .. "gradients"):format(p, tostring(x.dtype)), 2)
+        raise(("TypeError: grad: argument %d is a %s tensor; only floating-point tensors have "
+          .. "gradients"):format(p, tostring(x.dtype)))
       end
       local leaf = x:stop_gradient():requires_grad_(true)
       args[p] = leaf
@@ -178,8 +181,8 @@ local function differentiate(fn, opts, with_value)
     local res = pack(with_grad_mode(true, fn, unpack(args, 1, args.n)))
     local out = res[1]
     if not core.is_tensor(out) then
-      error(("TypeError: grad: the function must return a Tensor%s, got %s")
-        :format(opts.has_aux and " first" or "", type(out)), 2)
+      raise(("TypeError: grad: the function must return a Tensor%s, got %s")
+        :format(opts.has_aux and " first" or "", type(out)))
     end
     local targets = {}
     for _, t in ipairs(leaves) do targets[#targets + 1] = t end
@@ -225,11 +228,13 @@ end
 
 --- cell.grad(fn, grad_position = 1, weights = nil, has_aux = false)
 function M.grad(fn, ...)
+  check_callable("grad", "fn", fn)
   return differentiate(fn, options("grad", ...), false)
 end
 
 --- cell.value_and_grad(fn, grad_position = 1, weights = nil, has_aux = false)
 function M.value_and_grad(fn, ...)
+  check_callable("value_and_grad", "fn", fn)
   return differentiate(fn, options("value_and_grad", ...), true)
 end
 
@@ -243,6 +248,7 @@ local GRAD_OPERATION_OPTIONS = { "get_all", "get_by_list", "sens_param" }
 function M.GradOperation(...)
   local opts = args_util.named("GradOperation", GRAD_OPERATION_OPTIONS, 2, select("#", ...), ...)
   return function(fn, weights)
+    check_callable("GradOperation", "fn", fn)
     return function(...)
       local n = select("#", ...)
       if opts.sens_param then n = n - 1 end

@@ -38,6 +38,7 @@
 -- Instances have one reserved member, `__class` (their class). Written in the
 -- Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 
+local raise = require("cell.errors").raise
 local class = {}
 
 --- The metatable of every class table.
@@ -155,12 +156,12 @@ end
 --- Assigning to a class declares an instance member and passes it down.
 function ClassMeta.__newindex(cls, k, v)
   if k == "__class" then
-    error("TypeError: class " .. rawget(cls, "name") .. ": __class is reserved for the instances' class", 2)
+    raise("TypeError: class " .. rawget(cls, "name") .. ": __class is reserved for the instances' class")
   end
   if (k == "__index" or k == "__newindex") and v ~= nil
       and type(v) ~= "function" and type(v) ~= "table" then
-    error(("TypeError: class %s: %s must be a function or a table, got %s")
-      :format(rawget(cls, "name"), k, type(v)), 2)
+    raise(("TypeError: class %s: %s must be a function or a table, got %s")
+      :format(rawget(cls, "name"), k, type(v)))
   end
   declare(cls, k, v)
 end
@@ -193,10 +194,10 @@ end
 -- @return the new class, whose `super` is `self`
 function statics.extend(self, name)
   if not is_class(self) then
-    error(("TypeError: extend: call it on a class, as Class:extend(name), got %s"):format(type(self)), 2)
+    raise(("TypeError: extend: call it on a class, as Class:extend(name), got %s"):format(type(self)))
   end
   if type(name) ~= "string" then
-    error(("TypeError: extend: the class name must be a string, got %s"):format(type(name)), 2)
+    raise(("TypeError: extend: the class name must be a string, got %s"):format(type(name)))
   end
   return new_class(name, self)
 end
@@ -208,11 +209,11 @@ end
 -- @treturn boolean
 function statics.is_subclass_of(self, other)
   if not is_class(self) then
-    error(("TypeError: is_subclass_of: call it on a class, as Class:is_subclass_of(Other), got %s")
-      :format(type(self)), 2)
+    raise(("TypeError: is_subclass_of: call it on a class, as Class:is_subclass_of(Other), got %s")
+      :format(type(self)))
   end
   if not is_class(other) then
-    error(("TypeError: is_subclass_of: the other class must be a class, got %s"):format(type(other)), 2)
+    raise(("TypeError: is_subclass_of: the other class must be a class, got %s"):format(type(other)))
   end
   local c = rawget(self, "super")
   while c do
@@ -228,7 +229,7 @@ end
 -- @treturn boolean
 function class.is_instance(obj, cls)
   if not is_class(cls) then
-    error(("TypeError: is_instance: the class must be a class, got %s"):format(type(cls)), 2)
+    raise(("TypeError: is_instance: the class must be a class, got %s"):format(type(cls)))
   end
   local mt = getmetatable(obj)
   if type(mt) ~= "table" then return false end
@@ -245,10 +246,10 @@ class.is_class = is_class
 return setmetatable(class, {
   __call = function(_, name, parent)
     if type(name) ~= "string" then
-      error(("TypeError: class: the class name must be a string, got %s"):format(type(name)), 2)
+      raise(("TypeError: class: the class name must be a string, got %s"):format(type(name)))
     end
     if parent ~= nil and not is_class(parent) then
-      error(("TypeError: class: the parent must be a class, got %s"):format(type(parent)), 2)
+      raise(("TypeError: class: the parent must be a class, got %s"):format(type(parent)))
     end
     return new_class(name, parent)
   end,

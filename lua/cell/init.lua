@@ -2,6 +2,7 @@
 -- `local cell = require "cell"` gives tensors, dtypes and the engine's
 -- settings; submodules (`cell.ops`, later `cell.nn`, ...) load on first use.
 local core = require "cell.core"
+require "cell.errors" -- errors from here on blame the user's line
 local tensor = require "cell.tensor"
 
 local cell = {}
@@ -49,7 +50,7 @@ setmetatable(cell, {
   __index = function(t, k)
     if submodules[k] then
       local ok, mod = lazy.require("cell." .. k)
-      if not ok then error(lazy.message("cell." .. k .. " is not available", mod), 2) end
+      if not ok then require("cell.errors").raise(lazy.message("cell." .. k .. " is not available", mod)) end
       rawset(t, k, mod)
       return mod
     end

@@ -16,6 +16,7 @@
 -- The classes (`cell.init.Normal{sigma = 0.02}` or `cell.init.Normal(0.02)`)
 -- take MindSpore 2.x's arguments, defaults and formulas. Random values are
 -- drawn in float32 (float64 for a float64 result) and cast to the dtype.
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local args_util = require "cell.util.args"
@@ -88,8 +89,8 @@ end
 function M.fans(shape, lvl)
   local n = #shape
   if n < 2 then
-    error(("ValueError: 'fan_in' and 'fan_out' can not be computed for tensor with fewer than "
-      .. "2 dimensions, but got dimensions %d."):format(n), lvl)
+    raise(("ValueError: 'fan_in' and 'fan_out' can not be computed for tensor with fewer than "
+      .. "2 dimensions, but got dimensions %d."):format(n))
   end
   local field = 1
   for i = 3, n do field = field * shape[i] end
@@ -124,17 +125,17 @@ function Initializer:init(...)
     local v = given[name]
     if v == nil then v = default end
     if v == nil then
-      error(("TypeError: %s() missing the required argument '%s'"):format(self.__class.name, name), 3)
+      raise(("TypeError: %s() missing the required argument '%s'"):format(self.__class.name, name))
     end
     if kind == "number" and type(v) ~= "number" then
-      error(("TypeError: For '%s', the argument '%s' must be a number, but got %s.")
-        :format(self.__class.name, name, M.type_name(v)), 3)
+      raise(("TypeError: For '%s', the argument '%s' must be a number, but got %s.")
+        :format(self.__class.name, name, M.type_name(v)))
     elseif kind == "string" and type(v) ~= "string" then
-      error(("TypeError: For '%s', the argument '%s' must be a string, but got %s.")
-        :format(self.__class.name, name, M.type_name(v)), 3)
+      raise(("TypeError: For '%s', the argument '%s' must be a string, but got %s.")
+        :format(self.__class.name, name, M.type_name(v)))
     elseif kind == "value" and type(v) ~= "number" and type(v) ~= "boolean" then
-      error(("TypeError: For '%s', the argument '%s' must be a number or a boolean, but got %s.")
-        :format(self.__class.name, name, M.type_name(v)), 3)
+      raise(("TypeError: For '%s', the argument '%s' must be a number or a boolean, but got %s.")
+        :format(self.__class.name, name, M.type_name(v)))
     end
     self[name] = v
   end
@@ -155,6 +156,20 @@ end
 
 --- Draw the initializer's values for `shape` in `dtype` (a fresh Tensor).
 function Initializer:__call(shape, dtype)
+  local name = self.__class.name
+  if type(shape) ~= "table" or getmetatable(shape) ~= nil then
+    require("cell.errors").type_error(name, "shape", "a table of sizes", shape)
+  end
+  for i = 1, #shape do
+    local v = shape[i]
+    if type(v) ~= "number" or v ~= math.floor(v) or v < 0 or v == math.huge then
+      raise(("ValueError: For '%s', the shape must hold non-negative integers, but got %s at position %d.")
+        :format(name, tostring(v), i))
+    end
+  end
+  if dtype ~= nil and not core.is_dtype(dtype) then
+    require("cell.errors").type_error(name, "dtype", "a dtype (such as cell.float32)", dtype)
+  end
   self:_check(shape, 3)
   return self:_generate(shape, dtype or core.float32)
 end
@@ -168,8 +183,8 @@ end
 
 local function check_sigma(self, lvl)
   if self.sigma < 0 then
-    error(("ValueError: For '%s', the argument 'sigma' must be non-negative, but got %s.")
-      :format(self.__class.name, tostring(self.sigma)), lvl)
+    raise(("ValueError: For '%s', the argument 'sigma' must be non-negative, but got %s.")
+      :format(self.__class.name, tostring(self.sigma)))
   end
 end
 
@@ -215,8 +230,8 @@ local TruncatedNormal = define("TruncatedNormal", {
 function TruncatedNormal:_validate(lvl)
   check_sigma(self, lvl + 1)
   if not (self.a < self.b) then
-    error(("ValueError: For 'TruncatedNormal', the lower bound 'a' must be less than the upper bound 'b', "
-      .. "but got a = %s and b = %s."):format(tostring(self.a), tostring(self.b)), lvl)
+    raise(("ValueError: For 'TruncatedNormal', the lower bound 'a' must be less than the upper bound 'b', "
+      .. "but got a = %s and b = %s."):format(tostring(self.a), tostring(self.b)))
   end
 end
 function TruncatedNormal:_generate(shape, dtype)
@@ -273,20 +288,20 @@ local HE_ARGS = {
 local function he_validate(self, lvl)
   local name = self.__class.name
   if type(self.negative_slope) ~= "number" then
-    error(("ValueError: For '%s', 'negative_slope' %s is not a valid number. When 'nonlinearity' has been "
+    raise(("ValueError: For '%s', 'negative_slope' %s is not a valid number. When 'nonlinearity' has been "
       .. "set to 'leaky_relu', 'negative_slope' should be int or float type, but got %s.")
-      :format(name, tostring(self.negative_slope), M.type_name(self.negative_slope)), lvl)
+      :format(name, tostring(self.negative_slope), M.type_name(self.negative_slope)))
   end
   local mode = self.mode:lower()
   if mode ~= "fan_in" and mode ~= "fan_out" then
-    error(("ValueError: For '%s', 'mode' %s not supported, please use one of ['fan_in', 'fan_out']")
-      :format(name, self.mode), lvl)
+    raise(("ValueError: For '%s', 'mode' %s not supported, please use one of ['fan_in', 'fan_out']")
+      :format(name, self.mode))
   end
   self.mode = mode
   if not M.calculate_gain(self.nonlinearity, self.negative_slope) then
-    error(("ValueError: For '%s', the argument 'nonlinearity' should be one of ['linear', 'conv1d', "
+    raise(("ValueError: For '%s', the argument 'nonlinearity' should be one of ['linear', 'conv1d', "
       .. "'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'sigmoid', "
-      .. "'tanh', 'relu', 'leaky_relu'], but got %s."):format(name, self.nonlinearity), lvl)
+      .. "'tanh', 'relu', 'leaky_relu'], but got %s."):format(name, self.nonlinearity))
   end
 end
 
@@ -318,8 +333,8 @@ function HeNormal:_generate(shape, dtype) return normal(shape, dtype, 0, he_std(
 local Identity = define("Identity", {})
 function Identity:_check(shape, lvl)
   if #shape ~= 2 then
-    error(("ValueError: For Identity initializer, the dimension of the initialized tensor should be 2, "
-      .. "but got %d."):format(#shape), lvl)
+    raise(("ValueError: For Identity initializer, the dimension of the initialized tensor should be 2, "
+      .. "but got %d."):format(#shape))
   end
 end
 function Identity:_generate(shape, dtype) return core.eye(shape[1], shape[2], dtype) end
@@ -367,8 +382,8 @@ end
 function InitTensor:init_data()
   local t = self.init:_generate(copy_shape(self.shape), self.dtype)
   if not same_shape(t.shape, self.shape) then -- a TensorValues recipe stays its tensor's shape
-    error(("ValueError: init_data: the initializer made shape %s, expected %s")
-      :format(shape_list(t.shape), shape_list(self.shape)), 2)
+    raise(("ValueError: init_data: the initializer made shape %s, expected %s")
+      :format(shape_list(t.shape), shape_list(self.shape)))
   end
   return t
 end
@@ -399,27 +414,27 @@ local function check_dtype(dtype, lvl)
   if dtype == nil then return core.float32 end
   if core.is_dtype(dtype) then return dtype end
   if type(dtype) == "string" and core.is_dtype(core[dtype]) then return core[dtype] end
-  error(("TypeError: For 'initializer', the argument 'dtype' must be a cell dtype (such as cell.float32), "
-    .. "but got %s."):format(type(dtype) == "string" and ("'" .. dtype .. "'") or M.type_name(dtype)), lvl)
+  raise(("TypeError: For 'initializer', the argument 'dtype' must be a cell dtype (such as cell.float32), "
+    .. "but got %s."):format(type(dtype) == "string" and ("'" .. dtype .. "'") or M.type_name(dtype)))
 end
 
 local function check_shape(shape, lvl)
   if type(shape) == "number" then shape = { shape } end
   if shape == nil then
-    error("ValueError: For 'initializer', the argument 'shape' is required when 'init' is not a Tensor.", lvl)
+    raise("ValueError: For 'initializer', the argument 'shape' is required when 'init' is not a Tensor.")
   end
   if type(shape) ~= "table" or getmetatable(shape) ~= nil then
-    error(("ValueError: For 'initializer', the argument 'shape' is invalid, it must be a table of positive "
-      .. "integers or a number, but got %s."):format(M.type_name(shape)), lvl)
+    raise(("ValueError: For 'initializer', the argument 'shape' is invalid, it must be a table of positive "
+      .. "integers or a number, but got %s."):format(M.type_name(shape)))
   end
   for i = 1, #shape do
     local v = shape[i]
     if type(v) ~= "number" or v ~= math.floor(v) or v <= 0 or v == math.huge then
       local parts = {}
       for k = 1, #shape do parts[k] = tostring(shape[k]) end
-      error(("ValueError: For 'initializer', the argument 'shape' is invalid, the value of 'shape' must be "
+      raise(("ValueError: For 'initializer', the argument 'shape' is invalid, the value of 'shape' must be "
         .. "positive integer, but got %s"):format(#shape == 1 and ("(" .. parts[1] .. ",)")
-          or ("(" .. table.concat(parts, ", ") .. ")")), lvl)
+          or ("(" .. table.concat(parts, ", ") .. ")")))
     end
   end
   return copy_shape(shape)
@@ -435,9 +450,9 @@ function M.make(init, shape, dtype, lvl)
     if shape ~= nil then
       local want = type(shape) == "number" and { shape } or shape
       if type(want) ~= "table" or not same_shape(ishape, want) then
-        error(("ValueError: For 'initializer', the shape of the 'init' argument should be same as the "
+        raise(("ValueError: For 'initializer', the shape of the 'init' argument should be same as the "
           .. "argument 'shape', but got the 'init' shape %s and the 'shape' %s.")
-          :format(shape_list(ishape), type(want) == "table" and shape_list(want) or tostring(want)), lvl)
+          :format(shape_list(ishape), type(want) == "table" and shape_list(want) or tostring(want)))
       end
     end
     dtype = dtype == nil and init.dtype or check_dtype(dtype, lvl + 1)
@@ -446,16 +461,16 @@ function M.make(init, shape, dtype, lvl)
   end
   local kind = type(init)
   if kind ~= "string" and kind ~= "number" and kind ~= "boolean" and not class.is_instance(init, Initializer) then
-    error(("TypeError: For 'initializer', the type of the 'init' argument should be 'Tensor', 'number', "
-      .. "'string' or 'initializer', but got %s."):format(M.type_name(init)), lvl)
+    raise(("TypeError: For 'initializer', the type of the 'init' argument should be 'Tensor', 'number', "
+      .. "'string' or 'initializer', but got %s."):format(M.type_name(init)))
   end
   shape = check_shape(shape, lvl + 1)
   dtype = check_dtype(dtype, lvl + 1)
   if kind == "string" then
     local cls = ALIASES[init:lower()]
     if not cls then
-      error(("ValueError: For 'initializer', the class corresponding to '%s' was not found; the known names "
-        .. "are %s (or use a number for a constant)."):format(init, ALIAS_TEXT), lvl)
+      raise(("ValueError: For 'initializer', the class corresponding to '%s' was not found; the known names "
+        .. "are %s (or use a number for a constant)."):format(init, ALIAS_TEXT))
     end
     init = cls()
   elseif kind ~= "table" then

@@ -20,6 +20,7 @@
 -- Keys may be any value but nil and NaN; values may be any value but nil
 -- (assigning nil removes the key). Written in the Lua subset shared by
 -- Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local class = require "cell.class"
 
 local OrderedDict = class("OrderedDict")
@@ -42,8 +43,8 @@ local function state(d)
 end
 
 local function check_key(fname, k)
-  if k == nil then error(("TypeError: %s: a key must not be nil"):format(fname), 3) end
-  if k ~= k then error(("TypeError: %s: a key must not be NaN"):format(fname), 3) end
+  if k == nil then raise(("TypeError: %s: a key must not be nil"):format(fname)) end
+  if k ~= k then raise(("TypeError: %s: a key must not be NaN"):format(fname)) end
 end
 
 --- Python's repr of a key, for KeyError: strings quoted, others as tostring.
@@ -121,24 +122,24 @@ local function pairs_of(fname, items, level)
     return out
   end
   if type(items) ~= "table" then
-    error(("TypeError: %s: expected an OrderedDict or a sequence of {key, value} pairs, got %s")
-      :format(fname, type(items)), level)
+    raise(("TypeError: %s: expected an OrderedDict or a sequence of {key, value} pairs, got %s")
+      :format(fname, type(items)))
   end
   local n = #items
   for k in pairs(items) do
     if type(k) ~= "number" or k < 1 or k > n or k % 1 ~= 0 then
-      error(("TypeError: %s: expected a sequence of {key, value} pairs, got a table with key %s")
-        :format(fname, repr(k)), level)
+      raise(("TypeError: %s: expected a sequence of {key, value} pairs, got a table with key %s")
+        :format(fname, repr(k)))
     end
   end
   for i = 1, n do
     local item = items[i]
     if type(item) ~= "table" then
-      error(("TypeError: %s: item %d must be a {key, value} pair, got %s"):format(fname, i, type(item)), level)
+      raise(("TypeError: %s: item %d must be a {key, value} pair, got %s"):format(fname, i, type(item)))
     end
     local k = item[1]
     if k == nil or k ~= k then
-      error(("TypeError: %s: item %d has a %s key"):format(fname, i, k == nil and "nil" or "NaN"), level)
+      raise(("TypeError: %s: item %d has a %s key"):format(fname, i, k == nil and "nil" or "NaN"))
     end
   end
   return items
@@ -221,7 +222,7 @@ function OrderedDict:pop(key, ...)
     return v
   end
   if select("#", ...) > 0 then return (...) end
-  error("KeyError: " .. repr(key), 2)
+  raise("KeyError: " .. repr(key))
 end
 
 --- The value for `key`, or `default` (nil when not given) when absent.

@@ -28,6 +28,8 @@
 --   bool < int8 < uint8 < int32 < int64 < float16 < float32 < float64 < bfloat16
 -- (MindSpore 2.x's order with the dtypes cell has; bfloat16 was appended
 -- after float64 there, so a float32 Parameter refuses bfloat16 data).
+local rethrow = require("cell.errors").rethrow
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local init_mod = require "cell.initializer"
@@ -61,8 +63,8 @@ local is_parameter = M.is_parameter
 local function attrs_of(self, method, lvl)
   local a = core._attrs(self)
   if a == nil or getmetatable(a) ~= AttrsMT then
-    error(("TypeError: Parameter.%s: expected a Parameter (call it as p:%s(...)), got %s")
-      :format(method, method, type_name(self)), lvl)
+    raise(("TypeError: Parameter.%s: expected a Parameter (call it as p:%s(...)), got %s")
+      :format(method, method, type_name(self)))
   end
   return a
 end
@@ -73,20 +75,20 @@ end
 local function check_name(v, lvl)
   if v == nil then return DEFAULT_NAME end
   if type(v) ~= "string" then
-    error(("ValueError: The type of the Parameter's name should be 'string' or 'nil', but got %s.")
-      :format(type_name(v)), lvl)
+    raise(("ValueError: The type of the Parameter's name should be 'string' or 'nil', but got %s.")
+      :format(type_name(v)))
   end
   v = v:gsub("^%s+", ""):gsub("%s+$", "")
   if v == "" then return DEFAULT_NAME end
   if #v > NAME_MAX_LEN then
-    error(("ValueError: The length of the '%s' name should be less than %d."):format(v, NAME_MAX_LEN), lvl)
+    raise(("ValueError: The length of the '%s' name should be less than %d."):format(v, NAME_MAX_LEN))
   end
   return v
 end
 
 local function check_requires_grad(v, lvl)
   if type(v) ~= "boolean" then
-    error(("TypeError: The argument 'requires_grad' must be bool type, got %s"):format(type_name(v)), lvl)
+    raise(("TypeError: The argument 'requires_grad' must be bool type, got %s"):format(type_name(v)))
   end
 end
 
@@ -111,8 +113,8 @@ local INT_DTYPES = { [core.int8] = true, [core.uint8] = true, [core.int32] = tru
 local function is_fractional(x) return x ~= math.floor(x) or x == math.huge or x == -math.huge end
 
 local function conversion_error(current, incoming, lvl)
-  error(("TypeError: Incoming Parameter dtype can not be converted to current dtype implicitly. "
-    .. "Current dtype is %s, and incoming is %s."):format(tostring(current), tostring(incoming)), lvl)
+  raise(("TypeError: Incoming Parameter dtype can not be converted to current dtype implicitly. "
+    .. "Current dtype is %s, and incoming is %s."):format(tostring(current), tostring(incoming)))
 end
 
 --- fn(...) with grad mode off, restoring it on error.
@@ -139,7 +141,7 @@ end
 
 --- The tensor (or InitTensor) behind `data`, for cell.Parameter.
 local function tensor_of(data, lvl)
-  if type(data) == "boolean" then error("ValueError: Parameter data can not be a boolean", lvl) end
+  if type(data) == "boolean" then raise("ValueError: Parameter data can not be a boolean") end
   if core.is_tensor(data) then
     local a = core._attrs(data)
     if a and rawget(a, "has_init") then return rawget(a, "init_mode") end -- a lazy Parameter
@@ -151,11 +153,11 @@ local function tensor_of(data, lvl)
   if init_mod.is_init_tensor(data) then return data end
   if type(data) == "table" and getmetatable(data) == nil then
     local ok, t = pcall(core.tensor, data)
-    if not ok then error(t, lvl) end
+    if not ok then rethrow(t) end
     return t
   end
-  error(("TypeError: The type of the argument 'data' must be in ['Tensor', 'number', 'table', "
-    .. "'initializer'], but got %s."):format(type_name(data)), lvl)
+  raise(("TypeError: The type of the argument 'data' must be in ['Tensor', 'number', 'table', "
+    .. "'initializer'], but got %s."):format(type_name(data)))
 end
 
 local OPTIONS = { "name", "requires_grad" }
@@ -200,7 +202,7 @@ function AttrsMT.__setattr(self, key, value)
     check_requires_grad(value, 4)
     set_requires_grad(self, attrs, value)
   elseif READ_ONLY[key] then
-    error(("AttributeError: the attribute '%s' of a Parameter is read-only"):format(key), 3)
+    raise(("AttributeError: the attribute '%s' of a Parameter is read-only"):format(key))
   else
     rawset(attrs, key, value)
   end
@@ -245,19 +247,19 @@ local function set_data(self, attrs, data, lvl, from_ckpt)
     local a = core._attrs(data)
     if a and rawget(a, "has_init") then data = rawget(a, "init_mode") end -- a lazy Parameter
   elseif not init_mod.is_init_tensor(data) then
-    error(("TypeError: Parameter data must be a Tensor or a number, but got %s."):format(type_name(data)), lvl)
+    raise(("TypeError: Parameter data must be a Tensor or a number, but got %s."):format(type_name(data)))
   end
   if rawget(attrs, "has_init") and not from_ckpt and not init_mod.is_init_tensor(data) then
     -- MindSpore refuses it too (_set_data_check_input_valid), in words that
     -- have the two sides the wrong way round
-    error(("TypeError: For 'set_data', the Parameter '%s' is not initialized yet (its data is an initializer), "
+    raise(("TypeError: For 'set_data', the Parameter '%s' is not initialized yet (its data is an initializer), "
       .. "but the argument 'data' is an initialized Tensor. Call init_data() on the Parameter first, or pass an "
-      .. "initializer to replace its recipe."):format(tostring(rawget(attrs, "name"))), lvl)
+      .. "initializer to replace its recipe."):format(tostring(rawget(attrs, "name"))))
   end
   local shape = self.shape
   if not init_mod.same_shape(shape, data.shape) then
-    error(("ValueError: Can not change the shape of Parameter which has been initialized. "
-      .. "Current shape is %s, and incoming is %s."):format(shape_tuple(shape), shape_tuple(data.shape)), lvl)
+    raise(("ValueError: Can not change the shape of Parameter which has been initialized. "
+      .. "Current shape is %s, and incoming is %s."):format(shape_tuple(shape), shape_tuple(data.shape)))
   end
   if data.dtype ~= dtype and RANK[dtype] < RANK[data.dtype] then conversion_error(dtype, data.dtype, lvl + 1) end
   if init_mod.is_init_tensor(data) then
@@ -292,9 +294,9 @@ function P.set_data(self, data, ...)
   local slice_shape = args.parse("Parameter.set_data", SET_DATA_ARGS, 2, select("#", ...), ...)
   if slice_shape ~= nil and slice_shape ~= false then
     if type(slice_shape) ~= "boolean" then
-      error(("TypeError: Parameter.set_data: slice_shape must be a boolean, but got %s"):format(type_name(slice_shape)), 2)
+      raise(("TypeError: Parameter.set_data: slice_shape must be a boolean, but got %s"):format(type_name(slice_shape)))
     end
-    error("NotImplementedError: Parameter.set_data: slice_shape = true (parallel slices) is not supported", 2)
+    raise("NotImplementedError: Parameter.set_data: slice_shape = true (parallel slices) is not supported")
   end
   local p = set_data(self, attrs, data, 3) -- not a tail call: the caller's frame must stay for errors
   return p
@@ -392,23 +394,29 @@ M.ParameterTuple = ParameterTuple
 function ParameterTuple:init(items, state, control)
   local list = {}
   if type(items) == "function" then
-    for v in items, state, control do list[#list + 1] = v end
+    for v in items, state, control do
+      if not is_parameter(v) then -- stop at once: the iterator may never end
+        raise(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
+          .. "collection, but the iterator gave a %s."):format(type_name(v)))
+      end
+      list[#list + 1] = v
+    end
   elseif type(items) == "table" and not class.is_instance(items, init_mod.InitTensor) then
     for i = 1, #items do list[i] = items[i] end
   else
-    error(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
-      .. "collection, but got a %s."):format(type_name(items)), 3)
+    raise(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
+      .. "collection, but got a %s."):format(type_name(items)))
   end
   local seen, names = {}, {}
   for i, x in ipairs(list) do
     if not is_parameter(x) then
-      error(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
-        .. "collection, but got a %s."):format(type_name(x)), 3)
+      raise(("TypeError: For ParameterTuple initialization, ParameterTuple input should be 'Parameter' "
+        .. "collection, but got a %s."):format(type_name(x)))
     end
     if not seen[x] then
       if names[x.name] then
-        error(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
-          .. "parameter."):format(tostring(x), x.name), 3)
+        raise(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
+          .. "parameter."):format(tostring(x), x.name))
       end
       names[x.name] = true
       seen[x] = true
@@ -419,7 +427,7 @@ end
 
 --- A ParameterTuple is immutable: no new entries.
 function ParameterTuple:__newindex(key)
-  error(("TypeError: 'ParameterTuple' object does not support item assignment (key %s)"):format(tostring(key)), 2)
+  raise(("TypeError: 'ParameterTuple' object does not support item assignment (key %s)"):format(tostring(key)))
 end
 
 --- As Python prints a tuple: (Parameter (...), Parameter (...)).
@@ -440,9 +448,9 @@ local PREFIX_RE = "^\\w+[0-9a-zA-Z_./-]*$"
 function ParameterTuple:clone(prefix, ...)
   local init = args.parse("ParameterTuple.clone", CLONE_ARGS, 2, select("#", ...), ...)
   if type(prefix) ~= "string" or not prefix:find("^[%w_][%w_%./%-]*$") then
-    error(("ValueError: The prefix %s is illegal, it must match the regular expression '%s'.")
+    raise(("ValueError: The prefix %s is illegal, it must match the regular expression '%s'.")
       :format(type(prefix) == "string" and ("'" .. prefix .. "'") or ("of type " .. type_name(prefix)),
-        PREFIX_RE), 2)
+        PREFIX_RE))
   end
   local new, done = {}, {}
   for i = 1, #self do

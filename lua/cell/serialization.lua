@@ -30,6 +30,8 @@
 --   suffix rule (strict_load = false) also leave ckpt_not_load (MindSpore
 --   keeps them listed).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local rethrow = require("cell.errors").rethrow
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
@@ -52,15 +54,15 @@ local function is_plain(x) return type(x) == "table" and getmetatable(x) == nil 
 local function check_bool(fname, what, v, default, lvl)
   if v == nil then return default end
   if type(v) ~= "boolean" then
-    error(("TypeError: For '%s', the argument '%s' must be bool, but got %s."):format(fname, what, type_name(v)), lvl)
+    raise(("TypeError: For '%s', the argument '%s' must be bool, but got %s."):format(fname, what, type_name(v)))
   end
   return v
 end
 
 local function check_func(fname, what, v, lvl)
   if v ~= nil and type(v) ~= "function" then
-    error(("TypeError: For '%s', the argument '%s' must be a function, but got %s.")
-      :format(fname, what, type_name(v)), lvl)
+    raise(("TypeError: For '%s', the argument '%s' must be a function, but got %s.")
+      :format(fname, what, type_name(v)))
   end
   return v
 end
@@ -114,17 +116,17 @@ local function list_entries(list, lvl)
       out[#out + 1] = { e.name, e }
     elseif is_plain(e) and e.name ~= nil and e.data ~= nil then
       if type(e.name) ~= "string" then
-        error(("TypeError: For save_checkpoint, when save_obj is a list of dict items, the name in dict "
-          .. "should be string, but got %s."):format(type_name(e.name)), lvl)
+        raise(("TypeError: For save_checkpoint, when save_obj is a list of dict items, the name in dict "
+          .. "should be string, but got %s."):format(type_name(e.name)))
       end
       if not core.is_tensor(e.data) then
-        error(("TypeError: For save_checkpoint, when save_obj is a list of dict items, the data in dict "
-          .. "should be a Parameter or Tensor, but got %s."):format(type_name(e.data)), lvl)
+        raise(("TypeError: For save_checkpoint, when save_obj is a list of dict items, the data in dict "
+          .. "should be a Parameter or Tensor, but got %s."):format(type_name(e.data)))
       end
       out[#out + 1] = { e.name, e.data }
     else
-      error(("TypeError: For save_checkpoint, when save_obj is a list, its items should be Parameters "
-        .. "or {name = ..., data = ...} tables, but item %d is %s."):format(i, type_name(e)), lvl)
+      raise(("TypeError: For save_checkpoint, when save_obj is a list, its items should be Parameters "
+        .. "or {name = ..., data = ...} tables, but item %d is %s."):format(i, type_name(e)))
     end
   end
   return out
@@ -135,9 +137,9 @@ local function dict_entries(d, lvl)
   for _, kv in ipairs(dict_pairs(d)) do
     local k, v = kv[1], kv[2]
     if type(k) ~= "string" or not core.is_tensor(v) then
-      error(("TypeError: For save_checkpoint, when save_obj is made up by dict, the key should be str and "
+      raise(("TypeError: For save_checkpoint, when save_obj is made up by dict, the key should be str and "
         .. "value should be Parameter or Tensor, but got the type of key is %s and the type of value is %s.")
-        :format(type_name(k), type_name(v)), lvl)
+        :format(type_name(k), type_name(v)))
     end
     out[#out + 1] = { k, v }
   end
@@ -147,8 +149,8 @@ end
 local function append_entries(out, append, lvl)
   if append == nil then return end
   if not (is_plain(append) or is_odict(append)) then
-    error(("TypeError: For 'save_checkpoint', the argument 'append_dict' must be dict, but got %s.")
-      :format(type_name(append)), lvl)
+    raise(("TypeError: For 'save_checkpoint', the argument 'append_dict' must be dict, but got %s.")
+      :format(type_name(append)))
   end
   for _, kv in ipairs(dict_pairs(append)) do
     local k, v = kv[1], kv[2]
@@ -159,9 +161,9 @@ local function append_entries(out, append, lvl)
       t = core.tensor(v, type(v) == "boolean" and core.bool
         or (v == math.floor(v) and v > -math.huge and v < math.huge) and core.int64 or core.float32)
     else
-      error(("TypeError: For 'save_checkpoint', the type of dict 'append_info' must be key: string, value: "
+      raise(("TypeError: For 'save_checkpoint', the type of dict 'append_info' must be key: string, value: "
         .. "number, boolean, Parameter or Tensor (safetensors holds tensors; put strings in 'metadata'), "
-        .. "but got key: %s, value: %s"):format(type_name(k), type_name(v)), lvl)
+        .. "but got key: %s, value: %s"):format(type_name(k), type_name(v)))
     end
     out[#out + 1] = { k, t }
   end
@@ -170,13 +172,13 @@ end
 local function check_metadata(md, lvl)
   if md == nil then return nil end
   if not is_plain(md) then
-    error(("TypeError: For 'save_checkpoint', the option 'metadata' must be a table of strings, but got %s.")
-      :format(type_name(md)), lvl)
+    raise(("TypeError: For 'save_checkpoint', the option 'metadata' must be a table of strings, but got %s.")
+      :format(type_name(md)))
   end
   for k, v in pairs(md) do
     if type(k) ~= "string" or type(v) ~= "string" then
-      error(("TypeError: For 'save_checkpoint', 'metadata' maps strings to strings, but got key: %s, value: %s")
-        :format(type_name(k), type_name(v)), lvl)
+      raise(("TypeError: For 'save_checkpoint', 'metadata' maps strings to strings, but got key: %s, value: %s")
+        :format(type_name(k), type_name(v)))
     end
   end
   return md
@@ -201,31 +203,31 @@ function M.save_checkpoint(save_obj, ckpt_file_name, ...)
     or parameter.is_parameter_tuple(save_obj) and "list"
     or is_plain(save_obj) and ((next(save_obj) == nil or save_obj[1] ~= nil) and "list" or "dict")
   if not kind then
-    error(("TypeError: For 'save_checkpoint', the parameter 'save_obj' must be nn.Cell, list or dict, but got %s.")
-      :format(type_name(save_obj)), 2)
+    raise(("TypeError: For 'save_checkpoint', the parameter 'save_obj' must be nn.Cell, list or dict, but got %s.")
+      :format(type_name(save_obj)))
   end
   if type(ckpt_file_name) ~= "string" then
-    error(("TypeError: For 'save_checkpoint', the parameter %s for checkpoint file name is invalid,'ckpt_file_name' "
-      .. "must be string, but got %s."):format(tostring(ckpt_file_name), type_name(ckpt_file_name)), 2)
+    raise(("TypeError: For 'save_checkpoint', the parameter %s for checkpoint file name is invalid,'ckpt_file_name' "
+      .. "must be string, but got %s."):format(tostring(ckpt_file_name), type_name(ckpt_file_name)))
   end
   check_bool("save_checkpoint", "integrated_save", o.integrated_save, true, 3)
   local async = o.async_save
   if async ~= nil and type(async) ~= "boolean" and async ~= "thread" and async ~= "process" then
-    error(("TypeError: For 'save_checkpoint', the parameter 'async_save' must be bool or 'thread' or 'process', "
-      .. "but got %s."):format(type_name(async)), 2)
+    raise(("TypeError: For 'save_checkpoint', the parameter 'async_save' must be bool or 'thread' or 'process', "
+      .. "but got %s."):format(type_name(async)))
   end
   local format = o.format
   if format == nil then format = SUFFIX end
   if format ~= SUFFIX then
-    error(("ValueError: For 'save_checkpoint', cell writes safetensors files only, so the format must be "
-      .. "'safetensors', but got %s."):format(tostring(format)), 2)
+    raise(("ValueError: For 'save_checkpoint', cell writes safetensors files only, so the format must be "
+      .. "'safetensors', but got %s."):format(tostring(format)))
   end
   if o.enc_key ~= nil then
-    error("ValueError: For 'save_checkpoint', when format is 'safetensors', the parameter 'enc_key' must be set "
-      .. "to default value 'nil'.", 2)
+    raise("ValueError: For 'save_checkpoint', when format is 'safetensors', the parameter 'enc_key' must be set "
+      .. "to default value 'nil'.")
   end
   if check_bool("save_checkpoint", "crc_check", o.crc_check, false, 3) then
-    error("NotImplementedError: For 'save_checkpoint', crc_check is not supported for safetensors files.", 2)
+    raise("NotImplementedError: For 'save_checkpoint', crc_check is not supported for safetensors files.")
   end
   local choose = check_func("save_checkpoint", "choice_func", o.choice_func, 3)
   local metadata = check_metadata(o.metadata, 3)
@@ -254,7 +256,7 @@ function M.save_checkpoint(save_obj, ckpt_file_name, ...)
   local path = ckpt_file_name
   if path:sub(-#SUFFIX) ~= SUFFIX then path = path .. "." .. SUFFIX end
   local ok, err = pcall(core.safetensors_save, path, names, tensors, metadata)
-  if not ok then error(err, 2) end
+  if not ok then rethrow(err) end
 end
 
 -- load_checkpoint ----------------------------------------------------------------------
@@ -270,20 +272,20 @@ local function check_prefix(v, lvl)
   if v == nil then return nil end
   if type(v) == "string" then v = { v } end
   if not is_plain(v) then
-    error(("TypeError: For 'load_checkpoint', the type of 'specify_prefix' or 'filter_prefix' must be string, "
-      .. "list[string] or tuple[string], but got %s."):format(type_name(v)), lvl)
+    raise(("TypeError: For 'load_checkpoint', the type of 'specify_prefix' or 'filter_prefix' must be string, "
+      .. "list[string] or tuple[string], but got %s."):format(type_name(v)))
   end
   if #v == 0 then
-    error("ValueError: For 'load_checkpoint', the argument 'specify_prefix' or 'filter_prefix' can't be empty when "
-      .. "'specify_prefix' or 'filter_prefix' is list or tuple.", lvl)
+    raise("ValueError: For 'load_checkpoint', the argument 'specify_prefix' or 'filter_prefix' can't be empty when "
+      .. "'specify_prefix' or 'filter_prefix' is list or tuple.")
   end
   for i, p in ipairs(v) do
     if type(p) ~= "string" then
-      error(("TypeError: For 'load_checkpoint', when 'specify_prefix' or 'filter_prefix' is list or tuple, the "
-        .. "element in it must be string, but got %s at index %d."):format(type_name(p), i), lvl)
+      raise(("TypeError: For 'load_checkpoint', when 'specify_prefix' or 'filter_prefix' is list or tuple, the "
+        .. "element in it must be string, but got %s at index %d."):format(type_name(p), i))
     end
     if p == "" then
-      error("ValueError: For 'load_checkpoint', the value of 'specify_prefix' or 'filter_prefix' can't include ''.", lvl)
+      raise("ValueError: For 'load_checkpoint', the value of 'specify_prefix' or 'filter_prefix' can't include ''.")
     end
   end
   return v
@@ -318,32 +320,32 @@ local LOAD_OPTIONS = { "net", "strict_load", "filter_prefix", "dec_key", "dec_mo
 function M.load_checkpoint(ckpt_file_name, ...)
   local o = options("load_checkpoint", LOAD_OPTIONS, 3, ...)
   if type(ckpt_file_name) ~= "string" then
-    error(("TypeError: For 'load_checkpoint', the argument 'ckpt_file_name' must be string, but got %s.")
-      :format(type_name(ckpt_file_name)), 2)
+    raise(("TypeError: For 'load_checkpoint', the argument 'ckpt_file_name' must be string, but got %s.")
+      :format(type_name(ckpt_file_name)))
   end
   local specify = check_prefix(o.specify_prefix, 3)
   local filter = check_prefix(o.filter_prefix, 3)
   local choose = check_func("load_checkpoint", "choice_func", o.choice_func, 3)
   local strict = check_bool("load_checkpoint", "strict_load", o.strict_load, false, 3)
   if o.format ~= nil and o.format ~= SUFFIX then
-    error(("ValueError: For 'load_checkpoint', cell reads safetensors files only, so the format must be "
-      .. "'safetensors', but got %s."):format(tostring(o.format)), 2)
+    raise(("ValueError: For 'load_checkpoint', cell reads safetensors files only, so the format must be "
+      .. "'safetensors', but got %s."):format(tostring(o.format)))
   end
   if o.dec_key ~= nil then
-    error("ValueError: For 'load_checkpoint', when format is 'safetensors', the parameter 'dec_key' must be set "
-      .. "to default value 'nil'.", 2)
+    raise("ValueError: For 'load_checkpoint', when format is 'safetensors', the parameter 'dec_key' must be set "
+      .. "to default value 'nil'.")
   end
   if check_bool("load_checkpoint", "crc_check", o.crc_check, false, 3) then
-    error("NotImplementedError: For 'load_checkpoint', crc_check is not supported for safetensors files.", 2)
+    raise("NotImplementedError: For 'load_checkpoint', crc_check is not supported for safetensors files.")
   end
   if o.net ~= nil and not is_cell(o.net) then
-    error(("TypeError: For 'load_param_into_net', the argument 'net' should be a Cell, but got %s.")
-      :format(type_name(o.net)), 2)
+    raise(("TypeError: For 'load_param_into_net', the argument 'net' should be a Cell, but got %s.")
+      :format(type_name(o.net)))
   end
   local path = ckpt_file_name
   if not exists(path) and exists(path .. "." .. SUFFIX) then path = path .. "." .. SUFFIX end
   local ok, names, tensors = pcall(core.safetensors_load, path)
-  if not ok then error(names, 2) end
+  if not ok then rethrow(names) end
   local dict = OrderedDict()
   local use_choice = choose and not specify and not filter
   for i, name in ipairs(names) do
@@ -352,8 +354,8 @@ function M.load_checkpoint(ckpt_file_name, ...)
     end
   end
   if OrderedDict.len(dict) == 0 then -- (a tensor may be named "len")
-    error("ValueError: The loaded parameter dict is empty after filter or specify, please check whether "
-      .. "'filter_prefix' or 'specify_prefix' are set correctly.", 2)
+    raise("ValueError: The loaded parameter dict is empty after filter or specify, please check whether "
+      .. "'filter_prefix' or 'specify_prefix' are set correctly.")
   end
   if o.net ~= nil then load_into(o.net, dict, strict, 3) end
   return dict
@@ -378,11 +380,11 @@ local function update(t, new, strict, lvl)
       if extra_ones and new.shape[i] ~= dst.shape[i] then extra_ones = false end
     end
     if not extra_ones then
-      error(("ValueError: For 'load_param_into_net', %s in the argument 'net' should have the same shape as %s in "
+      raise(("ValueError: For 'load_param_into_net', %s in the argument 'net' should have the same shape as %s in "
         .. "the argument 'parameter_dict'. But got its shape %s in the argument 'net' and shape %s in the argument "
         .. "'parameter_dict'.May you need to check whether the checkpoint you loaded is correct or the batch size "
         .. "and so on in the 'net' and 'parameter_dict' are same."):format(t.name, t.name, shape_tuple(dst.shape),
-        shape_tuple(new.shape)), lvl)
+        shape_tuple(new.shape)))
     end
     new = core.Tensor.reshape(new, dst.shape)
   end
@@ -391,10 +393,10 @@ local function update(t, new, strict, lvl)
     if not strict and ((FLOATS[a] and FLOATS[b]) or (INTS[a] and INTS[b])) then
       new = core.Tensor.astype(new, a)
     else
-      error(("RuntimeError: For 'load_param_into_net', %s in the argument 'net' should have the same type as %s in "
+      raise(("RuntimeError: For 'load_param_into_net', %s in the argument 'net' should have the same type as %s in "
         .. "the argument 'parameter_dict'. but got its type %s in the argument 'net' and type %s in the argument "
         .. "'parameter_dict'.May you need to check whether the checkpoint you loaded is correct.")
-        :format(t.name, t.name, tostring(a), tostring(b)), lvl)
+        :format(t.name, t.name, tostring(a), tostring(b)))
     end
   end
   if t.param then
@@ -403,7 +405,7 @@ local function update(t, new, strict, lvl)
     local prev = core.set_grad_enabled(false)
     local ok, err = pcall(core.Tensor.copy_, dst, new)
     core.set_grad_enabled(prev)
-    if not ok then error(err, lvl) end
+    if not ok then rethrow(err) end
   end
 end
 
@@ -483,20 +485,20 @@ end
 --- load_param_into_net with errors at level lvl (the user's call).
 function load_into(net, parameter_dict, strict_load, lvl)
   if not is_cell(net) then
-    error(("TypeError: For 'load_param_into_net', the argument 'net' should be a Cell, but got %s.")
-      :format(type_name(net)), lvl)
+    raise(("TypeError: For 'load_param_into_net', the argument 'net' should be a Cell, but got %s.")
+      :format(type_name(net)))
   end
   if not (is_odict(parameter_dict) or is_plain(parameter_dict)) then
-    error(("TypeError: For 'load_param_into_net', the argument 'parameter_dict' should be a dict, but got %s.")
-      :format(type_name(parameter_dict)), lvl)
+    raise(("TypeError: For 'load_param_into_net', the argument 'parameter_dict' should be a dict, but got %s.")
+      :format(type_name(parameter_dict)))
   end
   local strict = check_bool("load_param_into_net", "strict_load", strict_load, false, lvl + 1)
   local values, keys = {}, {}
   for _, kv in ipairs(dict_pairs(parameter_dict)) do
     local k, v = kv[1], kv[2]
     if type(k) ~= "string" or not core.is_tensor(v) then
-      error(("TypeError: For 'parameter_dict', the element in the argument 'parameter_dict' should be a 'str' and "
-        .. "'Parameter' , but got %s and %s."):format(type_name(k), type_name(v)), lvl)
+      raise(("TypeError: For 'parameter_dict', the element in the argument 'parameter_dict' should be a 'str' and "
+        .. "'Parameter' , but got %s and %s."):format(type_name(k), type_name(v)))
     end
     keys[#keys + 1] = k
     values[k] = v

@@ -1,10 +1,12 @@
 --- Tensor methods written in Lua on top of the engine's: split, chunk and
 -- the dtype shorthands. `install` adds them to the C methods table.
+local check_tensor = require("cell.errors").check_tensor
+local raise = require("cell.errors").raise
 local M = {}
 
 local function check_positive(n, what, fname)
   if type(n) ~= "number" or n ~= math.floor(n) or n < 1 then
-    error(("ValueError: %s: %s must be a positive integer, got %s"):format(fname, what, tostring(n)), 3)
+    raise(("ValueError: %s: %s must be a positive integer, got %s"):format(fname, what, tostring(n)))
   end
 end
 
@@ -12,22 +14,26 @@ function M.install(Tensor, core)
   --- Split into pieces of `size` along `dim` (the last may be smaller), or
   -- into pieces of the listed sizes. Returns a Lua sequence of views.
   function Tensor.split(t, size_or_sections, dim)
+    check_tensor("split", "self", t)
     dim = dim or 1
     local n = t:size(dim)
     local out = {}
     if type(size_or_sections) == "table" then
       local total = 0
-      for _, s in ipairs(size_or_sections) do
-        if type(s) ~= "number" or s < 0 or s ~= math.floor(s) then
-          error(("ValueError: split: section sizes must be non-negative integers, got %s"):format(tostring(s)), 2)
+      local sections = size_or_sections
+      for i = 1, #sections do -- not ipairs: a table's __index could go on forever
+        local s = sections[i]
+        if type(s) ~= "number" or s < 0 or s ~= math.floor(s) or s == math.huge then
+          raise(("ValueError: split: section sizes must be non-negative integers, got %s"):format(tostring(s)))
         end
         total = total + s
       end
       if total ~= n then
-        error(("ValueError: split: sections sum to %d but dimension %d has size %d"):format(total, dim, n), 2)
+        raise(("ValueError: split: sections sum to %d but dimension %d has size %d"):format(total, dim, n))
       end
       local start = 1
-      for _, s in ipairs(size_or_sections) do
+      for i = 1, #sections do
+        local s = sections[i]
         out[#out + 1] = t:narrow(dim, start, s)
         start = start + s
       end
@@ -45,6 +51,7 @@ function M.install(Tensor, core)
 
   --- Split into `chunks` nearly equal pieces along `dim`.
   function Tensor.chunk(t, chunks, dim)
+    check_tensor("chunk", "self", t)
     check_positive(chunks, "chunks", "chunk")
     local n = t:size(dim or 1)
     return t:split(math.max(1, math.ceil(n / chunks)), dim)
@@ -55,11 +62,11 @@ function M.install(Tensor, core)
     int = core.int32, long = core.int64, bool = core.bool, byte = core.uint8, char = core.int8,
   }
   for name, dt in pairs(shorthands) do
-    Tensor[name] = function(t) return t:astype(dt) end
+    Tensor[name] = function(t) return check_tensor(name, "self", t):astype(dt) end
   end
   Tensor.to = Tensor.astype
   Tensor.tolist = Tensor.totable
-  Tensor.dim = function(t) return t.ndim end
+  Tensor.dim = function(t) return check_tensor("dim", "self", t).ndim end
   Tensor.nelement = Tensor.numel
 end
 

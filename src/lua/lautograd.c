@@ -80,7 +80,8 @@ static cell_status hook_call(void *p, const cell_tensor *grad, cell_tensor **rep
 }
 
 static int handle_remove(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
+  if (!lua_istable(L, 1))
+    return lc_error(L, "TypeError: remove: expected a hook handle, got %s", luaL_typename(L, 1));
   lua_getfield(L, 1, "tensor");
   lua_getfield(L, 1, "id");
   /* a plain C function (no binding upvalues): lc_test_ud needs none */
@@ -93,7 +94,8 @@ static int handle_remove(lua_State *L) {
 
 static int tensor_register_hook(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  luaL_checktype(L, 2, LUA_TFUNCTION);
+  if (lua_type(L, 2) != LUA_TFUNCTION)
+    return lc_argerror(L, 2, "TypeError: the hook must be a function, but got %s", luaL_typename(L, 2));
   hook_ud *h = malloc(sizeof *h);
   if (!h) return lc_error(L, "MemoryError: register_hook: out of memory");
   h->st = lua_touserdata(L, UV_STATE);
@@ -130,7 +132,7 @@ static int l_set_grad_enabled(lua_State *L) {
 static int l_backward(lua_State *L) {
   cell_tensor *root = lc_check_tensor(L, 1);
   cell_tensor *sens = lua_isnoneornil(L, 2) ? NULL : lc_check_tensor(L, 2);
-  luaL_checktype(L, 3, LUA_TTABLE);
+  lc_check_table(L, 3, "a table of tensors");
   int n = (int)lua_rawlen(L, 3);
   cell_tensor **in = lua_newuserdatauv(L, sizeof(cell_tensor *) * (size_t)(2 * n + 1), 0);
   cell_tensor **out = in + n;
@@ -221,8 +223,9 @@ static cell_status lua_rule_backward(cell_node *n, const cell_tensor *g, cell_te
  * recompute (checkpoint) and custom bprop features stand on it. */
 static int l_lua_node(lua_State *L) {
   cell_tensor *out = lc_check_tensor(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  luaL_checktype(L, 3, LUA_TFUNCTION);
+  lc_check_table(L, 2, "a table of tensors");
+  if (lua_type(L, 3) != LUA_TFUNCTION)
+    return lc_argerror(L, 3, "TypeError: expected a function, got %s", luaL_typename(L, 3));
   int n = (int)lua_rawlen(L, 2);
   if (n > CELL_NODE_MAX_IN)
     return lc_argerror(L, 2, "ValueError: a Lua backward node takes at most %d inputs, got %d",

@@ -11,7 +11,8 @@
 #define TENSOR_MT "cell.Tensor"
 #define DTYPE_MT "cell.Dtype"
 
-/* Every binding function is a closure over these upvalues. */
+/* Every binding function is a closure over these upvalues (and, after
+ * them, its name: see lc_setfuncs). */
 #define UV_STATE lua_upvalueindex(1)   /* lc_state userdata */
 #define UV_METHODS lua_upvalueindex(2) /* the tensor methods table */
 #define UV_TENSOR_MT lua_upvalueindex(3)
@@ -79,6 +80,13 @@ int lc_raise(lua_State *L);
  * exception name). */
 int lc_argerror(lua_State *L, int arg, const char *fmt, ...);
 int lc_error(lua_State *L, const char *fmt, ...);
+/* Push "source:line: " for the user's line that an error blames (the first
+ * Lua frame outside the library's own files). lc_raise, lc_argerror and
+ * lc_error position their messages with it. */
+void lc_where(lua_State *L);
+/* The integer at stack index idx, an item of the table argument arg (at
+ * position pos, 1-based): a TypeError naming `what` and the position. */
+lua_Integer lc_check_item_int(lua_State *L, int arg, int idx, int pos, const char *what);
 
 void lc_push_dtype(lua_State *L, cell_dtype dt);
 cell_dtype lc_check_dtype(lua_State *L, int i);

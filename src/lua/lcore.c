@@ -17,27 +17,117 @@
 #define GC_STEP_BYTES ((size_t)256 << 10)
 #define GC_FULL_BYTES ((size_t)24 << 20)
 
-int lc_raise(lua_State *L) {
-  cell_status s = cell_last_status();
-  return luaL_error(L, "%s: %s", cell_status_name(s ? s : CELL_ERR_RUNTIME), cell_last_error());
+/* Push "source:line: " for the line an error should blame: the first Lua
+ * frame, from the binding function's caller up, whose source is not one of
+ * the library's own Lua files (registry["cell.source_prefix"], which
+ * cell.errors sets to the source prefix of lua/cell/), so an error raised by
+ * a C function that library code called points at the user's line. C
+ * frames (pcall, the binding itself) are passed over. Without the prefix
+ * this is luaL_where(L, 1). */
+void lc_where(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, "cell.source_prefix");
+  const char *prefix = lua_tostring(L, -1);
+  if (!prefix) {
+    lua_pop(L, 1);
+    luaL_where(L, 1);
+    return;
+  }
+  size_t plen = strlen(prefix);
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    lua_getinfo(L, "Sl", &ar);
+    if (strcmp(ar.what, "C") == 0) continue;
+    if (strncmp(ar.source, prefix, plen) == 0) continue;
+    lua_pop(L, 1);
+    if (ar.currentline > 0) lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+    else lua_pushliteral(L, "");
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushliteral(L, "");
 }
 
+/* Raise msg, positioned by lc_where. */
+static int raise_at_user(lua_State *L, const char *msg) {
+  lc_where(L);
+  lua_pushstring(L, msg);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+int lc_raise(lua_State *L) {
+  cell_status s = cell_last_status();
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s: %s", cell_status_name(s ? s : CELL_ERR_RUNTIME), cell_last_error());
+  return raise_at_user(L, msg);
+}
+
+/* The length of the exception name that msg starts with ("TypeError" in
+ * "TypeError: ..."), or 0. */
+static size_t exception_name_len(const char *msg) {
+  size_t n = 0;
+  if (msg[0] < 'A' || msg[0] > 'Z') return 0;
+  while ((msg[n] >= 'A' && msg[n] <= 'Z') || (msg[n] >= 'a' && msg[n] <= 'z')) n++;
+  return msg[n] == ':' && msg[n + 1] == ' ' ? n : 0;
+}
+
+/* "<Exception>: <function>: <what> (bad argument #<arg>)": the exception
+ * name the message starts with (TypeError when it has none), the binding
+ * function's name (its registered name, then Lua's idea of it), the text,
+ * and the argument counted as Lua counts it (a method's self is not
+ * counted). A metamethod's message is "<Exception>: <what>". */
 int lc_argerror(lua_State *L, int arg, const char *fmt, ...) {
-  char msg[512];
+  char msg[512], out[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return luaL_argerror(L, arg, msg);
+  size_t en = exception_name_len(msg);
+  const char *exc = en ? msg : "TypeError";
+  int exc_len = en ? (int)en : 9;
+  const char *what = en ? msg + en + 2 : msg;
+  lua_Debug ar;
+  const char *name = NULL;
+  bool method = false;
+  if (lua_getstack(L, 0, &ar)) {
+    lua_getinfo(L, "n", &ar);
+    method = ar.namewhat && strcmp(ar.namewhat, "method") == 0;
+    name = ar.name;
+  }
+  if (lua_type(L, lua_upvalueindex(LC_NUPVALUES + 1)) == LUA_TSTRING) {
+    /* a binding function: its name, and whether it is a Tensor method (its
+     * first argument is then self, however it was called, in both Luas) */
+    name = lua_tostring(L, lua_upvalueindex(LC_NUPVALUES + 1));
+    method = lua_toboolean(L, lua_upvalueindex(LC_NUPVALUES + 2));
+  }
+  /* A metamethod's operands are not arguments a user passed by position. */
+  if (name && name[0] == '_' && name[1] == '_') {
+    snprintf(out, sizeof out, "%.*s: %s", exc_len, exc, what);
+    return raise_at_user(L, out);
+  }
+  if (!name) { /* called through pcall or a local: no name to give */
+    snprintf(out, sizeof out, "%.*s: %s (bad argument #%d)", exc_len, exc, what, arg);
+    return raise_at_user(L, out);
+  }
+  size_t nl = strlen(name);
+  if (strncmp(what, name, nl) == 0 && what[nl] == ':' && what[nl + 1] == ' ') what += nl + 2;
+  if (method) arg--;
+  if (arg < 0 && arg > LUA_REGISTRYINDEX) /* a relative index names no argument */
+    snprintf(out, sizeof out, "%.*s: %s: %s", exc_len, exc, name, what);
+  else if (arg == 0 && method)
+    snprintf(out, sizeof out, "%.*s: %s: %s (bad self)", exc_len, exc, name, what);
+  else
+    snprintf(out, sizeof out, "%.*s: %s: %s (bad argument #%d)", exc_len, exc, name, what, arg);
+  return raise_at_user(L, out);
 }
 
 int lc_error(lua_State *L, const char *fmt, ...) {
-  char msg[512];
+  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return luaL_error(L, "%s", msg);
+  return raise_at_user(L, msg);
 }
 
 cell_generator *lc_gen_enter(lua_State *L) {
@@ -128,7 +218,7 @@ const char *lc_typename(lua_State *L, int i) {
 cell_tensor *lc_test_tensor(lua_State *L, int i) {
   tensor_ud *ud = lc_test_ud(L, i);
   if (!ud) return NULL;
-  if (!ud->t) luaL_error(L, "RuntimeError: this tensor was freed");
+  if (!ud->t) lc_error(L, "RuntimeError: this tensor was freed");
   return ud->t;
 }
 
@@ -251,6 +341,14 @@ lua_Integer lc_check_int(lua_State *L, int i) {
   return v;
 }
 
+lua_Integer lc_check_item_int(lua_State *L, int arg, int idx, int pos, const char *what) {
+  lua_Integer v;
+  if (!is_integral(L, idx, &v))
+    lc_argerror(L, arg, "TypeError: %s must hold integers, but got %s at position %d", what,
+                lua_type(L, idx) == LUA_TNUMBER ? lua_tostring(L, idx) : luaL_typename(L, idx), pos);
+  return v;
+}
+
 lua_Number lc_check_number(lua_State *L, int i) {
   if (lua_type(L, i) != LUA_TNUMBER)
     lc_argerror(L, i, "TypeError: expected a number, got %s", luaL_typename(L, i));
@@ -368,8 +466,15 @@ bool lc_field(lua_State *L, int opts, const char *key) {
 
 void lc_setfuncs(lua_State *L, int target, int base, const luaL_Reg *regs) {
   lua_pushvalue(L, target);
-  for (int k = 0; k < LC_NUPVALUES; k++) lua_pushvalue(L, base + k);
-  luaL_setfuncs(L, regs, LC_NUPVALUES);
+  /* The upvalues, then the function's name and whether it is a Tensor
+   * method (for lc_argerror's messages). */
+  for (; regs->name; regs++) {
+    for (int k = 0; k < LC_NUPVALUES; k++) lua_pushvalue(L, base + k);
+    lua_pushstring(L, regs->name);
+    lua_pushboolean(L, target == base + 1);
+    lua_pushcclosure(L, regs->func, LC_NUPVALUES + 2);
+    lua_setfield(L, -2, regs->name);
+  }
   lua_pop(L, 1);
 }
 

@@ -101,23 +101,21 @@ static int push_global_name(lua_State *L) {
   return 0;
 }
 
-/* luaL_argerror, naming the function by push_global_name when the call
+/* lc_argerror, naming the function by push_global_name when the call
  * site gives no name. */
-static int embed_argerror(lua_State *L, int arg, const char *msg) {
+static int embed_argerror(lua_State *L, int arg, const char *exc, const char *fmt, const char *got) {
+  char what[256];
+  snprintf(what, sizeof what, fmt, got);
   lua_Debug ar;
   if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name == NULL && push_global_name(L))
-    return luaL_error(L, "bad argument #%d to '%s' (%s)", arg, lua_tostring(L, -1), msg);
-  return luaL_argerror(L, arg, msg);
+    return lc_error(L, "%s: %s: %s (bad argument #%d)", exc, lua_tostring(L, -1), what, arg);
+  return lc_argerror(L, arg, "%s: %s", exc, what);
 }
 
 cell_tensor *cell_check_tensor(lua_State *L, int idx) {
   tensor_ud *ud = test_ud(L, idx);
-  if (!ud) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "TypeError: expected a Tensor, got %s", luaL_typename(L, idx));
-    embed_argerror(L, idx, msg);
-  }
-  if (!ud->t) luaL_error(L, "RuntimeError: this tensor was freed");
+  if (!ud) embed_argerror(L, idx, "TypeError", "expected a Tensor, got %s", luaL_typename(L, idx));
+  if (!ud->t) lc_error(L, "RuntimeError: this tensor was freed");
   return ud->t;
 }
 

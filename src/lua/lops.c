@@ -180,7 +180,7 @@ static void parse_dims(lua_State *L, int i, int ndim, red_args *r) {
   if (n > CELL_MAX_DIMS) lc_argerror(L, i, "ValueError: too many dimensions");
   for (int k = 0; k < n; k++) {
     lua_rawgeti(L, i, k + 1);
-    r->dims[r->ndims++] = lc_dim_of(L, i, lc_check_int(L, -1), ndim, 0);
+    r->dims[r->ndims++] = lc_dim_of(L, i, lc_check_item_int(L, i, -1, k + 1, "dim"), ndim, 0);
     lua_pop(L, 1);
   }
 }
@@ -201,7 +201,13 @@ static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
   if (!lua_isnil(L, -1)) r->keepdim = lua_toboolean(L, -1);
   lua_pop(L, 1);
   lua_getfield(L, i, "ddof");
-  if (!lua_isnil(L, -1)) r->ddof = lc_check_int(L, -1);
+  if (!lua_isnil(L, -1)) {
+    lua_Number dn = lua_tonumber(L, -1);
+    if (lua_type(L, -1) != LUA_TNUMBER || dn != floor(dn) || fabs(dn) > 1e15)
+      lc_argerror(L, i, "TypeError: ddof must be an integer, but got %s",
+                  lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+    r->ddof = (lua_Integer)dn;
+  }
   lua_pop(L, 1);
   lua_getfield(L, i, "p");
   if (lua_isnil(L, -1)) {
@@ -363,7 +369,7 @@ static int int_list(lua_State *L, int i, int64_t *v, const char *what) {
     if (n > 2 * CELL_MAX_DIMS) return lc_argerror(L, i, "ValueError: too many %s", what);
     for (int k = 0; k < n; k++) {
       lua_rawgeti(L, i, k + 1);
-      v[k] = (int64_t)lc_check_int(L, -1);
+      v[k] = (int64_t)lc_check_item_int(L, i, -1, k + 1, what);
       lua_pop(L, 1);
     }
     return n;

@@ -10,7 +10,7 @@
 static int step_error(lua_State *L, int label) {
   if (lua_type(L, label) != LUA_TSTRING) return lc_raise(L);
   cell_status s = cell_last_status();
-  return luaL_error(L, "%s: %s: %s", cell_status_name(s ? s : CELL_ERR_RUNTIME), lua_tostring(L, label),
+  return lc_error(L, "%s: %s: %s", cell_status_name(s ? s : CELL_ERR_RUNTIME), lua_tostring(L, label),
                     cell_last_error());
 }
 
@@ -53,9 +53,9 @@ static int l_adam_step(lua_State *L) {
  * params[i]'s shape and dtype, else the error names labels[i]. An optimizer
  * checks all of them before it updates any, so a bad list changes nothing. */
 static int l_check_grads(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  luaL_checktype(L, 3, LUA_TTABLE);
+  lc_check_table(L, 1, "a table of parameters");
+  lc_check_table(L, 2, "a table of gradients");
+  lc_check_table(L, 3, "a table of labels");
   lua_Integer n = lc_check_int(L, 4);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, 1, i);
@@ -64,17 +64,17 @@ static int l_check_grads(lua_State *L) {
     const char *label = lua_tostring(L, -1);
     if (!label) label = "optimizer";
     cell_tensor *p = lc_test_tensor(L, -3), *g = lc_test_tensor(L, -2);
-    if (!p) return luaL_error(L, "TypeError: %s: the parameter is not a Tensor", label);
+    if (!p) return lc_error(L, "TypeError: %s: the parameter is not a Tensor", label);
     if (!g)
-      return luaL_error(L, "TypeError: %s: the gradient must be a Tensor, but got %s", label, luaL_typename(L, -2));
+      return lc_error(L, "TypeError: %s: the gradient must be a Tensor, but got %s", label, luaL_typename(L, -2));
     if (!cell_shape_equal(g->ndim, g->shape, p->ndim, p->shape)) {
       char sg[256], sp[256];
-      return luaL_error(L, "ValueError: %s: the gradient has shape %s but the parameter has shape %s", label,
+      return lc_error(L, "ValueError: %s: the gradient has shape %s but the parameter has shape %s", label,
                         cell_shape_str(g->ndim, g->shape, sg, sizeof sg),
                         cell_shape_str(p->ndim, p->shape, sp, sizeof sp));
     }
     if (g->dtype != p->dtype)
-      return luaL_error(L, "TypeError: %s: the gradient is a %s tensor but the parameter is %s", label,
+      return lc_error(L, "TypeError: %s: the gradient is a %s tensor but the parameter is %s", label,
                         cell_dtype_name(g->dtype), cell_dtype_name(p->dtype));
     lua_pop(L, 3);
   }

@@ -147,7 +147,7 @@ static int shape_view(lua_State *L, int copy_ok) {
       return lc_argerror(L, 2, "ValueError: a tensor has at most %d dimensions", CELL_MAX_DIMS);
     for (int k = 0; k < n; k++) {
       lua_rawgeti(L, 2, k + 1);
-      shape[k] = (int64_t)lc_check_int(L, -1);
+      shape[k] = (int64_t)lc_check_item_int(L, 2, -1, k + 1, "shape");
       lua_pop(L, 1);
     }
   } else {
@@ -254,7 +254,7 @@ static int tensor_expand(lua_State *L) {
     if (n > CELL_MAX_DIMS) return lc_argerror(L, 2, "ValueError: too many dimensions");
     for (int k = 0; k < n; k++) {
       lua_rawgeti(L, 2, k + 1);
-      shape[k] = (int64_t)lc_check_int(L, -1);
+      shape[k] = (int64_t)lc_check_item_int(L, 2, -1, k + 1, "shape");
       lua_pop(L, 1);
     }
   } else {
@@ -320,16 +320,16 @@ static cell_tensor *index_view(lua_State *L, cell_tensor *t, int key, bool *scal
     int e = lua_gettop(L);
     cell_status s;
     if (lua_type(L, e) == LUA_TNUMBER) {
-      int64_t i = index_of(L, key, lc_check_int(L, e), cur->shape[d], d, false);
+      int64_t i = index_of(L, key, lc_check_item_int(L, key, e, k, "an index"), cur->shape[d], d, false);
       s = cell_tensor_select(cur, d, i, &r);
     } else if (lua_istable(L, e)) {
       int64_t size = cur->shape[d];
       lua_rawgeti(L, e, 1);
       lua_rawgeti(L, e, 2);
       lua_rawgeti(L, e, 3);
-      int64_t a = lua_isnil(L, -3) ? 0 : index_of(L, key, lc_check_int(L, -3), size, d, true);
-      int64_t b = lua_isnil(L, -2) ? size - 1 : index_of(L, key, lc_check_int(L, -2), size, d, false);
-      lua_Integer step = lua_isnil(L, -1) ? 1 : lc_check_int(L, -1);
+      int64_t a = lua_isnil(L, -3) ? 0 : index_of(L, key, lc_check_item_int(L, key, -3, k, "a slice"), size, d, true);
+      int64_t b = lua_isnil(L, -2) ? size - 1 : index_of(L, key, lc_check_item_int(L, key, -2, k, "a slice"), size, d, false);
+      lua_Integer step = lua_isnil(L, -1) ? 1 : lc_check_item_int(L, key, -1, k, "a slice");
       if (step <= 0) lc_error(L, "ValueError: a slice step must be positive, got %lld", (long long)step);
       if (b < a) b = a - 1; /* an empty range */
       s = cell_tensor_slice(cur, d, a, b + 1, (int64_t)step, &r);

@@ -13,6 +13,7 @@
 -- counts epochs itself (1, 2, ... on successive calls). y may be nil (the
 -- iterator then yields xb alone).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local synthetic = require "cell.dataset.synthetic"
@@ -25,15 +26,15 @@ local function type_name(v) return core.is_tensor(v) and "Tensor" or type(v) end
 local function check_bool(what, v, default, lvl)
   if v == nil then return default end
   if type(v) ~= "boolean" then
-    error(("TypeError: batches: %s must be a boolean, but got %s"):format(what, type_name(v)), lvl)
+    raise(("TypeError: batches: %s must be a boolean, but got %s"):format(what, type_name(v)))
   end
   return v
 end
 
 local function check_count(what, v, lvl)
-  if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge then
-    error(("TypeError: batches: %s must be an integer, but got %s")
-      :format(what, type(v) == "number" and tostring(v) or type_name(v)), lvl)
+  if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge or v == -math.huge then
+    raise(("TypeError: batches: %s must be an integer, but got %s")
+      :format(what, type(v) == "number" and tostring(v) or type_name(v)))
   end
   return v
 end
@@ -61,22 +62,22 @@ local OPTIONS = { "shuffle", "drop_last", "seed" }
 -- init, the class's __call, batches).
 function Batches:init(x, y, batch_size, opts)
   if not core.is_tensor(x) then
-    error(("TypeError: batches: x must be a Tensor, but got %s"):format(type_name(x)), 4)
+    raise(("TypeError: batches: x must be a Tensor, but got %s"):format(type_name(x)))
   end
   if y ~= nil and not core.is_tensor(y) then
-    error(("TypeError: batches: y must be a Tensor or nil, but got %s"):format(type_name(y)), 4)
+    raise(("TypeError: batches: y must be a Tensor or nil, but got %s"):format(type_name(y)))
   end
-  if x.ndim == 0 then error("ValueError: batches: x must have at least one dimension, but it is 0-D", 4) end
+  if x.ndim == 0 then raise("ValueError: batches: x must have at least one dimension, but it is 0-D") end
   if y ~= nil and (y.ndim == 0 or y.shape[1] ~= x.shape[1]) then
-    error(("ValueError: batches: x has %d samples (its first dimension) but y has %s"):format(x.shape[1],
-      y.ndim == 0 and "none (it is 0-D)" or tostring(y.shape[1])), 4)
+    raise(("ValueError: batches: x has %d samples (its first dimension) but y has %s"):format(x.shape[1],
+      y.ndim == 0 and "none (it is 0-D)" or tostring(y.shape[1])))
   end
   check_count("batch_size", batch_size, 5)
   if batch_size < 1 then
-    error(("ValueError: batches: batch_size must be positive, but got %d"):format(batch_size), 4)
+    raise(("ValueError: batches: batch_size must be positive, but got %s"):format(tostring(batch_size)))
   end
   if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
-    error(("TypeError: batches: the options must be a table, but got %s"):format(type_name(opts)), 4)
+    raise(("TypeError: batches: the options must be a table, but got %s"):format(type_name(opts)))
   end
   opts = args_util.named("batches", OPTIONS, 4, opts == nil and 0 or 1, opts)
   self.x, self.y, self.batch_size = x, y, batch_size
@@ -86,7 +87,7 @@ function Batches:init(x, y, batch_size, opts)
   local seed = opts.seed
   if seed == nil then seed = 0 end
   check_count("seed", seed, 5)
-  if seed < 0 then error(("ValueError: batches: seed must be non-negative, but got %d"):format(seed), 4) end
+  if seed < 0 then raise(("ValueError: batches: seed must be non-negative, but got %s"):format(tostring(seed))) end
   self.seed = seed
   self.epochs = 0
 end

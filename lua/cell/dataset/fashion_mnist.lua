@@ -13,6 +13,8 @@
 -- images), "test" (10000) or "all" (both, train first), MindSpore's
 -- FashionMnistDataset usages; as there, the default is "all".
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local rethrow = require("cell.errors").rethrow
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local args_util = require "cell.util.args"
 
@@ -43,16 +45,16 @@ local function find(dir, name, lvl)
     if exists(p) then return p end
   end
   if not exists(dir) then
-    error(("ValueError: FashionMNIST: the directory %s does not exist; on Debian or Ubuntu, install the data "
-      .. "with `apt-get install dataset-fashion-mnist` (it goes to %s)"):format(dir, M.DEFAULT_DIR), lvl)
+    raise(("ValueError: FashionMNIST: the directory %s does not exist; on Debian or Ubuntu, install the data "
+      .. "with `apt-get install dataset-fashion-mnist` (it goes to %s)"):format(dir, M.DEFAULT_DIR))
   end
-  error(("ValueError: FashionMNIST: %s/%s.gz (or %s without .gz) not found"):format(dir, name, name), lvl)
+  raise(("ValueError: FashionMNIST: %s/%s.gz (or %s without .gz) not found"):format(dir, name, name))
 end
 
 --- The engine's IDX reader, its errors raised at the user's call.
 local function idx(path, lvl, dtype, scale)
   local ok, t = pcall(core.idx_load, path, dtype, scale)
-  if not ok then error(t, lvl) end
+  if not ok then rethrow(t) end
   return t
 end
 
@@ -65,19 +67,19 @@ local function load_split(dir, usage, lvl)
   local images, labels = idx(ipath, lvl + 1, core.float32, 1 / 255), idx(lpath, lvl + 1)
   local ish, lsh = images.shape, labels.shape
   if #ish ~= 3 or ish[2] ~= 28 or ish[3] ~= 28 then
-    error(("ValueError: FashionMNIST: %s holds data of shape (%s), not images of 28 x 28")
-      :format(ipath, table.concat(ish, ", ")), lvl)
+    raise(("ValueError: FashionMNIST: %s holds data of shape (%s), not images of 28 x 28")
+      :format(ipath, table.concat(ish, ", ")))
   end
   if labels.dtype ~= core.uint8 or #lsh ~= 1 then
-    error(("ValueError: FashionMNIST: %s holds %s of shape (%s), not a uint8 list of labels")
-      :format(lpath, tostring(labels.dtype), table.concat(lsh, ", ")), lvl)
+    raise(("ValueError: FashionMNIST: %s holds %s of shape (%s), not a uint8 list of labels")
+      :format(lpath, tostring(labels.dtype), table.concat(lsh, ", ")))
   end
   if ish[1] ~= lsh[1] then
-    error(("ValueError: FashionMNIST: %s has %d images but %s has %d labels"):format(ipath, ish[1], lpath, lsh[1]), lvl)
+    raise(("ValueError: FashionMNIST: %s has %d images but %s has %d labels"):format(ipath, ish[1], lpath, lsh[1]))
   end
   if lsh[1] > 0 and labels:max():item() > 9 then
-    error(("ValueError: FashionMNIST: %s has label %d; Fashion-MNIST's are 0..9")
-      :format(lpath, labels:max():item()), lvl)
+    raise(("ValueError: FashionMNIST: %s has label %d; Fashion-MNIST's are 0..9")
+      :format(lpath, labels:max():item()))
   end
   return images, labels
 end
@@ -89,12 +91,12 @@ function M.FashionMNIST(dir, ...)
   local usage = args_util.parse("FashionMNIST", OPTIONS, 2, select("#", ...), ...)
   if dir == nil then dir = M.DEFAULT_DIR end
   if type(dir) ~= "string" then
-    error(("TypeError: FashionMNIST: dataset_dir must be a string, but got %s"):format(type_name(dir)), 2)
+    raise(("TypeError: FashionMNIST: dataset_dir must be a string, but got %s"):format(type_name(dir)))
   end
   if usage == nil then usage = "all" end
   if usage ~= "train" and usage ~= "test" and usage ~= "all" then
-    error(("ValueError: FashionMNIST: usage must be 'train', 'test' or 'all', but got %s")
-      :format(type(usage) == "string" and ("'" .. usage .. "'") or type_name(usage)), 2)
+    raise(("ValueError: FashionMNIST: usage must be 'train', 'test' or 'all', but got %s")
+      :format(type(usage) == "string" and ("'" .. usage .. "'") or type_name(usage)))
   end
   dir = dir:gsub("/+$", "")
   if dir == "" then dir = "/" end

@@ -12,6 +12,7 @@
 -- every run and under Lua 5.4 and LuaJIT alike; the engine's random
 -- generator (cell.set_seed) is neither used nor disturbed.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local fashion = require "cell.dataset.fashion_mnist"
 local args_util = require "cell.util.args"
@@ -43,19 +44,23 @@ local OPTIONS = { "seed" }
 
 --- synthetic(n [, {seed = 0}]) -> {images, labels, classes}.
 function M.synthetic(n, opts)
-  if type(n) ~= "number" or n ~= math.floor(n) then
-    error(("TypeError: synthetic: n must be an integer, but got %s"):format(type_name(n)), 2)
+  if type(n) ~= "number" or n ~= math.floor(n) or n == math.huge or n == -math.huge then
+    raise(("TypeError: synthetic: n must be an integer, but got %s"):format(type_name(n)))
   end
-  if n < 1 then error(("ValueError: synthetic: n must be positive, but got %d"):format(n), 2) end
+  if n < 1 then raise(("ValueError: synthetic: n must be positive, but got %s"):format(tostring(n))) end
+  -- The images take n * 784 float32s (6.6 GB at the bound), built from Lua lists of n.
+  if n > 2097152 then
+    raise(("ValueError: synthetic: n must be at most 2097152 (2^21 images), but got %s"):format(tostring(n)))
+  end
   if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
-    error(("TypeError: synthetic: the options must be a table, but got %s"):format(type_name(opts)), 2)
+    raise(("TypeError: synthetic: the options must be a table, but got %s"):format(type_name(opts)))
   end
   opts = args_util.named("synthetic", OPTIONS, 2, opts == nil and 0 or 1, opts)
   local seed = opts.seed
   if seed == nil then seed = 0 end
   if type(seed) ~= "number" or seed ~= math.floor(seed) or seed < 0 then
-    error(("TypeError: synthetic: seed must be a non-negative integer, but got %s")
-      :format(type(seed) == "number" and tostring(seed) or type_name(seed)), 2)
+    raise(("TypeError: synthetic: seed must be a non-negative integer, but got %s")
+      :format(type(seed) == "number" and tostring(seed) or type_name(seed)))
   end
   local rand = generator(seed * 7919 + n)
   local labels, rows, cols, phase = {}, {}, {}, {}

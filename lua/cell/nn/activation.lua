@@ -2,6 +2,8 @@
 -- LogSoftmax; and get_activation, which makes one from its MindSpore name
 -- ("relu", "gelu", "softmax", ...).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
+local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local ops = require "cell.ops"
 local args = require "cell.util.args"
@@ -10,7 +12,7 @@ local M = {}
 
 local function define(name, method)
   local C = Cell:extend(name)
-  C.construct = function(_, x) return x[method](x) end
+  C.construct = function(_, x) return check_tensor(name, "x", x)[method](x) end
   M[name] = C
   return C
 end
@@ -23,7 +25,7 @@ define("SiLU", "silu")
 local function check_bool(cls, what, v, default)
   if v == nil then return default end
   if type(v) ~= "boolean" then
-    error(("TypeError: For '%s', the '%s' must be a boolean, but got %s."):format(cls, what, type(v)), 4)
+    raise(("TypeError: For '%s', the '%s' must be a boolean, but got %s."):format(cls, what, type(v)))
   end
   return v
 end
@@ -40,6 +42,7 @@ function GELU:init(...)
 end
 local GELU_C = math.sqrt(2 / math.pi)
 function GELU:construct(x)
+  check_tensor("GELU", "x", x)
   if not self.approximate then return x:gelu() end
   local inner = (x + x * x * x * 0.044715) * GELU_C
   return x * 0.5 * (inner:tanh() + 1)
@@ -54,19 +57,19 @@ local function define_softmax(name, op_name)
     local axis = args.parse(name, SOFTMAX_ARGS, 3, select("#", ...), ...)
     if axis == nil then axis = -1 end
     if type(axis) ~= "number" or axis ~= math.floor(axis) then
-      error(("TypeError: For '%s', the 'axis' must be an integer, but got %s."):format(name, tostring(axis)), 3)
+      raise(("TypeError: For '%s', the 'axis' must be an integer, but got %s."):format(name, tostring(axis)))
     end
     if axis == 0 then
-      error(("ValueError: For '%s', the 'axis' is 1-based (or negative, -1 for the last), but got 0."):format(name), 3)
+      raise(("ValueError: For '%s', the 'axis' is 1-based (or negative, -1 for the last), but got 0."):format(name))
     end
     self.axis = axis
   end
   function C:construct(x)
-    local n = x.ndim
+    local n = check_tensor(name, "x", x).ndim
     local a = self.axis < 0 and self.axis + n + 1 or self.axis
     if a < 1 or a > n then
-      error(("ValueError: For '%s', the 'axis' (%d) must be in range [%d, -1] or [1, %d] for an input of %d "
-        .. "dimensions."):format(name, self.axis, -n, n, n), 2)
+      raise(("ValueError: For '%s', the 'axis' (%d) must be in range [%d, -1] or [1, %d] for an input of %d "
+        .. "dimensions."):format(name, self.axis, -n, n, n))
     end
     local y = ops[op_name](x, self.axis)
     return y
@@ -88,8 +91,7 @@ function M.get_activation(name, lvl)
     local known = {}
     for k in pairs(by_name) do known[#known + 1] = k end
     table.sort(known)
-    error(("KeyError: Unknown activation '%s'; known: %s"):format(tostring(name), table.concat(known, ", ")),
-      (lvl or 1) + 1)
+    raise(("KeyError: Unknown activation '%s'; known: %s"):format(tostring(name), table.concat(known, ", ")))
   end
   return M[cls]()
 end

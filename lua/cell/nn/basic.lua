@@ -3,6 +3,8 @@
 -- dimension after the batch), and Embedding's ids and padding_idx are
 -- 1-based (id 1 is the table's first row).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
+local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local A = require "cell.nn.layer_args"
@@ -17,12 +19,11 @@ M.Flatten = Flatten
 
 local function check_dim(what, v, lvl)
   if type(v) ~= "number" or not A.is_int(v) then
-    error(("TypeError: For 'Flatten', the '%s' must be an integer, but got %s.")
-      :format(what, type(v) == "number" and A.num_str(v) or I.type_name(v)), lvl + 1)
+    raise(("TypeError: For 'Flatten', the '%s' must be an integer, but got %s.")
+      :format(what, type(v) == "number" and A.num_str(v) or I.type_name(v)))
   end
   if v == 0 then
-    error(("ValueError: For 'Flatten', the '%s' is 1-based (or negative, -1 for the last), but got 0."):format(what),
-      lvl + 1)
+    raise(("ValueError: For 'Flatten', the '%s' is 1-based (or negative, -1 for the last), but got 0."):format(what))
   end
   return v
 end
@@ -35,18 +36,19 @@ function Flatten:init(...)
 end
 
 function Flatten:construct(x)
+  check_tensor("Flatten", "x", x)
   local shape = x.shape
   local r = #shape
   if r == 0 then x, shape, r = x:reshape({ 1 }), { 1 }, 1 end
   local s = self.start_dim < 0 and self.start_dim + r + 1 or self.start_dim
   local e = self.end_dim < 0 and self.end_dim + r + 1 or self.end_dim
   if s < 1 or s > r or e < 1 or e > r then
-    error(("ValueError: For 'Flatten', 'start_dim' (%d) and 'end_dim' (%d) must be in range [%d, -1] or [1, %d] for "
-      .. "an input of shape %s."):format(self.start_dim, self.end_dim, -r, r, I.shape_str(x.shape)), 2)
+    raise(("ValueError: For 'Flatten', 'start_dim' (%d) and 'end_dim' (%d) must be in range [%d, -1] or [1, %d] for "
+      .. "an input of shape %s."):format(self.start_dim, self.end_dim, -r, r, I.shape_str(x.shape)))
   end
   if s > e then
-    error(("ValueError: For 'Flatten', 'start_dim' (%d) must come before 'end_dim' (%d), but for an input of shape %s "
-      .. "they are dimensions %d and %d."):format(self.start_dim, self.end_dim, I.shape_str(shape), s, e), 2)
+    raise(("ValueError: For 'Flatten', 'start_dim' (%d) must come before 'end_dim' (%d), but for an input of shape %s "
+      .. "they are dimensions %d and %d."):format(self.start_dim, self.end_dim, I.shape_str(shape), s, e))
   end
   if s == e then return x end
   local y = x:flatten(s, e)
@@ -75,24 +77,24 @@ function Embedding:init(vocab_size, embedding_size, ...)
   use_one_hot = A.bool("Embedding", "use_one_hot", use_one_hot, false, 3)
   if dtype == nil then dtype = cell.int32 end
   if not cell.is_dtype(dtype) or dtype.is_floating_point or dtype == cell.bool then
-    error(("TypeError: For 'Embedding', the 'dtype' (of the ids) must be an integer dtype, but got %s.")
-      :format(cell.is_dtype(dtype) and tostring(dtype) or I.type_name(dtype)), 3)
+    raise(("TypeError: For 'Embedding', the 'dtype' (of the ids) must be an integer dtype, but got %s.")
+      :format(cell.is_dtype(dtype) and tostring(dtype) or I.type_name(dtype)))
   end
   if padding_idx ~= nil then
     if type(padding_idx) ~= "number" or not A.is_int(padding_idx) then
-      error(("TypeError: For 'Embedding', the 'padding_idx' must be an integer, but got %s.")
-        :format(type(padding_idx) == "number" and A.num_str(padding_idx) or I.type_name(padding_idx)), 3)
+      raise(("TypeError: For 'Embedding', the 'padding_idx' must be an integer, but got %s.")
+        :format(type(padding_idx) == "number" and A.num_str(padding_idx) or I.type_name(padding_idx)))
     end
     if padding_idx < 1 or padding_idx > vocab_size then
-      error(("ValueError: For 'Embedding', the 'padding_idx' must be in range [1, %d] (1-based), but got %d.")
-        :format(vocab_size, padding_idx), 3)
+      raise(("ValueError: For 'Embedding', the 'padding_idx' must be in range [1, %d] (1-based), but got %s.")
+        :format(vocab_size, A.num_str(padding_idx)))
     end
   end
   local shape = { vocab_size, embedding_size }
   if embedding_table == nil then embedding_table = "normal" end
   if cell.is_tensor(embedding_table) and not I.same_shape(embedding_table.shape, shape) then
-    error(("ValueError: For 'Embedding', the 'embedding_table' shape must be %s, but got %s.")
-      :format(I.shape_str(shape), I.shape_str(embedding_table.shape)), 3)
+    raise(("ValueError: For 'Embedding', the 'embedding_table' shape must be %s, but got %s.")
+      :format(I.shape_str(shape), I.shape_str(embedding_table.shape)))
   end
   local data = cell.initializer(embedding_table, shape, cell.float32):init_data()
   if padding_idx ~= nil then data[padding_idx]:zero_() end
@@ -103,8 +105,8 @@ end
 
 function Embedding:construct(ids)
   if not I.cellm().is_tensor(ids) or ids.dtype.is_floating_point or ids.dtype == I.cellm().bool then
-    error(("TypeError: For 'Embedding', the ids must be an integer Tensor, but got %s.")
-      :format(I.cellm().is_tensor(ids) and ("a " .. tostring(ids.dtype) .. " Tensor") or I.type_name(ids)), 2)
+    raise(("TypeError: For 'Embedding', the ids must be an integer Tensor, but got %s.")
+      :format(I.cellm().is_tensor(ids) and ("a " .. tostring(ids.dtype) .. " Tensor") or I.type_name(ids)))
   end
   local y = ops.embedding(ids, self.embedding_table)
   return y

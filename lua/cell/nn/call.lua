@@ -6,6 +6,7 @@
 -- tensors crossing the cell's boundary pass through identity "gates" whose
 -- backward runs the hooks on the gradients (see `gate`).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local autograd = require "cell.autograd"
 local I = require "cell.nn.internal"
@@ -25,7 +26,7 @@ KWARGS.__index = KWARGS
 function M.kwargs(t)
   if t == nil then t = {} end
   if type(t) ~= "table" or getmetatable(t) ~= nil then
-    error(("TypeError: kwargs: expected a plain table of name = value, but got %s"):format(type_name(t)), 2)
+    raise(("TypeError: kwargs: expected a plain table of name = value, but got %s"):format(type_name(t)))
   end
   return setmetatable(t, KWARGS)
 end
@@ -111,8 +112,8 @@ end
 local function as_grads(r, n, what, lvl)
   if core.is_tensor(r) then return { n = 1, r } end
   if type(r) ~= "table" or getmetatable(r) ~= nil then
-    error(("TypeError: %s must return nil, a Tensor or a sequence of Tensors, but got %s")
-      :format(what, type_name(r)), lvl)
+    raise(("TypeError: %s must return nil, a Tensor or a sequence of Tensors, but got %s")
+      :format(what, type_name(r)))
   end
   local out = { n = n }
   for i = 1, n do out[i] = r[i] end
@@ -292,8 +293,8 @@ end
 function M.install(Cell)
   --- The forward computation; every subclass defines its own.
   function Cell:construct()
-    error(("NotImplementedError: %s has no construct method; define %s:construct(...)")
-      :format(class_name(self), class_name(self)), 2)
+    raise(("NotImplementedError: %s has no construct method; define %s:construct(...)")
+      :format(class_name(self), class_name(self)))
   end
 
   --- net(...): hooks and construct. With no hooks, no mixed precision, no
@@ -321,7 +322,7 @@ function M.install(Cell)
   local function register(self, method, field, fn, kw)
     I.check_hook_fn(method, fn, 3)
     if kw ~= nil and type(kw) ~= "boolean" then
-      error(("TypeError: %s: with_kwargs must be a boolean, but got %s"):format(method, type_name(kw)), 3)
+      raise(("TypeError: %s: with_kwargs must be a boolean, but got %s"):format(method, type_name(kw)))
     end
     return I.add_hook(rawget(self, S), field, { fn = fn, kw = kw or false }, refresh)
   end
@@ -377,7 +378,7 @@ function M.install(Cell)
     for _, name in ipairs(RECOMPUTE_ARGS) do
       local v = t[name]
       if v ~= nil and type(v) ~= "boolean" then
-        error(("TypeError: Cell.recompute: %s must be a boolean, but got %s"):format(name, type_name(v)), 2)
+        raise(("TypeError: Cell.recompute: %s must be a boolean, but got %s"):format(name, type_name(v)))
       end
     end
     local st = rawget(self, S)

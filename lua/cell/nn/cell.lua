@@ -9,6 +9,8 @@
 -- insert/register methods, naming and traversal, flags and printing; the
 -- call path and its hooks are in call.lua, state_dict in state_dict.lua.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local rethrow = require("cell.errors").rethrow
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
@@ -29,7 +31,7 @@ local function is_param(v) return cellm().is_parameter(v) end
 local function check_bool(fname, what, v, default)
   if v == nil then return default end
   if type(v) ~= "boolean" then
-    error(("TypeError: %s: %s must be a boolean, but got %s"):format(fname, what, type_name(v)), 3)
+    raise(("TypeError: %s: %s must be a boolean, but got %s"):format(fname, what, type_name(v)))
   end
   return v
 end
@@ -72,7 +74,7 @@ function Cell:init(...)
   local auto_prefix, flags = args.parse("Cell.init", INIT_ARGS, 2, select("#", ...), ...)
   if auto_prefix == nil then auto_prefix = true end
   if type(auto_prefix) ~= "boolean" then
-    error(("TypeError: Cell: auto_prefix must be a boolean, but got %s"):format(type_name(auto_prefix)), 2)
+    raise(("TypeError: Cell: auto_prefix must be a boolean, but got %s"):format(type_name(auto_prefix)))
   end
   rawget(self, S).auto_prefix = auto_prefix
   if flags ~= nil then self:add_flags(flags) end
@@ -141,23 +143,23 @@ end
 
 local function insert_param(self, st, name, param, check_dot, lvl)
   if type(name) ~= "string" then
-    error(("TypeError: For 'insert_param_to_cell', the argument 'param_name' must be a string, but got %s.")
-      :format(type_name(name)), lvl)
+    raise(("TypeError: For 'insert_param_to_cell', the argument 'param_name' must be a string, but got %s.")
+      :format(type_name(name)))
   end
   if name == "" then
-    error("KeyError: For 'insert_param_to_cell', the argument 'param_name' should not be None.", lvl)
+    raise("KeyError: For 'insert_param_to_cell', the argument 'param_name' should not be None.")
   end
   if check_dot and name:find(".", 1, true) then
-    error(("KeyError: For 'insert_param_to_cell', the argument 'param_name' should not contain '.', but got '%s'.")
-      :format(name), lvl)
+    raise(("KeyError: For 'insert_param_to_cell', the argument 'param_name' should not contain '.', but got '%s'.")
+      :format(name))
   end
   if has_attr(self, st, name) and not R.has(st.params, name) then
-    error(("KeyError: For 'insert_param_to_cell', the %s parameter already exists in the network. "
-      .. "Cannot insert another parameter with the same name."):format(name), lvl)
+    raise(("KeyError: For 'insert_param_to_cell', the %s parameter already exists in the network. "
+      .. "Cannot insert another parameter with the same name."):format(name))
   end
   if param ~= nil and not is_param(param) then
-    error(("TypeError: For 'insert_param_to_cell', the argument 'param' must be 'Parameter' if not None, "
-      .. "but got %s."):format(type_name(param)), lvl)
+    raise(("TypeError: For 'insert_param_to_cell', the argument 'param' must be 'Parameter' if not None, "
+      .. "but got %s."):format(type_name(param)))
   end
   if param ~= nil then
     if param.has_init then -- initialised at the next call
@@ -167,8 +169,8 @@ local function insert_param(self, st, name, param, check_dot, lvl)
     if param.name == "Parameter" then param.name = name end
     for other, q in R.each(st.params) do
       if other ~= name and q ~= nil and q ~= param and q.name == param.name then
-        error(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
-          .. "parameter."):format(tostring(param), param.name), lvl)
+        raise(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
+          .. "parameter."):format(tostring(param), param.name))
       end
     end
   end
@@ -177,20 +179,20 @@ end
 
 local function insert_child(self, st, name, child, lvl)
   if type(name) ~= "string" then
-    error(("TypeError: For 'insert_child_to_cell', the type of parameter 'child_name' must be str, but got %s.")
-      :format(type_name(name)), lvl)
+    raise(("TypeError: For 'insert_child_to_cell', the type of parameter 'child_name' must be str, but got %s.")
+      :format(type_name(name)))
   end
   if name == "" or name:find(".", 1, true) then
-    error(("KeyError: For 'insert_child_to_cell', the parameter 'child_name' can not be None and can not "
-      .. "contain '.', but got '%s'."):format(name), lvl)
+    raise(("KeyError: For 'insert_child_to_cell', the parameter 'child_name' can not be None and can not "
+      .. "contain '.', but got '%s'."):format(name))
   end
   if has_attr(self, st, name) and not R.has(st.cells, name) then
-    error(("KeyError: For 'insert_child_to_cell', the %s child cell already exists in the network. "
-      .. "Cannot insert another Cell with the same name."):format(name), lvl)
+    raise(("KeyError: For 'insert_child_to_cell', the %s child cell already exists in the network. "
+      .. "Cannot insert another Cell with the same name."):format(name))
   end
   if child ~= nil and not is_cell(child) then
-    error(("TypeError: For 'insert_child_to_cell', the argument 'child_cell' must be 'Cell' if not None, "
-      .. "but got %s."):format(type_name(child)), lvl)
+    raise(("TypeError: For 'insert_child_to_cell', the argument 'child_cell' must be 'Cell' if not None, "
+      .. "but got %s."):format(type_name(child)))
   end
   R.set(st.cells, name, child)
 end
@@ -227,8 +229,8 @@ local function set_param_tuple(self, st, name, pt, lvl)
       name_member(st, p)
       insert_param(self, st, p.name, p, false, lvl + 1)
       if names[p.name] then
-        error(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
-          .. "parameter."):format(tostring(p), p.name), lvl)
+        raise(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
+          .. "parameter."):format(tostring(p), p.name))
       end
       names[p.name] = true
     end
@@ -244,8 +246,8 @@ local function set_param_list(st, name, list, lvl)
       st.exist_objs[p] = true
       name_member(st, p)
       if st.exist_names[p.name] then
-        error(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
-          .. "parameter."):format(tostring(p), p.name), lvl)
+        raise(("ValueError: The value %s , its name '%s' already exists. Please set a unique name for the "
+          .. "parameter."):format(tostring(p), p.name))
       end
       st.exist_names[p.name] = true
     end
@@ -261,24 +263,24 @@ local function set_object(st, name, v, lvl)
     if core.is_tensor(v) then
       local p = st.params.val[name]
       if p == nil then
-        error(("TypeError: Parameter '%s' has no value (it was set to nil); assign a Parameter to it")
-          :format(name), lvl)
+        raise(("TypeError: Parameter '%s' has no value (it was set to nil); assign a Parameter to it")
+          :format(name))
       end
       p:set_data(v)
       return
     end
-    error(("TypeError: Parameter '%s' already exists in network, can not assign this type: '%s' as a parameter.")
-      :format(name, type_name(v)), lvl)
+    raise(("TypeError: Parameter '%s' already exists in network, can not assign this type: '%s' as a parameter.")
+      :format(name, type_name(v)))
   end
   if R.has(st.cells, name) then
     if v == nil then return R.set(st.cells, name, nil) end
-    error(("TypeError: Sub cell '%s' already exists in network, can not assign this type: '%s' as a cell.")
-      :format(name, type_name(v)), lvl)
+    raise(("TypeError: Sub cell '%s' already exists in network, can not assign this type: '%s' as a cell.")
+      :format(name, type_name(v)))
   end
   if R.has(st.buffers, name) then
     if v == nil or core.is_tensor(v) then return R.set(st.buffers, name, v) end
-    error(("TypeError: Buffer '%s' already exists in network, can not assign this type: '%s' as a buffer.")
-      :format(name, type_name(v)), lvl)
+    raise(("TypeError: Buffer '%s' already exists in network, can not assign this type: '%s' as a buffer.")
+      :format(name, type_name(v)))
   end
   st.attrs[name] = v
 end
@@ -286,13 +288,13 @@ end
 local setters = {
   training = function(st, v, lvl)
     if type(v) ~= "boolean" then
-      error(("TypeError: Cell.training must be a boolean, but got %s"):format(type_name(v)), lvl)
+      raise(("TypeError: Cell.training must be a boolean, but got %s"):format(type_name(v)))
     end
     st.training = v
   end,
   requires_grad = function(st, v, lvl)
     if type(v) ~= "boolean" then
-      error(("TypeError: Cell.requires_grad must be a boolean, but got %s"):format(type_name(v)), lvl)
+      raise(("TypeError: Cell.requires_grad must be a boolean, but got %s"):format(type_name(v)))
     end
     st.requires_grad = v
   end,
@@ -302,7 +304,7 @@ local setters = {
 local function set_attr(self, name, v, lvl)
   local st = rawget(self, S)
   if type(name) ~= "string" then
-    error(("TypeError: a cell's attribute name must be a string, but got %s"):format(type_name(name)), lvl)
+    raise(("TypeError: a cell's attribute name must be a string, but got %s"):format(type_name(name)))
   end
   local set = setters[name]
   if set then
@@ -310,7 +312,7 @@ local function set_attr(self, name, v, lvl)
     return
   end
   if getters[name] then
-    error(("AttributeError: %s.%s is read-only"):format(class_name(self), name), lvl)
+    raise(("AttributeError: %s.%s is read-only"):format(class_name(self), name))
   end
   if is_param(v) then
     if st.attrs[name] ~= nil then st.attrs[name] = nil end
@@ -343,7 +345,7 @@ function Cell:delattr(name)
     st.attrs[name] = nil
     return
   end
-  error(("AttributeError: '%s' object has no attribute '%s'"):format(class_name(self), tostring(name)), 2)
+  raise(("AttributeError: '%s' object has no attribute '%s'"):format(class_name(self), tostring(name)))
 end
 
 --- Whether the cell has a member `name` (what Python's hasattr says).
@@ -360,19 +362,19 @@ function Cell:register_buffer(name, tensor, ...)
   local persistent = args.parse("Cell.register_buffer", BUFFER_ARGS, 2, select("#", ...), ...)
   if persistent == nil then persistent = true end
   if type(name) ~= "string" then
-    error(("TypeError: buffer name should be a string. But got this type: %s"):format(type_name(name)), 2)
+    raise(("TypeError: buffer name should be a string. But got this type: %s"):format(type_name(name)))
   end
-  if name:find(".", 1, true) then error('KeyError: buffer name can\'t contain "."', 2) end
-  if name == "" then error('KeyError: buffer name can\'t be empty string ""', 2) end
+  if name:find(".", 1, true) then raise('KeyError: buffer name can\'t contain "."') end
+  if name == "" then raise('KeyError: buffer name can\'t be empty string ""') end
   if has_attr(self, st, name) and not R.has(st.buffers, name) then
-    error(("KeyError: attribute '%s' already exists"):format(name), 2)
+    raise(("KeyError: attribute '%s' already exists"):format(name))
   end
   if tensor ~= nil and not core.is_tensor(tensor) then
-    error(("TypeError: cannot assign '%s' object to buffer '%s' (cell Tensor or nil required)")
-      :format(type_name(tensor), name), 2)
+    raise(("TypeError: cannot assign '%s' object to buffer '%s' (cell Tensor or nil required)")
+      :format(type_name(tensor), name))
   end
   if type(persistent) ~= "boolean" then
-    error(("TypeError: register_buffer: persistent must be a boolean, but got %s"):format(type_name(persistent)), 2)
+    raise(("TypeError: register_buffer: persistent must be a boolean, but got %s"):format(type_name(persistent)))
   end
   local hooks = global.buffer_hooks
   if hooks then
@@ -395,16 +397,16 @@ end
 --- The sub-cell at the dotted path `target` ("" is the cell itself).
 function Cell:get_sub_cell(target)
   if type(target) ~= "string" then
-    error(("TypeError: get_sub_cell: target must be a string, but got %s"):format(type_name(target)), 2)
+    raise(("TypeError: get_sub_cell: target must be a string, but got %s"):format(type_name(target)))
   end
   if target == "" then return self end
   local c = self
   for item in (target .. "."):gmatch("([^.]*)%.") do
     if not has_attr(c, rawget(c, S), item) then
-      error(("AttributeError: %s has no attribute `%s`"):format(class_name(c), item), 2)
+      raise(("AttributeError: %s has no attribute `%s`"):format(class_name(c), item))
     end
     c = c[item]
-    if not is_cell(c) then error(("AttributeError: `%s` is not an nn.Cell"):format(item), 2) end
+    if not is_cell(c) then raise(("AttributeError: `%s` is not an nn.Cell"):format(item)) end
   end
   return c
 end
@@ -412,17 +414,17 @@ end
 --- The buffer at the dotted path `target`.
 function Cell:get_buffer(target)
   if type(target) ~= "string" then
-    error(("TypeError: get_buffer: target must be a string, but got %s"):format(type_name(target)), 2)
+    raise(("TypeError: get_buffer: target must be a string, but got %s"):format(type_name(target)))
   end
   local path, name = target:match("^(.*)%.([^.]*)$")
   if not path then path, name = "", target end
   local ok, c = pcall(self.get_sub_cell, self, path)
-  if not ok then error((c:gsub("^.-:%d+: ", "")), 2) end
+  if not ok then rethrow(c) end
   local st = rawget(c, S)
   if not has_attr(c, st, name) then
-    error(("AttributeError: %s has no attribute `%s`"):format(class_name(c), name), 2)
+    raise(("AttributeError: %s has no attribute `%s`"):format(class_name(c), name))
   end
-  if not R.has(st.buffers, name) then error(("AttributeError: `%s` is not a buffer"):format(name), 2) end
+  if not R.has(st.buffers, name) then raise(("AttributeError: `%s` is not a buffer"):format(name)) end
   return st.buffers.val[name]
 end
 
@@ -445,7 +447,7 @@ local UPDATE_NAME_ARGS = { "prefix", "recurse" }
 local function check_str(fname, what, v)
   if v == nil then return "" end
   if type(v) ~= "string" then
-    error(("TypeError: %s: %s must be a string, but got %s"):format(fname, what, type_name(v)), 3)
+    raise(("TypeError: %s: %s must be a string, but got %s"):format(fname, what, type_name(v)))
   end
   return v
 end
@@ -635,8 +637,8 @@ function Cell:update_parameters_name(...)
   local prefix, recurse = args_or_options("update_parameters_name", UPDATE_NAME_ARGS, select("#", ...), ...)
   prefix = check_str("update_parameters_name", "prefix", prefix)
   if prefix ~= "" and not prefix:match("^[%w_./%-]+$") then
-    error(("ValueError: update_parameters_name: the prefix '%s' may hold only letters, digits, '_', '-', '.' and '/'")
-      :format(prefix), 2)
+    raise(("ValueError: update_parameters_name: the prefix '%s' may hold only letters, digits, '_', '-', '.' and '/'")
+      :format(prefix))
   end
   recurse = check_bool("update_parameters_name", "recurse", recurse, true)
   for _, e in ipairs(param_pairs(self, "", recurse)) do e[2].name = prefix .. e[1] end
@@ -677,7 +679,7 @@ end
 --- apply(fn): fn(cell) on every sub-cell (depth first), then on self; returns self.
 function Cell:apply(fn)
   if type(fn) ~= "function" then
-    error(("TypeError: apply: fn must be a function, but got %s"):format(type_name(fn)), 2)
+    raise(("TypeError: apply: fn must be a function, but got %s"):format(type_name(fn)))
   end
   for c in self:cells() do c:apply(fn) end
   fn(self)
@@ -686,12 +688,12 @@ end
 
 local function add_flags(self, flags, lvl)
   if type(flags) ~= "table" or getmetatable(flags) ~= nil then
-    error(("TypeError: add_flags: flags must be a table of name = value, but got %s"):format(type_name(flags)), lvl)
+    raise(("TypeError: add_flags: flags must be a table of name = value, but got %s"):format(type_name(flags)))
   end
   local st = rawget(self, S)
   for k, v in pairs(flags) do
     if type(k) ~= "string" then
-      error(("TypeError: add_flags: flag names must be strings, but got %s"):format(type_name(k)), lvl)
+      raise(("TypeError: add_flags: flag names must be strings, but got %s"):format(type_name(k)))
     end
     st.flags[k] = v
     -- as MindSpore's __dict__.update: `training` and `requires_grad` take
@@ -730,8 +732,8 @@ local float_dtypes = { float16 = true, bfloat16 = true, float32 = true }
 -- below it are cast to dtype (float16, bfloat16 or float32) when called.
 function Cell:to_float(dst_type)
   if not (cellm().is_dtype(dst_type) and float_dtypes[dst_type.name]) then
-    error(("ValueError: For 'to_float', the argument 'dst_type' must be float32, float16 or bfloat16, "
-      .. "but got %s."):format(cellm().is_dtype(dst_type) and tostring(dst_type) or type_name(dst_type)), 2)
+    raise(("ValueError: For 'to_float', the argument 'dst_type' must be float32, float16 or bfloat16, "
+      .. "but got %s."):format(cellm().is_dtype(dst_type) and tostring(dst_type) or type_name(dst_type)))
   end
   local flag = ({ float16 = "fp16", bfloat16 = "bf16", float32 = "fp32" })[dst_type.name]
   for _, e in ipairs(walk_cells(self, "", {}, {})) do
@@ -748,10 +750,10 @@ end
 -- Tensor (nested sequences too) cast to dtype.
 function Cell:cast_inputs(inputs, dst_type)
   if type(inputs) ~= "table" or core.is_tensor(inputs) then
-    error(("TypeError: cast_inputs: inputs must be a sequence, but got %s"):format(type_name(inputs)), 2)
+    raise(("TypeError: cast_inputs: inputs must be a sequence, but got %s"):format(type_name(inputs)))
   end
   if not cellm().is_dtype(dst_type) then
-    error(("TypeError: cast_inputs: dst_type must be a dtype, but got %s"):format(type_name(dst_type)), 2)
+    raise(("TypeError: cast_inputs: dst_type must be a dtype, but got %s"):format(type_name(dst_type)))
   end
   local function cast(v)
     if core.is_tensor(v) then return v:astype(dst_type) end
@@ -781,7 +783,7 @@ function Cell:__tostring()
   local lines = {}
   local extra = self:extend_repr()
   if type(extra) ~= "string" then
-    error(("TypeError: %s:extend_repr must return a string, but got %s"):format(class_name(self), type_name(extra)), 2)
+    raise(("TypeError: %s:extend_repr must return a string, but got %s"):format(class_name(self), type_name(extra)))
   end
   local n_extra = 0
   if extra ~= "" then

@@ -19,6 +19,7 @@
 -- plain Lua table of name = cell has no order, so update takes its names
 -- sorted; pass a list of {name, cell} pairs or an OrderedDict to choose it.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
@@ -56,8 +57,8 @@ end
 
 local function check_cell(self, c, lvl)
   if not is_cell(c) then
-    error(("TypeError: For '%s', each cell should be subclass of Cell, but got %s."):format(class_name(self),
-      c == nil and "nil" or type_name(c)), lvl + 1)
+    raise(("TypeError: For '%s', each cell should be subclass of Cell, but got %s."):format(class_name(self),
+      c == nil and "nil" or type_name(c)))
   end
 end
 
@@ -84,12 +85,11 @@ end
 -- as 1..n; nil when outside (or n + 1 when `append_ok`).
 local function position(self, k, n, lvl, append_ok)
   if not A.is_int(k) then
-    error(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self), A.num_str(k)),
-      lvl + 1)
+    raise(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self), A.num_str(k)))
   end
   if k == 0 then
-    error(("IndexError: For '%s', indices are 1-based (the first member, named \"0\", is [1]), but got 0.")
-      :format(class_name(self)), lvl + 1)
+    raise(("IndexError: For '%s', indices are 1-based (the first member, named \"0\", is [1]), but got 0.")
+      :format(class_name(self)))
   end
   if k < 0 then k = n + k + 1 end
   if k >= 1 and k <= n then return k end
@@ -98,8 +98,8 @@ local function position(self, k, n, lvl, append_ok)
 end
 
 local function range_error(self, k, n, lvl, extra)
-  error(("IndexError: For '%s', the index must be in range [%d, -1] or [1, %d]%s, but got %d.")
-    :format(class_name(self), -n, n, extra or "", k), lvl + 1)
+  raise(("IndexError: For '%s', the index must be in range [%d, -1] or [1, %d]%s, but got %s.")
+    :format(class_name(self), -n, n, extra or "", tostring(k)))
 end
 
 --- The list methods SequentialCell and CellList share.
@@ -120,8 +120,8 @@ local function install_list_methods(C)
     local i = position(self, k, #list, 2, true)
     if i == nil then range_error(self, k, #list, 2, " (or " .. (#list + 1) .. " to append)") end
     if v == nil then
-      error(("TypeError: For '%s', a member can not be set to nil; use remove(%d) to take it out.")
-        :format(class_name(self), k), 2)
+      raise(("TypeError: For '%s', a member can not be set to nil; use remove(%d) to take it out.")
+        :format(class_name(self), k))
     end
     check_cell(self, v, 2)
     local prefix = prefix_of(self)
@@ -154,8 +154,8 @@ local function install_list_methods(C)
   --- Add each cell of a list at the end; returns self.
   function C:extend(cells)
     if not A.is_list(cells) then
-      error(("TypeError: For '%s', the new cells wanted to append should be a list of cells, but got %s.")
-        :format(class_name(self), type_name(cells)), 2)
+      raise(("TypeError: For '%s', the new cells wanted to append should be a list of cells, but got %s.")
+        :format(class_name(self), type_name(cells)))
     end
     for i = 1, #cells do check_cell(self, cells[i], 2) end
     local prefix = prefix_of(self)
@@ -170,8 +170,8 @@ local function install_list_methods(C)
     local n = #list
     local i = type(index) == "number" and position(self, index, n, 2, true) or nil
     if type(index) ~= "number" then
-      error(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self),
-        type_name(index)), 2)
+      raise(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self),
+        type_name(index)))
     end
     if i == nil then range_error(self, index, n, 2, " (or " .. (n + 1) .. " to append)") end
     check_cell(self, c, 2)
@@ -187,8 +187,8 @@ local function install_list_methods(C)
     local n = #list
     if index == nil then index = n end
     if type(index) ~= "number" then
-      error(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self),
-        type_name(index)), 2)
+      raise(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self),
+        type_name(index)))
     end
     local i = position(self, index, n, 2)
     if i == nil then range_error(self, index, n, 2) end
@@ -219,8 +219,8 @@ function SequentialCell:init(...)
   local list = { ... }
   if n == 1 and not is_cell(first) then
     if not A.is_list(first) then
-      error(("TypeError: For 'SequentialCell', the 'args[0]' must be a list or an OrderedDict, but got %s.")
-        :format(type_name(first)), 3)
+      raise(("TypeError: For 'SequentialCell', the 'args[0]' must be a list or an OrderedDict, but got %s.")
+        :format(type_name(first)))
     end
     list, n = first, #first
   end
@@ -246,15 +246,15 @@ install_list_methods(CellList)
 function CellList:init(cells, opts)
   if opts ~= nil then
     if type(opts) ~= "table" or getmetatable(opts) ~= nil then
-      error(("TypeError: For 'CellList', the options must be a table {auto_prefix = ...}, but got %s.")
-        :format(type_name(opts)), 3)
+      raise(("TypeError: For 'CellList', the options must be a table {auto_prefix = ...}, but got %s.")
+        :format(type_name(opts)))
     end
     rawget(self, S).auto_prefix = A.bool("CellList", "auto_prefix", opts.auto_prefix, true, 3)
   end
   if cells == nil then return end
   if not A.is_list(cells) then
-    error(("TypeError: For 'CellList', the new cells wanted to append should be a list of cells, but got %s.")
-      :format(type_name(cells)), 3)
+    raise(("TypeError: For 'CellList', the new cells wanted to append should be a list of cells, but got %s.")
+      :format(type_name(cells)))
   end
   for i = 1, #cells do check_cell(self, cells[i], 3) end
   for i = 1, #cells do add(self, tostring(i - 1), cells[i], "") end
@@ -267,23 +267,23 @@ M.CellDict = CellDict
 
 local function check_key(self, key, lvl)
   if type(key) ~= "string" then
-    error(("TypeError: For 'CellDict', the type of key should be string, but got %s."):format(type_name(key)), lvl + 1)
+    raise(("TypeError: For 'CellDict', the type of key should be string, but got %s."):format(type_name(key)))
   end
-  if key == "" then error("KeyError: For 'CellDict', the key can not be an empty string.", lvl + 1) end
+  if key == "" then raise("KeyError: For 'CellDict', the key can not be an empty string.") end
   if key:find(".", 1, true) then
-    error(("KeyError: For 'CellDict', the key can not contain '.', but got '%s'."):format(key), lvl + 1)
+    raise(("KeyError: For 'CellDict', the key can not contain '.', but got '%s'."):format(key))
   end
   if self:hasattr(key) and not R.has(rawget(self, S).cells, key) then
-    error(("KeyError: For 'CellDict', the key can not be the name of an attribute or method of CellDict, but got "
-      .. "'%s'."):format(key), lvl + 1)
+    raise(("KeyError: For 'CellDict', the key can not be the name of an attribute or method of CellDict, but got "
+      .. "'%s'."):format(key))
   end
 end
 
 local function dict_set(self, key, c, lvl)
   check_key(self, key, lvl + 1)
   if not is_cell(c) then
-    error(("TypeError: For 'CellDict', the type of cell should be Cell, but got %s.")
-      :format(c == nil and "nil" or type_name(c)), lvl + 1)
+    raise(("TypeError: For 'CellDict', the type of cell should be Cell, but got %s.")
+      :format(c == nil and "nil" or type_name(c)))
   end
   local prefix = prefix_of(self)
   add(self, key, c, prefix)
@@ -312,12 +312,11 @@ local function pairs_of(cells, lvl)
     if rawget(cells, 1) ~= nil then
       for i, kv in ipairs(cells) do
         if type(kv) ~= "table" or is_cell(kv) or getmetatable(kv) ~= nil then
-          error(("TypeError: CellDict update sequence element #%d should be a {name, cell} pair, but got %s.")
-            :format(i, type_name(kv)), lvl + 1)
+          raise(("TypeError: CellDict update sequence element #%d should be a {name, cell} pair, but got %s.")
+            :format(i, type_name(kv)))
         end
         if #kv ~= 2 then
-          error(("ValueError: CellDict update sequence element #%d has length %d; 2 is required."):format(i, #kv),
-            lvl + 1)
+          raise(("ValueError: CellDict update sequence element #%d has length %d; 2 is required."):format(i, #kv))
         end
         out[#out + 1] = { kv[1], kv[2] }
       end
@@ -325,8 +324,7 @@ local function pairs_of(cells, lvl)
       local keys = {}
       for k in pairs(cells) do
         if type(k) ~= "string" then
-          error(("TypeError: For 'CellDict', the type of key should be string, but got %s."):format(type_name(k)),
-            lvl + 1)
+          raise(("TypeError: For 'CellDict', the type of key should be string, but got %s."):format(type_name(k)))
         end
         keys[#keys + 1] = k
       end
@@ -334,8 +332,8 @@ local function pairs_of(cells, lvl)
       for _, k in ipairs(keys) do out[#out + 1] = { k, cells[k] } end
     end
   else
-    error(("TypeError: CellDict.update() should be called with a list of {name, cell} pairs, an OrderedDict, a "
-      .. "CellDict or a table of name = cell, but got %s."):format(type_name(cells)), lvl + 1)
+    raise(("TypeError: CellDict.update() should be called with a list of {name, cell} pairs, an OrderedDict, a "
+      .. "CellDict or a table of name = cell, but got %s."):format(type_name(cells)))
   end
   return out
 end
@@ -344,8 +342,8 @@ end
 function CellDict:init(cells, opts)
   if opts ~= nil then
     if type(opts) ~= "table" or getmetatable(opts) ~= nil then
-      error(("TypeError: For 'CellDict', the options must be a table {auto_prefix = ...}, but got %s.")
-        :format(type_name(opts)), 3)
+      raise(("TypeError: For 'CellDict', the options must be a table {auto_prefix = ...}, but got %s.")
+        :format(type_name(opts)))
     end
     rawget(self, S).auto_prefix = A.bool("CellDict", "auto_prefix", opts.auto_prefix, true, 3)
   end
@@ -392,7 +390,7 @@ function CellDict:contains(key) return rawget(self, S).cells.val[key] ~= nil end
 --- Remove the member `key` and return it (a KeyError when absent).
 function CellDict:pop(key)
   local c = rawget(self, S).cells.val[key]
-  if c == nil then error(("KeyError: For 'CellDict', no member named %s."):format(tostring(key)), 2) end
+  if c == nil then raise(("KeyError: For 'CellDict', no member named %s."):format(tostring(key))) end
   R.remove(rawget(self, S).cells, key)
   return c
 end

@@ -7,6 +7,8 @@
 -- an int, {top_bottom, left_right} or {top, bottom, left, right}).
 -- Only the NCHW layout exists here.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
+local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local A = require "cell.nn.layer_args"
@@ -24,12 +26,12 @@ local function pads_of(padding, lvl)
     return { padding, padding, padding, padding }
   end
   if not A.is_list(padding) then
-    error(("TypeError: For 'Conv2d', the type of 'padding' must be an integer or a list of 2 or 4 integers, "
-      .. "but got %s."):format(I.type_name(padding)), lvl + 1)
+    raise(("TypeError: For 'Conv2d', the type of 'padding' must be an integer or a list of 2 or 4 integers, "
+      .. "but got %s."):format(I.type_name(padding)))
   end
   if #padding ~= 2 and #padding ~= 4 then
-    error(("ValueError: For 'Conv2d', the 'padding' must be an integer or a list of 2 or 4 integers, but got %d "
-      .. "values."):format(#padding), lvl + 1)
+    raise(("ValueError: For 'Conv2d', the 'padding' must be an integer or a list of 2 or 4 integers, but got %d "
+      .. "values."):format(#padding))
   end
   for i = 1, #padding do A.nonneg_int("Conv2d", "padding", padding[i], lvl + 1) end
   if #padding == 2 then return { padding[1], padding[1], padding[2], padding[2] } end
@@ -59,17 +61,17 @@ function Conv2d:init(in_channels, out_channels, kernel_size, ...)
   if padding == nil then padding = 0 end
   local pads = pads_of(padding, 3)
   if pad_mode:lower() ~= "pad" and (pads[1] ~= 0 or pads[2] ~= 0 or pads[3] ~= 0 or pads[4] ~= 0) then
-    error(("ValueError: For 'Conv2d', the 'padding' must be zero when 'pad_mode' is not 'pad', but got padding %s "
-      .. "and pad_mode '%s'."):format(A.int_or_tuple_str(padding), pad_mode), 3)
+    raise(("ValueError: For 'Conv2d', the 'padding' must be zero when 'pad_mode' is not 'pad', but got padding %s "
+      .. "and pad_mode '%s'."):format(A.int_or_tuple_str(padding), pad_mode))
   end
   group = A.positive_int("Conv2d", "group", group == nil and 1 or group, 3)
   if in_channels % group ~= 0 then
-    error(("ValueError: For 'Conv2d', the attr 'in_channels' must be divisible by attr 'group', but got "
-      .. "'in_channels': %d and 'group': %d."):format(in_channels, group), 3)
+    raise(("ValueError: For 'Conv2d', the attr 'in_channels' must be divisible by attr 'group', but got "
+      .. "'in_channels': %d and 'group': %d."):format(in_channels, group))
   end
   if out_channels % group ~= 0 then
-    error(("ValueError: For 'Conv2d', the 'out_channels' must be divisible by attr 'group', but got "
-      .. "'out_channels': %d and 'group': %d."):format(out_channels, group), 3)
+    raise(("ValueError: For 'Conv2d', the 'out_channels' must be divisible by attr 'group', but got "
+      .. "'out_channels': %d and 'group': %d."):format(out_channels, group))
   end
   has_bias = A.bool("Conv2d", "has_bias", has_bias, false, 3)
   data_format = A.choice("Conv2d", "data_format", data_format == nil and "NCHW" or data_format, { "NCHW" }, 3)
@@ -82,8 +84,8 @@ function Conv2d:init(in_channels, out_channels, kernel_size, ...)
 
   local shape = { out_channels, math.floor(in_channels / group), k[1], k[2] }
   if cell.is_tensor(weight_init) and not I.same_shape(weight_init.shape, shape) then
-    error(("ValueError: For 'Conv2d', weight init shape error: the weight_init shape must be %s, but got %s.")
-      :format(I.shape_str(shape), I.shape_str(weight_init.shape)), 3)
+    raise(("ValueError: For 'Conv2d', weight init shape error: the weight_init shape must be %s, but got %s.")
+      :format(I.shape_str(shape), I.shape_str(weight_init.shape)))
   end
   local winit = weight_init
   if winit == nil then winit = cell.init.HeUniform(math.sqrt(5)) end
@@ -92,8 +94,8 @@ function Conv2d:init(in_channels, out_channels, kernel_size, ...)
     local binit = bias_init
     if binit == nil then binit = cell.init.Uniform(1 / math.sqrt(shape[2] * k[1] * k[2])) end
     if cell.is_tensor(binit) and not I.same_shape(binit.shape, { out_channels }) then
-      error(("ValueError: For 'Conv2d', bias init shape error: the bias_init shape must be %s, but got %s.")
-        :format(I.shape_str({ out_channels }), I.shape_str(binit.shape)), 3)
+      raise(("ValueError: For 'Conv2d', bias init shape error: the bias_init shape must be %s, but got %s.")
+        :format(I.shape_str({ out_channels }), I.shape_str(binit.shape)))
     end
     self.bias = cell.Parameter(cell.initializer(binit, { out_channels }, dtype):init_data(), "bias")
   end
@@ -109,10 +111,10 @@ local function same_pads(n, k, s, d)
 end
 
 function Conv2d:construct(x)
-  local shape = x.shape
+  local shape = check_tensor("Conv2d", "x", x).shape
   if #shape ~= 4 or shape[2] ~= self.in_channels then
-    error(("ValueError: For 'Conv2d', the input must be 4-D {N, C, H, W} with C = in_channels (%d), but got %s.")
-      :format(self.in_channels, I.shape_str(shape)), 2)
+    raise(("ValueError: For 'Conv2d', the input must be 4-D {N, C, H, W} with C = in_channels (%d), but got %s.")
+      :format(self.in_channels, I.shape_str(shape)))
   end
   local k, s, d = self.kernel_size, self.stride, self.dilation
   local pads
@@ -127,9 +129,9 @@ function Conv2d:construct(x)
   end
   local eh, ew = (k[1] - 1) * d[1] + 1, (k[2] - 1) * d[2] + 1
   if shape[3] + pads[1] + pads[2] < eh or shape[4] + pads[3] + pads[4] < ew then
-    error(("ValueError: For 'Conv2d', the padded input (%d, %d) is smaller than the dilated kernel (%d, %d); "
+    raise(("ValueError: For 'Conv2d', the padded input (%d, %d) is smaller than the dilated kernel (%d, %d); "
       .. "the input has shape %s."):format(shape[3] + pads[1] + pads[2], shape[4] + pads[3] + pads[4], eh, ew,
-        I.shape_str(shape)), 2)
+        I.shape_str(shape)))
   end
   local y = ops.conv2d(x, self.weight, self.has_bias and self.bias or nil,
     { stride = s, padding = pads, dilation = d, groups = self.group })

@@ -4,6 +4,8 @@
 -- the bias) and extend_repr text. The parameters are made with their values
 -- at once (not lazily), so they can be read before the first call.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
+local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local A = require "cell.nn.layer_args"
@@ -14,7 +16,7 @@ local OPTIONS = { "weight_init", "bias_init", "has_bias", "activation", "dtype" 
 
 local function check_positive_int(v, what, lvl)
   if type(v) ~= "number" or v ~= math.floor(v) or v < 1 then
-    error(("ValueError: For 'Dense', the '%s' must be a positive integer, but got %s."):format(what, tostring(v)), lvl)
+    raise(("ValueError: For 'Dense', the '%s' must be a positive integer, but got %s."):format(what, tostring(v)))
   end
 end
 
@@ -27,22 +29,22 @@ function Dense:init(in_channels, out_channels, ...)
   check_positive_int(out_channels, "out_channels", 4)
   if has_bias == nil then has_bias = true end
   if type(has_bias) ~= "boolean" then
-    error(("TypeError: For 'Dense', the 'has_bias' must be a boolean, but got %s."):format(I.type_name(has_bias)), 4)
+    raise(("TypeError: For 'Dense', the 'has_bias' must be a boolean, but got %s."):format(I.type_name(has_bias)))
   end
   dtype = dtype or cell.float32
   self.in_channels, self.out_channels, self.has_bias = in_channels, out_channels, has_bias
   if weight_init == nil then weight_init = cell.init.HeUniform(math.sqrt(5)) end
   if cell.is_tensor(weight_init) and not I.same_shape(weight_init.shape, { out_channels, in_channels }) then
-    error(("ValueError: For 'Dense', weight init shape error: the weight_init shape must be %s, but got %s.")
-      :format(I.shape_str({ out_channels, in_channels }), I.shape_str(weight_init.shape)), 4)
+    raise(("ValueError: For 'Dense', weight init shape error: the weight_init shape must be %s, but got %s.")
+      :format(I.shape_str({ out_channels, in_channels }), I.shape_str(weight_init.shape)))
   end
   self.weight = cell.Parameter(cell.initializer(weight_init, { out_channels, in_channels }, dtype):init_data(),
     "weight")
   if has_bias then
     if bias_init == nil then bias_init = cell.init.Uniform(1 / math.sqrt(in_channels)) end
     if cell.is_tensor(bias_init) and not I.same_shape(bias_init.shape, { out_channels }) then
-      error(("ValueError: For 'Dense', bias init shape error: the bias_init shape must be %s, but got %s.")
-        :format(I.shape_str({ out_channels }), I.shape_str(bias_init.shape)), 4)
+      raise(("ValueError: For 'Dense', bias init shape error: the bias_init shape must be %s, but got %s.")
+        :format(I.shape_str({ out_channels }), I.shape_str(bias_init.shape)))
     end
     self.bias = cell.Parameter(cell.initializer(bias_init, { out_channels }, dtype):init_data(), "bias")
   end
@@ -51,18 +53,18 @@ function Dense:init(in_channels, out_channels, ...)
     activation = act
   end
   if activation ~= nil and not I.is_cell(activation) then
-    error(("TypeError: For 'Dense', the 'activation' must be a string or a Cell, but got %s.")
-      :format(I.type_name(activation)), 4)
+    raise(("TypeError: For 'Dense', the 'activation' must be a string or a Cell, but got %s.")
+      :format(I.type_name(activation)))
   end
   self.activation = activation
 end
 
 function Dense:construct(x)
-  local shape = x.shape
+  local shape = check_tensor("Dense", "x", x).shape
   local n = #shape
   if n == 0 or shape[n] ~= self.in_channels then
-    error(("ValueError: For 'Dense', the last dimension of the input must be in_channels (%d), but got an input "
-      .. "of shape %s."):format(self.in_channels, I.shape_str(shape)), 2)
+    raise(("ValueError: For 'Dense', the last dimension of the input must be in_channels (%d), but got an input "
+      .. "of shape %s."):format(self.in_channels, I.shape_str(shape)))
   end
   if n ~= 2 then x = x:reshape({ -1, shape[n] }) end
   local y = x:matmul(self.weight.T)

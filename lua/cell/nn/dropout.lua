@@ -6,6 +6,8 @@
 -- positional argument is the deprecated keep_prob (the probability to keep),
 -- so Dropout(0.8) keeps 80%. With neither, p = 0.5.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
+local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local A = require "cell.nn.layer_args"
@@ -18,28 +20,27 @@ function Dropout:init(...)
   local keep_prob, p = A.args("Dropout", { "keep_prob", "p" }, select("#", ...), ...)
   if keep_prob ~= nil and p == nil then
     if type(keep_prob) ~= "number" then
-      error(("TypeError: For 'Dropout', the 'keep_prob' must be a number, but got %s."):format(I.type_name(keep_prob)),
-        3)
+      raise(("TypeError: For 'Dropout', the 'keep_prob' must be a number, but got %s."):format(I.type_name(keep_prob)))
     end
     if not (keep_prob > 0 and keep_prob <= 1) then
-      error(("ValueError: For 'Dropout', the 'keep_prob' must be a number in range (0, 1], but got %s.")
-        :format(A.num_str(keep_prob)), 3)
+      raise(("ValueError: For 'Dropout', the 'keep_prob' must be a number in range (0, 1], but got %s.")
+        :format(A.num_str(keep_prob)))
     end
     self.keep_prob, self._p = keep_prob, 1 - keep_prob
   else
     if p == nil then p = 0.5 end
     if type(p) ~= "number" then
-      error(("TypeError: For 'Dropout', the 'p' must be a number, but got %s."):format(I.type_name(p)), 3)
+      raise(("TypeError: For 'Dropout', the 'p' must be a number, but got %s."):format(I.type_name(p)))
     end
     if not (p >= 0 and p < 1) then
-      error(("ValueError: For 'Dropout', the 'p' must be a number in range [0, 1), but got %s."):format(A.num_str(p)),
-        3)
+      raise(("ValueError: For 'Dropout', the 'p' must be a number in range [0, 1), but got %s."):format(A.num_str(p)))
     end
     self.p, self._p = p, p
   end
 end
 
 function Dropout:construct(x)
+  check_tensor("Dropout", "x", x)
   if not self.training or self._p == 0 then return x end
   local y = ops.dropout(x, self._p, true)
   return y

@@ -2,6 +2,7 @@
 -- users do not see: the private key of a cell's state, type names for error
 -- messages, Python-style text for shapes and lists, and hook handles.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 
 local M = {}
@@ -112,7 +113,7 @@ function Handle:__tostring() return "HookHandle(id=" .. self.id .. ")" end
 --- Check that `fn` can be called, for every register_*hook.
 function M.check_hook_fn(method, fn, lvl)
   if not M.is_callable(fn) then
-    error(("TypeError: %s: the hook must be a function, but got %s"):format(method, M.type_name(fn)), lvl + 1)
+    raise(("TypeError: %s: the hook must be a function, but got %s"):format(method, M.type_name(fn)))
   end
 end
 

@@ -5,6 +5,7 @@
 -- Every checker raises at level `lvl` of its caller's frame (the caller
 -- passes the level that points at the user's line).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local I = require "cell.nn.internal"
 local args_util = require "cell.util.args"
 
@@ -64,11 +65,10 @@ end
 --- Check a positive integer.
 function A.positive_int(cls, what, v, lvl)
   if type(v) ~= "number" then
-    error(("TypeError: For '%s', the '%s' must be an integer, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be an integer, but got %s."):format(cls, what, type_name(v)))
   end
   if not is_int(v) or v < 1 then
-    error(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, A.num_str(v)),
-      lvl + 1)
+    raise(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, A.num_str(v)))
   end
   return v
 end
@@ -76,11 +76,11 @@ end
 --- Check a non-negative integer.
 function A.nonneg_int(cls, what, v, lvl)
   if type(v) ~= "number" then
-    error(("TypeError: For '%s', the '%s' must be an integer, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be an integer, but got %s."):format(cls, what, type_name(v)))
   end
   if not is_int(v) or v < 0 then
-    error(("ValueError: For '%s', the '%s' must be a non-negative integer, but got %s.")
-      :format(cls, what, A.num_str(v)), lvl + 1)
+    raise(("ValueError: For '%s', the '%s' must be a non-negative integer, but got %s.")
+      :format(cls, what, A.num_str(v)))
   end
   return v
 end
@@ -105,12 +105,12 @@ function A.int_tuple(cls, what, v, n, lvl, allow_one, nonneg)
     return out
   end
   if not is_list(v) then
-    error(("TypeError: For '%s', the '%s' must be an integer or a list of %d integers, but got %s.")
-      :format(cls, what, n, type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be an integer or a list of %d integers, but got %s.")
+      :format(cls, what, n, type_name(v)))
   end
   if #v ~= n and not (allow_one and #v == 1) then
-    error(("ValueError: For '%s', the '%s' must be an integer or a list of %d integers, but got %d values.")
-      :format(cls, what, n, #v), lvl + 1)
+    raise(("ValueError: For '%s', the '%s' must be an integer or a list of %d integers, but got %d values.")
+      :format(cls, what, n, #v))
   end
   local out = {}
   for i = 1, n do
@@ -123,7 +123,7 @@ end
 function A.bool(cls, what, v, default, lvl)
   if v == nil then return default end
   if type(v) ~= "boolean" then
-    error(("TypeError: For '%s', the '%s' must be a boolean, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be a boolean, but got %s."):format(cls, what, type_name(v)))
   end
   return v
 end
@@ -132,7 +132,7 @@ end
 function A.number(cls, what, v, default, lvl)
   if v == nil then return default end
   if type(v) ~= "number" or v ~= v then
-    error(("TypeError: For '%s', the '%s' must be a number, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be a number, but got %s."):format(cls, what, type_name(v)))
   end
   return v
 end
@@ -141,14 +141,14 @@ end
 -- `nocase`); returns the string as given.
 function A.choice(cls, what, v, choices, lvl, nocase)
   if type(v) ~= "string" then
-    error(("TypeError: For '%s', the '%s' must be a string, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be a string, but got %s."):format(cls, what, type_name(v)))
   end
   local key = nocase and v:lower() or v
   for i = 1, #choices do
     if choices[i] == key then return v end
   end
-  error(("ValueError: For '%s', the '%s' must be one of %s, but got '%s'.")
-    :format(cls, what, I.str_list(choices), v), lvl + 1)
+  raise(("ValueError: For '%s', the '%s' must be one of %s, but got '%s'.")
+    :format(cls, what, I.str_list(choices), v))
 end
 
 --- The dtype option of a layer (float32 by default).
@@ -156,8 +156,8 @@ function A.float_dtype(cls, dtype, lvl)
   local cell = I.cellm()
   if dtype == nil then return cell.float32 end
   if not cell.is_dtype(dtype) or not dtype.is_floating_point then
-    error(("TypeError: For '%s', the 'dtype' must be a floating-point dtype (such as cell.float32), but got %s.")
-      :format(cls, cell.is_dtype(dtype) and tostring(dtype) or type_name(dtype)), lvl + 1)
+    raise(("TypeError: For '%s', the 'dtype' must be a floating-point dtype (such as cell.float32), but got %s.")
+      :format(cls, cell.is_dtype(dtype) and tostring(dtype) or type_name(dtype)))
   end
   return dtype
 end
@@ -166,7 +166,7 @@ end
 function A.tensor(cls, what, v, lvl, optional)
   if v == nil and optional then return nil end
   if not I.cellm().is_tensor(v) then
-    error(("TypeError: For '%s', the '%s' must be a Tensor, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be a Tensor, but got %s."):format(cls, what, type_name(v)))
   end
   return v
 end
@@ -175,8 +175,8 @@ end
 function A.reduction(cls, v, lvl, default)
   if v == nil then return default or "mean" end
   if v ~= "mean" and v ~= "sum" and v ~= "none" then
-    error(("ValueError: For '%s', the 'reduction' must be in ['mean', 'sum', 'none'], but got %s.")
-      :format(cls, type(v) == "string" and ("'" .. v .. "'") or type_name(v)), lvl + 1)
+    raise(("ValueError: For '%s', the 'reduction' must be in ['mean', 'sum', 'none'], but got %s.")
+      :format(cls, type(v) == "string" and ("'" .. v .. "'") or type_name(v)))
   end
   return v
 end

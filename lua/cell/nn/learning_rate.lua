@@ -15,6 +15,7 @@
 --
 -- Every function also takes one options table with the same names.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local I = require "cell.nn.internal"
 local args_util = require "cell.util.args"
 
@@ -24,7 +25,7 @@ local E = math.exp(1) -- Python's math.e: MindSpore computes math.e ** x, a pow
 
 local M = {}
 
-local function fail(lvl, fmt, ...) error(fmt:format(...), lvl + 1) end
+local function fail(_, fmt, ...) raise(fmt:format(...)) end
 
 local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
 

@@ -12,6 +12,7 @@
 -- (CrossEntropyLoss{weight = w, label_smoothing = 0.1}) or positionally in
 -- MindSpore's order.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local A = require "cell.nn.layer_args"
@@ -37,16 +38,16 @@ local function is_int_tensor(t) return not t.dtype.is_floating_point end
 local function check_weight(cls, w, lvl)
   A.tensor(cls, "weight", w, lvl + 1, true)
   if w ~= nil and w.ndim ~= 1 then
-    error(("ValueError: For '%s', the 'weight' must be a 1-D Tensor of one weight per class, but got shape %s.")
-      :format(cls, shape_str(w.shape)), lvl + 1)
+    raise(("ValueError: For '%s', the 'weight' must be a 1-D Tensor of one weight per class, but got shape %s.")
+      :format(cls, shape_str(w.shape)))
   end
   return w
 end
 
 local function check_ignore(cls, v, lvl)
   if v ~= nil and (type(v) ~= "number" or not A.is_int(v)) then
-    error(("TypeError: For '%s', the 'ignore_index' must be an integer or nil, but got %s.")
-      :format(cls, type(v) == "number" and A.num_str(v) or type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the 'ignore_index' must be an integer or nil, but got %s.")
+      :format(cls, type(v) == "number" and A.num_str(v) or type_name(v)))
   end
   return v
 end
@@ -55,27 +56,27 @@ end
 local function check_class_labels(cls, logits, labels, weight, allow_probs, lvl)
   local ls, ts = logits.shape, labels.shape
   if #ls < 2 then
-    error(("ValueError: For '%s', the logits must be {N, C} or {N, C, d...}, but got shape %s.")
-      :format(cls, shape_str(ls)), lvl + 1)
+    raise(("ValueError: For '%s', the logits must be {N, C} or {N, C, d...}, but got shape %s.")
+      :format(cls, shape_str(ls)))
   end
   if is_int_tensor(labels) then
     local want = { ls[1] }
     for i = 3, #ls do want[#want + 1] = ls[i] end
     if labels.dtype == I.cellm().bool or not I.same_shape(ts, want) then
-      error(("ValueError: For '%s', class-id labels must be an integer Tensor of the logits' shape without the "
+      raise(("ValueError: For '%s', class-id labels must be an integer Tensor of the logits' shape without the "
         .. "class dimension, %s for logits %s, but got %s of shape %s."):format(cls, shape_str(want), shape_str(ls),
-          tostring(labels.dtype), shape_str(ts)), lvl + 1)
+          tostring(labels.dtype), shape_str(ts)))
     end
   elseif not allow_probs then
-    error(("TypeError: For '%s', the labels must be an integer Tensor of class ids (1 to C), but got %s.")
-      :format(cls, tostring(labels.dtype)), lvl + 1)
+    raise(("TypeError: For '%s', the labels must be an integer Tensor of class ids (1 to C), but got %s.")
+      :format(cls, tostring(labels.dtype)))
   elseif not I.same_shape(ts, ls) then
-    error(("ValueError: For '%s', probability labels must have the logits' shape %s, but got %s.")
-      :format(cls, shape_str(ls), shape_str(ts)), lvl + 1)
+    raise(("ValueError: For '%s', probability labels must have the logits' shape %s, but got %s.")
+      :format(cls, shape_str(ls), shape_str(ts)))
   end
   if weight ~= nil and weight.shape[1] ~= ls[2] then
-    error(("ValueError: For '%s', the 'weight' must have one value per class, shape (%d,), but got %s.")
-      :format(cls, ls[2], shape_str(weight.shape)), lvl + 1)
+    raise(("ValueError: For '%s', the 'weight' must have one value per class, shape (%d,), but got %s.")
+      :format(cls, ls[2], shape_str(weight.shape)))
   end
 end
 
@@ -91,8 +92,8 @@ local function elementwise_loss(name, op_name)
   function C:construct(logits, labels)
     check_inputs(name, logits, labels, 2)
     if not A.broadcast_shape(logits.shape, labels.shape) then
-      error(("ValueError: For '%s', the shapes of logits %s and labels %s can not broadcast.")
-        :format(name, shape_str(logits.shape), shape_str(labels.shape)), 2)
+      raise(("ValueError: For '%s', the shapes of logits %s and labels %s can not broadcast.")
+        :format(name, shape_str(logits.shape), shape_str(labels.shape)))
     end
     local y = ops[op_name](logits, labels, self.reduction)
     return y
@@ -119,8 +120,8 @@ function CrossEntropyLoss:init(...)
   self.reduction = A.reduction("CrossEntropyLoss", reduction, 3)
   label_smoothing = A.number("CrossEntropyLoss", "label_smoothing", label_smoothing, 0, 3)
   if label_smoothing < 0 or label_smoothing > 1 then
-    error(("ValueError: For 'CrossEntropyLoss', the 'label_smoothing' must be in range [0, 1], but got %s.")
-      :format(A.num_str(label_smoothing)), 3)
+    raise(("ValueError: For 'CrossEntropyLoss', the 'label_smoothing' must be in range [0, 1], but got %s.")
+      :format(A.num_str(label_smoothing)))
   end
   self.label_smoothing = label_smoothing
 end
@@ -174,17 +175,17 @@ function SoftmaxCE:construct(logits, labels)
   check_inputs(cls, logits, labels, 2)
   local ls, ts = logits.shape, labels.shape
   if #ls ~= 2 then
-    error(("ValueError: For '%s', the logits must be 2-D {N, C}, but got shape %s."):format(cls, shape_str(ls)), 2)
+    raise(("ValueError: For '%s', the logits must be 2-D {N, C}, but got shape %s."):format(cls, shape_str(ls)))
   end
   if self.sparse then
     if not is_int_tensor(labels) or labels.dtype == I.cellm().bool or #ts ~= 1 or ts[1] ~= ls[1] then
-      error(("ValueError: For '%s', with sparse = true the labels must be integer class ids of shape (%d,), but "
-        .. "got %s of shape %s."):format(cls, ls[1], tostring(labels.dtype), shape_str(ts)), 2)
+      raise(("ValueError: For '%s', with sparse = true the labels must be integer class ids of shape (%d,), but "
+        .. "got %s of shape %s."):format(cls, ls[1], tostring(labels.dtype), shape_str(ts)))
     end
   else
     if not I.same_shape(ts, ls) then
-      error(("ValueError: For '%s', with sparse = false the labels must have the logits' shape %s, but got %s.")
-        :format(cls, shape_str(ls), shape_str(ts)), 2)
+      raise(("ValueError: For '%s', with sparse = false the labels must have the logits' shape %s, but got %s.")
+        :format(cls, shape_str(ls), shape_str(ts)))
     end
     if labels.dtype ~= logits.dtype then labels = labels:astype(logits.dtype) end
   end
@@ -212,16 +213,16 @@ function BCEWithLogitsLoss:construct(logits, labels)
   local cls = "BCEWithLogitsLoss"
   check_inputs(cls, logits, labels, 2)
   if not I.same_shape(logits.shape, labels.shape) then
-    error(("ValueError: For '%s', the logits and labels must have the same shape, but got %s and %s.")
-      :format(cls, shape_str(logits.shape), shape_str(labels.shape)), 2)
+    raise(("ValueError: For '%s', the logits and labels must have the same shape, but got %s and %s.")
+      :format(cls, shape_str(logits.shape), shape_str(labels.shape)))
   end
   for _, what in ipairs { "weight", "pos_weight" } do
     local w = self[what]
     if w ~= nil then
       local b = A.broadcast_shape(w.shape, logits.shape)
       if not b or not I.same_shape(b, logits.shape) then
-        error(("ValueError: For '%s', the '%s' of shape %s can not broadcast to the logits' shape %s.")
-          :format(cls, what, shape_str(w.shape), shape_str(logits.shape)), 2)
+        raise(("ValueError: For '%s', the '%s' of shape %s can not broadcast to the logits' shape %s.")
+          :format(cls, what, shape_str(w.shape), shape_str(logits.shape)))
       end
     end
   end

@@ -16,6 +16,8 @@
 -- gamma/beta apply to those from begin_params_axis (1-based axes, negative
 -- counting from the end: -1 is the last).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
+local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local A = require "cell.nn.layer_args"
@@ -42,25 +44,25 @@ local function batch_norm_class(name, dims, layout)
     dtype = A.args(name, BN_OPTIONS, select("#", ...), ...)
     local cell = I.cellm()
     if type(num_features) ~= "number" or not A.is_int(num_features) then
-      error(("TypeError: For '%s', the 'num_features' must be an integer, but got %s.")
-        :format(name, type(num_features) == "number" and A.num_str(num_features) or I.type_name(num_features)), 3)
+      raise(("TypeError: For '%s', the 'num_features' must be an integer, but got %s.")
+        :format(name, type(num_features) == "number" and A.num_str(num_features) or I.type_name(num_features)))
     end
     if num_features < 1 then
-      error(("ValueError: For '%s', the 'num_features' must be at least 1, but got %d."):format(name, num_features), 3)
+      raise(("ValueError: For '%s', the 'num_features' must be at least 1, but got %s."):format(name, A.num_str(num_features)))
     end
     eps = A.number(name, "eps", eps, 1e-5, 3)
     if eps <= 0 then
-      error(("ValueError: For '%s', the 'eps' must be greater than 0, but got %s."):format(name, A.num_str(eps)), 3)
+      raise(("ValueError: For '%s', the 'eps' must be greater than 0, but got %s."):format(name, A.num_str(eps)))
     end
     momentum = A.number(name, "momentum", momentum, 0.9, 3)
     if momentum < 0 or momentum > 1 then
-      error(("ValueError: For '%s', the 'momentum' must be a number in range [0, 1], but got %s.")
-        :format(name, A.num_str(momentum)), 3)
+      raise(("ValueError: For '%s', the 'momentum' must be a number in range [0, 1], but got %s.")
+        :format(name, A.num_str(momentum)))
     end
     affine = A.bool(name, "affine", affine, true, 3)
     if use_batch_statistics ~= nil and type(use_batch_statistics) ~= "boolean" then
-      error(("ValueError: For '%s', the 'use_batch_statistics' must be a boolean value or nil, but got %s.")
-        :format(name, I.type_name(use_batch_statistics)), 3)
+      raise(("ValueError: For '%s', the 'use_batch_statistics' must be a boolean value or nil, but got %s.")
+        :format(name, I.type_name(use_batch_statistics)))
     end
     A.choice(name, "data_format", data_format == nil and "NCHW" or data_format, { "NCHW" }, 3)
     dtype = A.float_dtype(name, dtype, 3)
@@ -70,8 +72,8 @@ local function batch_norm_class(name, dims, layout)
     local function make(init, default, what)
       if init == nil then init = default end
       if cell.is_tensor(init) and not I.same_shape(init.shape, shape) then
-        error(("ValueError: For '%s', the '%s' shape must be %s, but got %s.")
-          :format(name, what, I.shape_str(shape), I.shape_str(init.shape)), 4)
+        raise(("ValueError: For '%s', the '%s' shape must be %s, but got %s.")
+          :format(name, what, I.shape_str(shape), I.shape_str(init.shape)))
       end
       return cell.initializer(init, shape, dtype):init_data()
     end
@@ -82,16 +84,16 @@ local function batch_norm_class(name, dims, layout)
   end
 
   function C:construct(x)
-    local shape = x.shape
+    local shape = check_tensor(name, "x", x).shape
     if not dims[#shape] or shape[2] ~= self.num_features then
-      error(("ValueError: For '%s', the input must be %s with C = num_features (%d), but got %s.")
-        :format(name, layout, self.num_features, I.shape_str(shape)), 2)
+      raise(("ValueError: For '%s', the input must be %s with C = num_features (%d), but got %s.")
+        :format(name, layout, self.num_features, I.shape_str(shape)))
     end
     local training = self.use_batch_statistics
     if training == nil then training = self.training end
     if training and x:numel() == shape[2] then
-      error(("ValueError: For '%s', expected more than 1 value per channel when training, but got an input of "
-        .. "shape %s."):format(name, I.shape_str(shape)), 2)
+      raise(("ValueError: For '%s', expected more than 1 value per channel when training, but got an input of "
+        .. "shape %s."):format(name, I.shape_str(shape)))
     end
     local x4 = #shape == 3 and x:unsqueeze(4) or x
     local y = ops.batch_norm(x4, self.moving_mean, self.moving_variance, self.gamma, self.beta,
@@ -131,12 +133,12 @@ local LN_OPTIONS = { "begin_norm_axis", "begin_params_axis", "gamma_init", "beta
 
 local function check_axis(what, v, lvl)
   if type(v) ~= "number" or not A.is_int(v) then
-    error(("TypeError: For 'LayerNorm', the '%s' must be an integer, but got %s.")
-      :format(what, type(v) == "number" and A.num_str(v) or I.type_name(v)), lvl + 1)
+    raise(("TypeError: For 'LayerNorm', the '%s' must be an integer, but got %s.")
+      :format(what, type(v) == "number" and A.num_str(v) or I.type_name(v)))
   end
   if v == 0 then
-    error(("ValueError: For 'LayerNorm', the '%s' is 1-based (or negative, -1 for the last axis), but got 0.")
-      :format(what), lvl + 1)
+    raise(("ValueError: For 'LayerNorm', the '%s' is 1-based (or negative, -1 for the last axis), but got 0.")
+      :format(what))
   end
   return v
 end
@@ -150,8 +152,8 @@ function LayerNorm:init(normalized_shape, ...)
   local cell = I.cellm()
   if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
   if not A.is_list(normalized_shape) or #normalized_shape == 0 then
-    error(("TypeError: For 'LayerNorm', the type of 'normalized_shape' must be a list of integers, but got %s.")
-      :format(I.type_name(normalized_shape)), 3)
+    raise(("TypeError: For 'LayerNorm', the type of 'normalized_shape' must be a list of integers, but got %s.")
+      :format(I.type_name(normalized_shape)))
   end
   local shape = {}
   for i = 1, #normalized_shape do shape[i] = A.positive_int("LayerNorm", "normalized_shape", normalized_shape[i], 3) end
@@ -160,15 +162,15 @@ function LayerNorm:init(normalized_shape, ...)
   self.begin_params_axis = check_axis("begin_params_axis", begin_params_axis == nil and -1 or begin_params_axis, 3)
   self.epsilon = A.number("LayerNorm", "epsilon", epsilon, 1e-7, 3)
   if self.epsilon <= 0 then
-    error(("ValueError: For 'LayerNorm', the 'epsilon' must be greater than 0, but got %s.")
-      :format(A.num_str(self.epsilon)), 3)
+    raise(("ValueError: For 'LayerNorm', the 'epsilon' must be greater than 0, but got %s.")
+      :format(A.num_str(self.epsilon)))
   end
   dtype = A.float_dtype("LayerNorm", dtype, 3)
   local function make(init, default, what)
     if init == nil then init = default end
     if cell.is_tensor(init) and not I.same_shape(init.shape, shape) then
-      error(("ValueError: For 'LayerNorm', the '%s' shape must be %s, but got %s.")
-        :format(what, I.shape_str(shape), I.shape_str(init.shape)), 4)
+      raise(("ValueError: For 'LayerNorm', the '%s' shape must be %s, but got %s.")
+        :format(what, I.shape_str(shape), I.shape_str(init.shape)))
     end
     return cell.initializer(init, shape, dtype):init_data()
   end
@@ -184,20 +186,20 @@ local function resolve(axis, r)
 end
 
 function LayerNorm:construct(x)
-  local shape = x.shape
+  local shape = check_tensor("LayerNorm", "x", x).shape
   local r = #shape
   local bn, bp = resolve(self.begin_norm_axis, r), resolve(self.begin_params_axis, r)
   if r == 0 or not bn or not bp then
-    error(("ValueError: For 'LayerNorm', begin_norm_axis (%d) and begin_params_axis (%d) must be axes of the "
+    raise(("ValueError: For 'LayerNorm', begin_norm_axis (%d) and begin_params_axis (%d) must be axes of the "
       .. "input, but got an input of shape %s."):format(self.begin_norm_axis, self.begin_params_axis,
-        I.shape_str(shape)), 2)
+        I.shape_str(shape)))
   end
   local trailing = {}
   for i = bp, r do trailing[#trailing + 1] = shape[i] end
   if not I.same_shape(trailing, self.normalized_shape) then
-    error(("ValueError: For 'LayerNorm', the input's dimensions from begin_params_axis (%d) must be "
+    raise(("ValueError: For 'LayerNorm', the input's dimensions from begin_params_axis (%d) must be "
       .. "normalized_shape %s, but got an input of shape %s."):format(self.begin_params_axis,
-        I.shape_str(self.normalized_shape), I.shape_str(shape)), 2)
+        I.shape_str(self.normalized_shape), I.shape_str(shape)))
   end
   local gamma, beta = self.gamma, self.beta
   if gamma.dtype ~= x.dtype then gamma, beta = gamma:astype(x.dtype), beta:astype(x.dtype) end

@@ -13,6 +13,8 @@
 -- PyTorch. MaxPool2d's dilation other than 1 and return_indices are not
 -- implemented (NotImplementedError).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local check_tensor = require("cell.errors").check_tensor
+local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local A = require "cell.nn.layer_args"
@@ -25,12 +27,12 @@ local M = {}
 local function size_arg(cls, what, v, lvl)
   if v == nil then v = 1 end
   if type(v) ~= "number" and not A.is_list(v) then
-    error(("TypeError: For '%s', the '%s' must be an integer or a list of integers, but got %s.")
-      :format(cls, what, I.type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be an integer or a list of integers, but got %s.")
+      :format(cls, what, I.type_name(v)))
   end
   if type(v) == "table" and #v ~= 1 and #v ~= 2 then
-    error(("ValueError: For '%s', the '%s' must be an integer or a list of 1 or 2 integers, but got %d values.")
-      :format(cls, what, #v), lvl + 1)
+    raise(("ValueError: For '%s', the '%s' must be an integer or a list of 1 or 2 integers, but got %d values.")
+      :format(cls, what, #v))
   end
   local pair = A.int_tuple(cls, what, v, 2, lvl + 1, true)
   local shown = v
@@ -53,22 +55,22 @@ local function common(self, cls, kernel_size, stride, pad_mode, padding, data_fo
     p = { padding, padding }
   elseif A.is_list(padding) then
     if #padding ~= 1 and #padding ~= 2 then
-      error(("ValueError: For '%s', the 'padding' must be an integer or a list of 1 or 2 integers, but got %d "
-        .. "values."):format(cls, #padding), lvl + 1)
+      raise(("ValueError: For '%s', the 'padding' must be an integer or a list of 1 or 2 integers, but got %d "
+        .. "values."):format(cls, #padding))
     end
     p = A.int_tuple(cls, "padding", padding, 2, lvl + 1, true, true)
   else
-    error(("TypeError: For '%s', the 'padding' must be an integer or a list of integers, but got %s.")
-      :format(cls, I.type_name(padding)), lvl + 1)
+    raise(("TypeError: For '%s', the 'padding' must be an integer or a list of integers, but got %s.")
+      :format(cls, I.type_name(padding)))
   end
   if self.pad_mode ~= "PAD" and (p[1] ~= 0 or p[2] ~= 0) then
-    error(("ValueError: For '%s', the 'padding' must be zero when 'pad_mode' is not 'pad', but got padding %s and "
-      .. "pad_mode '%s'."):format(cls, A.int_or_tuple_str(padding), pad_mode), lvl + 1)
+    raise(("ValueError: For '%s', the 'padding' must be zero when 'pad_mode' is not 'pad', but got padding %s and "
+      .. "pad_mode '%s'."):format(cls, A.int_or_tuple_str(padding), pad_mode))
   end
   for i = 1, 2 do
     if 2 * p[i] > self._k[i] then
-      error(("ValueError: For '%s', the padding %s must be at most half the kernel_size %s."):format(cls,
-        A.tuple_str(p), A.tuple_str(self._k)), lvl + 1)
+      raise(("ValueError: For '%s', the padding %s must be at most half the kernel_size %s."):format(cls,
+        A.tuple_str(p), A.tuple_str(self._k)))
     end
   end
   self.padding, self._p = padding, p
@@ -97,10 +99,10 @@ end
 
 --- The input as 4-D (and whether it was 3-D), or a ValueError naming the layer.
 local function as_4d(cls, x, lvl)
-  local shape = x.shape
+  local shape = check_tensor(cls, "x", x).shape
   if #shape ~= 3 and #shape ~= 4 then
-    error(("ValueError: For '%s', the input must be 3-D (C, H, W) or 4-D (N, C, H, W), but got %s.")
-      :format(cls, I.shape_str(shape)), lvl + 1)
+    raise(("ValueError: For '%s', the input must be 3-D (C, H, W) or 4-D (N, C, H, W), but got %s.")
+      :format(cls, I.shape_str(shape)))
   end
   if #shape == 3 then x = x:unsqueeze(1) end
   return x, #shape == 3
@@ -114,8 +116,8 @@ local function layer_pads(self, cls, x, lvl)
   local t, b, eh = dim_pads(self.pad_mode, shape[3], k[1], s[1], p[1], self.ceil_mode)
   local l, r, ew = dim_pads(self.pad_mode, shape[4], k[2], s[2], p[2], self.ceil_mode)
   if shape[3] + t + b < k[1] or shape[4] + l + r < k[2] then
-    error(("ValueError: For '%s', the padded input (%d, %d) is smaller than the kernel_size %s; the input has "
-      .. "shape %s."):format(cls, shape[3] + t + b, shape[4] + l + r, A.tuple_str(k), I.shape_str(shape)), lvl + 1)
+    raise(("ValueError: For '%s', the padded input (%d, %d) is smaller than the kernel_size %s; the input has "
+      .. "shape %s."):format(cls, shape[3] + t + b, shape[4] + l + r, A.tuple_str(k), I.shape_str(shape)))
   end
   return { t, b, l, r }, { t, b + eh, l, r + ew }, eh, ew
 end
@@ -144,14 +146,14 @@ function MaxPool2d:init(...)
   return_indices = A.bool("MaxPool2d", "return_indices", return_indices, false, 3)
   ceil_mode = A.bool("MaxPool2d", "ceil_mode", ceil_mode, false, 3)
   if self.pad_mode ~= "PAD" and (self._p[1] ~= 0 or d[1] ~= 1 or d[2] ~= 1 or return_indices or ceil_mode) then
-    error(("ValueError: For 'MaxPool2d', the parameter 'padding', 'dilation', 'return_indices', 'ceil_mode' can not "
-      .. "be set to non-default value when pad_mode is not 'pad', but got pad_mode:%s."):format(self.pad_mode), 3)
+    raise(("ValueError: For 'MaxPool2d', the parameter 'padding', 'dilation', 'return_indices', 'ceil_mode' can not "
+      .. "be set to non-default value when pad_mode is not 'pad', but got pad_mode:%s."):format(self.pad_mode))
   end
   if d[1] ~= 1 or d[2] ~= 1 then
-    error("NotImplementedError: For 'MaxPool2d', a 'dilation' other than 1 is not supported.", 3)
+    raise("NotImplementedError: For 'MaxPool2d', a 'dilation' other than 1 is not supported.")
   end
   if return_indices then
-    error("NotImplementedError: For 'MaxPool2d', 'return_indices' = true is not supported.", 3)
+    raise("NotImplementedError: For 'MaxPool2d', 'return_indices' = true is not supported.")
   end
   self.dilation, self.return_indices, self.ceil_mode = dilation == nil and 1 or dilation, return_indices, ceil_mode
 end
@@ -185,12 +187,12 @@ function AvgPool2d:init(...)
   self.count_include_pad = A.bool("AvgPool2d", "count_include_pad", count_include_pad, true, 3)
   if divisor_override ~= nil then
     if type(divisor_override) ~= "number" then
-      error(("TypeError: For 'AvgPool2d', the 'divisor_override' must be an integer, but got %s.")
-        :format(I.type_name(divisor_override)), 3)
+      raise(("TypeError: For 'AvgPool2d', the 'divisor_override' must be an integer, but got %s.")
+        :format(I.type_name(divisor_override)))
     end
     if divisor_override <= 0 or not A.is_int(divisor_override) then
-      error(("ValueError: For 'AvgPool2d', the 'divisor_override' must be > 0, but got %s.")
-        :format(A.num_str(divisor_override)), 3)
+      raise(("ValueError: For 'AvgPool2d', the 'divisor_override' must be > 0, but got %s.")
+        :format(A.num_str(divisor_override)))
     end
   end
   self.divisor_override = divisor_override

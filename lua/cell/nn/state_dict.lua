@@ -10,6 +10,7 @@
 -- to its metadata table. Loading copies values into the existing tensors,
 -- so Parameters keep their identity.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
@@ -59,12 +60,12 @@ function M.install(Cell)
   --- Extra state to store under `_extra_state`; define it (with
   -- set_extra_state) in a subclass that has state beyond its tensors.
   function Cell:get_extra_state()
-    error("RuntimeError: Reached a code path in Cell.get_extra_state() that should never be called.", 2)
+    raise("RuntimeError: Reached a code path in Cell.get_extra_state() that should never be called.")
   end
 
   --- Receives what get_extra_state returned, when loading.
   function Cell:set_extra_state()
-    error("RuntimeError: Reached a code path in Cell.set_extra_state() that should never be called.", 2)
+    raise("RuntimeError: Reached a code path in Cell.set_extra_state() that should never be called.")
   end
 
   local base_get, base_set = Cell.get_extra_state, Cell.set_extra_state
@@ -141,13 +142,13 @@ function M.install(Cell)
     if prefix == nil then prefix = "" end
     if keep_vars == nil then keep_vars = false end
     if destination ~= nil and not is_odict(destination) then
-      error(("TypeError: The type of destination must be OrderedDict, but got %s"):format(type_name(destination)), 2)
+      raise(("TypeError: The type of destination must be OrderedDict, but got %s"):format(type_name(destination)))
     end
     if type(prefix) ~= "string" then
-      error(("TypeError: The type of prefix must be string, but got %s"):format(type_name(prefix)), 2)
+      raise(("TypeError: The type of prefix must be string, but got %s"):format(type_name(prefix)))
     end
     if type(keep_vars) ~= "boolean" then
-      error(("TypeError: The type of keep_vars must be bool, but got %s"):format(type_name(keep_vars)), 2)
+      raise(("TypeError: The type of keep_vars must be bool, but got %s"):format(type_name(keep_vars)))
     end
     if destination == nil then
       destination = OrderedDict()
@@ -164,7 +165,7 @@ function M.install(Cell)
   end
   local function assign(t, input)
     local ok, err = pcall(copy_into, t, input)
-    if not ok then return (tostring(err):gsub("^.-:%d+: ", "")) end
+    if not ok then return tostring(require("cell.errors").message(err)) end
   end
 
   --- Whether tensors a and b have one shape (without making shape tables).
@@ -279,7 +280,7 @@ function M.install(Cell)
     local strict = args.parse("Cell.load_state_dict", LOAD_ARGS, 2, select("#", ...), ...)
     if strict == nil then strict = true end
     if type(strict) ~= "boolean" then
-      error(("TypeError: load_state_dict: strict must be a boolean, but got %s"):format(type_name(strict)), 2)
+      raise(("TypeError: load_state_dict: strict must be a boolean, but got %s"):format(type_name(strict)))
     end
     local sd, metadata = OrderedDict(), nil
     if is_odict(state_dict) then
@@ -289,14 +290,14 @@ function M.install(Cell)
       local keys = {}
       for k in pairs(state_dict) do
         if type(k) ~= "string" then
-          error(("TypeError: load_state_dict: state_dict keys must be strings, but got %s"):format(type_name(k)), 2)
+          raise(("TypeError: load_state_dict: state_dict keys must be strings, but got %s"):format(type_name(k)))
         end
         keys[#keys + 1] = k
       end
       table.sort(keys)
       for _, k in ipairs(keys) do odict_set(sd, k, state_dict[k]) end
     else
-      error(("TypeError: Expected state_dict to be dict-like, got %s."):format(type_name(state_dict)), 2)
+      raise(("TypeError: Expected state_dict to be dict-like, got %s."):format(type_name(state_dict)))
     end
     if metadata ~= nil then rawset(sd, "_metadata", metadata) end
     local missing, unexpected, errors = {}, {}, {}
@@ -334,8 +335,8 @@ function M.install(Cell)
       end
     end
     if #errors > 0 then
-      error(("RuntimeError: Error(s) in loading state_dict for %s:\n\t%s")
-        :format(class_name(self), table.concat(errors, "\n\t")), 2)
+      raise(("RuntimeError: Error(s) in loading state_dict for %s:\n\t%s")
+        :format(class_name(self), table.concat(errors, "\n\t")))
     end
     return incompatible
   end

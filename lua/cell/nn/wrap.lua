@@ -8,6 +8,7 @@
 -- Both are made with auto_prefix = false, as in MindSpore, so the wrapped
 -- cells' parameter names stay as they are.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local autograd = require "cell.autograd"
 local Cell = require "cell.nn.cell"
@@ -35,11 +36,11 @@ M.WithLossCell = WithLossCell
 function WithLossCell:init(backbone, loss_fn)
   Cell.init(self, { auto_prefix = false })
   if not I.is_cell(backbone) then
-    error(("TypeError: For 'WithLossCell', the 'backbone' must be a Cell, but got %s."):format(type_name(backbone)), 3)
+    raise(("TypeError: For 'WithLossCell', the 'backbone' must be a Cell, but got %s."):format(type_name(backbone)))
   end
   if not is_callable(loss_fn) then
-    error(("TypeError: For 'WithLossCell', the 'loss_fn' must be a Cell or a function, but got %s.")
-      :format(type_name(loss_fn)), 3)
+    raise(("TypeError: For 'WithLossCell', the 'loss_fn' must be a Cell or a function, but got %s.")
+      :format(type_name(loss_fn)))
   end
   self._backbone = backbone
   self._loss_fn = loss_fn
@@ -70,16 +71,16 @@ function TrainOneStepCell:init(network, optimizer, ...)
   local sens = args.parse("TrainOneStepCell", TRAIN_ARGS, 3, select("#", ...), ...)
   Cell.init(self, { auto_prefix = false })
   if not I.is_cell(network) then
-    error(("TypeError: For 'TrainOneStepCell', the 'network' must be a Cell, but got %s."):format(type_name(network)), 3)
+    raise(("TypeError: For 'TrainOneStepCell', the 'network' must be a Cell, but got %s."):format(type_name(network)))
   end
   if not is_optimizer(optimizer) then
-    error(("TypeError: For 'TrainOneStepCell', the 'optimizer' must be an optimizer (nn.Optimizer), but got %s.")
-      :format(type_name(optimizer)), 3)
+    raise(("TypeError: For 'TrainOneStepCell', the 'optimizer' must be an optimizer (nn.Optimizer), but got %s.")
+      :format(type_name(optimizer)))
   end
   if sens == nil then sens = 1 end
   if type(sens) ~= "number" or sens ~= sens or sens == math.huge or sens == -math.huge then
-    error(("TypeError: For 'TrainOneStepCell', the 'sens' must be a finite number, but got %s.")
-      :format(type(sens) == "number" and tostring(sens) or type_name(sens)), 3)
+    raise(("TypeError: For 'TrainOneStepCell', the 'sens' must be a finite number, but got %s.")
+      :format(type(sens) == "number" and tostring(sens) or type_name(sens)))
   end
   self.network = network
   self.optimizer = optimizer

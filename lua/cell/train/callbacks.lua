@@ -21,6 +21,8 @@
 -- (options `writer =`); TimeMonitor reads a clock, function() -> seconds,
 -- cell.perf_counter by default (option `clock =`).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local rethrow = require("cell.errors").rethrow
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local I = require "cell.nn.internal"
@@ -58,18 +60,18 @@ end
 
 local function check_fn(cls, what, v, lvl)
   if type(v) ~= "function" then
-    error(("TypeError: For '%s', the '%s' must be a function, but got %s."):format(cls, what, type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be a function, but got %s."):format(cls, what, type_name(v)))
   end
   return v
 end
 
 local function check_positive_int(cls, what, v, lvl)
   if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge then
-    error(("TypeError: For '%s', the '%s' must be an integer, but got %s.")
-      :format(cls, what, type(v) == "number" and tostring(v) or type_name(v)), lvl + 1)
+    raise(("TypeError: For '%s', the '%s' must be an integer, but got %s.")
+      :format(cls, what, type(v) == "number" and tostring(v) or type_name(v)))
   end
   if v <= 0 then
-    error(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, tostring(v)), lvl + 1)
+    raise(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, tostring(v)))
   end
   return v
 end
@@ -121,6 +123,9 @@ RunContext.__name = "RunContext"
 
 --- A run context holding the fields of `params`.
 function M.RunContext(params)
+  if params ~= nil and (type(params) ~= "table" or getmetatable(params) ~= nil) then
+    require("cell.errors").type_error("RunContext", "params", "a table of fields", params)
+  end
   local rc = setmetatable({}, RunContext)
   for k, v in pairs(params or {}) do rc[k] = v end
   return rc
@@ -128,6 +133,17 @@ end
 
 --- The callback parameters (the run context itself).
 function RunContext:original_args() return self end
+
+--- The callback parameters of `rc`, which must be a run context (a TypeError
+-- naming the callback method otherwise).
+local function args_of(method, rc)
+  local f = type(rc) == "table" and rc.original_args
+  if type(f) ~= "function" then
+    require("cell.errors").type_error(method, "run_context", "a RunContext", rc)
+  end
+  return f(rc)
+end
+M.args_of = args_of
 --- Ask training to stop after the current step.
 function RunContext:request_stop() self._stop_requested = true end
 function RunContext:get_stop_requested() return self._stop_requested == true end
@@ -162,6 +178,9 @@ function Callback:__tostring() return I.class_name(self) .. "()" end
 
 --- Options common to the monitors: writer and clock.
 local function io_options(self, cls, o, lvl)
+  if type(o) ~= "table" or getmetatable(o) ~= nil then
+    require("cell.errors").type_error(cls, "options", "a table", o)
+  end
   self._write = o.writer == nil and stdout_writer or check_fn(cls, "writer", o.writer, lvl + 1)
   self._clock = o.clock == nil and core.perf_counter or check_fn(cls, "clock", o.clock, lvl + 1)
 end
@@ -183,8 +202,8 @@ function LossMonitor:init(...)
   if per_print_times == nil then per_print_times = 1 end
   if type(per_print_times) ~= "number" or per_print_times ~= math.floor(per_print_times) or per_print_times < 0
       or per_print_times == math.huge then
-    error(("ValueError: For 'LossMonitor', the argument 'per_print_times' must be an integer >= 0, but got %s.")
-      :format(type(per_print_times) == "number" and tostring(per_print_times) or type_name(per_print_times)), 3)
+    raise(("ValueError: For 'LossMonitor', the argument 'per_print_times' must be an integer >= 0, but got %s.")
+      :format(type(per_print_times) == "number" and tostring(per_print_times) or type_name(per_print_times)))
   end
   self._per_print_times = per_print_times
   self._last_print_time = 0
@@ -194,7 +213,7 @@ end
 function LossMonitor:on_train_begin() self._last_print_time = 0 end
 
 function LossMonitor:on_train_step_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_step_end", run_context)
   local loss = M.loss_value(cb.net_outputs)
   local batch_num = cb.batch_num or 0
   local step_in_epoch = batch_num > 0 and (cb.cur_step_num - 1) % batch_num + 1 or cb.cur_step_num
@@ -235,7 +254,7 @@ end
 function TimeMonitor:on_train_epoch_begin() self._epoch_time = self._clock() end
 
 function TimeMonitor:on_train_epoch_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_epoch_end", run_context)
   local ms = (self._clock() - (self._epoch_time or self._clock())) * 1000
   local steps = self.data_size
   if type(cb.batch_num) == "number" and cb.batch_num > 0 then steps = cb.batch_num end
@@ -264,8 +283,8 @@ function M.CheckpointConfig(...)
     cfg.keep_checkpoint_max = check_positive_int("CheckpointConfig", "keep_checkpoint_max", o.keep_checkpoint_max, 2)
   end
   if o.saved_network ~= nil and not I.is_cell(o.saved_network) then
-    error(("TypeError: For 'CheckpointConfig', the 'saved_network' must be a Cell, but got %s.")
-      :format(type_name(o.saved_network)), 2)
+    raise(("TypeError: For 'CheckpointConfig', the 'saved_network' must be a Cell, but got %s.")
+      :format(type_name(o.saved_network)))
   end
   cfg.saved_network = o.saved_network
   cfg._is_config = true
@@ -303,23 +322,23 @@ function ModelCheckpoint:init(...)
   end
   if prefix == nil then prefix = "CKP" end
   if type(prefix) ~= "string" or prefix == "" or prefix:find("/", 1, true) then
-    error(("ValueError: For 'ModelCheckpoint', the argument 'prefix' must be a non-empty string without '/', "
-      .. "but got %s."):format(type(prefix) == "string" and ("'" .. prefix .. "'") or type_name(prefix)), 3)
+    raise(("ValueError: For 'ModelCheckpoint', the argument 'prefix' must be a non-empty string without '/', "
+      .. "but got %s."):format(type(prefix) == "string" and ("'" .. prefix .. "'") or type_name(prefix)))
   end
   if directory == nil then directory = "." end
   if type(directory) ~= "string" or directory == "" then
-    error(("TypeError: For 'ModelCheckpoint', the argument 'directory' must be a path (a string), but got %s.")
-      :format(type_name(directory)), 3)
+    raise(("TypeError: For 'ModelCheckpoint', the argument 'directory' must be a path (a string), but got %s.")
+      :format(type_name(directory)))
   end
   if config == nil then
     config = M.CheckpointConfig {}
   elseif is_plain(config) and not config._is_config then
     local ok, cfg = pcall(M.CheckpointConfig, config)
-    if not ok then error((tostring(cfg):gsub("^[^\n]-:%d+: ", "", 1)), 3) end
+    if not ok then rethrow(cfg) end
     config = cfg
   elseif not is_plain(config) then
-    error(("TypeError: For 'ModelCheckpoint', the argument 'config' must be a CheckpointConfig (a table), but got %s.")
-      :format(type_name(config)), 3)
+    raise(("TypeError: For 'ModelCheckpoint', the argument 'config' must be a CheckpointConfig (a table), but got %s.")
+      :format(type_name(config)))
   end
   self._prefix, self._directory, self._config = prefix, directory, config
   self._files = {}
@@ -367,12 +386,12 @@ function ModelCheckpoint:_save(cb)
 end
 
 function ModelCheckpoint:on_train_step_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_step_end", run_context)
   if cb.cur_step_num % self._config.save_checkpoint_steps == 0 then self:_save(cb) end
 end
 
 function ModelCheckpoint:on_train_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_end", run_context)
   if (cb.cur_step_num or 0) > 0 then self:_save(cb) end
 end
 

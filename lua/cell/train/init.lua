@@ -21,6 +21,8 @@
 -- Exports: Model, Callback, RunContext, LossMonitor, TimeMonitor,
 -- ModelCheckpoint, CheckpointConfig, ProgressBar, Metric, Accuracy, Loss.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local rethrow = require("cell.errors").rethrow
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local autograd = require "cell.autograd"
@@ -53,19 +55,19 @@ local function parse_metrics(m, lvl)
   if m == nil then return out end
   if type(m) == "string" then m = { m } end
   if not is_plain(m) then
-    error(("TypeError: For 'Model', the argument 'metrics' must be a list of names or a table of name = metric, "
-      .. "but got %s."):format(type_name(m)), lvl)
+    raise(("TypeError: For 'Model', the argument 'metrics' must be a list of names or a table of name = metric, "
+      .. "but got %s."):format(type_name(m)))
   end
   local function check_metric(name, v)
     if type(v) == "string" then
       local ok, mt = pcall(metrics.get_metric_fn, v)
-      if not ok then error((tostring(mt):gsub("^[^\n]-:%d+: ", "", 1)), lvl + 1) end
+      if not ok then rethrow(mt) end
       return mt
     end
     if type(v) ~= "table" or type(v.update) ~= "function" or type(v.eval) ~= "function"
         or type(v.clear) ~= "function" then
-      error(("TypeError: For 'Model', the metric '%s' must be a metric name or an object with clear, update and eval, "
-        .. "but got %s."):format(tostring(name), type_name(v)), lvl + 1)
+      raise(("TypeError: For 'Model', the metric '%s' must be a metric name or an object with clear, update and eval, "
+        .. "but got %s."):format(tostring(name), type_name(v)))
     end
     return v
   end
@@ -74,14 +76,14 @@ local function parse_metrics(m, lvl)
   for k in pairs(m) do
     if type(k) == "string" then named[#named + 1] = k
     elseif type(k) ~= "number" or k < 1 or k > #m or k ~= math.floor(k) then
-      error(("TypeError: For 'Model', metric names must be strings, but got %s."):format(type_name(k)), lvl)
+      raise(("TypeError: For 'Model', metric names must be strings, but got %s."):format(type_name(k)))
     end
   end
   table.sort(named)
   for _, k in ipairs(named) do out[#out + 1] = { k, check_metric(k, m[k]) } end
   local seen = {}
   for _, e in ipairs(out) do
-    if seen[e[1]] then error(("ValueError: For 'Model', the metric '%s' is given twice."):format(e[1]), lvl) end
+    if seen[e[1]] then raise(("ValueError: For 'Model', the metric '%s' is given twice."):format(e[1])) end
     seen[e[1]] = true
   end
   return out
@@ -100,19 +102,19 @@ local MODEL_OPTIONS = { "loss_fn", "optimizer", "metrics", "eval_network", value
 function Model:init(network, ...)
   local loss_fn, optimizer, metric_spec, eval_network = args_util.parse("Model", MODEL_OPTIONS, 3, select("#", ...), ...)
   if not I.is_cell(network) then
-    error(("TypeError: For 'Model', the argument 'network' must be a Cell, but got %s."):format(type_name(network)), 3)
+    raise(("TypeError: For 'Model', the argument 'network' must be a Cell, but got %s."):format(type_name(network)))
   end
   if loss_fn ~= nil and not is_callable(loss_fn) then
-    error(("TypeError: For 'Model', the argument 'loss_fn' must be a Cell or a function, but got %s.")
-      :format(type_name(loss_fn)), 3)
+    raise(("TypeError: For 'Model', the argument 'loss_fn' must be a Cell or a function, but got %s.")
+      :format(type_name(loss_fn)))
   end
   if optimizer ~= nil and not is_optimizer(optimizer) then
-    error(("TypeError: For 'Model', the argument 'optimizer' must be an optimizer (nn.Optimizer), but got %s.")
-      :format(type_name(optimizer)), 3)
+    raise(("TypeError: For 'Model', the argument 'optimizer' must be an optimizer (nn.Optimizer), but got %s.")
+      :format(type_name(optimizer)))
   end
   if eval_network ~= nil and not is_callable(eval_network) then
-    error(("TypeError: For 'Model', the argument 'eval_network' must be a Cell or a function, but got %s.")
-      :format(type_name(eval_network)), 3)
+    raise(("TypeError: For 'Model', the argument 'eval_network' must be a Cell or a function, but got %s.")
+      :format(type_name(eval_network)))
   end
   self.network, self.loss_fn, self.optimizer, self.eval_network = network, loss_fn, optimizer, eval_network
   self._metrics = parse_metrics(metric_spec, 4)
@@ -131,7 +133,7 @@ local function dataset_of(ds, what, lvl)
     local n = #ds
     for i = 1, n do
       if type(ds[i]) ~= "table" then
-        error(("TypeError: For 'Model', %s[%d] must be an {x, y} pair, but got %s."):format(what, i, type_name(ds[i])), lvl)
+        raise(("TypeError: For 'Model', %s[%d] must be an {x, y} pair, but got %s."):format(what, i, type_name(ds[i])))
       end
     end
     return n, function()
@@ -146,12 +148,12 @@ local function dataset_of(ds, what, lvl)
   local ok = type(ds) == "table" or type(ds) == "userdata"
   ok = ok and type(ds.len) == "function" and type(ds.each) == "function"
   if not ok then
-    error(("TypeError: For 'Model', the argument '%s' must be a dataset (an object with len() and each(epoch), "
-      .. "as cell.dataset.batches returns) or a list of {x, y} pairs, but got %s."):format(what, type_name(ds)), lvl)
+    raise(("TypeError: For 'Model', the argument '%s' must be a dataset (an object with len() and each(epoch), "
+      .. "as cell.dataset.batches returns) or a list of {x, y} pairs, but got %s."):format(what, type_name(ds)))
   end
   local n = ds:len()
   if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then
-    error(("TypeError: For 'Model', %s:len() must return a count, but got %s."):format(what, tostring(n)), lvl)
+    raise(("TypeError: For 'Model', %s:len() must return a count, but got %s."):format(what, tostring(n)))
   end
   return n, function(epoch) return ds:each(epoch) end
 end
@@ -164,8 +166,8 @@ local function callback_list(cbs, lvl)
   for i = 1, #cbs do
     local c = cbs[i]
     if type(c) ~= "table" then
-      error(("TypeError: For 'Model', callbacks[%d] must be a callback (a table of on_train_* methods), but got %s.")
-        :format(i, type_name(c)), lvl)
+      raise(("TypeError: For 'Model', callbacks[%d] must be a callback (a table of on_train_* methods), but got %s.")
+        :format(i, type_name(c)))
     end
     out[i] = c
   end
@@ -212,18 +214,18 @@ function Model:train(epoch, train_dataset, ...)
   if show == nil then show = true end
   local _, _ = dataset_sink_mode, sink_size
   if self.train_network == nil then
-    error("ValueError: For 'Model.train', the model has no optimizer, so it cannot be trained; "
-      .. "give Model an optimizer.", 2)
+    raise("ValueError: For 'Model.train', the model has no optimizer, so it cannot be trained; "
+      .. "give Model an optimizer.")
   end
   if type(epoch) ~= "number" or epoch ~= math.floor(epoch) or epoch < 1 or epoch == math.huge then
-    error(("ValueError: For 'Model.train', the argument 'epoch' must be a positive integer, but got %s.")
-      :format(type(epoch) == "number" and tostring(epoch) or type_name(epoch)), 2)
+    raise(("ValueError: For 'Model.train', the argument 'epoch' must be a positive integer, but got %s.")
+      :format(type(epoch) == "number" and tostring(epoch) or type_name(epoch)))
   end
   if initial_epoch == nil then initial_epoch = 0 end
   if type(initial_epoch) ~= "number" or initial_epoch ~= math.floor(initial_epoch) or initial_epoch < 0
       or initial_epoch >= epoch then
-    error(("ValueError: For 'Model.train', the argument 'initial_epoch' must be an integer in [0, epoch), but got %s.")
-      :format(type(initial_epoch) == "number" and tostring(initial_epoch) or type_name(initial_epoch)), 2)
+    raise(("ValueError: For 'Model.train', the argument 'initial_epoch' must be an integer in [0, epoch), but got %s.")
+      :format(type(initial_epoch) == "number" and tostring(initial_epoch) or type_name(initial_epoch)))
   end
   local batch_num, each = dataset_of(train_dataset, "train_dataset", 3)
   local list = callback_list(cbs, 3)
@@ -231,8 +233,8 @@ function Model:train(epoch, train_dataset, ...)
     list[#list + 1] = progress.ProgressBar()
   elseif show ~= false then
     if type(show) ~= "table" then
-      error(("TypeError: For 'Model.train', the option 'progress' must be a boolean or a callback, but got %s.")
-        :format(type_name(show)), 2)
+      raise(("TypeError: For 'Model.train', the option 'progress' must be a boolean or a callback, but got %s.")
+        :format(type_name(show)))
     end
     list[#list + 1] = show
   end
@@ -301,15 +303,15 @@ function Model:eval(valid_dataset, ...)
   local cbs = args_util.parse("Model.eval", EVAL_OPTIONS, 2, select("#", ...), ...)
   local ms = self._metrics
   if #ms == 0 then
-    error("ValueError: For 'Model.eval', the model argument 'metrics' can not be None or empty, you should set the "
-      .. "argument 'metrics' for model.", 2)
+    raise("ValueError: For 'Model.eval', the model argument 'metrics' can not be None or empty, you should set the "
+      .. "argument 'metrics' for model.")
   end
   local need_loss = false
   for _, e in ipairs(ms) do
     if e[2].is_loss_metric then need_loss = true end
   end
   if need_loss and self.loss_fn == nil and self.eval_network == nil then
-    error("ValueError: For 'Model.eval', the 'loss' metric needs a loss_fn (or an eval_network).", 2)
+    raise("ValueError: For 'Model.eval', the 'loss' metric needs a loss_fn (or an eval_network).")
   end
   local batch_num, each = dataset_of(valid_dataset, "valid_dataset", 3)
   local list = callback_list(cbs, 3)

@@ -6,6 +6,7 @@
 --     acc:update(logits, labels)   -- logits {N, C}; labels {N} class ids 1..C, or {N, C} one-hot
 --     acc:eval()                   --> fraction of rows whose argmax is the label
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local I = require "cell.nn.internal"
@@ -21,10 +22,10 @@ M.Metric = Metric
 function Metric:init() self:clear() end
 function Metric:clear() end
 function Metric:update()
-  error(("NotImplementedError: %s has no update method"):format(I.class_name(self)), 2)
+  raise(("NotImplementedError: %s has no update method"):format(I.class_name(self)))
 end
 function Metric:eval()
-  error(("NotImplementedError: %s has no eval method"):format(I.class_name(self)), 2)
+  raise(("NotImplementedError: %s has no eval method"):format(I.class_name(self)))
 end
 function Metric:__tostring() return I.class_name(self) .. "()" end
 
@@ -41,8 +42,8 @@ function Accuracy:init(...)
   local eval_type = args_util.parse("Accuracy", ACCURACY_OPTIONS, 3, select("#", ...), ...)
   if eval_type == nil then eval_type = "classification" end
   if eval_type ~= "classification" then
-    error(("ValueError: For 'Accuracy', the 'eval_type' must be 'classification', but got %s.")
-      :format(type(eval_type) == "string" and ("'" .. eval_type .. "'") or type_name(eval_type)), 3)
+    raise(("ValueError: For 'Accuracy', the 'eval_type' must be 'classification', but got %s.")
+      :format(type(eval_type) == "string" and ("'" .. eval_type .. "'") or type_name(eval_type)))
   end
   self.eval_type = eval_type
   self:clear()
@@ -56,19 +57,19 @@ end
 -- (1-based) or scores of y_pred's shape (one-hot), whose argmax is taken.
 function Accuracy:update(y_pred, y)
   if not core.is_tensor(y_pred) or not core.is_tensor(y) then
-    error(("TypeError: For 'Accuracy.update', y_pred and y must be Tensors, but got %s and %s.")
-      :format(type_name(y_pred), type_name(y)), 2)
+    raise(("TypeError: For 'Accuracy.update', y_pred and y must be Tensors, but got %s and %s.")
+      :format(type_name(y_pred), type_name(y)))
   end
   if y_pred.ndim < 2 then
-    error(("ValueError: For 'Accuracy.update', y_pred must have shape (N, C, ...), but got %s.")
-      :format(I.shape_str(y_pred.shape)), 2)
+    raise(("ValueError: For 'Accuracy.update', y_pred must have shape (N, C, ...), but got %s.")
+      :format(I.shape_str(y_pred.shape)))
   end
   local pred = y_pred:argmax(2)
   local labels = y
   if y.ndim == y_pred.ndim then labels = y:argmax(2) end
   if not I.same_shape(labels.shape, pred.shape) then
-    error(("ValueError: For 'Accuracy.update', y must have shape %s (class ids) or %s (one-hot), but got %s.")
-      :format(I.shape_str(pred.shape), I.shape_str(y_pred.shape), I.shape_str(y.shape)), 2)
+    raise(("ValueError: For 'Accuracy.update', y must have shape %s (class ids) or %s (one-hot), but got %s.")
+      :format(I.shape_str(pred.shape), I.shape_str(y_pred.shape), I.shape_str(y.shape)))
   end
   if labels.dtype.is_floating_point then labels = labels:round() end
   local correct = pred:eq(labels:astype(core.int64)):sum():item()
@@ -78,7 +79,7 @@ end
 
 function Accuracy:eval()
   if self._total == 0 then
-    error("RuntimeError: The 'Accuracy' can not be calculated, because the number of samples is 0.", 2)
+    raise("RuntimeError: The 'Accuracy' can not be calculated, because the number of samples is 0.")
   end
   return self._correct / self._total
 end
@@ -101,12 +102,12 @@ function Loss:update(loss)
     v = loss
   elseif core.is_tensor(loss) then
     if loss.ndim > 1 then
-      error(("ValueError: For 'Loss.update', the loss must be 0-D or 1-D, but got shape %s.")
-        :format(I.shape_str(loss.shape)), 2)
+      raise(("ValueError: For 'Loss.update', the loss must be 0-D or 1-D, but got shape %s.")
+        :format(I.shape_str(loss.shape)))
     end
     v = loss:numel() == 1 and loss:item() or loss:astype(core.float64):mean():item()
   else
-    error(("TypeError: For 'Loss.update', the loss must be a Tensor or a number, but got %s."):format(type_name(loss)), 2)
+    raise(("TypeError: For 'Loss.update', the loss must be a Tensor or a number, but got %s."):format(type_name(loss)))
   end
   self._sum = self._sum + v
   self._total = self._total + 1
@@ -115,7 +116,7 @@ end
 --- The mean of the losses given to update.
 function Loss:eval()
   if self._total == 0 then
-    error("RuntimeError: The 'Loss' can not be calculated, because the number of samples is 0.", 2)
+    raise("RuntimeError: The 'Loss' can not be calculated, because the number of samples is 0.")
   end
   return self._sum / self._total
 end
@@ -126,7 +127,7 @@ local BY_NAME = { accuracy = Accuracy, acc = Accuracy, loss = Loss }
 function M.get_metric_fn(name, lvl)
   local cls = BY_NAME[name]
   if not cls then
-    error(("KeyError: Unknown metric '%s'; known: 'accuracy' ('acc'), 'loss'."):format(tostring(name)), (lvl or 1) + 1)
+    raise(("KeyError: Unknown metric '%s'; known: 'accuracy' ('acc'), 'loss'."):format(tostring(name)))
   end
   return cls()
 end

@@ -23,6 +23,8 @@
 -- seconds, width = 30, interval = 0.1, every = 0.1}: the writer defaults
 -- to io.stderr, tty to what isatty(2) says, the clock to cell.perf_counter.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local args_of = require("cell.train.callbacks").args_of
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local callbacks = require "cell.train.callbacks"
 local I = require "cell.nn.internal"
@@ -53,24 +55,24 @@ end
 function ProgressBar:init(opts)
   if opts == nil then opts = {} end
   if type(opts) ~= "table" or getmetatable(opts) ~= nil then
-    error(("TypeError: ProgressBar: expected an options table, but got %s."):format(type_name(opts)), 3)
+    raise(("TypeError: ProgressBar: expected an options table, but got %s."):format(type_name(opts)))
   end
   opts = args_util.named("ProgressBar", OPTION_NAMES, 3, 1, opts)
   for k, v in pairs(opts) do
     local want = OPTIONS[k]
     if type(v) ~= want then
-      error(("TypeError: For 'ProgressBar', the '%s' must be a %s, but got %s."):format(k, want, type_name(v)), 3)
+      raise(("TypeError: For 'ProgressBar', the '%s' must be a %s, but got %s."):format(k, want, type_name(v)))
     end
   end
   if opts.width ~= nil and (opts.width ~= floor(opts.width) or opts.width < 1 or opts.width > 200) then
-    error(("ValueError: For 'ProgressBar', the 'width' must be an integer in [1, 200], but got %s."):format(tostring(opts.width)), 3)
+    raise(("ValueError: For 'ProgressBar', the 'width' must be an integer in [1, 200], but got %s."):format(tostring(opts.width)))
   end
   if opts.every ~= nil and not (opts.every > 0 and opts.every <= 1) then
-    error(("ValueError: For 'ProgressBar', the 'every' must be in (0, 1], but got %s."):format(tostring(opts.every)), 3)
+    raise(("ValueError: For 'ProgressBar', the 'every' must be in (0, 1], but got %s."):format(tostring(opts.every)))
   end
   if opts.interval ~= nil and not (opts.interval >= 0 and opts.interval < math.huge) then
-    error(("ValueError: For 'ProgressBar', the 'interval' must be a finite number >= 0, but got %s.")
-      :format(tostring(opts.interval)), 3)
+    raise(("ValueError: For 'ProgressBar', the 'interval' must be a finite number >= 0, but got %s.")
+      :format(tostring(opts.interval)))
   end
   self._write = opts.writer or stderr_writer
   self._tty = opts.tty
@@ -83,6 +85,7 @@ end
 
 --- Seconds as m:ss, or h:mm:ss from an hour.
 function ProgressBar.format_time(s)
+  if type(s) ~= "number" then require("cell.errors").type_error("format_time", "s", "a number of seconds", s) end
   if s ~= s or s == math.huge then return "?" end
   s = floor(s + 0.5)
   if s < 0 then s = 0 end
@@ -94,7 +97,7 @@ end
 local format_time = ProgressBar.format_time
 
 function ProgressBar:on_train_epoch_begin(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_epoch_begin", run_context)
   self._epoch, self._epochs = cb.cur_epoch_num, cb.epoch_num
   self._t0 = self._clock()
   self._steps, self._samples, self._loss_sum, self._losses = 0, 0, 0, 0
@@ -159,7 +162,7 @@ function ProgressBar:_clear()
 end
 
 function ProgressBar:on_train_step_end(run_context)
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_step_end", run_context)
   if self._t0 == nil then self:on_train_epoch_begin(run_context) end
   self._steps = self._steps + 1
   self._samples = self._samples + (cb.batch_size or 0)
@@ -188,7 +191,7 @@ end
 
 function ProgressBar:on_train_epoch_end(run_context)
   if self._t0 == nil then return end
-  local cb = run_context:original_args()
+  local cb = args_of("on_train_epoch_end", run_context)
   local total = cb.batch_num
   if total ~= nil and total <= 0 then total = nil end
   local now = self._clock()

@@ -17,13 +17,10 @@
 -- there are names are TypeErrors in Python's words, naming the function
 -- and the argument.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
 local M = {}
 
 local unpack = table.unpack or unpack
-
---- The level error() takes for an error at `lvl` of the caller's frame;
--- 0 stays 0 (no position).
-local function up(lvl) return lvl == 0 and 0 or lvl + 1 end
 
 --- Per names list: known[name] = position, and the options as text.
 local cache = setmetatable({}, { __mode = "k" })
@@ -61,8 +58,11 @@ end
 -- errors ("Cell.state_dict", "Dense"); `names` lists the argument names in
 -- positional order, with optional fields `values` (names whose plain-table
 -- value is not options) and `aliases` (other accepted option name -> name);
--- errors are raised at level `lvl` as error() counts from the caller.
+-- errors are raised at the user's line (cell.errors.raise finds it); `lvl`
+-- is accepted for the callers written before that and not used. Trailing
+-- nils count as absent, as a Lua caller means them (f(a, nil) is f(a)).
 function M.named(fname, names, lvl, n, ...)
+  while n > 0 and select(n, ...) == nil do n = n - 1 end
   local info = info_of(names)
   local out = {}
   local npos = n
@@ -74,10 +74,10 @@ function M.named(fname, names, lvl, n, ...)
   if npos > #names then
     local given = npos == 1 and "1 was given" or (npos .. " were given")
     if #names == 0 then
-      error(("TypeError: %s() takes no optional arguments, but %s"):format(fname, given), up(lvl))
+      raise(("TypeError: %s() takes no optional arguments, but %s"):format(fname, given))
     end
-    error(("TypeError: %s() takes at most %d optional argument%s, but %s")
-      :format(fname, #names, #names == 1 and "" or "s", given), up(lvl))
+    raise(("TypeError: %s() takes at most %d optional argument%s, but %s")
+      :format(fname, #names, #names == 1 and "" or "s", given))
   end
   for i = 1, npos do out[names[i]] = (select(i, ...)) end
   if opts then
@@ -89,12 +89,12 @@ function M.named(fname, names, lvl, n, ...)
     if #bad > 0 then
       table.sort(bad)
       local known = #names == 0 and "it takes no options" or ("the options are " .. info.text)
-      error(("TypeError: %s() got an unexpected keyword argument '%s'; %s"):format(fname, bad[1], known), up(lvl))
+      raise(("TypeError: %s() got an unexpected keyword argument '%s'; %s"):format(fname, bad[1], known))
     end
     for k, v in pairs(opts) do
       local key = names.aliases and names.aliases[k] or k
       if info.known[key] <= npos or (k ~= key and opts[key] ~= nil) then
-        error(("TypeError: %s() got multiple values for argument '%s'"):format(fname, key), up(lvl))
+        raise(("TypeError: %s() got multiple values for argument '%s'"):format(fname, key))
       end
       out[key] = v
     end
@@ -104,7 +104,7 @@ end
 
 --- The arguments in the order of `names` (see M.named).
 function M.parse(fname, names, lvl, n, ...)
-  local t = M.named(fname, names, up(lvl), n, ...)
+  local t = M.named(fname, names, lvl, n, ...)
   local list = {}
   for i = 1, #names do list[i] = t[names[i]] end
   return unpack(list, 1, #names)

@@ -42,6 +42,8 @@
 -- one per group with group rates); construct checks
 -- the gradients, calls it and advances global_step.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local rethrow = require("cell.errors").rethrow
+local raise = require("cell.errors").raise
 local core = require "cell.core"
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
@@ -77,7 +79,7 @@ M.K = K
 -- Construction errors are raised without a position (level 0) inside
 -- M.guard, which raises them again at the caller's line.
 
-local function fail(fmt, ...) error(fmt:format(...), 0) end
+local function fail(fmt, ...) raise(fmt:format(...)) end
 M.fail = fail
 
 local is_plain = I.is_plain
@@ -87,17 +89,14 @@ local is_callable = I.is_callable
 local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
 
 --- The message without the "file:line: " that error() put in front.
-local function strip(err)
-  if type(err) ~= "string" then return err end
-  return (err:gsub("^[^\n]-:%d+: ", "", 1))
-end
+local strip = require("cell.errors").message
 M.strip = strip
 
 --- fn(...) with its errors raised again at the line that called the
 -- constructor (guard <- init <- the class's __call <- that line).
 function M.guard(fn, ...)
   local ok, err = pcall(fn, ...)
-  if not ok then error(strip(err), 4) end
+  if not ok then rethrow(err) end
 end
 
 function M.check_number(cls, name, v)
@@ -270,7 +269,13 @@ local function collect(cls, v, what)
   if v == nil then fail("ValueError: For '%s', the argument '%s' can not be nil.", cls, what) end
   local out = {}
   if type(v) == "function" then
-    for x in v do out[#out + 1] = x end
+    for x in v do
+      if not is_parameter(x) and not is_plain(x) then -- stop at once: the iterator may never end
+        fail("TypeError: For '%s', the iterator '%s' must give Parameters or parameter groups, but gave %s.",
+          cls, what, type_name(x))
+      end
+      out[#out + 1] = x
+    end
     return out
   end
   if is_plain(v) or parameter.is_parameter_tuple(v) then
@@ -450,7 +455,7 @@ end
 -- every parameter (of every group) from the next step on.
 local function set_learning_rate(self, k, v)
   local ok, spec = pcall(parse_lr, k.cls, v, "learning_rate")
-  if not ok then error(strip(spec), 3) end
+  if not ok then raise(strip(spec)) end
   k.default_lr = spec
   if k.group_lr then
     for j = 1, #k.specs do k.specs[j] = copy_spec(spec) end
@@ -531,8 +536,8 @@ end
 local function state_of(self, method)
   local k = rawget(self, K)
   if k == nil then
-    error(("RuntimeError: %s.%s: the optimizer was not set up; call nn.Optimizer.init(self, learning_rate, "
-      .. "params, ...) in its init"):format(I.class_name(self), method), 3)
+    raise(("RuntimeError: %s.%s: the optimizer was not set up; call nn.Optimizer.init(self, learning_rate, "
+      .. "params, ...) in its init"):format(I.class_name(self), method))
   end
   return k
 end
@@ -550,27 +555,27 @@ function Optimizer:construct(gradients)
   local k = state_of(self, "construct")
   local n = k.n
   if type(gradients) ~= "table" then
-    error(("TypeError: For '%s', the argument 'gradients' must be a list of Tensors (one per parameter), but got %s.")
-      :format(k.cls, type_name(gradients)), 2)
+    raise(("TypeError: For '%s', the argument 'gradients' must be a list of Tensors (one per parameter), but got %s.")
+      :format(k.cls, type_name(gradients)))
   end
   if #gradients ~= n then
-    error(("ValueError: For '%s', got %d gradients for %d parameters."):format(k.cls, #gradients, n), 2)
+    raise(("ValueError: For '%s', got %d gradients for %d parameters."):format(k.cls, #gradients, n))
   end
   -- all of them before any update, so a bad list changes nothing
   local ok, err = pcall(check_grads, k.params, gradients, k.labels, n)
-  if not ok then error(strip(err), 2) end
+  if not ok then rethrow(err) end
   local t = item(k.global_step) + 1
   local specs, now = k.specs, k.lr_now
   for j = 1, #specs do
     local v, bad = lr_at(specs[j], t)
     if v == nil then
-      error(("ValueError: For '%s', the learning-rate function returned %s at step %d; it must return a finite "
-        .. "number >= 0."):format(k.cls, type(bad) == "number" and tostring(bad) or type_name(bad), t), 2)
+      raise(("ValueError: For '%s', the learning-rate function returned %s at step %d; it must return a finite "
+        .. "number >= 0."):format(k.cls, type(bad) == "number" and tostring(bad) or type_name(bad), t))
     end
     now[j] = v
   end
   ok, err = pcall(self._apply, self, gradients, t)
-  if not ok then error(strip(err), 2) end
+  if not ok then rethrow(err) end
   fill_(k.global_step, t)
   return true
 end
@@ -585,8 +590,8 @@ function Optimizer:get_lr()
   local function at(spec)
     local v, bad = lr_at(spec, t)
     if v == nil then
-      error(("ValueError: For '%s', the learning-rate function returned %s at step %d; it must return a finite "
-        .. "number >= 0."):format(k.cls, tostring(bad), t), 3)
+      raise(("ValueError: For '%s', the learning-rate function returned %s at step %d; it must return a finite "
+        .. "number >= 0."):format(k.cls, tostring(bad), t))
     end
     if spec.param then return spec.param end
     return core.tensor(v, core.float32)
@@ -604,13 +609,13 @@ function Optimizer:get_lr_parameter(param)
   local k = state_of(self, "get_lr_parameter")
   local function one(p)
     if not is_parameter(p) then
-      error(("TypeError: For 'get_lr_parameter', the 'param' must be a Parameter or a list of them, but got %s.")
-        :format(type_name(p)), 3)
+      raise(("TypeError: For 'get_lr_parameter', the 'param' must be a Parameter or a list of them, but got %s.")
+        :format(type_name(p)))
     end
     for i = 1, k.n do
       if k.params[i] == p then return public(k.specs[k.spec_of[i]]) end
     end
-    error(("ValueError: For 'get_lr_parameter', the parameter %s is not in the optimizer."):format(p.name), 3)
+    raise(("ValueError: For 'get_lr_parameter', the parameter %s is not in the optimizer."):format(p.name))
   end
   if is_plain(param) then
     local out = {}
