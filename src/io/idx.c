@@ -154,34 +154,9 @@ static void finish_src(src *s) {
   cell_dealloc(s->in);
 }
 
-/* Read exactly n bytes; 0 on success, else the error already recorded
- * (what names the part being read). */
-static cell_status read_exact(src *s, void *p, size_t n, const char *what) {
-  volatile int *intr = &cell_ctx()->interrupt;
-  unsigned char *c = p;
-  size_t done = 0;
-  while (done < n) {
-    if (*intr) return cell_error(CELL_ERR_INTERRUPT, "idx: %s: loading interrupted", s->path);
-    size_t want = n - done < CELL_IO_CHUNK ? n - done : CELL_IO_CHUNK, got;
-    CELL_TRY(content(s, c + done, want, &got, what));
-    if (got == 0) return bad(s->path, "the file ends after %zu of the %zu bytes of the %s", done, n, what);
-    done += got;
-  }
-  return CELL_OK;
-}
-
-/* Nothing may follow the data: no more content (reading on also checks the
- * gzip CRC and length), and after a gzip stream no second member and no
- * other bytes (zlib's gz* functions would read or skip them silently). */
-static cell_status check_end(src *s, uint64_t bytes, int ndim, const int64_t *shape) {
-  unsigned char extra;
-  size_t got;
-  char sb[256];
-  CELL_TRY(content(s, &extra, 1, &got, "end of the data"));
-  if (got)
-    return bad(s->path, "the file has data after the %llu bytes its sizes %s call for", (unsigned long long)bytes,
-               cell_io_shape_tuple(ndim, shape, sb, sizeof sb));
-  if (!s->gz) return CELL_OK;
+/* After the end of the gzip stream: nothing (zlib's gz* functions would
+ * read a second member or skip trailing bytes silently). */
+static cell_status after_stream(src *s) {
   uint64_t left = s->size - (s->taken - s->z.avail_in);
   unsigned char two[2];
   int n = 0;
@@ -194,8 +169,40 @@ static cell_status check_end(src *s, uint64_t bytes, int ndim, const int64_t *sh
   }
   if (n == 0) return CELL_OK;
   if (n == 2 && two[0] == 0x1f && two[1] == 0x8b)
-    return bad(s->path, "a second gzip member follows the data (concatenated gzip files are not read)");
+    return bad(s->path, "a second gzip member follows the first (concatenated gzip files are not read)");
   return bad(s->path, "the file has %llu bytes of trailing garbage after its gzip data", (unsigned long long)left);
+}
+
+/* Read exactly n bytes; 0 on success, else the error already recorded
+ * (what names the part being read). */
+static cell_status read_exact(src *s, void *p, size_t n, const char *what) {
+  volatile int *intr = &cell_ctx()->interrupt;
+  unsigned char *c = p;
+  size_t done = 0;
+  while (done < n) {
+    if (*intr) return cell_error(CELL_ERR_INTERRUPT, "idx: %s: loading interrupted", s->path);
+    size_t want = n - done < CELL_IO_CHUNK ? n - done : CELL_IO_CHUNK, got;
+    CELL_TRY(content(s, c + done, want, &got, what));
+    if (got == 0) {
+      if (s->gz) CELL_TRY(after_stream(s));
+      return bad(s->path, "the file ends after %zu of the %zu bytes of the %s", done, n, what);
+    }
+    done += got;
+  }
+  return CELL_OK;
+}
+
+/* Nothing may follow the data: no more content (reading on also checks the
+ * gzip CRC and length), and nothing after the gzip stream. */
+static cell_status check_end(src *s, uint64_t bytes, int ndim, const int64_t *shape) {
+  unsigned char extra;
+  size_t got;
+  char sb[256];
+  CELL_TRY(content(s, &extra, 1, &got, "end of the data"));
+  if (got)
+    return bad(s->path, "the file has data after the %llu bytes its sizes %s call for", (unsigned long long)bytes,
+               cell_io_shape_tuple(ndim, shape, sb, sizeof sb));
+  return s->gz ? after_stream(s) : CELL_OK;
 }
 
 /* The element at p (big endian, IDX type code) as an integer and as a
