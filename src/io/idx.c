@@ -273,15 +273,16 @@ static cell_status load(src *g, cell_dtype want, double scale, cell_tensor **out
   unsigned char dims[4 * CELL_MAX_DIMS];
   CELL_TRY(read_exact(g, dims, (size_t)ndim * 4, "sizes"));
   int64_t shape[CELL_MAX_DIMS];
-  uint64_t bytes = (uint64_t)es;
+  uint64_t bytes = (uint64_t)es, span = 8; /* span: the non-zero sizes' product, which bounds the strides */
   for (int i = 0; i < ndim; i++) {
     const unsigned char *d = dims + 4 * i;
     shape[i] = (int64_t)(((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) | ((uint32_t)d[2] << 8) | d[3]);
-    if (shape[i] && bytes > (UINT64_MAX >> 8) / (uint64_t)shape[i]) {
+    if (shape[i] && span > (UINT64_MAX >> 8) / (uint64_t)shape[i]) {
       char sb[256];
       return bad(path, "sizes %s are too large", cell_io_shape_tuple(i + 1, shape, sb, sizeof sb));
     }
     bytes *= (uint64_t)shape[i];
+    if (shape[i]) span *= (uint64_t)shape[i];
   }
   char sb[256];
   /* Check the sizes against the file before allocating: exactly for a

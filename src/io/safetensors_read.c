@@ -65,6 +65,11 @@ typedef struct reader {
 
 #define NAME(r, e) ((r)->arena + (e)->name)
 
+/* An entry's shape (NULL, never indexed, while no entry has a dimension). */
+static const int64_t *shape_of(const reader *r, const entry *e) {
+  return r->shapes ? r->shapes + e->shape_at : NULL;
+}
+
 /* The name (or key) at offset off, for a message: at most 200 bytes, a NUL
  * written as \u0000 (names holding one are refused and named so). */
 static const char *show(const reader *r, size_t off, char *buf, size_t cap) {
@@ -501,20 +506,22 @@ static cell_status offsets_list(reader *r, entry *e, const char *nm) {
 /* The checks of one entry on its own: sizes against offsets and the file. */
 static cell_status check_entry(reader *r, const entry *e, const char *nm) {
   char sb[256];
-  const int64_t *shape = r->shapes + e->shape_at;
+  const int64_t *shape = shape_of(r, e);
   const char *dn = cell_st_dtype_name((cell_dtype)e->dtype);
   if (e->end < e->begin)
     return bad(r, "tensor '%.200s' has data_offsets [%llu, %llu] that end before they begin", nm,
                (unsigned long long)e->begin, (unsigned long long)e->end);
+  /* The product of the non-zero sizes bounds the strides, zero-size
+   * tensors' included: it must fit in an int64. */
   uint64_t need = (uint64_t)cell_dtype_size((cell_dtype)e->dtype);
   int zero = 0, over = 0;
   for (int i = 0; i < e->ndim; i++) {
     uint64_t d = (uint64_t)shape[i];
     if (d == 0) zero = 1;
-    else if (need > UINT64_MAX / d) over = 1;
+    else if (need > (uint64_t)INT64_MAX / d) over = 1;
     else need *= d;
   }
-  if (over && !zero)
+  if (over)
     return bad(r, "tensor '%.200s' has shape %s of %s, too large for any file", nm,
                cell_io_shape_tuple(e->ndim, shape, sb, sizeof sb), dn);
   if (zero) need = 0; /* zero-size shapes need 0 bytes whatever the others */
@@ -841,7 +848,7 @@ static cell_status build(reader *r) {
     st->count++;
     st->names[i] = dup_str(NAME(r, e));
     if (!st->names[i]) return no_memory(r, "the tensor names");
-    const int64_t *shape = r->shapes + e->shape_at;
+    const int64_t *shape = shape_of(r, e);
     if (cell_tensor_empty((cell_dtype)e->dtype, e->ndim, shape, &st->tensors[i]) != CELL_OK)
       return cell_error(CELL_ERR_MEMORY, "safetensors: %s: out of memory for tensor '%.200s' of shape %s",
                         r->path, NAME(r, e), cell_io_shape_tuple(e->ndim, shape, sb, sizeof sb));
