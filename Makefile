@@ -21,11 +21,12 @@ else
 endif
 BLAS_INCDIR ?= /usr/include/x86_64-linux-gnu
 BLAS_LIB ?= -lopenblas
-# src/io: cJSON parses safetensors headers, zlib reads gzip'd data sets.
+# src/io: zlib reads gzip'd data sets (safetensors headers are parsed by
+# src/io itself).
 # The rockspec passes the -I and -L flags LuaRocks finds; the defaults suit
 # Debian, where both live in the compiler's own search paths.
 IO_CFLAGS ?=
-IO_LIBS ?= -lcjson -lz
+IO_LIBS ?= -lz
 
 # Flags the build needs, kept apart from the user's CFLAGS.
 WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Werror=implicit-function-declaration
