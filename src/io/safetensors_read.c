@@ -101,12 +101,16 @@ static cell_status over_budget(const reader *r, const char *what, uint64_t need)
              CELL_ST_MEM_FACTOR, (unsigned long long)r->size, (unsigned long long)CELL_ST_MEM_SLACK);
 }
 
+/* What the allocator spends on a block of n bytes, at most: its header and
+ * the rounding up to a size class (a quarter octave). */
+static uint64_t block_cost(uint64_t n) { return 128 + n + n / 4; }
+
 /* n bytes from the engine's allocator, counted against the budget. */
 static cell_status take(reader *r, size_t n, const char *what, void **out) {
-  if (n > r->budget - r->used) return over_budget(r, what, n);
+  if (block_cost(n) > r->budget - r->used) return over_budget(r, what, block_cost(n));
   void *p = cell_alloc(n);
   if (!p) return no_memory(r, what);
-  r->used += n;
+  r->used += block_cost(n);
   *out = p;
   return CELL_OK;
 }
@@ -114,7 +118,7 @@ static cell_status take(reader *r, size_t n, const char *what, void **out) {
 static void give(reader *r, void *p, size_t n) {
   if (!p) return;
   cell_dealloc(p);
-  r->used -= n;
+  r->used -= block_cost(n);
 }
 
 /* Room for one more element of size es in the array *v of *cap (doubling). */
@@ -790,10 +794,6 @@ static char *dup_str(const char *s) {
 
 /* Pointer arrays of n slots, zeroed (n may be 0). */
 static void *slots(size_t n) { return cell_alloc_zero(sizeof(void *) * (n ? n : 1)); }
-
-/* What the allocator spends on a block of n bytes, at most: its header and
- * rounding to a size class (a quarter octave). */
-static uint64_t block_cost(uint64_t n) { return 128 + n + n / 4; }
 
 /* The memory the result will take, checked against the budget before any
  * of it is allocated. */
