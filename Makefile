@@ -33,11 +33,12 @@ else
 endif
 BLAS_INCDIR ?= /usr/include/x86_64-linux-gnu
 BLAS_LIB ?= -lopenblas
-# src/io: cJSON parses safetensors headers, zlib reads gzip'd data sets.
+# src/io: zlib reads gzip'd data sets (safetensors headers are parsed by
+# src/io itself).
 # The rockspec passes the -I and -L flags LuaRocks finds; the defaults suit
 # Debian, where both live in the compiler's own search paths.
 IO_CFLAGS ?=
-IO_LIBS ?= -lcjson -lz
+IO_LIBS ?= -lz
 
 # Flags the build needs, kept apart from the user's CFLAGS.
 WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Werror=implicit-function-declaration
@@ -75,7 +76,7 @@ EMBED_HOST = $(BUILD)/$(LUA)/embed/host
 TEST_STATES = $(BUILD)/$(LUA)/test_states
 CELL_VERSION = $(shell sed -n 's/^\#define CELL_VERSION "\(.*\)"$$/\1/p' include/cell.h)
 
-.PHONY: all test ctest spec asan tsan bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
+.PHONY: all test ctest spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
 all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
@@ -182,6 +183,33 @@ tsan:
 	$(TSAN_ENV) build-tsan/test_engine
 	$(TSAN_ENV) CELL_LUA_DIR=lua build-tsan/$(LUA)/test_states
 
+# libFuzzer targets (tests/fuzz/) over the engine built with clang, ASan and
+# UBSan: the safetensors reader, the IDX reader (plain and gzip'd input) and
+# the IDX reader behind a valid gzip layer. Each runs FUZZ_SECONDS, seeded
+# with the committed fixtures; new inputs go to build-fuzz/corpus-*, crashes
+# to build-fuzz/ (crash-*), and a crash fails the target.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_TARGETS = safetensors idx idx_gz
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+fuzz:
+	$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	  build-fuzz/libcell.a
+	for t in $(FUZZ_TARGETS); do \
+	  $(FUZZ_CC) $(ALL_CFLAGS) -O1 -g -Isrc -fsanitize=fuzzer $(FUZZ_SAN) tests/fuzz/fuzz_$$t.c \
+	    -o build-fuzz/fuzz_$$t build-fuzz/libcell.a $(LIBS) || exit 1; \
+	done
+	for t in $(FUZZ_TARGETS); do \
+	  seeds=spec/fixtures/$$(echo $$t | sed 's/_gz$$//'); dict=; \
+	  [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
+	  mkdir -p build-fuzz/corpus-$$t; \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
+	  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 build-fuzz/fuzz_$$t $$dict \
+	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build-fuzz/ \
+	    build-fuzz/corpus-$$t $$seeds 2>build-fuzz/fuzz_$$t.log || { tail -40 build-fuzz/fuzz_$$t.log; exit 1; }; \
+	  grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+.*DONE' build-fuzz/fuzz_$$t.log; \
+	done
+
 # bench/matmul.c calls the engine and OpenBLAS directly, without Lua.
 BENCH_MATMUL = $(BUILD)/bench_matmul
 $(BENCH_MATMUL): bench/matmul.c $(LIBCELL_A)
@@ -254,8 +282,9 @@ uninstall:
 
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
-  zlib1g-dev libcjson-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark
-# make tsan: clang, its sanitizer runtimes and LLVM's OpenMP (with Archer).
+  zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark
+# make tsan and make fuzz: clang, its sanitizer and libFuzzer runtimes and LLVM's OpenMP
+# (with Archer, for tsan).
 DEPS += clang libclang-rt-dev libomp-dev
 deps:
 	@missing=""; for p in $(DEPS); do \
@@ -273,4 +302,4 @@ rock-check:
 	sh rocks/check.sh
 
 clean:
-	rm -rf build build-asan build-tsan build-clang bin
+	rm -rf build build-asan build-tsan build-clang build-fuzz bin

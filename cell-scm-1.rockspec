@@ -36,11 +36,8 @@ external_dependencies = {
     header = "cblas.h",
     library = "openblas",
   },
-  -- safetensors headers are parsed with cJSON, gzip'd data sets read with zlib.
-  CJSON = {
-    header = "cjson/cJSON.h",
-    library = "cjson",
-  },
+  -- gzip'd data sets are read with zlib (safetensors headers are parsed by
+  -- src/io/safetensors_read.c itself: see its header comment).
   ZLIB = {
     header = "zlib.h",
     library = "z",
@@ -58,8 +55,8 @@ build = {
     ROCK_LUA_INCDIR = "$(LUA_INCDIR)",
     BLAS_INCDIR = "$(OPENBLAS_INCDIR)",
     BLAS_LIB = "-L$(OPENBLAS_LIBDIR) -lopenblas",
-    IO_CFLAGS = "-I$(CJSON_INCDIR) -I$(ZLIB_INCDIR)",
-    IO_LIBS = "-L$(CJSON_LIBDIR) -lcjson -L$(ZLIB_LIBDIR) -lz",
+    IO_CFLAGS = "-I$(ZLIB_INCDIR)",
+    IO_LIBS = "-L$(ZLIB_LIBDIR) -lz",
   },
   install_variables = {
     -- the same Lua as the build, or `make install` would build another

@@ -26,26 +26,38 @@ typedef struct cell_safetensors {
   char **meta_values;
 } cell_safetensors;
 
-/* Read a whole file. The header is validated before any data is read: its
- * length (at most 100,000,000 bytes and inside the file), the JSON, every
- * entry (a known dtype, a shape of non-negative integers with at most
- * CELL_MAX_DIMS entries, data_offsets whose length is the shape's byte
- * count), ranges inside the data section and not overlapping, no duplicate
- * names or keys, metadata values strings. Unaligned data is accepted; BOOL
- * bytes other than 0 read as true. ValueError for a missing, unreadable or
- * malformed file ("safetensors: PATH: FAULT"), MemoryError when a tensor
- * cannot be allocated, KeyboardInterrupt when interrupted. */
+/* Read a whole file. Anything but a regular file (a FIFO, a device, a
+ * folder) is refused before a byte is read. The header is validated
+ * before any data is read: its length (at most 100,000,000 bytes and
+ * inside the file), the JSON, every entry (a known dtype, a shape of
+ * non-negative integers with at most CELL_MAX_DIMS entries whose non-zero
+ * sizes multiply to less than 2^63 bytes, data_offsets whose length is the
+ * shape's byte count), the format's layout rule (the ranges, in offset
+ * order, follow each other from 0 to the end of the file without a gap or
+ * an overlap), one "__metadata__" at most (null or an object of strings),
+ * no duplicate, empty or NUL-holding names or keys, no NUL in metadata
+ * values. A load allocates at most 4 times the file's size plus 64 MiB in
+ * all (a header of a million empty tensors is refused, not loaded into
+ * gigabytes). Unaligned data is accepted; BOOL bytes other than 0 read as
+ * true. ValueError for a missing, unreadable, malformed or out-of-bounds
+ * file ("safetensors: PATH: FAULT"), MemoryError when memory runs out
+ * (the header's parsing included), KeyboardInterrupt when interrupted. */
 CELL_API cell_status cell_safetensors_load(const char *path, cell_safetensors **out);
 CELL_API void cell_safetensors_free(cell_safetensors *st);
 
 /* Write tensors[0..count) under names[0..count) (unique, non-empty, not
  * "__metadata__"), in that order, with the metadata pairs (meta_count 0:
  * none). Views of any strides are written as their contiguous values.
- * Atomic: the file is written to a temporary name in path's folder,
- * flushed and fsync'd, then renamed over path, so path holds either its
- * old contents or the whole new file; on failure the temporary file is
- * removed. ValueError for bad names, RuntimeError when the file system
- * refuses (the message says why), MemoryError, KeyboardInterrupt. */
+ * Atomic: the file is written to a temporary name in path's folder
+ * ("PATH.tmp.PID.N"), flushed and fsync'd, then renamed over path (the
+ * folder fsync'd before and after), so path holds either its old contents
+ * or the whole new file; on failure the temporary file is removed, and
+ * temporary files left by savers that were killed (their process gone)
+ * are removed by the next save to the same place. An existing file keeps
+ * its permissions (and owner, where allowed); a new one gets the umask's.
+ * A path that is a symbolic link has its target replaced; the link stays.
+ * ValueError for bad names, RuntimeError when the file system refuses
+ * (the message says why), MemoryError, KeyboardInterrupt. */
 CELL_API cell_status cell_safetensors_save(const char *path, int count, const char *const *names,
                                            cell_tensor *const *tensors, int meta_count,
                                            const char *const *meta_keys,
@@ -55,9 +67,12 @@ CELL_API cell_status cell_safetensors_save(const char *path, int count, const ch
  * Magic 00 00 TYPE NDIM, NDIM big-endian uint32 sizes, then the data, big
  * endian. TYPE 0x08 gives uint8, 0x09 int8, 0x0B (int16) and 0x0C int32,
  * 0x0D float32, 0x0E float64. The file may be gzip-compressed (read through
- * zlib) or plain. ValueError for a missing file, a bad magic, sizes that
- * disagree with the data (short or with trailing bytes) and corrupt gzip
- * data, each naming the file; MemoryError; KeyboardInterrupt. */
+ * zlib: one gzip member, nothing after it) or plain. ValueError for a
+ * missing file or one that is not a regular file (a FIFO is refused, not
+ * waited on), a bad magic, sizes that disagree with the data (short or
+ * with trailing bytes) or overflow, corrupt gzip data, a second gzip member
+ * or trailing garbage, each naming the file; MemoryError;
+ * KeyboardInterrupt. */
 CELL_API cell_status cell_idx_load(const char *path, cell_tensor **out);
 /* cell_idx_load, then each element converted to dtype dt and multiplied by
  * scale (scale 1/255 and float32 turn MNIST's bytes into [0, 1] in one

@@ -6,10 +6,12 @@
  * a clean MemoryError, no leak, no file left behind). Run from the
  * repository root (the fixtures' paths are relative to it). */
 #include "check.h"
+#include "io/io.h"
 #include <dirent.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define ST_DIR "spec/fixtures/safetensors"
@@ -238,7 +240,10 @@ static void test_atomic_save(void) {
   cell_tensor_release(s);
 }
 
-/* Fail the Nth allocation of each call for N = 1, 2, ... until it works. */
+/* Fail the Nth allocation of each call for N = 1, 2, ... until it works.
+ * The safetensors header is parsed with the engine's allocator, so the first
+ * failures land inside the parser: each must be a MemoryError ("out of
+ * memory"), never "not valid JSON". */
 static void test_failed_allocations(void) {
   cell_tensor *ts[NT];
   const char *names[NT];
@@ -342,6 +347,124 @@ static void test_idx(void) {
   }
 }
 
+/* A safetensors file of n zero-size F32 tensors "tNNNNNNN" (the header
+ * small, the tensors not); returns its size. */
+static long many_empty(const char *path, int n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  long h = 2 + (long)n * 60 - 1; /* {} and n entries of 59 bytes, commas between */
+  long pad = (8 - h % 8) % 8;
+  unsigned char len[8];
+  for (int i = 0; i < 8; i++) len[i] = (unsigned char)(((unsigned long)(h + pad) >> (8 * i)) & 0xff);
+  fwrite(len, 1, 8, f);
+  fputc('{', f);
+  for (int i = 1; i <= n; i++)
+    fprintf(f, "%s\"t%07d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}", i > 1 ? "," : "", i);
+  fputc('}', f);
+  for (long i = 0; i < pad; i++) fputc(' ', f);
+  fclose(f);
+  return file_size(path);
+}
+
+/* Bytes the engine's allocator had handed out at most during fn, beyond
+ * what it held before. */
+static unsigned long long peak_during_load(const char *path, cell_status *s) {
+  cell_alloc_stats a, b;
+  cell_alloc_get_stats(&a);
+  cell_alloc_reset_peak();
+  cell_safetensors *st = NULL;
+  *s = cell_safetensors_load(path, &st);
+  cell_alloc_get_stats(&b);
+  cell_safetensors_free(st);
+  return b.peak - a.in_use;
+}
+
+/* Loading takes at most 4 times the file plus 64 MiB, whatever the header
+ * holds (1.7 million empty tensors in a 100 MB header took 3.2 GB once);
+ * beyond that, a ValueError naming the bound. */
+static void test_memory_bound(void) {
+  char path[512];
+  TMP(path, "many.safetensors");
+  struct { int n, ok; } cases[] = {{300000, 0}, {20000, 1}};
+  for (int k = 0; k < 2; k++) {
+    long size = many_empty(path, cases[k].n);
+    unsigned long long bound = 4ull * (unsigned long long)size + (64ull << 20);
+    cell_status s;
+    unsigned long long peak = peak_during_load(path, &s);
+    CHECKF(peak <= bound, "%d tensors: %llu bytes at the peak, over %llu", cases[k].n, peak, bound);
+    if (cases[k].ok) {
+      CHECK(s == CELL_OK);
+    } else {
+      char want[160];
+      snprintf(want, sizeof want, "loading it would take more than %llu bytes of memory (%d tensors: ", bound,
+               cases[k].n);
+      CHECK(s == CELL_ERR_VALUE && strstr(cell_last_error(), want));
+    }
+  }
+  /* one big tensor: the data itself, no more */
+  int64_t shape[1] = {4 << 20};
+  cell_tensor *t = NULL;
+  REQUIRE_OK(cell_tensor_full(CELL_DTYPE_F32, 1, shape, 0, &t));
+  const char *nm[1] = {"big"};
+  REQUIRE_OK(cell_safetensors_save(path, 1, nm, &t, 0, NULL, NULL));
+  cell_tensor_release(t);
+  cell_status s;
+  unsigned long long peak = peak_during_load(path, &s);
+  CHECK(s == CELL_OK && peak < (unsigned long long)file_size(path) / 4 * 5 + (1u << 20)); /* size classes round up by a quarter at most */
+  unlink(path);
+}
+
+/* What loads from memory saves to memory and loads again equal (the fuzz
+ * targets' round trip), for every dtype and shape of make_tensors. */
+static void test_memory_round_trip(void) {
+  cell_tensor *ts[NT];
+  const char *names[NT];
+  make_tensors(ts, names);
+  const char *keys[1] = {"k"}, *vals[1] = {"v"};
+  char *p = NULL, *q = NULL;
+  size_t n = 0, m = 0;
+  REQUIRE_OK(cell_st_save_mem("mem", NT, names, ts, 1, keys, vals, &p, &n));
+  cell_safetensors *st = NULL;
+  REQUIRE_OK(cell_st_load_mem("mem", p, n, &st));
+  CHECK(st->count == NT);
+  for (int k = 0; k < NT && k < st->count; k++) CHECK(same_tensor(st->tensors[k], ts[k]));
+  REQUIRE_OK(cell_st_save_mem("mem", st->count, (const char *const *)st->names, st->tensors, st->meta_count,
+                              (const char *const *)st->meta_keys, (const char *const *)st->meta_values, &q, &m));
+  CHECK(m == n && memcmp(p, q, n) == 0);
+  cell_safetensors_free(st);
+  cell_dealloc(p);
+  cell_dealloc(q);
+  for (int k = 0; k < NT; k++) cell_tensor_release(ts[k]);
+  /* the file's bytes, read from memory, are read the same */
+  FILE *f = fopen(IDX_DIR "/good_u8.idx.gz", "rb");
+  char buf[4096];
+  size_t got = f ? fread(buf, 1, sizeof buf, f) : 0;
+  if (f) fclose(f);
+  cell_tensor *t = NULL, *u = NULL;
+  REQUIRE_OK(cell_idx_load_mem("mem", buf, got, CELL_DTYPE_COUNT, 1, &t));
+  REQUIRE_OK(cell_idx_load(IDX_DIR "/good_u8.idx.gz", &u));
+  CHECK(same_tensor(t, u));
+  cell_tensor_release(t);
+  cell_tensor_release(u);
+}
+
+/* A FIFO (or any non-file) is refused before it is read: opening one for
+ * reading used to wait for a writer forever. */
+static void test_not_regular(void) {
+  char path[512];
+  TMP(path, "pipe");
+  CHECK(mkfifo(path, 0600) == 0);
+  cell_safetensors *st = NULL;
+  cell_tensor *t = NULL;
+  CHECK(cell_safetensors_load(path, &st) == CELL_ERR_VALUE);
+  CHECK_MSG("not a regular file (a FIFO)");
+  CHECK(cell_idx_load(path, &t) == CELL_ERR_VALUE);
+  CHECK_MSG("not a regular file (a FIFO)");
+  CHECK(cell_safetensors_load("/dev/null", &st) == CELL_ERR_VALUE);
+  CHECK_MSG("not a regular file (a character device)");
+  unlink(path);
+}
+
 void test_io_all(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/cell-test-io.XXXXXX");
   if (!mkdtemp(tmpdir)) {
@@ -355,6 +478,9 @@ void test_io_all(void) {
   test_atomic_save();
   test_failed_allocations();
   test_idx();
+  test_memory_bound();
+  test_memory_round_trip();
+  test_not_regular();
   /* clean up the folder */
   DIR *d = opendir(tmpdir);
   for (struct dirent *e; d && (e = readdir(d));) {

@@ -61,6 +61,7 @@ M.C = {
   ["cell.safetensors_load"] = { "(path)", "Read a safetensors file: its names (in file order), tensors and metadata." },
   ["cell.idx_load"] = { "(path [, dtype [, scale]])", "Read an IDX file (MNIST's format) as a tensor of its dtype, or of dtype with values times scale." },
   ["cell.isatty"] = { "(fd)", "Whether descriptor fd (0 stdin, 1 stdout, 2 stderr) is a terminal." },
+  ["cell.file_kind"] = { "(path)", "What path names, without opening it: \"file\", \"directory\", \"fifo\", \"other\", or nil when nothing is there." },
   ["Tensor"] = { "", "An n-dimensional array of one dtype on the engine; t:<Tab> lists its methods, ?t:sum documents one." },
   -- tensor properties, lifetime, conversion
   ["Tensor:numel"] = { "()", "The number of elements." },

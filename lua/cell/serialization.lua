@@ -261,11 +261,8 @@ end
 
 -- load_checkpoint ----------------------------------------------------------------------
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
+-- (stat, not open: opening a FIFO would wait for a writer forever)
+local function exists(path) return core.file_kind(path) ~= nil end
 
 --- A prefix option: nil, a string, or a non-empty list of non-empty strings.
 local function check_prefix(v, lvl)

@@ -11,6 +11,26 @@
  * limit), so a hostile length cannot make us allocate gigabytes. */
 #define CELL_ST_MAX_HEADER 100000000ull
 
+/* A load may allocate at most CELL_ST_MEM_FACTOR times the file's size
+ * plus CELL_ST_MEM_SLACK bytes (header, entries, names, the tensors and
+ * their data together); a file that would take more is a ValueError. */
+#define CELL_ST_MEM_FACTOR 4
+#define CELL_ST_MEM_SLACK ((uint64_t)64 << 20)
+
+/* cell_safetensors_load on a file held in memory, p[0..n); name stands for
+ * the path in messages (the fuzz targets read their inputs so). */
+cell_status cell_st_load_mem(const char *name, const void *p, size_t n, cell_safetensors **out);
+/* cell_safetensors_save into a new buffer *out of *n bytes (from
+ * cell_alloc; the caller frees it with cell_dealloc). */
+cell_status cell_st_save_mem(const char *name, int count, const char *const *names, cell_tensor *const *tensors,
+                             int meta_count, const char *const *meta_keys, const char *const *meta_values,
+                             char **out, size_t *n);
+
+/* cell_idx_load_as on a file held in memory (dt CELL_DTYPE_COUNT: the
+ * file's own dtype, scale 1); name stands for the path in messages. */
+cell_status cell_idx_load_mem(const char *name, const void *p, size_t n, cell_dtype dt, double scale,
+                              cell_tensor **out);
+
 /* safetensors' name of a dtype ("F32", ...), and back (CELL_DTYPE_COUNT
  * when unknown or not one of cell's). */
 const char *cell_st_dtype_name(cell_dtype dt);

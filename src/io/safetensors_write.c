@@ -1,20 +1,26 @@
 /* safetensors_write.c - cell_safetensors_save: the header is built in
  * memory (by hand: exact 64-bit offsets, and every byte from the engine's
  * allocator, so failed allocations can be tested), then header and data go
- * to a temporary file beside the target, which is flushed, fsync'd and
- * renamed over it. A failure at any step removes the temporary file and
- * leaves the target as it was. */
+ * to a temporary file beside the target (through symlinks: the link's
+ * target is replaced), with the target's permissions, which is flushed,
+ * fsync'd and renamed over it, the folder synced before and after. A
+ * failure at any step removes the temporary file and leaves the target as
+ * it was; temporary files of savers that were killed are removed by the
+ * next save to the same place. */
 #include "cell_io.h"
 #include "io.h"
 #include "../core/alloc.h"
 #include "../core/kernels.h"
 #include "../core/tensor.h"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* --- a growable byte buffer ---------------------------------------------------- */
@@ -26,7 +32,7 @@ typedef struct buf {
 } buf;
 
 static void put(buf *b, const char *s, size_t n) {
-  if (b->oom) return;
+  if (b->oom || n == 0) return;
   if (b->n + n > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->n + n) cap *= 2;
@@ -176,32 +182,149 @@ static cell_status make_header(const char *path, int count, const char *const *n
 /* --- the file ----------------------------------------------------------------------- */
 
 typedef struct writer {
-  const char *path;
-  char *tmp;   /* the temporary file's name */
+  const char *path;  /* as given, for messages */
+  char *target;      /* the file replaced: path, or the end of its chain of symlinks */
+  char *tmp;         /* the temporary file's name */
   FILE *f;
+  buf *mem;          /* cell_st_save_mem: the bytes go here instead */
 } writer;
 
 static cell_status sys_fail(const writer *w, const char *what) {
   return cell_error(CELL_ERR_RUNTIME, "safetensors: %s: cannot %s: %s", w->path, what, strerror(errno));
 }
 
-/* Create a new file beside the target: "<path>.tmp.<pid>.<n>", made with
- * O_EXCL so two savers never share one. */
+static cell_status no_memory(const writer *w) {
+  return cell_error(CELL_ERR_MEMORY, "safetensors: %s: out of memory", w->path);
+}
+
+static char *dup_n(const char *s, size_t n) {
+  char *p = cell_alloc(n + 1);
+  if (p) {
+    memcpy(p, s, n);
+    p[n] = '\0';
+  }
+  return p;
+}
+
+/* The folder part of p ("." when none), in dir of size cap; 0 if too long. */
+static int folder_of(const char *p, char *dir, size_t cap) {
+  const char *slash = strrchr(p, '/');
+  size_t n = !slash ? 1 : slash == p ? 1 : (size_t)(slash - p);
+  if (n + 1 > cap) return 0;
+  memcpy(dir, slash ? p : ".", n);
+  dir[n] = '\0';
+  return 1;
+}
+
+/* w->target: path with its symlinks followed (a save through a link
+ * replaces what the link points to, and the link stays), up to 40 links
+ * as the system allows; a dangling link names the file to create. */
+static cell_status resolve(writer *w) {
+  char *cur = dup_n(w->path, strlen(w->path));
+  if (!cur) return no_memory(w);
+  for (int hops = 0;; hops++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) break;
+    if (hops == 40) {
+      cell_dealloc(cur);
+      errno = ELOOP;
+      return sys_fail(w, "follow its symbolic links");
+    }
+    char link[4096];
+    ssize_t n = readlink(cur, link, sizeof link - 1);
+    if (n < 0) {
+      cell_dealloc(cur);
+      return sys_fail(w, "read its symbolic link");
+    }
+    link[n] = '\0';
+    char *next;
+    const char *slash = strrchr(cur, '/');
+    if (link[0] == '/' || !slash) {
+      next = dup_n(link, (size_t)n);
+    } else { /* relative to the link's folder */
+      size_t d = (size_t)(slash - cur) + 1;
+      next = cell_alloc(d + (size_t)n + 1);
+      if (next) {
+        memcpy(next, cur, d);
+        memcpy(next + d, link, (size_t)n + 1);
+      }
+    }
+    cell_dealloc(cur);
+    if (!next) return no_memory(w);
+    cur = next;
+  }
+  w->target = cur;
+  return CELL_OK;
+}
+
+/* Remove "<target>.tmp.<pid>.<n>" files left by savers that died (killed
+ * mid-save): those whose process no longer exists. Best effort. */
+static void remove_stale(const writer *w) {
+  char dir[4096];
+  if (!folder_of(w->target, dir, sizeof dir)) return;
+  const char *slash = strrchr(w->target, '/');
+  const char *base = slash ? slash + 1 : w->target;
+  size_t bn = strlen(base);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *nm = e->d_name;
+    if (strncmp(nm, base, bn) != 0 || strncmp(nm + bn, ".tmp.", 5) != 0) continue;
+    char *end;
+    errno = 0;
+    long pid = strtol(nm + bn + 5, &end, 10);
+    if (errno || pid <= 0 || end == nm + bn + 5 || *end != '.' || !end[1]) continue;
+    char *end2;
+    (void)strtoul(end + 1, &end2, 10);
+    if (*end2) continue;
+    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    char full[4096 + 512];
+    snprintf(full, sizeof full, "%s/%s", dir, nm);
+    (void)unlink(full);
+  }
+  closedir(d);
+}
+
+/* The target's folder flushed to the disk (best effort: some file systems
+ * cannot sync a folder). */
+static void sync_folder(const writer *w) {
+  char dir[4096];
+  if (!folder_of(w->target, dir, sizeof dir)) return;
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)fsync(dfd);
+    close(dfd);
+  }
+}
+
+/* Create a new file beside the target: "<target>.tmp.<pid>.<n>", made with
+ * O_EXCL so two savers never share one; with the target's permissions when
+ * it exists (set before a byte is written), else the umask's default. */
 static cell_status open_temp(writer *w) {
   static unsigned counter;
-  size_t n = strlen(w->path) + 48;
+  size_t n = strlen(w->target) + 48;
   w->tmp = cell_alloc(n);
-  if (!w->tmp) return cell_error(CELL_ERR_MEMORY, "safetensors: %s: out of memory", w->path);
+  if (!w->tmp) return no_memory(w);
+  struct stat old;
+  int keep = stat(w->target, &old) == 0 && S_ISREG(old.st_mode);
   for (int attempt = 0; attempt < 100; attempt++) {
     unsigned k = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    snprintf(w->tmp, n, "%s.tmp.%ld.%u", w->path, (long)getpid(), k);
-    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    snprintf(w->tmp, n, "%s.tmp.%ld.%u", w->target, (long)getpid(), k);
+    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, keep ? 0600 : 0666);
     if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) {
       cell_status s = sys_fail(w, "create a file in its folder");
       cell_dealloc(w->tmp);
       w->tmp = NULL;
       return s;
+    }
+    if (keep) { /* the owner first (may be refused: then ours), then the mode */
+      if (fchown(fd, old.st_uid, old.st_gid) != 0) (void)fchown(fd, (uid_t)-1, old.st_gid);
+      if (fchmod(fd, old.st_mode & 07777) != 0) {
+        cell_status s = sys_fail(w, "copy its permissions");
+        close(fd);
+        return s;
+      }
     }
     w->f = fdopen(fd, "wb");
     if (!w->f) {
@@ -217,6 +340,10 @@ static cell_status open_temp(writer *w) {
 }
 
 static cell_status write_all(writer *w, const void *p, size_t n) {
+  if (w->mem) {
+    put(w->mem, (const char *)p, n);
+    return w->mem->oom ? no_memory(w) : CELL_OK;
+  }
   volatile int *intr = &cell_ctx()->interrupt;
   const char *c = p;
   for (size_t done = 0; done < n;) {
@@ -240,7 +367,9 @@ static cell_status write_tensor(writer *w, cell_tensor *t) {
   return s;
 }
 
-/* Flush to the disk and close; then the rename makes it visible. */
+/* Flush the file to the disk and close it; sync the folder (the temporary
+ * file's entry), rename over the target, sync the folder again (the
+ * rename). */
 static cell_status finish(writer *w) {
   int fail = fflush(w->f) != 0 || fsync(fileno(w->f)) != 0;
   int err = errno;
@@ -250,23 +379,21 @@ static cell_status finish(writer *w) {
     if (fail) errno = err;
     return sys_fail(w, "write");
   }
-  if (rename(w->tmp, w->path) != 0) return sys_fail(w, "replace the file");
-  /* The rename itself is durable once the folder is synced (best effort). */
-  const char *slash = strrchr(w->path, '/');
-  char dir[4096];
-  if (slash && (size_t)(slash - w->path) < sizeof dir) {
-    size_t n = slash == w->path ? 1 : (size_t)(slash - w->path);
-    memcpy(dir, w->path, n);
-    dir[n] = '\0';
-  } else {
-    strcpy(dir, ".");
-  }
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)fsync(dfd);
-    close(dfd);
-  }
+  sync_folder(w);
+  if (rename(w->tmp, w->target) != 0) return sys_fail(w, "replace the file");
+  sync_folder(w);
   return CELL_OK;
+}
+
+/* The 8-byte length, the header, the data. */
+static cell_status write_file(writer *w, const buf *b, int count, cell_tensor *const *tensors) {
+  unsigned char len[8];
+  uint64_t h = b->n;
+  for (int i = 0; i < 8; i++, h >>= 8) len[i] = (unsigned char)(h & 0xff);
+  cell_status s = write_all(w, len, 8);
+  if (!s) s = write_all(w, b->p, b->n);
+  for (int i = 0; i < count && !s; i++) s = write_tensor(w, tensors[i]);
+  return s;
 }
 
 cell_status cell_safetensors_save(const char *path, int count, const char *const *names,
@@ -278,20 +405,39 @@ cell_status cell_safetensors_save(const char *path, int count, const char *const
   CELL_TRY(check_args(path, count, names, tensors, meta_count, meta_keys, meta_values));
   buf b = {NULL, 0, 0, 0};
   cell_status s = make_header(path, count, names, tensors, meta_count, meta_keys, meta_values, &b);
-  writer w = {path, NULL, NULL};
-  if (!s) s = open_temp(&w);
+  writer w = {path, NULL, NULL, NULL, NULL};
+  if (!s) s = resolve(&w);
   if (!s) {
-    unsigned char len[8];
-    uint64_t h = b.n;
-    for (int i = 0; i < 8; i++, h >>= 8) len[i] = (unsigned char)(h & 0xff);
-    s = write_all(&w, len, 8);
-    if (!s) s = write_all(&w, b.p, b.n);
-    for (int i = 0; i < count && !s; i++) s = write_tensor(&w, tensors[i]);
-    if (!s) s = finish(&w);
+    remove_stale(&w);
+    s = open_temp(&w);
   }
+  if (!s) s = write_file(&w, &b, count, tensors);
+  if (!s) s = finish(&w);
   if (w.f) fclose(w.f);
   if (s && w.tmp) unlink(w.tmp);
   cell_dealloc(w.tmp);
+  cell_dealloc(w.target);
   cell_dealloc(b.p);
   return s;
+}
+
+cell_status cell_st_save_mem(const char *name, int count, const char *const *names, cell_tensor *const *tensors,
+                             int meta_count, const char *const *meta_keys, const char *const *meta_values,
+                             char **out, size_t *n) {
+  if (!name || !out || !n) return cell_error(CELL_ERR_VALUE, "safetensors: no output given");
+  if (!cell_io_little_endian())
+    return cell_error(CELL_ERR_NOTIMPL, "safetensors: big-endian hosts are not supported");
+  CELL_TRY(check_args(name, count, names, tensors, meta_count, meta_keys, meta_values));
+  buf b = {NULL, 0, 0, 0}, file = {NULL, 0, 0, 0};
+  cell_status s = make_header(name, count, names, tensors, meta_count, meta_keys, meta_values, &b);
+  writer w = {name, NULL, NULL, NULL, &file};
+  if (!s) s = write_file(&w, &b, count, tensors);
+  cell_dealloc(b.p);
+  if (s) {
+    cell_dealloc(file.p);
+    return s;
+  }
+  *out = file.p;
+  *n = file.n;
+  return CELL_OK;
 }

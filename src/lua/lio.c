@@ -3,10 +3,12 @@
  *   core.safetensors_load(path) -> names, tensors, metadata
  *   core.idx_load(path [, dtype [, scale]]) -> tensor
  *   core.isatty(fd) -> boolean
+ *   core.file_kind(path) -> "file", "directory", "fifo", "other" or nil
  * lua/cell/serialization.lua and lua/cell/dataset/ build on them. */
 #include "lcell.h"
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LOADED_MT "cell.SafetensorsLoaded"
@@ -154,7 +156,23 @@ static int l_isatty(lua_State *L) {
   return 1;
 }
 
+/* core.file_kind(path) -> what path names, without opening it (io.open
+ * would wait forever on a FIFO): "file", "directory", "fifo", "other", or
+ * nil when nothing is there (or it cannot be looked at). */
+static int l_file_kind(lua_State *L) {
+  const char *path = check_cstring(L, 1, 1, "path");
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushstring(L, S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "directory"
+                    : S_ISFIFO(st.st_mode) ? "fifo" : "other");
+  return 1;
+}
+
 static const luaL_Reg io_funcs[] = {
+    {"file_kind", l_file_kind},
     {"safetensors_save", l_safetensors_save},
     {"safetensors_load", l_safetensors_load},
     {"idx_load", l_idx_load},
