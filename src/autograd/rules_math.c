@@ -14,8 +14,8 @@
  * Backward runs with grad mode off, and rules call raw kernels only. */
 #include "autograd.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "../ops/kernels.h"
+#include "../ops/ops.h"
 
 /* --- the elementwise backward kernel ------------------------------------------- */
 

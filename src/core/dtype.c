@@ -52,3 +52,11 @@ cell_dtype cell_dtype_promote_scalar(cell_dtype t, int scalar_is_float) {
   if (scalar_is_float) return cell_dtype_is_float(t) ? t : CELL_DTYPE_F32;
   return t == CELL_DTYPE_BOOL ? CELL_DTYPE_I64 : t;
 }
+
+/* Whether a value of dtype from may be stored into to by an in-place op:
+ * never float into integer, nor anything but bool into bool. */
+int cell_dtype_can_cast(cell_dtype from, cell_dtype to) {
+  if (cell_dtype_is_float(from) && !cell_dtype_is_float(to)) return 0;
+  if (to == CELL_DTYPE_BOOL && from != CELL_DTYPE_BOOL) return 0;
+  return 1;
+}

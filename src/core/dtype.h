@@ -131,4 +131,8 @@ static inline int cell_dtype_is_int(cell_dtype d) {
   return d == CELL_DTYPE_I8 || d == CELL_DTYPE_U8 || d == CELL_DTYPE_I32 || d == CELL_DTYPE_I64;
 }
 
+/* Whether an in-place op may store a dt `from` result into a `to` tensor:
+ * never float into integer, nor anything but bool into bool. */
+int cell_dtype_can_cast(cell_dtype from, cell_dtype to);
+
 #endif

@@ -89,6 +89,9 @@ cell_status cell_broadcast_shapes(const char *op, int na, const int64_t *a, int 
 cell_status cell_check_dim(const char *op, int dim, int ndim);
 /* Validate a shape: cell_shape_numel_checked without the count. */
 cell_status cell_check_shape(const char *op, int ndim, const int64_t *shape);
+/* Release up to four tensors (NULLs allowed), then return s. */
+cell_status cell_release4(cell_status s, cell_tensor *a, cell_tensor *b, cell_tensor *c,
+                          cell_tensor *d);
 /* Mark a storage written (version counter). */
 static inline void cell_tensor_bump(cell_tensor *t) { t->storage->version++; }
 

@@ -7,7 +7,7 @@
 #include "cell_io.h"
 #include "io.h"
 #include "../core/alloc.h"
-#include "../core/kernels.h"
+#include "../ops/kernels.h"
 #include "../core/tensor.h"
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
  * rule regenerates it instead of storing it. */
 #include "nn.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 #include "../core/rng.h"
 
 #define CHUNK CELL_NN_CHUNK /* a multiple of 4: Philox blocks never split */

@@ -2,7 +2,7 @@
  * gradient of the table (the output's rows added back at their ids)
  * (src/ops/nn.h). */
 #include "nn.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 
 #define CHUNK CELL_NN_CHUNK
 

@@ -13,8 +13,8 @@
 #include "nn.h"
 #include "../core/alloc.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "kernels.h"
+#include "ops.h"
 
 #define CHUNK CELL_NN_CHUNK
 

@@ -7,7 +7,7 @@
  * into double buffers. Reductions add the runs serially in row-major order,
  * so results do not depend on the thread count. */
 #include "nn.h"
-#include "../core/ops.h"
+#include "ops.h"
 
 #define CHUNK CELL_NN_CHUNK
 

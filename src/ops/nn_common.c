@@ -3,7 +3,7 @@
  * reductions. */
 #include "nn.h"
 #include "../core/alloc.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 
 cell_status cell_nn_check_float(const char *op, const char *what, const cell_tensor *t) {
   if (!cell_dtype_is_float(t->dtype))

@@ -25,9 +25,9 @@
  * Integer sums and products wrap modulo 2^64 (computed in uint64_t); float
  * inputs accumulate in double. */
 #include "../core/alloc.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 #include "../core/iter.h"
-#include "../core/ops.h"
+#include "ops.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif

@@ -7,7 +7,7 @@
  * large inputs split over threads with identical results. */
 #include "nn.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 
 #define CHUNK CELL_NN_CHUNK
 
