@@ -25,7 +25,7 @@ cell_status cell_nn_doubles(const char *op, const cell_tensor *t, int64_t n, dou
       cell_dealloc(v);
       return s;
     }
-    cell_nn_load(c->dtype, cell_tensor_base(c), cell_dtype_size(c->dtype), n, v);
+    cell_load_run(c->dtype, cell_tensor_base(c), cell_dtype_size(c->dtype), n, v);
     cell_tensor_release(c);
   }
   *out = v;
