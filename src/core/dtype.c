@@ -60,3 +60,8 @@ int cell_dtype_can_cast(cell_dtype from, cell_dtype to) {
   if (to == CELL_DTYPE_BOOL && from != CELL_DTYPE_BOOL) return 0;
   return 1;
 }
+
+double cell_element_get_f64(cell_dtype dt, const void *p) { return cell_load_f64(dt, p); }
+long long cell_element_get_i64(cell_dtype dt, const void *p) { return cell_load_i64(dt, p); }
+void cell_element_set_f64(cell_dtype dt, void *p, double v) { cell_store_f64(dt, p, v); }
+void cell_element_set_i64(cell_dtype dt, void *p, long long v) { cell_store_i64(dt, p, v); }

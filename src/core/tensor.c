@@ -300,3 +300,7 @@ cell_status cell_release4(cell_status s, cell_tensor *a, cell_tensor *b, cell_te
   cell_tensor_release(d);
   return s;
 }
+
+size_t cell_tensor_owned_bytes(const cell_tensor *t) {
+  return t && t->storage->refcount == 1 ? t->storage->nbytes : 0;
+}

@@ -80,8 +80,7 @@ cell_status cell_shape_too_large(const char *op, int ndim, const int64_t *shape)
 int64_t cell_shape_numel(int ndim, const int64_t *shape);
 void cell_contig_strides(int ndim, const int64_t *shape, int64_t *stride);
 bool cell_shape_equal(int na, const int64_t *a, int nb, const int64_t *b);
-/* "[2, 3]" into buf (always terminated). */
-const char *cell_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+/* cell_shape_str ("[2, 3]") is public: cell.h. */
 /* Broadcast two shapes; ValueError naming both when they do not match. */
 cell_status cell_broadcast_shapes(const char *op, int na, const int64_t *a, int nb,
                                   const int64_t *b, int *nout, int64_t *out);
