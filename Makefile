@@ -64,9 +64,8 @@ MODULE = $(BUILD)/$(LUA)/cell/core.so
 CELL_BIN = $(if $(filter build,$(BUILD)),bin,$(BUILD)/bin)/cell$(if $(filter luajit,$(LUA)),-luajit,)
 CTEST = $(BUILD)/test_engine
 # The binding and the engine as one static library, for C hosts that embed
-# Lua (cell_lua.h; the binding uses engine internals libcell.so does not
-# export), and the embedding examples (examples/embed/): game_loop needs no
-# Lua, host is built for each Lua.
+# Lua (cell_lua.h) in a single binary, and the embedding examples
+# (examples/embed/): game_loop needs no Lua, host is built for each Lua.
 LIBCELL_LUA = $(BUILD)/$(LUA)/libcell-$(LUA).a
 EMBED_GAME = $(BUILD)/embed/game_loop
 EMBED_HOST = $(BUILD)/$(LUA)/embed/host

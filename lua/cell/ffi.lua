@@ -86,8 +86,10 @@ end
 --- The C library namespace: every function of cell_ffi.h (`F.C.cell_tensor_numel(h)`).
 F.C = bind(symbols, "engine")
 local C = F.C
--- cell_lua_ffi_give: the binding's, not the engine's (not in F.C).
-local B = bind(symbols.binding, "binding")
+--- The binding's C side door (cell_lua_ffi_give): cell.core's, not the
+-- engine's, so not in F.C unless both are linked into the executable.
+F.binding = bind(symbols.binding, "binding")
+local B = F.binding
 
 --- The C element type of each dtype, by its Lua name.
 F.ctypes = {
