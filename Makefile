@@ -65,9 +65,8 @@ MODULE = $(BUILD)/$(LUA)/cell/core.so
 CELL_BIN = $(if $(filter build,$(BUILD)),bin,$(BUILD)/bin)/cell$(if $(filter luajit,$(LUA)),-luajit,)
 CTEST = $(BUILD)/test_engine
 # The binding and the engine as one static library, for C hosts that embed
-# Lua (cell_lua.h; the binding uses engine internals libcell.so does not
-# export), and the embedding examples (examples/embed/): game_loop needs no
-# Lua, host is built for each Lua.
+# Lua (cell_lua.h) in a single binary, and the embedding examples
+# (examples/embed/): game_loop needs no Lua, host is built for each Lua.
 LIBCELL_LUA = $(BUILD)/$(LUA)/libcell-$(LUA).a
 EMBED_GAME = $(BUILD)/embed/game_loop
 EMBED_HOST = $(BUILD)/$(LUA)/embed/host
@@ -92,15 +91,21 @@ $(LIBCELL_A): $(ENGINE_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBCELL_SO): $(ENGINE_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
-
-# The module links the engine in, so it needs no libcell.so at run time.
 # nodelete: Lua unloads C modules at lua_close, and unloading the OpenMP
 # runtime under its live worker threads crashes the process at exit.
-$(MODULE): $(BIND_OBJ) $(LIBCELL_A)
+$(LIBCELL_SO): $(ENGINE_OBJ)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcell.so -Wl,-z,nodelete -o $@ $^ $(LIBS)
+
+# The module links libcell.so, so that C hosts, Lua and LuaJIT's FFI share
+# one engine binary (one allocator, one set of tensors). It finds it beside
+# itself ($ORIGIN: `make install` and the rock put a copy there) or two
+# folders up (build/: build/<lua>/cell/core.so). STATIC=1 links the engine
+# into the module instead, for a single file to embed.
+STATIC ?=
+MODULE_ENGINE = $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../..')
+$(MODULE): $(BIND_OBJ) $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO))
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(LIBCELL_A) $(LIBS)
+	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(MODULE_ENGINE) $(LIBS)
 
 $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)
 	@mkdir -p $(dir $@)
@@ -140,6 +145,7 @@ $(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A)
 SPEC_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_CPATH="$(BUILD)/$(LUA)/?.so;;" CELL_BIN="$(CURDIR)/$(CELL_BIN)" CELL_LUA="$(LUA_BIN)"
 
 test: all $(CTEST)
+	sh tests/layering.sh
 	$(CTEST)
 	$(MAKE) --no-print-directory embed
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
@@ -263,6 +269,7 @@ install: all
 	install -d $(DESTDIR)$(LUA_SHARE)/cell/docs/reference
 	install -m 644 docs/reference/*.md $(DESTDIR)$(LUA_SHARE)/cell/docs/reference/
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_CLIB)/cell/core.so
+	$(if $(STATIC),,install -m 755 $(LIBCELL_SO) $(DESTDIR)$(LUA_CLIB)/cell/libcell.so)
 	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/$(notdir $(CELL_BIN))
 	install -m 644 $(LIBCELL_A) $(LIBCELL_SO) $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/

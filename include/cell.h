@@ -338,6 +338,44 @@ CELL_API void cell_tensor_remove_hook(cell_tensor *t, int id);
  * of names written. Tests check each has a gradient check. */
 CELL_API int cell_autograd_node_names(const char **names, int max);
 
+/* A backward rule the host defines (the Lua binding's Cell:bprop,
+ * recomputation and checkpointing stand on it): out, a tensor no recorded
+ * op produced (RuntimeError otherwise), gets a node named name (a string
+ * that outlives the node) over inputs[0..n) (n at most
+ * CELL_CUSTOM_MAX_INPUTS, ValueError otherwise). In backward,
+ * backward(ud, grad_out, n, wants, grad_in) is called with the gradient of
+ * out (borrowed); wants[i] says whether input i needs a gradient, and
+ * grad_in[i] may receive a new reference (or stay NULL: none) for each
+ * such input. A gradient whose shape is not its input's is a ValueError
+ * naming both; one of another float dtype is converted. A failing status
+ * (with its message) ends the pass. release(ud) runs when the node goes
+ * (release may be NULL), and also when this call fails. When grad mode is
+ * off or no input requires grad, no node is made and release(ud) runs at
+ * once (CELL_OK). */
+#define CELL_CUSTOM_MAX_INPUTS 4
+typedef cell_status (*cell_custom_backward)(void *ud, const cell_tensor *grad_out, int n,
+                                            const int *wants, cell_tensor **grad_in);
+CELL_API cell_status cell_autograd_custom_node(cell_tensor *out, int n,
+                                               const cell_tensor *const *inputs,
+                                               const char *name, cell_custom_backward backward,
+                                               void (*release)(void *ud), void *ud);
+
+/* --- elements and shapes for hosts ------------------------------------------------- */
+/* One element of dtype dt at p, read as a double or an int64, and written
+ * from one, converting as cell_tensor_astype converts (integer stores wrap
+ * modulo 2^bits; float to integer saturates, NaN gives 0). p must point at
+ * a whole element of dt (cell_tensor_data_ptr, stepped by the strides). */
+CELL_API double cell_element_get_f64(cell_dtype dt, const void *p);
+CELL_API long long cell_element_get_i64(cell_dtype dt, const void *p);
+CELL_API void cell_element_set_f64(cell_dtype dt, void *p, double v);
+CELL_API void cell_element_set_i64(cell_dtype dt, void *p, long long v);
+/* "[2, 3]" into buf (n bytes, always terminated when n > 0): the form every
+ * engine message names shapes in. Returns buf. */
+CELL_API const char *cell_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+/* The bytes of t's storage that t alone holds (0 when other tensors or
+ * views share it, or t is NULL): what freeing t would give back. */
+CELL_API size_t cell_tensor_owned_bytes(const cell_tensor *t);
+
 /* --- printing ---------------------------------------------------------------------- */
 /* MindSpore's repr: "Tensor(shape=[2, 3], dtype=Float32, value=\n[[...]])".
  * *out is a NUL-terminated string owned by the caller (free with free()). */

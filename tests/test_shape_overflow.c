@@ -5,7 +5,7 @@
 #include "check.h"
 #include "cell_conv.h"
 #include "cell_ffi.h"
-#include "core/kernels.h"
+#include "ops/kernels.h"
 
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 #define P(k) (INT64_C(1) << (k))

@@ -55,9 +55,9 @@ end
 
 local symbols = core._ffi_symbols()
 
---- Whether lib resolves the engine functions to the addresses cell.core calls.
-local function is_engine(lib)
-  for name, addr in pairs(symbols) do
+--- Whether lib resolves the functions of syms to the addresses cell.core calls.
+local function resolves(lib, syms)
+  for name, addr in pairs(syms) do
     if type(addr) == "userdata" then
       local ok, fn = pcall(function() return lib[name] end)
       if not ok or ffi.cast("void *", fn) ~= ffi.cast("void *", addr) then return false end
@@ -66,24 +66,30 @@ local function is_engine(lib)
   return true
 end
 
---- The engine's symbols: the running executable's own (the engine linked
--- into it and exported, as in the `cell` executable) or cell.core's file.
-local function bind()
-  if is_engine(ffi.C) then return ffi.C end
+--- The library holding syms: the running executable's own symbols (the
+-- engine linked into it and exported, as in the `cell` executable) or the
+-- file syms.library names (libcell.so for the engine, cell.core's file for
+-- the binding's side door).
+local function bind(syms, what)
+  if resolves(ffi.C, syms) then return ffi.C end
   local tried = { "the executable's own symbols" }
-  if symbols.library and symbols.library ~= symbols.executable then
-    local ok, lib = pcall(ffi.load, symbols.library)
-    if ok and is_engine(lib) then return lib end
-    tried[#tried + 1] = symbols.library
+  if syms.library and syms.library ~= symbols.executable then
+    local ok, lib = pcall(ffi.load, syms.library)
+    if ok and resolves(lib, syms) then return lib end
+    tried[#tried + 1] = syms.library
   end
-  error("RuntimeError: cell.ffi: cannot bind the engine's C functions (tried "
+  error("RuntimeError: cell.ffi: cannot bind the " .. what .. "'s C functions (tried "
     .. table.concat(tried, ", ") .. "); a host that links cell in must export its "
     .. "symbols (link with -Wl,-E)", 3)
 end
 
 --- The C library namespace: every function of cell_ffi.h (`F.C.cell_tensor_numel(h)`).
-F.C = bind()
+F.C = bind(symbols, "engine")
 local C = F.C
+--- The binding's C side door (cell_lua_ffi_give): cell.core's, not the
+-- engine's, so not in F.C unless both are linked into the executable.
+F.binding = bind(symbols.binding, "binding")
+local B = F.binding
 
 --- The C element type of each dtype, by its Lua name.
 F.ctypes = {
@@ -143,7 +149,7 @@ function F.tensor(h)
     error("TypeError: expected a non-NULL tensor handle (a cell_tensor *), got "
       .. (type(h) == "cdata" and tostring(ffi.typeof(h)) .. " " or "") .. tostring(h), 2)
   end
-  C.cell_lua_ffi_give(h)
+  B.cell_lua_ffi_give(h)
   return core._ffi_tensor()
 end
 

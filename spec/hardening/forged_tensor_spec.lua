@@ -149,7 +149,7 @@ if is_luajit and pcall(require, "ffi") then
 
     it("parks a reference of its own, taken once", function()
       local h = F.mul(cell.tensor({ 1, 2 }), cell.tensor({ 3, 4 }))
-      F.C.cell_lua_ffi_give(h)
+      F.binding.cell_lua_ffi_give(h)
       F.free(h) -- the slot still holds the tensor
       collectgarbage()
       local t = core._ffi_tensor()
@@ -158,9 +158,9 @@ if is_luajit and pcall(require, "ffi") then
       -- a hand-over never completed is released by the next one
       local a = F.add(cell.zeros({ 1 }), cell.ones({ 1 }))
       local before = F.alloc_stats().in_use
-      F.C.cell_lua_ffi_give(a)
+      F.binding.cell_lua_ffi_give(a)
       F.free(a)
-      F.C.cell_lua_ffi_give(nil)
+      F.binding.cell_lua_ffi_give(nil)
       assert.is_true(F.alloc_stats().in_use < before)
       H.expect_error(function() return core._ffi_tensor() end, "ValueError", "no tensor handle")
     end)

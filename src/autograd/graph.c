@@ -2,7 +2,7 @@
  * pass (dependency counting, then nodes in reverse topological order). */
 #include "autograd.h"
 #include "../core/alloc.h"
-#include "../core/kernels.h"
+#include "../ops/kernels.h"
 
 static __thread int grad_enabled = 1;
 static __thread unsigned pass_counter;

@@ -1,7 +1,7 @@
 /* rules_binary.c - recording wrappers and backward rules for the binary
  * elementwise ops and the matrix products. */
 #include "autograd.h"
-#include "../core/kernels.h"
+#include "../ops/kernels.h"
 
 /* a op b with raw kernels, for rules (grad mode is off during backward). */
 static cell_status bin(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {

@@ -9,8 +9,8 @@
  * - MaxPool2dBackward saves the positions of the maxima (int64);
  * - AvgPool2dBackward saves nothing: the input's shape is on the node. */
 #include "autograd.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "../ops/kernels.h"
+#include "../ops/ops.h"
 #include "../ops/conv.h"
 
 /* iarg layout shared by the three nodes. */

@@ -3,7 +3,7 @@
  * min; max / min along a dimension), var / std, p-norms and cumsum.
  *
  * Most rules are elementwise in the gradient, the saved input and the saved
- * output: they run as one pass of a small kernel (ew below) that loads its
+ * output: they run as one pass of cell_ew (src/ops/ew.c), which loads its
  * operands as doubles, so every float dtype and stride layout is served and
  * a rule makes one tensor instead of a chain of temporaries. Reductions
  * bring the gradient (and the saved result) back to the input's rank as a
@@ -14,226 +14,9 @@
  * Backward runs with grad mode off, and rules call raw kernels only. */
 #include "autograd.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
-
-/* --- the elementwise backward kernel ------------------------------------------- */
-
-/* Operands are called a, b, c (each may be absent); k0, k1 are numbers. */
-typedef enum {
-  EW_NONE = 0,
-  /* unary rules: a = g, b = x (input), c = y (output) */
-  EW_ABS,
-  EW_NEG,
-  EW_EXP,
-  EW_LOG,
-  EW_LOG1P,
-  EW_SQRT,
-  EW_RSQRT,
-  EW_SIN,
-  EW_COS,
-  EW_TANH,
-  EW_SIGMOID,
-  EW_RELU,
-  EW_GELU,
-  EW_SILU,
-  /* the others */
-  EW_CLAMP,      /* (g, x): g where k0 <= x <= k1 */
-  EW_SEL_TRUE,   /* (g, cond): g where cond */
-  EW_SEL_FALSE,  /* (g, cond): g where !cond */
-  EW_SCALE,      /* (a): a * k0 */
-  EW_MUL,        /* (a, b): a * b */
-  EW_DIV,        /* (a, b): a / b */
-  EW_EQ,         /* (a, b): a == b */
-  EW_ABS_EQ,     /* (a, b): |a| == b */
-  EW_IS_ZERO,    /* (a): a == 0 */
-  EW_ZERO_TO_ONE,/* (a): a == 0 ? 1 : a */
-  EW_PROD,       /* (gw, x, zeros): see prod_grad */
-  EW_PICK,       /* (gc, x, y): x == y ? gc : 0 */
-  EW_PICK_ABS,   /* (gc, x, y): |x| == y ? gc * sign(x) : 0 */
-  EW_STD_SCALE,  /* (g, std): std == 0 ? 0 : g / (k0 * std) */
-  EW_DEV,        /* (gs, x, mean): gs * (x - mean) */
-  EW_NORM_SCALE, /* (g, norm): norm == 0 ? 0 : g / norm^(k0 - 1) */
-  EW_NORM        /* (gs, x): x == 0 ? 0 : gs * sign(x) |x|^(k0 - 1) */
-} ew_op;
-
-#define EW_CHUNK 256
-
-typedef struct {
-  ew_op op;
-  double k0, k1;
-  int pos[3];                    /* iterator operand of a, b, c; 0 when absent */
-  cell_dtype dt[CELL_ITER_MAX];  /* dtype of each iterator operand */
-} ew_ctx;
-
-static void load_run(cell_dtype dt, const char *p, int64_t s, int64_t n, double *o) {
-  if (dt == CELL_DTYPE_F32) {
-    for (int64_t i = 0; i < n; i++) o[i] = *(const float *)(p + i * s);
-  } else if (dt == CELL_DTYPE_F64) {
-    for (int64_t i = 0; i < n; i++) o[i] = *(const double *)(p + i * s);
-  } else {
-    for (int64_t i = 0; i < n; i++) o[i] = cell_load_f64(dt, p + i * s);
-  }
-}
-
-static void store_run(cell_dtype dt, char *p, int64_t s, int64_t n, const double *v) {
-  if (dt == CELL_DTYPE_F32) {
-    for (int64_t i = 0; i < n; i++) *(float *)(p + i * s) = (float)v[i];
-  } else if (dt == CELL_DTYPE_F64) {
-    for (int64_t i = 0; i < n; i++) *(double *)(p + i * s) = v[i];
-  } else {
-    for (int64_t i = 0; i < n; i++) cell_store_f64(dt, p + i * s, v[i]);
-  }
-}
-
-/* sign with sign(0) = 0; NaN stays NaN. */
-static inline double sgn(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x; }
-
-static inline double sigmoid(double x) {
-  return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-}
-
-#define EW_FOR(EXPR)                                  \
-  do {                                                \
-    for (int64_t i = 0; i < n; i++) r[i] = (EXPR);    \
-  } while (0)
-
-static void ew_apply(const ew_ctx *c, int64_t n, const double *a, const double *b,
-                     const double *cc, double *r) {
-  const double k0 = c->k0, k1 = c->k1;
-  switch (c->op) {
-  case EW_ABS: EW_FOR(a[i] * sgn(b[i])); break;
-  case EW_NEG: EW_FOR(-a[i]); break;
-  case EW_EXP: EW_FOR(a[i] * cc[i]); break;
-  case EW_LOG: EW_FOR(a[i] / b[i]); break;
-  case EW_LOG1P: EW_FOR(a[i] / (1.0 + b[i])); break;
-  case EW_SQRT: EW_FOR(a[i] * 0.5 / cc[i]); break;
-  case EW_RSQRT: EW_FOR(-0.5 * a[i] * cc[i] * cc[i] * cc[i]); break;
-  case EW_SIN: EW_FOR(a[i] * cos(b[i])); break;
-  case EW_COS: EW_FOR(-a[i] * sin(b[i])); break;
-  case EW_TANH: EW_FOR(a[i] * (1.0 - cc[i] * cc[i])); break;
-  case EW_SIGMOID: EW_FOR(a[i] * cc[i] * (1.0 - cc[i])); break;
-  case EW_RELU: EW_FOR(b[i] > 0 ? a[i] : 0.0); break;
-  case EW_GELU: /* Phi(x) + x phi(x) */
-    EW_FOR(a[i] * (0.5 * (1.0 + erf(b[i] * 0.70710678118654752440)) +
-                   b[i] * 0.39894228040143267794 * exp(-0.5 * b[i] * b[i])));
-    break;
-  case EW_SILU:
-    for (int64_t i = 0; i < n; i++) {
-      double s = sigmoid(b[i]);
-      r[i] = a[i] * s * (1.0 + b[i] * (1.0 - s));
-    }
-    break;
-  case EW_CLAMP: EW_FOR(b[i] >= k0 && b[i] <= k1 ? a[i] : 0.0); break;
-  case EW_SEL_TRUE: EW_FOR(b[i] != 0 ? a[i] : 0.0); break;
-  case EW_SEL_FALSE: EW_FOR(b[i] != 0 ? 0.0 : a[i]); break;
-  case EW_SCALE: EW_FOR(a[i] * k0); break;
-  case EW_MUL: EW_FOR(a[i] * b[i]); break;
-  case EW_DIV: EW_FOR(a[i] / b[i]); break;
-  case EW_EQ: EW_FOR(a[i] == b[i] ? 1.0 : 0.0); break;
-  case EW_ABS_EQ: EW_FOR(fabs(a[i]) == b[i] ? 1.0 : 0.0); break;
-  case EW_IS_ZERO: EW_FOR(a[i] == 0 ? 1.0 : 0.0); break;
-  case EW_ZERO_TO_ONE: EW_FOR(a[i] == 0 ? 1.0 : a[i]); break;
-  case EW_PROD: /* no zero in the slice: gw / x; one: gw at the zero; more: 0 */
-    EW_FOR(cc[i] == 0 ? a[i] / b[i] : (cc[i] == 1 && b[i] == 0) ? a[i] : 0.0);
-    break;
-  case EW_PICK: EW_FOR(b[i] == cc[i] ? a[i] : 0.0); break;
-  case EW_PICK_ABS: EW_FOR(fabs(b[i]) == cc[i] ? a[i] * sgn(b[i]) : 0.0); break;
-  case EW_STD_SCALE: EW_FOR(b[i] == 0 ? 0.0 : a[i] / (k0 * b[i])); break;
-  case EW_DEV: EW_FOR(a[i] * (b[i] - cc[i])); break;
-  case EW_NORM_SCALE:
-    if (k0 == 1.0) EW_FOR(b[i] == 0 ? 0.0 : a[i]);
-    else if (k0 == 2.0) EW_FOR(b[i] == 0 ? 0.0 : a[i] / b[i]);
-    else EW_FOR(b[i] == 0 ? 0.0 : a[i] / pow(b[i], k0 - 1.0));
-    break;
-  case EW_NORM:
-    if (k0 == 1.0) EW_FOR(a[i] * sgn(b[i]));
-    else if (k0 == 2.0) EW_FOR(a[i] * b[i]);
-    else EW_FOR(b[i] == 0 ? 0.0 : a[i] * sgn(b[i]) * pow(fabs(b[i]), k0 - 1.0));
-    break;
-  default: EW_FOR(0.0); break;
-  }
-}
-#undef EW_FOR
-
-/* ReLU's gradient on contiguous float32, the hot case of a training step:
- * one branch-free pass instead of the chunked double path (a branch per
- * element mispredicts on random signs). */
-static bool relu_f32_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s) {
-  int qa = c->pos[0], qb = c->pos[1];
-  if (c->op != EW_RELU || !qa || !qb || c->dt[0] != CELL_DTYPE_F32 || c->dt[qa] != CELL_DTYPE_F32 ||
-      c->dt[qb] != CELL_DTYPE_F32 || s[0] != 4 || s[qa] != 4 || s[qb] != 4)
-    return false;
-  float *r = (float *)p[0];
-  const float *g = (const float *)p[qa], *x = (const float *)p[qb];
-#pragma omp simd
-  for (int64_t i = 0; i < n; i++) r[i] = x[i] > 0.0f ? g[i] : 0.0f;
-  return true;
-}
-
-static void ew_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
-  const ew_ctx *c = vctx;
-  if (relu_f32_fast(c, n, p, s)) return;
-  double buf[3][EW_CHUNK], res[EW_CHUNK];
-  for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
-    int64_t m = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;
-    for (int k = 0; k < 3; k++) {
-      int q = c->pos[k];
-      if (q) load_run(c->dt[q], p[q] + i0 * s[q], s[q], m, buf[k]);
-    }
-    ew_apply(c, m, buf[0], buf[1], buf[2], res);
-    store_run(c->dt[0], p[0] + i0 * s[0], s[0], m, res);
-  }
-}
-
-/* A new contiguous tensor of dtype dt and the given shape: op over the
- * operands a, b, c (NULL when unused), each broadcast to that shape. */
-static cell_status ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
-                      const int64_t *shape, const cell_tensor *a, const cell_tensor *b,
-                      const cell_tensor *c, cell_tensor **out) {
-  const cell_tensor *opd[3] = {a, b, c};
-  for (int k = 0; k < 3; k++) {
-    const cell_tensor *t = opd[k];
-    if (!t) continue;
-    bool ok = t->ndim <= ndim;
-    for (int i = 0; ok && i < t->ndim; i++) {
-      int64_t e = t->shape[i], want = shape[ndim - t->ndim + i];
-      ok = e == want || e == 1;
-    }
-    if (!ok) {
-      char b1[256], b2[256];
-      return cell_error(CELL_ERR_RUNTIME,
-                        "autograd: a tensor of shape %s does not broadcast to the shape %s of "
-                        "the gradient being computed",
-                        cell_shape_str(t->ndim, t->shape, b1, sizeof b1),
-                        cell_shape_str(ndim, shape, b2, sizeof b2));
-    }
-  }
-  cell_tensor *r;
-  CELL_TRY(cell_tensor_new_contig(dt, ndim, shape, &r));
-  ew_ctx x;
-  memset(&x, 0, sizeof x);
-  x.op = op;
-  x.k0 = k0;
-  x.k1 = k1;
-  x.dt[0] = dt;
-  cell_iter it;
-  cell_iter_init(&it, ndim, shape);
-  cell_iter_add(&it, r);
-  for (int k = 0; k < 3; k++) {
-    if (!opd[k]) continue;
-    x.pos[k] = it.nops;
-    x.dt[it.nops] = opd[k]->dtype;
-    cell_iter_add(&it, opd[k]);
-  }
-  cell_status s = cell_iter_run(&it, ew_loop, &x);
-  if (s != CELL_OK) {
-    cell_tensor_release(r);
-    return s;
-  }
-  *out = r;
-  return CELL_OK;
-}
+#include "../ops/kernels.h"
+#include "../ops/ops.h"
+#include "../ops/ew.h"
 
 /* --- shared helpers ---------------------------------------------------------------- */
 
@@ -339,7 +122,7 @@ static cell_status unary_backward(cell_node *n, const cell_tensor *g, cell_tenso
   if (unary_rules[op].save & SAVE_X) x = n->saved[k++];
   if (unary_rules[op].save & SAVE_Y) y = n->saved[k++];
   cell_tensor *t = NULL;
-  cell_status s = ew(unary_rules[op].ew, 0, 0, grad_dtype(n, 0, g), n->in_ndim[0],
+  cell_status s = cell_ew(unary_rules[op].ew, 0, 0, grad_dtype(n, 0, g), n->in_ndim[0],
                      n->in_shape[0], g, x, y, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -374,7 +157,7 @@ cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out)
 static cell_status clamp_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   if (!n->next[0]) return CELL_OK;
   cell_tensor *t = NULL;
-  cell_status s = ew(EW_CLAMP, n->darg[0], n->darg[1], grad_dtype(n, 0, g), n->in_ndim[0],
+  cell_status s = cell_ew(EW_CLAMP, n->darg[0], n->darg[1], grad_dtype(n, 0, g), n->in_ndim[0],
                      n->in_shape[0], g, n->saved[0], NULL, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -405,7 +188,7 @@ static cell_status where_backward(cell_node *n, const cell_tensor *g, cell_tenso
   for (int i = 1; i <= 2 && s == CELL_OK; i++) {
     if (!n->next[i]) continue;
     cell_tensor *t = NULL;
-    s = ew(i == 1 ? EW_SEL_TRUE : EW_SEL_FALSE, 0, 0, grad_dtype(n, i, g), g->ndim, g->shape, g,
+    s = cell_ew(i == 1 ? EW_SEL_TRUE : EW_SEL_FALSE, 0, 0, grad_dtype(n, i, g), g->ndim, g->shape, g,
            n->saved[0], NULL, &t);
     s = cell_ag_give(n, i, s, t, gin);
   }
@@ -432,7 +215,7 @@ cell_status cell_op_where(const cell_tensor *cond, const cell_tensor *a, const c
 static cell_status masked_fill_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   if (!n->next[0]) return CELL_OK;
   cell_tensor *t = NULL;
-  cell_status s = ew(EW_SEL_FALSE, 0, 0, grad_dtype(n, 0, g), g->ndim, g->shape, g, n->saved[0],
+  cell_status s = cell_ew(EW_SEL_FALSE, 0, 0, grad_dtype(n, 0, g), g->ndim, g->shape, g, n->saved[0],
                      NULL, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -467,10 +250,10 @@ static cell_status extreme_grad(const cell_node *n, int mask, const cell_tensor 
   keep_shape(n, mask, ks);
   cell_tensor *eq = NULL, *cnt = NULL, *gc = NULL;
   cell_status s =
-      ew(use_abs ? EW_ABS_EQ : EW_EQ, 0, 0, CELL_DTYPE_F64, nd, shape, x, yk, NULL, &eq);
+      cell_ew(use_abs ? EW_ABS_EQ : EW_EQ, 0, 0, CELL_DTYPE_F64, nd, shape, x, yk, NULL, &eq);
   if (s == CELL_OK) s = cell_k_reduce(CELL_RED_SUM, eq, ndims, dims, 1, &cnt);
-  if (s == CELL_OK) s = ew(EW_DIV, 0, 0, CELL_DTYPE_F64, nd, ks, gk, cnt, NULL, &gc);
-  if (s == CELL_OK) s = ew(use_abs ? EW_PICK_ABS : EW_PICK, 0, 0, dt, nd, shape, gc, x, yk, out);
+  if (s == CELL_OK) s = cell_ew(EW_DIV, 0, 0, CELL_DTYPE_F64, nd, ks, gk, cnt, NULL, &gc);
+  if (s == CELL_OK) s = cell_ew(use_abs ? EW_PICK_ABS : EW_PICK, 0, 0, dt, nd, shape, gc, x, yk, out);
   return cell_release4(s, eq, cnt, gc, NULL);
 }
 
@@ -484,15 +267,15 @@ static cell_status prod_grad(const cell_node *n, int mask, const cell_tensor *gk
   int64_t ks[CELL_MAX_DIMS];
   keep_shape(n, mask, ks);
   cell_tensor *t = NULL, *zc = NULL, *nzp = NULL, *gw = NULL;
-  cell_status s = ew(EW_IS_ZERO, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
+  cell_status s = cell_ew(EW_IS_ZERO, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
   if (s == CELL_OK) s = cell_k_reduce(CELL_RED_SUM, t, ndims, dims, 1, &zc);
   cell_tensor_release(t);
   t = NULL;
-  if (s == CELL_OK) s = ew(EW_ZERO_TO_ONE, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
+  if (s == CELL_OK) s = cell_ew(EW_ZERO_TO_ONE, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
   if (s == CELL_OK) s = cell_k_reduce(CELL_RED_PROD, t, ndims, dims, 1, &nzp);
   cell_tensor_release(t);
-  if (s == CELL_OK) s = ew(EW_MUL, 0, 0, CELL_DTYPE_F64, nd, ks, gk, nzp, NULL, &gw);
-  if (s == CELL_OK) s = ew(EW_PROD, 0, 0, dt, nd, shape, gw, x, zc, out);
+  if (s == CELL_OK) s = cell_ew(EW_MUL, 0, 0, CELL_DTYPE_F64, nd, ks, gk, nzp, NULL, &gw);
+  if (s == CELL_OK) s = cell_ew(EW_PROD, 0, 0, dt, nd, shape, gw, x, zc, out);
   return cell_release4(s, zc, nzp, gw, NULL);
 }
 
@@ -507,9 +290,9 @@ static cell_status reduce_backward(cell_node *n, const cell_tensor *g, cell_tens
   cell_status s = to_keep(n, mask, g, &gk);
   if (s == CELL_OK) {
     switch (op) {
-    case CELL_RED_SUM: s = ew(EW_SCALE, 1.0, 0, dt, nd, shape, gk, NULL, NULL, &t); break;
+    case CELL_RED_SUM: s = cell_ew(EW_SCALE, 1.0, 0, dt, nd, shape, gk, NULL, NULL, &t); break;
     case CELL_RED_MEAN:
-      s = ew(EW_SCALE, 1.0 / (double)mask_count(n, mask), 0, dt, nd, shape, gk, NULL, NULL, &t);
+      s = cell_ew(EW_SCALE, 1.0 / (double)mask_count(n, mask), 0, dt, nd, shape, gk, NULL, NULL, &t);
       break;
     case CELL_RED_PROD: s = prod_grad(n, mask, gk, n->saved[0], dt, &t); break;
     case CELL_RED_MAX:
@@ -572,7 +355,7 @@ static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_ten
   cell_dtype dt = grad_dtype(n, 0, g);
   cell_tensor *t = NULL;
   if (nd == 0) { /* one element, which is the extreme */
-    cell_status s = ew(EW_SCALE, 1.0, 0, dt, 0, shape, g, NULL, NULL, &t);
+    cell_status s = cell_ew(EW_SCALE, 1.0, 0, dt, 0, shape, g, NULL, NULL, &t);
     return cell_ag_give(n, 0, s, t, gin);
   }
   int mask = 1 << dim;
@@ -632,11 +415,11 @@ static cell_status var_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   if (s == CELL_OK) s = cell_k_reduce(CELL_RED_MEAN, x, ndims, dims, 1, &mean);
   if (s == CELL_OK && take_sqrt) {
     s = to_keep(n, mask, n->saved[1], &yk);
-    if (s == CELL_OK) s = ew(EW_STD_SCALE, dof, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
+    if (s == CELL_OK) s = cell_ew(EW_STD_SCALE, dof, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
   } else if (s == CELL_OK) {
-    s = ew(EW_SCALE, 2.0 / dof, 0, CELL_DTYPE_F64, nd, ks, gk, NULL, NULL, &gs);
+    s = cell_ew(EW_SCALE, 2.0 / dof, 0, CELL_DTYPE_F64, nd, ks, gk, NULL, NULL, &gs);
   }
-  if (s == CELL_OK) s = ew(EW_DEV, 0, 0, dt, nd, shape, gs, x, mean, &t);
+  if (s == CELL_OK) s = cell_ew(EW_DEV, 0, 0, dt, nd, shape, gs, x, mean, &t);
   cell_release4(CELL_OK, gk, yk, mean, gs);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -682,8 +465,8 @@ static cell_status norm_backward(cell_node *n, const cell_tensor *g, cell_tensor
   if (s == CELL_OK && isinf(p)) {
     s = extreme_grad(n, mask, gk, x, yk, 1, dt, &t);
   } else if (s == CELL_OK) {
-    s = ew(EW_NORM_SCALE, p, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
-    if (s == CELL_OK) s = ew(EW_NORM, p, 0, dt, nd, shape, gs, x, NULL, &t);
+    s = cell_ew(EW_NORM_SCALE, p, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
+    if (s == CELL_OK) s = cell_ew(EW_NORM, p, 0, dt, nd, shape, gs, x, NULL, &t);
   }
   cell_release4(CELL_OK, gk, yk, gs, NULL);
   return cell_ag_give(n, 0, s, t, gin);
@@ -743,7 +526,7 @@ static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tens
       for (int64_t k = len - 1; k >= 0; k--) {
         int64_t off = (o * len + k) * inner;
         double *row = dst + off;
-        load_run(gdt, src + off * es, es, inner, row);
+        cell_load_run(gdt, src + off * es, es, inner, row);
         if (k < len - 1)
           for (int64_t i = 0; i < inner; i++) row[i] += row[i + inner];
       }

@@ -12,8 +12,8 @@
  * embedding the ids. Rules compute with the raw kernels, whose results
  * cell_ag_give converts to each input's dtype. */
 #include "rules_nn.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "../ops/kernels.h"
+#include "../ops/ops.h"
 #include "../ops/nn.h"
 
 static const char *const nn_node_names[] = {

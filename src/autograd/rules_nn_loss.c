@@ -8,8 +8,8 @@
  * cross_entropy and nll_loss are constants (as PyTorch, which does not
  * differentiate them); bce_with_logits differentiates all four operands. */
 #include "rules_nn.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "../ops/kernels.h"
+#include "../ops/ops.h"
 #include "../ops/nn.h"
 
 /* --- cross_entropy, nll_loss -------------------------------------------------------------- */

@@ -8,7 +8,7 @@
  * int are kept in two iarg slots (put_i64 / get_i64). */
 #include "autograd.h"
 #include "../core/alloc.h"
-#include "../core/kernels.h"
+#include "../ops/kernels.h"
 
 /* --- helpers ---------------------------------------------------------------- */
 

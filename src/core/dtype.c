@@ -52,3 +52,16 @@ cell_dtype cell_dtype_promote_scalar(cell_dtype t, int scalar_is_float) {
   if (scalar_is_float) return cell_dtype_is_float(t) ? t : CELL_DTYPE_F32;
   return t == CELL_DTYPE_BOOL ? CELL_DTYPE_I64 : t;
 }
+
+/* Whether a value of dtype from may be stored into to by an in-place op:
+ * never float into integer, nor anything but bool into bool. */
+int cell_dtype_can_cast(cell_dtype from, cell_dtype to) {
+  if (cell_dtype_is_float(from) && !cell_dtype_is_float(to)) return 0;
+  if (to == CELL_DTYPE_BOOL && from != CELL_DTYPE_BOOL) return 0;
+  return 1;
+}
+
+double cell_element_get_f64(cell_dtype dt, const void *p) { return cell_load_f64(dt, p); }
+long long cell_element_get_i64(cell_dtype dt, const void *p) { return cell_load_i64(dt, p); }
+void cell_element_set_f64(cell_dtype dt, void *p, double v) { cell_store_f64(dt, p, v); }
+void cell_element_set_i64(cell_dtype dt, void *p, long long v) { cell_store_i64(dt, p, v); }

@@ -127,8 +127,84 @@ static inline void cell_store_f64(cell_dtype dt, void *p, double v) {
   }
 }
 
+/* Strided runs: the one place a kernel loads n elements of dtype dt that
+ * lie s bytes apart from p into doubles (or int64s), or stores doubles back
+ * (arguments in that order: dtype, pointer, stride, count, buffer).
+ * Contiguous float32/float64 runs use OpenMP's simd directive (GCC's -O2
+ * cost model leaves these loops scalar); the other dtypes convert one
+ * element at a time through a switch hoisted out of the loop. */
+#define CELL_RUN_PRAGMA_(x) _Pragma(#x)
+#define CELL_RUN_(T, EXPR, CONTIG_SIMD)                                   \
+  do {                                                                    \
+    if (CONTIG_SIMD && s == (int64_t)sizeof(T)) {                         \
+      CELL_RUN_PRAGMA_(omp simd)                                          \
+      for (int64_t i = 0; i < n; i++) {                                   \
+        T v_ = ((const T *)p)[i];                                         \
+        o[i] = (EXPR);                                                    \
+      }                                                                   \
+    } else {                                                              \
+      for (int64_t i = 0; i < n; i++) {                                   \
+        T v_ = *(const T *)(p + i * s);                                   \
+        o[i] = (EXPR);                                                    \
+      }                                                                   \
+    }                                                                     \
+  } while (0)
+
+static inline void cell_load_run(cell_dtype dt, const char *p, int64_t s, int64_t n, double *o) {
+  switch (dt) {
+  case CELL_DTYPE_F32: CELL_RUN_(float, (double)v_, 1); break;
+  case CELL_DTYPE_F64: CELL_RUN_(double, v_, 1); break;
+  case CELL_DTYPE_F16: CELL_RUN_(uint16_t, (double)cell_half_to_float(v_), 0); break;
+  case CELL_DTYPE_BF16: CELL_RUN_(uint16_t, (double)cell_bf16_to_float(v_), 0); break;
+  case CELL_DTYPE_I8: CELL_RUN_(int8_t, (double)v_, 0); break;
+  case CELL_DTYPE_U8: CELL_RUN_(uint8_t, (double)v_, 0); break;
+  case CELL_DTYPE_I32: CELL_RUN_(int32_t, (double)v_, 0); break;
+  case CELL_DTYPE_I64: CELL_RUN_(int64_t, (double)v_, 0); break;
+  case CELL_DTYPE_BOOL: CELL_RUN_(uint8_t, v_ ? 1.0 : 0.0, 0); break;
+  default:
+    for (int64_t i = 0; i < n; i++) o[i] = cell_load_f64(dt, p + i * s);
+    break;
+  }
+}
+
+/* The same as int64 (exact for the integer dtypes and bool). */
+static inline void cell_load_run_i64(cell_dtype dt, const char *p, int64_t s, int64_t n,
+                                     int64_t *o) {
+  switch (dt) {
+  case CELL_DTYPE_I8: CELL_RUN_(int8_t, (int64_t)v_, 0); break;
+  case CELL_DTYPE_U8: CELL_RUN_(uint8_t, (int64_t)v_, 0); break;
+  case CELL_DTYPE_I32: CELL_RUN_(int32_t, (int64_t)v_, 0); break;
+  case CELL_DTYPE_I64: CELL_RUN_(int64_t, v_, 0); break;
+  case CELL_DTYPE_BOOL: CELL_RUN_(uint8_t, (int64_t)(v_ != 0), 0); break;
+  default:
+    for (int64_t i = 0; i < n; i++) o[i] = cell_load_i64(dt, p + i * s);
+    break;
+  }
+}
+#undef CELL_RUN_
+
+static inline void cell_store_run(cell_dtype dt, char *p, int64_t s, int64_t n, const double *v) {
+  if (dt == CELL_DTYPE_F32) {
+    if (s == 4)
+      CELL_RUN_PRAGMA_(omp simd) for (int64_t i = 0; i < n; i++) ((float *)p)[i] = (float)v[i];
+    else
+      for (int64_t i = 0; i < n; i++) *(float *)(p + i * s) = (float)v[i];
+  } else if (dt == CELL_DTYPE_F64) {
+    if (s == 8)
+      CELL_RUN_PRAGMA_(omp simd) for (int64_t i = 0; i < n; i++) ((double *)p)[i] = v[i];
+    else
+      for (int64_t i = 0; i < n; i++) *(double *)(p + i * s) = v[i];
+  } else {
+    for (int64_t i = 0; i < n; i++) cell_store_f64(dt, p + i * s, v[i]);
+  }
+}
+
 static inline int cell_dtype_is_int(cell_dtype d) {
   return d == CELL_DTYPE_I8 || d == CELL_DTYPE_U8 || d == CELL_DTYPE_I32 || d == CELL_DTYPE_I64;
 }
+
+/* Whether an in-place op may store a dt `from` result into a `to` tensor:
+ * never float into integer, nor anything but bool into bool. */
+int cell_dtype_can_cast(cell_dtype from, cell_dtype to);
 
 #endif

@@ -1,6 +1,5 @@
 /* tensor.c - storage lifetime, tensor creation and accessors. */
 #include "tensor.h"
-#include "kernels.h"
 #include "alloc.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,20 +149,6 @@ cell_status cell_tensor_empty(cell_dtype dt, int ndim, const int64_t *shape, cel
   return cell_tensor_new_contig(dt, ndim, shape, out);
 }
 
-cell_status cell_tensor_full(cell_dtype dt, int ndim, const int64_t *shape, double value,
-                             cell_tensor **out) {
-  cell_tensor *t;
-  if (!out) return cell_error(CELL_ERR_VALUE, "full: NULL argument");
-  CELL_TRY(cell_tensor_empty(dt, ndim, shape, &t));
-  cell_status s = cell_k_fill_(t, value);
-  if (s != CELL_OK) {
-    cell_tensor_release(t);
-    return s;
-  }
-  *out = t;
-  return CELL_OK;
-}
-
 cell_status cell_tensor_wrap(void *data, cell_dtype dt, int ndim, const int64_t *shape,
                              const int64_t *strides, void (*release)(void *, void *), void *ctx,
                              cell_tensor **out) {
@@ -305,4 +290,17 @@ cell_status cell_tensor_item_i64(const cell_tensor *t, int64_t *out) {
   CELL_TRY(single(t, &p));
   *out = cell_load_i64(t->dtype, p);
   return CELL_OK;
+}
+
+cell_status cell_release4(cell_status s, cell_tensor *a, cell_tensor *b, cell_tensor *c,
+                          cell_tensor *d) {
+  cell_tensor_release(a);
+  cell_tensor_release(b);
+  cell_tensor_release(c);
+  cell_tensor_release(d);
+  return s;
+}
+
+size_t cell_tensor_owned_bytes(const cell_tensor *t) {
+  return t && t->storage->refcount == 1 ? t->storage->nbytes : 0;
 }

@@ -80,8 +80,7 @@ cell_status cell_shape_too_large(const char *op, int ndim, const int64_t *shape)
 int64_t cell_shape_numel(int ndim, const int64_t *shape);
 void cell_contig_strides(int ndim, const int64_t *shape, int64_t *stride);
 bool cell_shape_equal(int na, const int64_t *a, int nb, const int64_t *b);
-/* "[2, 3]" into buf (always terminated). */
-const char *cell_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+/* cell_shape_str ("[2, 3]") is public: cell.h. */
 /* Broadcast two shapes; ValueError naming both when they do not match. */
 cell_status cell_broadcast_shapes(const char *op, int na, const int64_t *a, int nb,
                                   const int64_t *b, int *nout, int64_t *out);
@@ -89,6 +88,9 @@ cell_status cell_broadcast_shapes(const char *op, int na, const int64_t *a, int 
 cell_status cell_check_dim(const char *op, int dim, int ndim);
 /* Validate a shape: cell_shape_numel_checked without the count. */
 cell_status cell_check_shape(const char *op, int ndim, const int64_t *shape);
+/* Release up to four tensors (NULLs allowed), then return s. */
+cell_status cell_release4(cell_status s, cell_tensor *a, cell_tensor *b, cell_tensor *c,
+                          cell_tensor *d);
 /* Mark a storage written (version counter). */
 static inline void cell_tensor_bump(cell_tensor *t) { t->storage->version++; }
 

@@ -1,6 +1,6 @@
-/* view.c - views that share storage: reshape, transpose, narrow, expand, ... */
-#include "tensor.h"
-#include "kernels.h"
+/* view.c - views that share storage: view, transpose, narrow, expand, ...
+ * (reshape and flatten, which copy when no view will do, are in src/ops/shape.c). */
+#include "view.h"
 
 #define NULLCHECK(op, t, out) \
   if (!(t) || !(out)) return cell_error(CELL_ERR_VALUE, op ": NULL argument")
@@ -8,7 +8,7 @@
 /* Resolve a -1 entry and check the element count matches. The new shape,
  * with the -1 counted as 1, must pass cell_shape_numel_checked (so a shape
  * whose product wraps around to the right count is refused). */
-static cell_status infer_shape(const char *op, const cell_tensor *t, int ndim,
+cell_status cell_view_shape(const char *op, const cell_tensor *t, int ndim,
                                const int64_t *shape, int64_t *res) {
   if (ndim < 0 || ndim > CELL_MAX_DIMS)
     return cell_error(CELL_ERR_VALUE, "%s: a tensor has at most %d dimensions, got %d", op,
@@ -46,7 +46,7 @@ static cell_status infer_shape(const char *op, const cell_tensor *t, int ndim,
 
 /* Strides for viewing t as shape without a copy, if the layout allows it
  * (the algorithm of TH's THTensor_(newView) / numpy's attempt_nocopy). */
-static bool view_strides(const cell_tensor *t, int ndim, const int64_t *shape, int64_t *st) {
+bool cell_view_strides(const cell_tensor *t, int ndim, const int64_t *shape, int64_t *st) {
   if (cell_tensor_numel(t) == 0 || t->ndim == 0) {
     cell_contig_strides(ndim, shape, st);
     return true;
@@ -76,8 +76,8 @@ cell_status cell_k_view(const cell_tensor *t, int ndim, const int64_t *shape,
                              cell_tensor **out) {
   NULLCHECK("view", t, out);
   int64_t res[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
-  CELL_TRY(infer_shape("view", t, ndim, shape, res));
-  if (!view_strides(t, ndim, res, st)) {
+  CELL_TRY(cell_view_shape("view", t, ndim, shape, res));
+  if (!cell_view_strides(t, ndim, res, st)) {
     char a[256];
     return cell_error(CELL_ERR_RUNTIME,
                       "view: the strides of this tensor of shape %s do not allow a view; "
@@ -85,19 +85,6 @@ cell_status cell_k_view(const cell_tensor *t, int ndim, const int64_t *shape,
                       cell_shape_str(t->ndim, t->shape, a, sizeof a));
   }
   return cell_tensor_new_view(t, ndim, res, st, t->offset, out);
-}
-
-cell_status cell_k_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
-                                cell_tensor **out) {
-  NULLCHECK("reshape", t, out);
-  int64_t res[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
-  CELL_TRY(infer_shape("reshape", t, ndim, shape, res));
-  if (view_strides(t, ndim, res, st)) return cell_tensor_new_view(t, ndim, res, st, t->offset, out);
-  cell_tensor *c;
-  CELL_TRY(cell_k_clone(t, &c));
-  cell_status s = cell_k_view(c, ndim, res, out);
-  cell_tensor_release(c);
-  return s;
 }
 
 cell_status cell_k_transpose(const cell_tensor *t, int d0, int d1, cell_tensor **out) {
@@ -164,25 +151,6 @@ cell_status cell_k_unsqueeze(const cell_tensor *t, int dim, cell_tensor **out) {
     }
   }
   return cell_tensor_new_view(t, t->ndim + 1, sh, st, t->offset, out);
-}
-
-cell_status cell_k_flatten(const cell_tensor *t, int start, int end, cell_tensor **out) {
-  NULLCHECK("flatten", t, out);
-  if (t->ndim == 0) {
-    int64_t one = 1;
-    return cell_k_reshape(t, 1, &one, out);
-  }
-  CELL_TRY(cell_check_dim("flatten", start, t->ndim));
-  CELL_TRY(cell_check_dim("flatten", end, t->ndim));
-  if (start > end)
-    return cell_error(CELL_ERR_VALUE, "flatten: start dimension %d is after end dimension %d",
-                      start, end);
-  int64_t sh[CELL_MAX_DIMS];
-  int n = 0;
-  for (int i = 0; i < start; i++) sh[n++] = t->shape[i];
-  sh[n++] = cell_shape_numel(end - start + 1, t->shape + start);
-  for (int i = end + 1; i < t->ndim; i++) sh[n++] = t->shape[i];
-  return cell_k_reshape(t, n, sh, out);
 }
 
 cell_status cell_k_slice(const cell_tensor *t, int dim, int64_t start, int64_t stop,

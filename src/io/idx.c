@@ -232,20 +232,20 @@ static void decode(unsigned code, const unsigned char *p, int64_t *iv, double *d
   *dv = (double)*iv;
 }
 
-/* n elements of the file (type code, es bytes each) from src into dst of
+/* n elements of the file (type code, es bytes each) from in into dst of
  * dtype dt, times scale when dt is floating. */
-static void convert(unsigned code, int es, const unsigned char *src, int64_t n, cell_dtype dt, double scale,
+static void convert(unsigned code, int es, const unsigned char *in, int64_t n, cell_dtype dt, double scale,
                     char *dst) {
   if (code == 0x08 && dt == CELL_DTYPE_F32) { /* MNIST's bytes to [0, 1]: the loop that matters */
     float k = (float)scale, *f = (float *)(void *)dst;
-    for (int64_t i = 0; i < n; i++) f[i] = (float)src[i] * k;
+    for (int64_t i = 0; i < n; i++) f[i] = (float)in[i] * k;
     return;
   }
   int ds = cell_dtype_size(dt), flt = cell_dtype_is_float(dt);
   for (int64_t i = 0; i < n; i++) {
     int64_t iv = 0;
     double dv = 0;
-    decode(code, src + i * es, &iv, &dv);
+    decode(code, in + i * es, &iv, &dv);
     if (flt) cell_store_f64(dt, dst + i * ds, dv * scale);
     else if (code == 0x0D || code == 0x0E) cell_store_f64(dt, dst + i * ds, dv);
     else cell_store_i64(dt, dst + i * ds, iv);

@@ -10,7 +10,7 @@
 #include "cell_io.h"
 #include "io.h"
 #include "../core/alloc.h"
-#include "../core/kernels.h"
+#include "../ops/kernels.h"
 #include "../core/tensor.h"
 #include <dirent.h>
 #include <errno.h>

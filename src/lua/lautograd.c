@@ -2,7 +2,6 @@
  * grad mode, tensor hooks (Lua functions called from the backward pass)
  * and the backward call that cell.grad / cell.value_and_grad stand on. */
 #include "lcell.h"
-#include "../autograd/autograd.h"
 #include <stdlib.h>
 
 static int tensor_requires_grad_(lua_State *L) {
@@ -65,7 +64,8 @@ static cell_status hook_call(void *p, const cell_tensor *grad, cell_tensor **rep
   hook_ud *h = p;
   lua_State *L;
   int top;
-  CELL_TRY(call_rule(h->st, h->ref, grad, 1, "a tensor hook", &L, &top));
+  cell_status cs = call_rule(h->st, h->ref, grad, 1, "a tensor hook", &L, &top);
+  if (cs != CELL_OK) return cs;
   tensor_ud *ud = lc_test_ud(L, -1);
   cell_status s = CELL_OK;
   if (ud && ud->t) {
@@ -183,36 +183,34 @@ typedef struct {
   int ref; /* the Lua backward function */
 } lua_rule;
 
-static void lua_rule_release(cell_node *n) {
-  lua_rule *r = n->extra;
+static void lua_rule_release(void *p) {
+  lua_rule *r = p;
   luaL_unref(r->st->home, LUA_REGISTRYINDEX, r->ref);
   free(r);
 }
 
-/* Calls fn(grad_out) -> one gradient (a Tensor or nil) per input. */
-static cell_status lua_rule_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  lua_rule *r = n->extra;
+#define LUA_NODE_NAME "LuaBackward"
+
+/* Calls fn(grad_out) -> one gradient (a Tensor or nil) per input; the
+ * engine checks their shapes (cell_autograd_custom_node). */
+static cell_status lua_rule_backward(void *p, const cell_tensor *g, int n, const int *wants,
+                                     cell_tensor **gin) {
+  lua_rule *r = p;
   lua_State *L;
   int top;
-  CELL_TRY(call_rule(r->st, r->ref, g, n->n_inputs, n->name, &L, &top));
-  cell_status s = CELL_OK;
-  for (int i = 0; i < n->n_inputs && s == CELL_OK; i++) {
+  cell_status s = call_rule(r->st, r->ref, g, n, LUA_NODE_NAME, &L, &top);
+  if (s != CELL_OK) return s;
+  for (int i = 0; i < n && s == CELL_OK; i++) {
     int idx = top + 1 + i;
-    if (lua_isnil(L, idx) || !n->next[i]) continue;
+    if (lua_isnil(L, idx) || !wants[i]) continue;
     tensor_ud *ud = lc_test_ud(L, idx);
     if (!ud || !ud->t) {
-      s = cell_error(CELL_ERR_TYPE, "%s: gradient %d must be a Tensor or nil, got %s", n->name,
+      s = cell_error(CELL_ERR_TYPE, "%s: gradient %d must be a Tensor or nil, got %s", LUA_NODE_NAME,
                      i + 1, luaL_typename(L, idx));
       break;
     }
-    if (!cell_shape_equal(ud->t->ndim, ud->t->shape, n->in_ndim[i], n->in_shape[i])) {
-      char a[256], b[256];
-      s = cell_error(CELL_ERR_VALUE, "%s: gradient %d has shape %s but its input has shape %s",
-                     n->name, i + 1, cell_shape_str(ud->t->ndim, ud->t->shape, a, sizeof a),
-                     cell_shape_str(n->in_ndim[i], n->in_shape[i], b, sizeof b));
-      break;
-    }
-    s = cell_ag_grad_for(n, i, ud->t, &gin[i]);
+    cell_tensor_retain(ud->t);
+    gin[i] = ud->t;
   }
   lua_settop(L, top);
   return s;
@@ -227,10 +225,10 @@ static int l_lua_node(lua_State *L) {
   if (lua_type(L, 3) != LUA_TFUNCTION)
     return lc_argerror(L, 3, "TypeError: expected a function, got %s", luaL_typename(L, 3));
   int n = (int)lua_rawlen(L, 2);
-  if (n > CELL_NODE_MAX_IN)
+  if (n > CELL_CUSTOM_MAX_INPUTS)
     return lc_argerror(L, 2, "ValueError: a Lua backward node takes at most %d inputs, got %d",
-                       CELL_NODE_MAX_IN, n);
-  const cell_tensor *in[CELL_NODE_MAX_IN];
+                       CELL_CUSTOM_MAX_INPUTS, n);
+  const cell_tensor *in[CELL_CUSTOM_MAX_INPUTS];
   for (int i = 0; i < n; i++) {
     lua_rawgeti(L, 2, i + 1);
     in[i] = lc_test_tensor(L, -1);
@@ -239,27 +237,16 @@ static int l_lua_node(lua_State *L) {
   }
   if (!cell_tensor_is_leaf(out) || cell_tensor_requires_grad(out))
     return lc_argerror(L, 1, "RuntimeError: the output already belongs to a graph");
-  if (!cell_ag_wants(n, in)) { /* nothing to differentiate: no node */
-    lua_settop(L, 1);
-    return 1;
-  }
   lua_rule *r = malloc(sizeof *r);
   if (!r) return lc_error(L, "MemoryError: out of memory");
-  cell_node *node = cell_ag_node_new("LuaBackward", lua_rule_backward, n, in);
-  if (!node) {
-    free(r);
-    return lc_error(L, "MemoryError: out of memory recording a Lua node");
-  }
   r->st = lua_touserdata(L, UV_STATE);
   lua_pushvalue(L, 3);
   r->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  node->extra = r;
-  node->release_extra = lua_rule_release;
-  cell_tensor *o = out;
-  cell_tensor_retain(o);
-  cell_status s = cell_ag_finish(node, CELL_OK, &o);
-  if (s != CELL_OK) return lc_raise(L);
-  cell_tensor_release(o);
+  /* The engine owns r from here: lua_rule_release runs when the node goes,
+   * at once when no node is needed, or on failure. */
+  if (cell_autograd_custom_node(out, n, in, LUA_NODE_NAME, lua_rule_backward, lua_rule_release, r) !=
+      CELL_OK)
+    return lc_raise(L);
   lua_settop(L, 1);
   return 1;
 }

@@ -2,11 +2,20 @@
  * dimension translation (1-based Lua to 0-based C) and error raising. */
 #ifndef CELL_LUA_LCELL_H
 #define CELL_LUA_LCELL_H
-#include "../core/tensor.h" /* the binding reads view geometry directly */
-#include "../core/rng.h"    /* each state embeds its own generator */
 #include "cell.h"
 #include "compat.h"
 #include <stdbool.h>
+#include <stdint.h>
+
+/* The binding uses only the public API of include/ (tests/layering.sh). */
+
+/* Whether two shapes are the same. */
+static inline bool lc_shape_equal(int na, const int64_t *a, int nb, const int64_t *b) {
+  if (na != nb) return false;
+  for (int i = 0; i < na; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
 
 #define TENSOR_MT "cell.Tensor"
 #define DTYPE_MT "cell.Dtype"
@@ -26,7 +35,7 @@ typedef struct lc_state {
   lua_State *home;       /* a thread of our own, anchored in the registry: the
                             one that outlives any coroutine that made a hook */
   int error_ref;         /* a hook's Lua error, kept until the pass unwinds */
-  cell_generator gen;    /* this state's random stream (cell.set_seed): two
+  cell_generator *gen;   /* this state's random stream (cell.set_seed): two
                             states, on one thread or several, never share
                             one, so seeding one never perturbs another */
 } lc_state;

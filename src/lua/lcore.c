@@ -1,6 +1,5 @@
 /* lcore.c - luaopen_cell_core and the helpers every binding file uses. */
 #include "lcell.h"
-#include "../core/dtype.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -132,7 +131,7 @@ int lc_error(lua_State *L, const char *fmt, ...) {
 
 cell_generator *lc_gen_enter(lua_State *L) {
   lc_state *st = lua_touserdata(L, UV_STATE);
-  return cell_generator_use(&st->gen);
+  return cell_generator_use(st->gen);
 }
 
 const char lc_tensor_kind = 'T';
@@ -160,7 +159,7 @@ cell_tensor **lc_newtensor_at(lua_State *L) {
 static void account(lua_State *L, const cell_tensor *t) {
   lc_state *st = lua_touserdata(L, UV_STATE);
   /* New storage counts in full; a view of existing storage costs a header. */
-  size_t bytes = 512 + (t->storage->refcount == 1 ? t->storage->nbytes : 0);
+  size_t bytes = 512 + (cell_tensor_owned_bytes(t));
   st->gc_debt += bytes;
   st->full_debt += bytes;
   if (st->full_debt >= st->full_threshold) {
@@ -422,9 +421,9 @@ void lc_push_element(lua_State *L, cell_dtype dt, const void *p) {
   if (dt == CELL_DTYPE_BOOL)
     lua_pushboolean(L, *(const uint8_t *)p != 0);
   else if (cell_dtype_is_float(dt))
-    lua_pushnumber(L, cell_load_f64(dt, p));
+    lua_pushnumber(L, cell_element_get_f64(dt, p));
   else
-    lua_pushinteger(L, (lua_Integer)cell_load_i64(dt, p));
+    lua_pushinteger(L, (lua_Integer)cell_element_get_i64(dt, p));
 }
 
 /* --- the module ------------------------------------------------------------------ */
@@ -478,6 +477,16 @@ void lc_setfuncs(lua_State *L, int target, int base, const luaL_Reg *regs) {
   lua_pop(L, 1);
 }
 
+/* The seed a fresh thread's own generator starts from (cell.h). */
+#define LC_DEFAULT_SEED 5489u
+
+static int state_gc(lua_State *L) {
+  lc_state *st = lua_touserdata(L, 1);
+  cell_generator_free(st->gen);
+  st->gen = NULL;
+  return 0;
+}
+
 CELL_API int luaopen_cell_core(lua_State *L);
 CELL_API int luaopen_cell_core(lua_State *L) {
   open_dtypes(L);
@@ -490,8 +499,14 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   st->full_threshold = GC_FULL_BYTES;
   st->running = NULL;
   st->error_ref = LUA_NOREF;
-  st->gen.seed = CELL_RNG_DEFAULT_SEED; /* what a fresh thread starts from */
-  st->gen.counter = 0;
+  st->gen = NULL;
+  /* The state's generator goes with the state (its __gc); seeded as a
+   * fresh thread's own is. */
+  lua_newtable(L);
+  lua_pushcfunction(L, state_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  if (cell_generator_new(LC_DEFAULT_SEED, &st->gen) != CELL_OK) return lc_raise(L);
   st->home = lua_newthread(L);
   luaL_ref(L, LUA_REGISTRYINDEX); /* anchored for the life of the state */
   int base = lua_gettop(L);

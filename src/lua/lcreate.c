@@ -1,7 +1,6 @@
 /* lcreate.c - module functions: tensor creation, cat/stack/where, engine
  * settings and statistics. */
 #include "lcell.h"
-#include "../core/dtype.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,29 +31,29 @@ static int nested_shape(lua_State *L, int idx, int64_t *shape, bool *leaf_bool) 
 
 static void fill_nested(lua_State *L, int idx, int d, const cell_tensor *t, char **p) {
   int64_t n = (int64_t)lua_rawlen(L, idx);
-  if (n != t->shape[d])
+  if (n != cell_tensor_shape(t)[d])
     lc_error(L, "ValueError: tensor: ragged nested table: expected %lld elements at depth %d, got %lld",
-             (long long)t->shape[d], d + 1, (long long)n);
+             (long long)cell_tensor_shape(t)[d], d + 1, (long long)n);
   luaL_checkstack(L, 2, "tensor");
-  int es = cell_dtype_size(t->dtype);
+  int es = cell_dtype_size(cell_tensor_dtype(t));
   for (int64_t i = 1; i <= n; i++) {
     lua_rawgeti(L, idx, (int)i);
     int e = lua_gettop(L);
-    if (d + 1 < t->ndim) {
+    if (d + 1 < cell_tensor_ndim(t)) {
       if (!lua_istable(L, e))
         lc_error(L, "ValueError: tensor: ragged nested table: expected a table at depth %d, got %s",
                  d + 2, luaL_typename(L, e));
       fill_nested(L, e, d + 1, t, p);
     } else if (lua_type(L, e) == LUA_TNUMBER) {
 #if LUA_VERSION_NUM >= 503
-      if (lua_isinteger(L, e) && !cell_dtype_is_float(t->dtype))
-        cell_store_i64(t->dtype, *p, (int64_t)lua_tointeger(L, e));
+      if (lua_isinteger(L, e) && !cell_dtype_is_float(cell_tensor_dtype(t)))
+        cell_element_set_i64(cell_tensor_dtype(t), *p, (long long)lua_tointeger(L, e));
       else
 #endif
-        cell_store_f64(t->dtype, *p, lua_tonumber(L, e));
+        cell_element_set_f64(cell_tensor_dtype(t), *p, lua_tonumber(L, e));
       *p += es;
     } else if (lua_isboolean(L, e)) {
-      cell_store_f64(t->dtype, *p, lua_toboolean(L, e));
+      cell_element_set_f64(cell_tensor_dtype(t), *p, lua_toboolean(L, e));
       *p += es;
     } else if (lua_istable(L, e)) {
       lc_error(L, "ValueError: tensor: ragged nested table: unexpected table at depth %d", d + 2);
@@ -69,7 +68,7 @@ static void fill_nested(lua_State *L, int idx, int d, const cell_tensor *t, char
 static int l_tensor(lua_State *L) {
   cell_tensor *src = lc_test_tensor(L, 1);
   if (src) {
-    cell_dtype dt = lc_opt_dtype(L, 2, src->dtype);
+    cell_dtype dt = lc_opt_dtype(L, 2, cell_tensor_dtype(src));
     cell_tensor **out = lc_newtensor(L);
     return lc_finish(L, cell_tensor_astype(src, dt, out));
   }
@@ -81,11 +80,11 @@ static int l_tensor(lua_State *L) {
     cell_status s = cell_tensor_empty(dt, 0, NULL, out);
 #if LUA_VERSION_NUM >= 503
     if (s == CELL_OK && lua_isinteger(L, 1) && !cell_dtype_is_float(dt))
-      cell_store_i64(dt, cell_tensor_data_ptr(*out), (int64_t)lua_tointeger(L, 1));
+      cell_element_set_i64(dt, cell_tensor_data_ptr(*out), (long long)lua_tointeger(L, 1));
     else
 #endif
     if (s == CELL_OK)
-      cell_store_f64(dt, cell_tensor_data_ptr(*out), v);
+      cell_element_set_f64(dt, cell_tensor_data_ptr(*out), v);
     return lc_finish(L, s);
   }
   if (tp != LUA_TTABLE)
@@ -131,9 +130,9 @@ static int l_empty(lua_State *L) { return make_full(L, NAN, 0); }
 
 static int like(lua_State *L, double v) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  cell_dtype dt = lc_opt_dtype(L, 2, t->dtype);
+  cell_dtype dt = lc_opt_dtype(L, 2, cell_tensor_dtype(t));
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_tensor_full(dt, t->ndim, t->shape, v, out));
+  return lc_finish(L, cell_tensor_full(dt, cell_tensor_ndim(t), cell_tensor_shape(t), v, out));
 }
 static int l_zeros_like(lua_State *L) { return like(L, 0); }
 static int l_ones_like(lua_State *L) { return like(L, 1); }
@@ -141,9 +140,9 @@ static int l_ones_like(lua_State *L) { return like(L, 1); }
 static int l_full_like(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
   double v = lc_check_number(L, 2);
-  cell_dtype dt = lc_opt_dtype(L, 3, t->dtype);
+  cell_dtype dt = lc_opt_dtype(L, 3, cell_tensor_dtype(t));
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_tensor_full(dt, t->ndim, t->shape, v, out));
+  return lc_finish(L, cell_tensor_full(dt, cell_tensor_ndim(t), cell_tensor_shape(t), v, out));
 }
 
 /* arange([start,] stop [, step] [, dtype]): int64 when every bound is
@@ -223,7 +222,7 @@ static int join(lua_State *L, int stack) {
                          i + 1, luaL_typename(L, -1));
     lua_pop(L, 1);
   }
-  int d = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, ts[0]->ndim, stack);
+  int d = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, cell_tensor_ndim(ts[0]), stack);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, stack ? cell_op_stack(n, ts, d, out) : cell_op_cat(n, ts, d, out));
 }
@@ -243,7 +242,7 @@ static int l_where(lua_State *L) {
       bool b = lua_isboolean(L, 2 + k);
       cell_dtype dt = b ? CELL_DTYPE_BOOL : CELL_DTYPE_F32;
       cell_tensor *other = lc_test_tensor(L, 3 - k);
-      if (other && !b) dt = cell_dtype_promote_scalar(other->dtype, lc_number_is_float(L, 2 + k));
+      if (other && !b) dt = cell_dtype_promote_scalar(cell_tensor_dtype(other), lc_number_is_float(L, 2 + k));
       cell_tensor **slot = lc_newtensor(L);
       if (cell_tensor_full(dt, 0, NULL, b ? lua_toboolean(L, 2 + k) : lua_tonumber(L, 2 + k), slot) != CELL_OK)
         return lc_raise(L);
@@ -259,7 +258,7 @@ static int l_where(lua_State *L) {
 
 static int l_set_seed(lua_State *L) {
   unsigned long long seed = (unsigned long long)lc_check_int(L, 1);
-  cell_generator_seed(&((lc_state *)lua_touserdata(L, UV_STATE))->gen, seed); /* this state's */
+  cell_generator_seed(((lc_state *)lua_touserdata(L, UV_STATE))->gen, seed); /* this state's */
   return 0;
 }
 

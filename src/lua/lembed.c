@@ -376,8 +376,16 @@ static int l_ffi_symbols(lua_State *L) {
   lua_setfield(L, -2, "cell_op_matmul");
   lua_pushlightuserdata(L, (void *)(uintptr_t)&cell_alloc_get_stats);
   lua_setfield(L, -2, "cell_alloc_get_stats");
+  /* The binding's own side door lives in this module (or the executable),
+   * which links libcell.so unless built with STATIC=1: a file of its own. */
+  lua_newtable(L);
+  if (dladdr((void *)(uintptr_t)&cell_lua_ffi_give, &info) && info.dli_fname) {
+    lua_pushstring(L, info.dli_fname);
+    lua_setfield(L, -2, "library");
+  }
   lua_pushlightuserdata(L, (void *)(uintptr_t)&cell_lua_ffi_give);
   lua_setfield(L, -2, "cell_lua_ffi_give");
+  lua_setfield(L, -2, "binding");
   return 1;
 }
 

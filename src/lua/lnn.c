@@ -85,7 +85,7 @@ static int loss_options(lua_State *L, int arg, const char *op, const char *const
 
 static int softmax_fn(lua_State *L, int log_) {
   cell_tensor *x = lc_check_tensor(L, 1);
-  int dim = lua_isnoneornil(L, 2) ? (x->ndim ? x->ndim - 1 : 0) : lc_check_dim(L, 2, x->ndim, 0);
+  int dim = lua_isnoneornil(L, 2) ? (cell_tensor_ndim(x) ? cell_tensor_ndim(x) - 1 : 0) : lc_check_dim(L, 2, cell_tensor_ndim(x), 0);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, log_ ? cell_op_log_softmax(x, dim, out) : cell_op_softmax(x, dim, out));
 }
@@ -126,13 +126,13 @@ static int nn_layer_norm(lua_State *L) {
     /* a normalized_shape: the trailing dimensions of x */
     int64_t shape[CELL_MAX_DIMS];
     k = lc_check_shape(L, 2, shape, NULL);
-    if (k > x->ndim || !cell_shape_equal(k, shape, k, x->shape + x->ndim - k)) {
+    if (k > cell_tensor_ndim(x) || !lc_shape_equal(k, shape, k, cell_tensor_shape(x) + cell_tensor_ndim(x) - k)) {
       char b1[256], b2[256];
       return lc_argerror(L, 2,
                          "ValueError: layer_norm: normalized_shape %s does not match the last "
                          "dimensions of the input of shape %s",
                          cell_shape_str(k, shape, b1, sizeof b1),
-                         cell_shape_str(x->ndim, x->shape, b2, sizeof b2));
+                         cell_shape_str(cell_tensor_ndim(x), cell_tensor_shape(x), b2, sizeof b2));
     }
   } else {
     return lc_argerror(L, 2,

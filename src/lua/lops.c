@@ -241,7 +241,7 @@ static void parse_reduce(lua_State *L, int i, int ndim, red_args *r) {
 static int reduce(lua_State *L, cell_redop op) {
   cell_tensor *a = lc_check_tensor(L, 1);
   red_args r = {0};
-  parse_reduce(L, 2, a->ndim, &r);
+  parse_reduce(L, 2, cell_tensor_ndim(a), &r);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_reduce(op, a, r.ndims, r.dims, r.keepdim, out));
 }
@@ -256,7 +256,7 @@ static int tensor_any(lua_State *L) { return reduce(L, CELL_RED_ANY); }
 static int extreme(lua_State *L, int is_min) {
   cell_tensor *a = lc_check_tensor(L, 1);
   red_args r = {0};
-  parse_reduce(L, 2, a->ndim, &r);
+  parse_reduce(L, 2, cell_tensor_ndim(a), &r);
   if (r.ndims == 0) {
     cell_tensor **out = lc_newtensor(L);
     return lc_finish(L, cell_op_reduce(is_min ? CELL_RED_MIN : CELL_RED_MAX, a, 0, NULL, r.keepdim, out));
@@ -275,7 +275,7 @@ static int tensor_min(lua_State *L) { return extreme(L, 1); }
 static int arg_extreme(lua_State *L, int is_min) {
   cell_tensor *a = lc_check_tensor(L, 1);
   red_args r = {0};
-  parse_reduce(L, 2, a->ndim, &r);
+  parse_reduce(L, 2, cell_tensor_ndim(a), &r);
   if (r.ndims > 1) return lc_argerror(L, 2, "ValueError: give one dimension or none");
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_argmax(a, r.ndims ? r.dims[0] : -1, r.keepdim, is_min, 1, out));
@@ -292,7 +292,7 @@ static int variance(lua_State *L, int take_sqrt) {
     r.ddof = lc_check_int(L, 3);
     lua_remove(L, 3);
   }
-  parse_reduce(L, 2, a->ndim, &r);
+  parse_reduce(L, 2, cell_tensor_ndim(a), &r);
   if (r.ddof < 0) return lc_argerror(L, 2, "ValueError: ddof must be >= 0, got %lld", (long long)r.ddof);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_var(a, r.ndims, r.dims, (int)r.ddof, r.keepdim, take_sqrt, out));
@@ -306,10 +306,10 @@ static int tensor_norm(lua_State *L) {
   red_args r = {0};
   r.p = 2;
   if (is_options(L, 2)) {
-    parse_reduce(L, 2, a->ndim, &r);
+    parse_reduce(L, 2, cell_tensor_ndim(a), &r);
   } else {
     if (!lua_isnoneornil(L, 2)) r.p = lc_check_number(L, 2);
-    parse_reduce(L, 3, a->ndim, &r);
+    parse_reduce(L, 3, cell_tensor_ndim(a), &r);
   }
   if (!(r.p > 0)) return lc_argerror(L, 2, "ValueError: norm order p must be positive, got %g", r.p);
   cell_tensor **out = lc_newtensor(L);
@@ -318,7 +318,7 @@ static int tensor_norm(lua_State *L) {
 
 static int tensor_cumsum(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
-  int d = lc_check_dim(L, 2, a->ndim, 0);
+  int d = lc_check_dim(L, 2, cell_tensor_ndim(a), 0);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_cumsum(a, d, out));
 }
@@ -340,7 +340,7 @@ LINALG(dot)
 
 static int tensor_gather(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
-  int d = lc_check_dim(L, 2, a->ndim, 0);
+  int d = lc_check_dim(L, 2, cell_tensor_ndim(a), 0);
   cell_tensor *idx = lc_check_tensor(L, 3);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_gather(a, d, idx, 1, out));
@@ -348,7 +348,7 @@ static int tensor_gather(lua_State *L) {
 
 static int tensor_scatter(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
-  int d = lc_check_dim(L, 2, a->ndim, 0);
+  int d = lc_check_dim(L, 2, cell_tensor_ndim(a), 0);
   cell_tensor *idx = lc_check_tensor(L, 3), *src = lc_check_tensor(L, 4);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_scatter(a, d, idx, src, 1, out));
@@ -356,7 +356,7 @@ static int tensor_scatter(lua_State *L) {
 
 static int tensor_index_select(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
-  int d = lc_check_dim(L, 2, a->ndim, 0);
+  int d = lc_check_dim(L, 2, cell_tensor_ndim(a), 0);
   cell_tensor *idx = lc_check_tensor(L, 3);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_index_select(a, d, idx, 1, out));
@@ -396,12 +396,12 @@ static int tensor_repeat_interleave(lua_State *L) {
   cell_tensor *flat = NULL;
   int d;
   if (lua_isnoneornil(L, 3)) { /* no dim: over the flattened tensor */
-    if (cell_tensor_flatten(a, 0, a->ndim ? a->ndim - 1 : 0, &flat) != CELL_OK) return lc_raise(L);
+    if (cell_tensor_flatten(a, 0, cell_tensor_ndim(a) ? cell_tensor_ndim(a) - 1 : 0, &flat) != CELL_OK) return lc_raise(L);
     lc_push_owned(L, flat);
     a = flat;
     d = 0;
   } else {
-    d = lc_check_dim(L, 3, a->ndim, 0);
+    d = lc_check_dim(L, 3, cell_tensor_ndim(a), 0);
   }
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_repeat_interleave(a, (int64_t)reps, d, out));

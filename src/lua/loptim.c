@@ -67,15 +67,15 @@ static int l_check_grads(lua_State *L) {
     if (!p) return lc_error(L, "TypeError: %s: the parameter is not a Tensor", label);
     if (!g)
       return lc_error(L, "TypeError: %s: the gradient must be a Tensor, but got %s", label, luaL_typename(L, -2));
-    if (!cell_shape_equal(g->ndim, g->shape, p->ndim, p->shape)) {
+    if (!lc_shape_equal(cell_tensor_ndim(g), cell_tensor_shape(g), cell_tensor_ndim(p), cell_tensor_shape(p))) {
       char sg[256], sp[256];
       return lc_error(L, "ValueError: %s: the gradient has shape %s but the parameter has shape %s", label,
-                        cell_shape_str(g->ndim, g->shape, sg, sizeof sg),
-                        cell_shape_str(p->ndim, p->shape, sp, sizeof sp));
+                      cell_shape_str(cell_tensor_ndim(g), cell_tensor_shape(g), sg, sizeof sg),
+                        cell_shape_str(cell_tensor_ndim(p), cell_tensor_shape(p), sp, sizeof sp));
     }
-    if (g->dtype != p->dtype)
+    if (cell_tensor_dtype(g) != cell_tensor_dtype(p))
       return lc_error(L, "TypeError: %s: the gradient is a %s tensor but the parameter is %s", label,
-                        cell_dtype_name(g->dtype), cell_dtype_name(p->dtype));
+                      cell_dtype_name(cell_tensor_dtype(g)), cell_dtype_name(cell_tensor_dtype(p)));
     lua_pop(L, 3);
   }
   return 0;

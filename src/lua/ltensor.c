@@ -1,7 +1,6 @@
 /* ltensor.c - the Tensor userdata: lifetime, properties, indexing, views,
  * printing and the arithmetic metamethods. */
 #include "lcell.h"
-#include "../core/dtype.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,22 +68,22 @@ static int tensor_size(lua_State *L) {
     return 1;
   }
   int d = lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
-  lua_pushinteger(L, t->ndim ? (lua_Integer)t->shape[d] : 1);
+  lua_pushinteger(L, cell_tensor_ndim(t) ? (lua_Integer)cell_tensor_shape(t)[d] : 1);
   return 1;
 }
 
 static int tensor_stride(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
   if (lua_isnoneornil(L, 2)) {
-    lua_createtable(L, t->ndim, 0);
-    for (int i = 0; i < t->ndim; i++) {
-      lua_pushinteger(L, (lua_Integer)t->stride[i]);
+    lua_createtable(L, cell_tensor_ndim(t), 0);
+    for (int i = 0; i < cell_tensor_ndim(t); i++) {
+      lua_pushinteger(L, (lua_Integer)cell_tensor_strides(t)[i]);
       lua_rawseti(L, -2, i + 1);
     }
     return 1;
   }
-  int d = lc_check_dim(L, 2, t->ndim, 0);
-  lua_pushinteger(L, t->ndim ? (lua_Integer)t->stride[d] : 1);
+  int d = lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
+  lua_pushinteger(L, cell_tensor_ndim(t) ? (lua_Integer)cell_tensor_strides(t)[d] : 1);
   return 1;
 }
 
@@ -98,29 +97,29 @@ static int tensor_item(lua_State *L) {
   if (cell_tensor_numel(t) != 1) {
     char b[256];
     return lc_error(L, "ValueError: item: only a tensor with one element can be converted to "
-                       "a number, got shape %s", cell_shape_str(t->ndim, t->shape, b, sizeof b));
+                       "a number, got shape %s", cell_shape_str(cell_tensor_ndim(t), cell_tensor_shape(t), b, sizeof b));
   }
-  lc_push_element(L, t->dtype, cell_tensor_base(t));
+  lc_push_element(L, cell_tensor_dtype(t), (char *)cell_tensor_data_ptr(t));
   return 1;
 }
 
 static void push_table(lua_State *L, const cell_tensor *t, int d, const char *p) {
-  int es = cell_dtype_size(t->dtype);
-  if (d == t->ndim) {
-    lc_push_element(L, t->dtype, p);
+  int es = cell_dtype_size(cell_tensor_dtype(t));
+  if (d == cell_tensor_ndim(t)) {
+    lc_push_element(L, cell_tensor_dtype(t), p);
     return;
   }
   luaL_checkstack(L, 4, "totable");
-  lua_createtable(L, (int)t->shape[d], 0);
-  for (int64_t i = 0; i < t->shape[d]; i++) {
-    push_table(L, t, d + 1, p + i * t->stride[d] * es);
+  lua_createtable(L, (int)cell_tensor_shape(t)[d], 0);
+  for (int64_t i = 0; i < cell_tensor_shape(t)[d]; i++) {
+    push_table(L, t, d + 1, p + i * cell_tensor_strides(t)[d] * es);
     lua_rawseti(L, -2, (int)i + 1);
   }
 }
 
 static int tensor_totable(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  push_table(L, t, 0, cell_tensor_base(t));
+  push_table(L, t, 0, (char *)cell_tensor_data_ptr(t));
   return 1;
 }
 
@@ -166,8 +165,8 @@ static int tensor_view(lua_State *L) { return shape_view(L, 0); }
 
 static int tensor_transpose(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  int d0 = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, t->ndim, 0);
-  int d1 = lua_isnoneornil(L, 3) ? (t->ndim > 1 ? 1 : 0) : lc_check_dim(L, 3, t->ndim, 0);
+  int d0 = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
+  int d1 = lua_isnoneornil(L, 3) ? (cell_tensor_ndim(t) > 1 ? 1 : 0) : lc_check_dim(L, 3, cell_tensor_ndim(t), 0);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_transpose(t, d0, d1, out));
 }
@@ -177,15 +176,15 @@ static int tensor_permute(lua_State *L) {
   int dims[CELL_MAX_DIMS], n;
   bool tbl = lua_istable(L, 2);
   n = tbl ? (int)lua_rawlen(L, 2) : lua_gettop(L) - 1;
-  if (n != t->ndim)
-    return lc_argerror(L, 2, "ValueError: permute needs %d dimensions, got %d", t->ndim, n);
+  if (n != cell_tensor_ndim(t))
+    return lc_argerror(L, 2, "ValueError: permute needs %d dimensions, got %d", cell_tensor_ndim(t), n);
   for (int k = 0; k < n; k++) {
     if (tbl) {
       lua_rawgeti(L, 2, k + 1);
-      dims[k] = lc_check_dim(L, -1, t->ndim, 0);
+      dims[k] = lc_check_dim(L, -1, cell_tensor_ndim(t), 0);
       lua_pop(L, 1);
     } else {
-      dims[k] = lc_check_dim(L, 2 + k, t->ndim, 0);
+      dims[k] = lc_check_dim(L, 2 + k, cell_tensor_ndim(t), 0);
     }
   }
   cell_tensor **out = lc_newtensor(L);
@@ -194,22 +193,22 @@ static int tensor_permute(lua_State *L) {
 
 static int tensor_squeeze(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  int d = lua_isnoneornil(L, 2) ? -1 : lc_check_dim(L, 2, t->ndim, 0);
+  int d = lua_isnoneornil(L, 2) ? -1 : lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_squeeze(t, d, out));
 }
 
 static int tensor_unsqueeze(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  int d = lc_check_dim(L, 2, t->ndim, 1);
+  int d = lc_check_dim(L, 2, cell_tensor_ndim(t), 1);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_unsqueeze(t, d, out));
 }
 
 static int tensor_flatten(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  int s = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, t->ndim, 0);
-  int e = lua_isnoneornil(L, 3) ? (t->ndim ? t->ndim - 1 : 0) : lc_check_dim(L, 3, t->ndim, 0);
+  int s = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
+  int e = lua_isnoneornil(L, 3) ? (cell_tensor_ndim(t) ? cell_tensor_ndim(t) - 1 : 0) : lc_check_dim(L, 3, cell_tensor_ndim(t), 0);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_flatten(t, s, e, out));
 }
@@ -225,22 +224,22 @@ static int64_t index_of(lua_State *L, int arg, lua_Integer i, int64_t n, int dim
 
 static int tensor_narrow(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  int d = lc_check_dim(L, 2, t->ndim, 0);
-  if (t->ndim == 0) return lc_argerror(L, 1, "IndexError: cannot narrow a 0-D tensor");
-  int64_t start = index_of(L, 3, lc_check_int(L, 3), t->shape[d], d, true);
+  int d = lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
+  if (cell_tensor_ndim(t) == 0) return lc_argerror(L, 1, "IndexError: cannot narrow a 0-D tensor");
+  int64_t start = index_of(L, 3, lc_check_int(L, 3), cell_tensor_shape(t)[d], d, true);
   lua_Integer len = lc_check_int(L, 4);
-  if (len < 0 || start + len > t->shape[d])
+  if (len < 0 || start + len > cell_tensor_shape(t)[d])
     return lc_argerror(L, 4, "IndexError: length %lld from start %lld exceeds dimension %d of size %lld",
-                       (long long)len, (long long)start + 1, d + 1, (long long)t->shape[d]);
+                       (long long)len, (long long)start + 1, d + 1, (long long)cell_tensor_shape(t)[d]);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_narrow(t, d, start, (int64_t)len, out));
 }
 
 static int tensor_select(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  if (t->ndim == 0) return lc_argerror(L, 1, "IndexError: cannot index a 0-D tensor");
-  int d = lc_check_dim(L, 2, t->ndim, 0);
-  int64_t i = index_of(L, 3, lc_check_int(L, 3), t->shape[d], d, false);
+  if (cell_tensor_ndim(t) == 0) return lc_argerror(L, 1, "IndexError: cannot index a 0-D tensor");
+  int d = lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
+  int64_t i = index_of(L, 3, lc_check_int(L, 3), cell_tensor_shape(t)[d], d, false);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_select(t, d, i, out));
 }
@@ -294,9 +293,9 @@ static int tensor_astype(lua_State *L) {
 static cell_tensor *index_view(lua_State *L, cell_tensor *t, int key, bool *scalar, int64_t *pos) {
   *scalar = false;
   if (lua_type(L, key) == LUA_TNUMBER) {
-    if (t->ndim == 0) lc_error(L, "IndexError: cannot index a 0-D tensor");
-    int64_t i = index_of(L, key, lc_check_int(L, key), t->shape[0], 0, false);
-    if (t->ndim == 1) {
+    if (cell_tensor_ndim(t) == 0) lc_error(L, "IndexError: cannot index a 0-D tensor");
+    int64_t i = index_of(L, key, lc_check_int(L, key), cell_tensor_shape(t)[0], 0, false);
+    if (cell_tensor_ndim(t) == 1) {
       *scalar = true;
       *pos = i;
       return NULL;
@@ -315,15 +314,15 @@ static cell_tensor *index_view(lua_State *L, cell_tensor *t, int key, bool *scal
   int d = 0;
   for (int k = 1; k <= n; k++) {
     cell_tensor *cur = *slot, *r = NULL;
-    if (d >= cur->ndim) lc_error(L, "IndexError: too many indices for a %d-D tensor", t->ndim);
+    if (d >= cell_tensor_ndim(cur)) lc_error(L, "IndexError: too many indices for a %d-D tensor", cell_tensor_ndim(t));
     lua_rawgeti(L, key, k);
     int e = lua_gettop(L);
     cell_status s;
     if (lua_type(L, e) == LUA_TNUMBER) {
-      int64_t i = index_of(L, key, lc_check_item_int(L, key, e, k, "an index"), cur->shape[d], d, false);
+      int64_t i = index_of(L, key, lc_check_item_int(L, key, e, k, "an index"), cell_tensor_shape(cur)[d], d, false);
       s = cell_tensor_select(cur, d, i, &r);
     } else if (lua_istable(L, e)) {
-      int64_t size = cur->shape[d];
+      int64_t size = cell_tensor_shape(cur)[d];
       lua_rawgeti(L, e, 1);
       lua_rawgeti(L, e, 2);
       lua_rawgeti(L, e, 3);
@@ -382,8 +381,8 @@ static int tensor_index(lua_State *L) {
     const char *k = lua_tostring(L, 2);
     cell_tensor *t = lc_check_tensor(L, 1);
     if (strcmp(k, "shape") == 0) push_shape(L, t);
-    else if (strcmp(k, "dtype") == 0) lc_push_dtype(L, t->dtype);
-    else if (strcmp(k, "ndim") == 0) lua_pushinteger(L, t->ndim);
+    else if (strcmp(k, "dtype") == 0) lc_push_dtype(L, cell_tensor_dtype(t));
+    else if (strcmp(k, "ndim") == 0) lua_pushinteger(L, cell_tensor_ndim(t));
     else if (strcmp(k, "requires_grad") == 0) lua_pushboolean(L, cell_tensor_requires_grad(t));
     else if (strcmp(k, "grad_fn") == 0) {
       const char *name = cell_tensor_grad_fn_name(t);
@@ -393,7 +392,7 @@ static int tensor_index(lua_State *L) {
     else if (strcmp(k, "T") == 0) {
       cell_tensor **out = lc_newtensor(L);
       int dims[CELL_MAX_DIMS];
-      for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
+      for (int i = 0; i < cell_tensor_ndim(t); i++) dims[i] = cell_tensor_ndim(t) - 1 - i;
       return lc_finish(L, cell_tensor_permute(t, dims, out));
     } else {
       tensor_hint(L, k);
@@ -409,8 +408,8 @@ static int tensor_index(lua_State *L) {
   int64_t pos;
   cell_tensor *v = index_view(L, t, 2, &scalar, &pos);
   if (scalar) {
-    lc_push_element(L, t->dtype,
-                    cell_tensor_base(t) + pos * t->stride[0] * cell_dtype_size(t->dtype));
+    lc_push_element(L, cell_tensor_dtype(t),
+                    (char *)cell_tensor_data_ptr(t) + pos * cell_tensor_strides(t)[0] * cell_dtype_size(cell_tensor_dtype(t)));
     return 1;
   }
   lc_push_owned(L, v);
@@ -456,7 +455,7 @@ static int tensor_newindex(lua_State *L) {
 
 static int tensor_len(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
-  lua_pushinteger(L, t->ndim ? (lua_Integer)t->shape[0] : 0);
+  lua_pushinteger(L, cell_tensor_ndim(t) ? (lua_Integer)cell_tensor_shape(t)[0] : 0);
   return 1;
 }
 

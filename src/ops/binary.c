@@ -4,8 +4,8 @@
  * contiguous path, a scalar-broadcast path and a strided path. Inputs are
  * converted to the promoted dtype first (a copy only when dtypes differ). */
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "kernels.h"
+#include "ops.h"
 
 #define ID(x) (x)
 #define TO_BOOL(x) ((uint8_t)((x) != 0))
@@ -202,14 +202,6 @@ cell_status cell_k_binary(cell_binop op, const cell_tensor *a, const cell_tensor
   }
   *out = r;
   return CELL_OK;
-}
-
-/* Whether a value of dtype from may be stored into to by an in-place op:
- * never float into integer, nor anything but bool into bool. */
-int cell_dtype_can_cast(cell_dtype from, cell_dtype to) {
-  if (cell_dtype_is_float(from) && !cell_dtype_is_float(to)) return 0;
-  if (to == CELL_DTYPE_BOOL && from != CELL_DTYPE_BOOL) return 0;
-  return 1;
 }
 
 cell_status cell_k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {

@@ -1,6 +1,6 @@
 /* cast.c - copies and dtype conversion: copy_, fill_, astype, contiguous, clone. */
 #include "../core/iter.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 
 typedef struct {
   cell_dtype to, from;

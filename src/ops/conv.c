@@ -22,8 +22,8 @@
 #include "../backend/backend.h"
 #include "../core/alloc.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "kernels.h"
+#include "ops.h"
 #include <stdio.h>
 
 /* A chunk gets at least this many output positions (the gemm's n), */

@@ -1,4 +1,4 @@
-/* create.c - filled tensors: arange, linspace, eye, and the random tensors
+/* create.c - filled tensors: full, arange, linspace, eye, and the random tensors
  * rand, randn, randint.
  *
  * The random tensors draw from the counter-based generator (rng.h): a call
@@ -7,7 +7,22 @@
  * chunks, which therefore changes nothing in the result. */
 #include "../core/iter.h"
 #include "../core/rng.h"
+#include "kernels.h"
 #include <float.h>
+
+cell_status cell_tensor_full(cell_dtype dt, int ndim, const int64_t *shape, double value,
+                             cell_tensor **out) {
+  cell_tensor *t;
+  if (!out) return cell_error(CELL_ERR_VALUE, "full: NULL argument");
+  CELL_TRY(cell_tensor_empty(dt, ndim, shape, &t));
+  cell_status s = cell_k_fill_(t, value);
+  if (s != CELL_OK) {
+    cell_tensor_release(t);
+    return s;
+  }
+  *out = t;
+  return CELL_OK;
+}
 
 /* Elements per chunk of a parallel fill (even, so random pairs never split). */
 #define FILL_CHUNK ((int64_t)1 << 14)

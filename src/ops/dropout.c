@@ -8,7 +8,7 @@
  * rule regenerates it instead of storing it. */
 #include "nn.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 #include "../core/rng.h"
 
 #define CHUNK CELL_NN_CHUNK /* a multiple of 4: Philox blocks never split */
@@ -29,13 +29,13 @@ static void drop_range(const drop_ctx *c, int64_t lo, int64_t hi) {
   uint32_t w[4];
   for (int64_t i0 = lo; i0 < hi; i0 += CHUNK) {
     int64_t n = hi - i0 < CHUNK ? hi - i0 : CHUNK;
-    cell_nn_load(c->xdt, c->x + i0 * xe, xe, n, buf);
+    cell_load_run(c->xdt, c->x + i0 * xe, xe, n, buf);
     for (int64_t i = 0; i < n; i += 4) {
       cell_philox(c->seed, c->first + (uint64_t)((i0 + i) / 4), w);
       for (int k = 0; k < 4 && i + k < n; k++)
         buf[i + k] = (uint64_t)w[k] >= c->threshold ? buf[i + k] * c->scale : 0.0;
     }
-    cell_nn_store(c->ydt, c->y + i0 * ye, ye, n, buf);
+    cell_store_run(c->ydt, c->y + i0 * ye, ye, n, buf);
   }
 }
 

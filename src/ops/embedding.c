@@ -2,7 +2,7 @@
  * gradient of the table (the output's rows added back at their ids)
  * (src/ops/nn.h). */
 #include "nn.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -112,10 +112,10 @@ cell_status cell_k_embedding_backward(const cell_tensor *g, const cell_tensor *i
       const char *src = gb + i * d * ge;
       for (int64_t j0 = 0; j0 < d; j0 += CHUNK) {
         int64_t k = d - j0 < CHUNK ? d - j0 : CHUNK;
-        cell_nn_load(dt, dst + j0 * re, re, k, acc);
-        cell_nn_load(g->dtype, src + j0 * ge, ge, k, add);
+        cell_load_run(dt, dst + j0 * re, re, k, acc);
+        cell_load_run(g->dtype, src + j0 * ge, ge, k, add);
         for (int64_t j = 0; j < k; j++) acc[j] += add[j];
-        cell_nn_store(dt, dst + j0 * re, re, k, acc);
+        cell_store_run(dt, dst + j0 * re, re, k, acc);
       }
     }
   }

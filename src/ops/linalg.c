@@ -1,7 +1,7 @@
 /* linalg.c - matmul (NumPy semantics, batched, broadcasting), mm, bmm, dot. */
 #include "../backend/backend.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "kernels.h"
+#include "ops.h"
 
 static cell_status mismatch(const char *op, const cell_tensor *a, const cell_tensor *b) {
   char sa[256], sb[256];
@@ -157,7 +157,7 @@ cell_status cell_k_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor *
   if (s == CELL_OK) {
     cell_gemm g = {dt, 1, 1, a->shape[0], cell_tensor_base(ca), 0, ca->stride[0],
                    cell_tensor_base(cb), cb->stride[0], 0, cell_tensor_base(r), 1, 1};
-    s = cell_backend_cpu.gemm(&g);
+    s = cell_gemm_run(&g);
   }
   if (s != CELL_OK) return cell_release4(s, ca, cb, r, NULL);
   cell_release4(s, ca, cb, NULL, NULL);

@@ -13,8 +13,8 @@
 #include "nn.h"
 #include "../core/alloc.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "kernels.h"
+#include "ops.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -136,7 +136,7 @@ static cell_status finish_rows(const cls_geom *g, cell_reduction red, const cell
     for (int64_t i0 = 0; i0 < g->rows; i0 += CHUNK) {
       int64_t n = g->rows - i0 < CHUNK ? g->rows - i0 : CHUNK;
       for (int64_t i = 0; i < n; i++) buf[i] = kv * v[i0 + i] + (v2 ? kv2 * v2[i0 + i] : 0.0);
-      cell_nn_store(x->dtype, (char *)cell_tensor_base(r) + i0 * es, es, n, buf);
+      cell_store_run(x->dtype, (char *)cell_tensor_base(r) + i0 * es, es, n, buf);
     }
     *out = r;
     return CELL_OK;
@@ -159,7 +159,7 @@ static double row_lse(cell_dtype dt, const char *x, int64_t xs, int64_t c, const
   double buf[CHUNK], m = -INFINITY, s = 0, acc = 0;
   for (int64_t i0 = 0; i0 < c; i0 += CHUNK) {
     int64_t n = c - i0 < CHUNK ? c - i0 : CHUNK;
-    cell_nn_load(dt, x + i0 * xs, xs, n, buf);
+    cell_load_run(dt, x + i0 * xs, xs, n, buf);
     double cm = -INFINITY;
     for (int64_t i = 0; i < n; i++)
       if (buf[i] > cm) cm = buf[i];
@@ -183,8 +183,8 @@ static void row_target_sums(cell_dtype xdt, const char *x, int64_t xs, cell_dtyp
   double xb[CHUNK], tb[CHUNK], a = 0, b = 0, u = ls / (double)c;
   for (int64_t i0 = 0; i0 < c; i0 += CHUNK) {
     int64_t n = c - i0 < CHUNK ? c - i0 : CHUNK;
-    cell_nn_load(xdt, x + i0 * xs, xs, n, xb);
-    cell_nn_load(tdt, t + i0 * ts, ts, n, tb);
+    cell_load_run(xdt, x + i0 * xs, xs, n, xb);
+    cell_load_run(tdt, t + i0 * ts, ts, n, tb);
     for (int64_t i = 0; i < n; i++) {
       double q = ((1 - ls) * tb[i] + u) * (w ? w[i0 + i] : 1.0);
       a += q * xb[i];
@@ -352,13 +352,13 @@ cell_status cell_k_cross_entropy_backward(const cell_tensor *g, const cell_tenso
       if (geo->probs) row_target_sums(xdt, xb + xo, xs, tdt, tb + to, ts, geo->c, w, ls, &wtx, &wt);
       for (int64_t i0 = 0; i0 < geo->c; i0 += CHUNK) {
         int64_t n = geo->c - i0 < CHUNK ? geo->c - i0 : CHUNK;
-        cell_nn_load(xdt, xb + xo + i0 * xs, xs, n, xbuf);
+        cell_load_run(xdt, xb + xo + i0 * xs, xs, n, xbuf);
         if (geo->probs) {
-          cell_nn_load(tdt, tb + to + i0 * ts, ts, n, tbuf);
+          cell_load_run(tdt, tb + to + i0 * ts, ts, n, tbuf);
           if (otb) {
             double tg[CHUNK];
             for (int64_t i = 0; i < n; i++) tg[i] = -k * (1 - ls) * w[i0 + i] * (xbuf[i] - l);
-            cell_nn_store(tdt, otb + to + i0 * ts, ts, n, tg);
+            cell_store_run(tdt, otb + to + i0 * ts, ts, n, tg);
           }
           for (int64_t i = 0; i < n; i++) {
             double p = exp(xbuf[i] - l), q = ((1 - ls) * tbuf[i] + u) * w[i0 + i];
@@ -373,7 +373,7 @@ cell_status cell_k_cross_entropy_backward(const cell_tensor *g, const cell_tenso
             xbuf[i] = -k * ((1 - ls) * wy * (hit - p) + u * (w[i0 + i] - p * wsum));
           }
         }
-        if (ob) cell_nn_store(xdt, ob + xo + i0 * xs, xs, n, xbuf);
+        if (ob) cell_store_run(xdt, ob + xo + i0 * xs, xs, n, xbuf);
       }
     });
   }

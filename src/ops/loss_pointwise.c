@@ -7,7 +7,7 @@
  * into double buffers. Reductions add the runs serially in row-major order,
  * so results do not depend on the thread count. */
 #include "nn.h"
-#include "../core/ops.h"
+#include "ops.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -22,7 +22,7 @@ static cell_status scalar_out(cell_dtype dt, double v, cell_tensor **out) {
 static void emit_chunk(cell_tensor *r, cell_dtype dt, const char *dst, int64_t i0, int64_t re,
                        int64_t n, const double *l, double *total) {
   if (r) {
-    cell_nn_store(dt, (char *)dst + i0 * re, re, n, l);
+    cell_store_run(dt, (char *)dst + i0 * re, re, n, l);
     return;
   }
   double acc = 0;
@@ -91,7 +91,7 @@ static void walk_row(const walk *w, int64_t r, const char **p) {
 static void walk_load(const walk *w, int k, const char *const *p, int64_t i0, int64_t n,
                       double *buf) {
   int64_t s = w->ndim ? w->stride[k][w->ndim - 1] : 0;
-  cell_nn_load(w->dt[k], p[k] + i0 * s, s, n, buf);
+  cell_load_run(w->dt[k], p[k] + i0 * s, s, n, buf);
 }
 
 static cell_status check_pair(const char *op, const cell_tensor *x, const cell_tensor *y,
@@ -183,7 +183,7 @@ cell_status cell_k_pointwise_loss_backward(cell_loss_kind kind, const cell_tenso
           xb[i] = d > 0 ? gb[i] : d < 0 ? -gb[i] : 0.0;
         }
       }
-      cell_nn_store(x->dtype, (char *)p[0] + i0 * re, re, n, xb);
+      cell_store_run(x->dtype, (char *)p[0] + i0 * re, re, n, xb);
     }
   });
   *gx = r;
@@ -320,7 +320,7 @@ cell_status cell_k_bce_with_logits_backward(const cell_tensor *g, const cell_ten
         o[3][i] = sc * wv * t * sp;
       }
       for (int j = 0; j < 4; j++)
-        if (rs[j]) cell_nn_store(x->dtype, (char *)cell_tensor_base(rs[j]) + (ro + i0) * re, re, n, o[j]);
+        if (rs[j]) cell_store_run(x->dtype, (char *)cell_tensor_base(rs[j]) + (ro + i0) * re, re, n, o[j]);
     }
   });
   for (int i = 0; i < 4; i++)

@@ -2,7 +2,7 @@
  * record; src/autograd/rules_nn.c wraps them for the public API.
  *
  * Every kernel accepts any float dtype (and mixed float dtypes among its
- * operands): elements are loaded in runs into double buffers (cell_nn_load),
+ * operands): elements are loaded in runs into double buffers (cell_load_run),
  * computed in double and stored back in the result's dtype, so float16 and
  * bfloat16 accumulate in double too. Results are contiguous and have the
  * dtype of the main input. The statistics a backward rule needs (per-row
@@ -26,39 +26,6 @@
 
 /* Elements a kernel loads into a buffer at a time. */
 #define CELL_NN_CHUNK 256
-
-/* n elements of dtype dt, s bytes apart from p, as doubles (and back). */
-static inline void cell_nn_load(cell_dtype dt, const char *p, int64_t s, int64_t n, double *o) {
-  if (dt == CELL_DTYPE_F32) {
-    if (s == 4)
-      CELL_NN_SIMD for (int64_t i = 0; i < n; i++) o[i] = ((const float *)p)[i];
-    else
-      for (int64_t i = 0; i < n; i++) o[i] = *(const float *)(p + i * s);
-  } else if (dt == CELL_DTYPE_F64) {
-    if (s == 8)
-      CELL_NN_SIMD for (int64_t i = 0; i < n; i++) o[i] = ((const double *)p)[i];
-    else
-      for (int64_t i = 0; i < n; i++) o[i] = *(const double *)(p + i * s);
-  } else {
-    for (int64_t i = 0; i < n; i++) o[i] = cell_load_f64(dt, p + i * s);
-  }
-}
-
-static inline void cell_nn_store(cell_dtype dt, char *p, int64_t s, int64_t n, const double *v) {
-  if (dt == CELL_DTYPE_F32) {
-    if (s == 4)
-      CELL_NN_SIMD for (int64_t i = 0; i < n; i++) ((float *)p)[i] = (float)v[i];
-    else
-      for (int64_t i = 0; i < n; i++) *(float *)(p + i * s) = (float)v[i];
-  } else if (dt == CELL_DTYPE_F64) {
-    if (s == 8)
-      CELL_NN_SIMD for (int64_t i = 0; i < n; i++) ((double *)p)[i] = v[i];
-    else
-      for (int64_t i = 0; i < n; i++) *(double *)(p + i * s) = v[i];
-  } else {
-    for (int64_t i = 0; i < n; i++) cell_store_f64(dt, p + i * s, v[i]);
-  }
-}
 
 /* Whether work over `units` independent pieces is worth threads. */
 static inline bool cell_nn_parallel(int64_t units, int64_t work) {

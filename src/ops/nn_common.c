@@ -3,7 +3,7 @@
  * reductions. */
 #include "nn.h"
 #include "../core/alloc.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 
 cell_status cell_nn_check_float(const char *op, const char *what, const cell_tensor *t) {
   if (!cell_dtype_is_float(t->dtype))
@@ -25,7 +25,7 @@ cell_status cell_nn_doubles(const char *op, const cell_tensor *t, int64_t n, dou
       cell_dealloc(v);
       return s;
     }
-    cell_nn_load(c->dtype, cell_tensor_base(c), cell_dtype_size(c->dtype), n, v);
+    cell_load_run(c->dtype, cell_tensor_base(c), cell_dtype_size(c->dtype), n, v);
     cell_tensor_release(c);
   }
   *out = v;

@@ -11,8 +11,8 @@
 #include "nn.h"
 #include "../core/alloc.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "kernels.h"
+#include "ops.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -94,7 +94,7 @@ static double row_sum(cell_dtype dt, const char *row, int64_t d, double centre, 
   double buf[CHUNK], s = 0;
   for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
     int64_t k = d - i0 < CHUNK ? d - i0 : CHUNK;
-    cell_nn_load(dt, row + i0 * es, es, k, buf);
+    cell_load_run(dt, row + i0 * es, es, k, buf);
     if (sq) {
       CELL_NN_SIMD_SUM(s) for (int64_t i = 0; i < k; i++) s += (buf[i] - centre) * (buf[i] - centre);
     } else {
@@ -124,9 +124,9 @@ static void channel_affine(cell_dtype dt, const char *xb, char *yb, const bn_geo
     int64_t off = (n * g->c + c) * g->inner * es;
     for (int64_t i0 = 0; i0 < g->inner; i0 += CHUNK) {
       int64_t k = g->inner - i0 < CHUNK ? g->inner - i0 : CHUNK;
-      cell_nn_load(dt, xb + off + i0 * es, es, k, buf);
+      cell_load_run(dt, xb + off + i0 * es, es, k, buf);
       CELL_NN_SIMD for (int64_t i = 0; i < k; i++) buf[i] = a * buf[i] + b;
-      cell_nn_store(dt, yb + off + i0 * es, es, k, buf);
+      cell_store_run(dt, yb + off + i0 * es, es, k, buf);
     }
   }
 }
@@ -209,8 +209,8 @@ static void channel_grad_sums(cell_dtype gdt, const char *gb, cell_dtype xdt, co
     int64_t e = (n * g->c + c) * g->inner;
     for (int64_t i0 = 0; i0 < g->inner; i0 += CHUNK) {
       int64_t k = g->inner - i0 < CHUNK ? g->inner - i0 : CHUNK;
-      cell_nn_load(gdt, gb + (e + i0) * ge, ge, k, gbuf);
-      cell_nn_load(xdt, xb + (e + i0) * xe, xe, k, xbuf);
+      cell_load_run(gdt, gb + (e + i0) * ge, ge, k, gbuf);
+      cell_load_run(xdt, xb + (e + i0) * xe, xe, k, xbuf);
       CELL_NN_PRAGMA(omp simd reduction(+ : a, b))
       for (int64_t i = 0; i < k; i++) {
         a += gbuf[i];
@@ -232,14 +232,14 @@ static void channel_grad_x(cell_dtype gdt, const char *gb, cell_dtype xdt, const
     int64_t e = (n * g->c + c) * g->inner;
     for (int64_t i0 = 0; i0 < g->inner; i0 += CHUNK) {
       int64_t k = g->inner - i0 < CHUNK ? g->inner - i0 : CHUNK;
-      cell_nn_load(gdt, gb + (e + i0) * ge, ge, k, gbuf);
-      if (kb != 0) cell_nn_load(xdt, xb + (e + i0) * xe, xe, k, xbuf);
+      cell_load_run(gdt, gb + (e + i0) * ge, ge, k, gbuf);
+      if (kb != 0) cell_load_run(xdt, xb + (e + i0) * xe, xe, k, xbuf);
       if (kb != 0) {
         CELL_NN_SIMD for (int64_t i = 0; i < k; i++) gbuf[i] = ka * gbuf[i] + kb * (xbuf[i] - mu) + kc;
       } else {
         CELL_NN_SIMD for (int64_t i = 0; i < k; i++) gbuf[i] = ka * gbuf[i] + kc;
       }
-      cell_nn_store(xdt, ob + (e + i0) * xe, xe, k, gbuf);
+      cell_store_run(xdt, ob + (e + i0) * xe, xe, k, gbuf);
     }
   }
 }
@@ -361,9 +361,9 @@ cell_status cell_k_layer_norm(const cell_tensor *x, int k, const cell_tensor *we
     double buf[CHUNK];
     for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
       int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
-      cell_nn_load(dt, row + i0 * es, es, n, buf);
+      cell_load_run(dt, row + i0 * es, es, n, buf);
       CELL_NN_SIMD for (int64_t i = 0; i < n; i++) buf[i] = (buf[i] - mu) * rs * w[i0 + i] + b[i0 + i];
-      cell_nn_store(dt, yb + (r * d + i0) * es, es, n, buf);
+      cell_store_run(dt, yb + (r * d + i0) * es, es, n, buf);
     }
   });
   cell_tensor_release(xc);
@@ -412,8 +412,8 @@ cell_status cell_k_layer_norm_backward(const cell_tensor *g, const cell_tensor *
         double gbuf[CHUNK], xbuf[CHUNK], s1 = 0, s2 = 0, mu = mv[r], rs = rv[r];
         for (int64_t i0 = 0; i0 < d; i0 += CHUNK) { /* sum(g w), sum(g w xhat) */
           int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
-          cell_nn_load(gdt, grow + i0 * ge, ge, n, gbuf);
-          cell_nn_load(xdt, xrow + i0 * xe, xe, n, xbuf);
+          cell_load_run(gdt, grow + i0 * ge, ge, n, gbuf);
+          cell_load_run(xdt, xrow + i0 * xe, xe, n, xbuf);
           CELL_NN_PRAGMA(omp simd reduction(+ : s1, s2))
           for (int64_t i = 0; i < n; i++) {
             double gh = gbuf[i] * w[i0 + i];
@@ -423,13 +423,13 @@ cell_status cell_k_layer_norm_backward(const cell_tensor *g, const cell_tensor *
         }
         for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
           int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
-          cell_nn_load(gdt, grow + i0 * ge, ge, n, gbuf);
-          cell_nn_load(xdt, xrow + i0 * xe, xe, n, xbuf);
+          cell_load_run(gdt, grow + i0 * ge, ge, n, gbuf);
+          cell_load_run(xdt, xrow + i0 * xe, xe, n, xbuf);
           CELL_NN_SIMD for (int64_t i = 0; i < n; i++) {
             double xh = (xbuf[i] - mu) * rs;
             gbuf[i] = rs * (gbuf[i] * w[i0 + i] - s1 / dd - xh * s2 / dd);
           }
-          cell_nn_store(xdt, obase + (r * d + i0) * xe, xe, n, gbuf);
+          cell_store_run(xdt, obase + (r * d + i0) * xe, xe, n, gbuf);
         }
       });
     }
@@ -440,12 +440,12 @@ cell_status cell_k_layer_norm_backward(const cell_tensor *g, const cell_tensor *
         const char *grow = gbase + r * d * ge, *xrow = xbase + r * d * xe;
         for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
           int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
-          cell_nn_load(gdt, grow + i0 * ge, ge, n, gbuf);
+          cell_load_run(gdt, grow + i0 * ge, ge, n, gbuf);
           if (bv) {
             CELL_NN_SIMD for (int64_t i = 0; i < n; i++) bv[i0 + i] += gbuf[i];
           }
           if (wv) {
-            cell_nn_load(xdt, xrow + i0 * xe, xe, n, xbuf);
+            cell_load_run(xdt, xrow + i0 * xe, xe, n, xbuf);
             double mu = mv[r], rs = rv[r];
             CELL_NN_SIMD for (int64_t i = 0; i < n; i++) wv[i0 + i] += gbuf[i] * (xbuf[i] - mu) * rs;
           }

@@ -8,8 +8,8 @@
  * float32 and float64 compute natively; float16 and bfloat16 through float32. */
 #include "conv.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "kernels.h"
+#include "ops.h"
 
 cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
                                const int64_t *kernel, const int64_t *stride,

@@ -25,9 +25,9 @@
  * Integer sums and products wrap modulo 2^64 (computed in uint64_t); float
  * inputs accumulate in double. */
 #include "../core/alloc.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 #include "../core/iter.h"
-#include "../core/ops.h"
+#include "ops.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -37,49 +37,7 @@
 #define COLB_MAX 8192 /* and the widest */
 #define NBLOCKS 64 /* blocks of a large reduce-all (fixed: deterministic) */
 
-/* --- loading runs of elements ------------------------------------------ */
-
-#define LOAD_RUN(T, EXPR)                                       \
-  do {                                                          \
-    for (int64_t i = 0; i < n; i++) {                           \
-      T v_ = *(const T *)(p + i * s);                           \
-      o[i] = (EXPR);                                            \
-    }                                                           \
-  } while (0)
-
-/* n elements of dtype dt, s bytes apart from p, as doubles. */
-static void load_f64(cell_dtype dt, const char *p, int64_t n, int64_t s, double *o) {
-  switch (dt) {
-  case CELL_DTYPE_F32: LOAD_RUN(float, (double)v_); break;
-  case CELL_DTYPE_F64: LOAD_RUN(double, v_); break;
-  case CELL_DTYPE_F16: LOAD_RUN(uint16_t, (double)cell_half_to_float(v_)); break;
-  case CELL_DTYPE_BF16: LOAD_RUN(uint16_t, (double)cell_bf16_to_float(v_)); break;
-  case CELL_DTYPE_I8: LOAD_RUN(int8_t, (double)v_); break;
-  case CELL_DTYPE_U8: LOAD_RUN(uint8_t, (double)v_); break;
-  case CELL_DTYPE_I32: LOAD_RUN(int32_t, (double)v_); break;
-  case CELL_DTYPE_I64: LOAD_RUN(int64_t, (double)v_); break;
-  case CELL_DTYPE_BOOL: LOAD_RUN(uint8_t, v_ ? 1.0 : 0.0); break;
-  default:
-    for (int64_t i = 0; i < n; i++) o[i] = cell_load_f64(dt, p + i * s);
-    break;
-  }
-}
-
-/* The same as int64 (exact for the integer dtypes and bool). */
-static void load_i64(cell_dtype dt, const char *p, int64_t n, int64_t s, int64_t *o) {
-  switch (dt) {
-  case CELL_DTYPE_I8: LOAD_RUN(int8_t, (int64_t)v_); break;
-  case CELL_DTYPE_U8: LOAD_RUN(uint8_t, (int64_t)v_); break;
-  case CELL_DTYPE_I32: LOAD_RUN(int32_t, (int64_t)v_); break;
-  case CELL_DTYPE_I64: LOAD_RUN(int64_t, v_); break;
-  case CELL_DTYPE_BOOL: LOAD_RUN(uint8_t, (int64_t)(v_ != 0)); break;
-  default:
-    for (int64_t i = 0; i < n; i++) o[i] = cell_load_i64(dt, p + i * s);
-    break;
-  }
-}
-#undef LOAD_RUN
-
+/* Runs of elements load through cell_load_run / cell_load_run_i64 (core/dtype.h). */
 typedef union {
   double f[CHUNK];
   int64_t i[CHUNK];
@@ -335,10 +293,10 @@ static int fold_run(const rplan *pl, const fold_spec *f, const char *p0, fold_ac
       int64_t m = n - i < CHUNK ? n - i : CHUNK;
       int done;
       if (f->as_int) {
-        load_i64(pl->dt, p + i * s, m, s, buf.i);
+        cell_load_run_i64(pl->dt, p + i * s, s, m, buf.i);
         done = fold_i64(f, a, buf.i, m, pos + i);
       } else {
-        load_f64(pl->dt, p + i * s, m, s, buf.f);
+        cell_load_run(pl->dt, p + i * s, s, m, buf.f);
         done = fold_f64(f, a, buf.f, m, pos + i);
       }
       if (done) return 0;
@@ -578,7 +536,7 @@ static void col_fold(const rjob *j, const char *p, int64_t m, int64_t os, double
                      int64_t *acci, double *bf, int64_t *bi) {
   fold_kind k = j->f.kind;
   if (j->f.as_int) {
-    load_i64(j->pl.dt, p, m, os, bi);
+    cell_load_run_i64(j->pl.dt, p, os, m, bi);
     switch (k) {
     case K_SUM:
       for (int64_t c = 0; c < m; c++) acci[c] = (int64_t)((uint64_t)acci[c] + (uint64_t)bi[c]);
@@ -601,7 +559,7 @@ static void col_fold(const rjob *j, const char *p, int64_t m, int64_t os, double
     for (int64_t c = 0; c < m; c++) accd[c] += xf[c];
     return;
   }
-  load_f64(j->pl.dt, p, m, os, bf);
+  cell_load_run(j->pl.dt, p, os, m, bf);
   switch (k) {
   case K_SUM:
     for (int64_t c = 0; c < m; c++) accd[c] += x[c];
@@ -930,7 +888,7 @@ static void cumsum_line(cell_dtype dt, cell_dtype rt, const char *ip, int64_t is
     uint64_t acc = 0;
     for (int64_t i = 0; i < len; i += CHUNK) {
       int64_t m = len - i < CHUNK ? len - i : CHUNK;
-      load_i64(dt, ip + i * is, m, is, buf.i);
+      cell_load_run_i64(dt, ip + i * is, is, m, buf.i);
       for (int64_t k = 0; k < m; k++) {
         acc += (uint64_t)buf.i[k];
         *(int64_t *)(op + (i + k) * ostr) = (int64_t)acc;
@@ -941,7 +899,7 @@ static void cumsum_line(cell_dtype dt, cell_dtype rt, const char *ip, int64_t is
   double acc = 0.0;
   for (int64_t i = 0; i < len; i += CHUNK) {
     int64_t m = len - i < CHUNK ? len - i : CHUNK;
-    load_f64(dt, ip + i * is, m, is, buf.f);
+    cell_load_run(dt, ip + i * is, is, m, buf.f);
     for (int64_t k = 0; k < m; k++) {
       acc += buf.f[k];
       cell_store_f64(rt, op + (i + k) * ostr, acc);
@@ -965,7 +923,7 @@ static void cumsum_block(cell_dtype dt, cell_dtype rt, const char *ip, int64_t i
     const char *x = ip + k * is;
     char *y = op + k * ostr;
     if (rt == CELL_DTYPE_I64) {
-      load_i64(dt, x, m, cs, bi);
+      cell_load_run_i64(dt, x, cs, m, bi);
       for (int64_t c = 0; c < m; c++) {
         acci[c] = (int64_t)((uint64_t)acci[c] + (uint64_t)bi[c]);
         *(int64_t *)(y + c * ocs) = acci[c];
@@ -976,7 +934,7 @@ static void cumsum_block(cell_dtype dt, cell_dtype rt, const char *ip, int64_t i
         ((float *)y)[c] = (float)accd[c];
       }
     } else {
-      load_f64(dt, x, m, cs, bf);
+      cell_load_run(dt, x, cs, m, bf);
       for (int64_t c = 0; c < m; c++) {
         accd[c] += bf[c];
         cell_store_f64(rt, y + c * ocs, accd[c]);

@@ -9,8 +9,8 @@
  * walking the index tensor in row-major order (so a scatter with repeated
  * positions keeps the last write). */
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "kernels.h"
+#include "ops.h"
 
 /* --- helpers ------------------------------------------------------------- */
 
@@ -466,3 +466,41 @@ cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, do
   if (s == CELL_OK && !empty) s = copy_block(&dst, &src);
   return finish(s, r, out);
 }
+
+/* --- reshape and flatten: a view when the strides allow one, else a copy --- */
+
+#define NULLCHECK(op, t, out) \
+  if (!(t) || !(out)) return cell_error(CELL_ERR_VALUE, op ": NULL argument")
+
+cell_status cell_k_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
+                                cell_tensor **out) {
+  NULLCHECK("reshape", t, out);
+  int64_t res[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
+  CELL_TRY(cell_view_shape("reshape", t, ndim, shape, res));
+  if (cell_view_strides(t, ndim, res, st)) return cell_tensor_new_view(t, ndim, res, st, t->offset, out);
+  cell_tensor *c;
+  CELL_TRY(cell_k_clone(t, &c));
+  cell_status s = cell_k_view(c, ndim, res, out);
+  cell_tensor_release(c);
+  return s;
+}
+
+cell_status cell_k_flatten(const cell_tensor *t, int start, int end, cell_tensor **out) {
+  NULLCHECK("flatten", t, out);
+  if (t->ndim == 0) {
+    int64_t one = 1;
+    return cell_k_reshape(t, 1, &one, out);
+  }
+  CELL_TRY(cell_check_dim("flatten", start, t->ndim));
+  CELL_TRY(cell_check_dim("flatten", end, t->ndim));
+  if (start > end)
+    return cell_error(CELL_ERR_VALUE, "flatten: start dimension %d is after end dimension %d",
+                      start, end);
+  int64_t sh[CELL_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < start; i++) sh[n++] = t->shape[i];
+  sh[n++] = cell_shape_numel(end - start + 1, t->shape + start);
+  for (int i = end + 1; i < t->ndim; i++) sh[n++] = t->shape[i];
+  return cell_k_reshape(t, n, sh, out);
+}
+#undef NULLCHECK

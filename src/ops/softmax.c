@@ -7,7 +7,7 @@
  * large inputs split over threads with identical results. */
 #include "nn.h"
 #include "../core/iter.h"
-#include "../core/kernels.h"
+#include "kernels.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -46,7 +46,7 @@ static double row_max(cell_dtype dt, const char *x, int64_t xs, int64_t len) {
   double buf[CHUNK], m = -INFINITY;
   for (int64_t i0 = 0; i0 < len; i0 += CHUNK) {
     int64_t n = len - i0 < CHUNK ? len - i0 : CHUNK;
-    cell_nn_load(dt, x + i0 * xs, xs, n, buf);
+    cell_load_run(dt, x + i0 * xs, xs, n, buf);
     m = run_max(buf, n, m);
   }
   return m;
@@ -61,7 +61,7 @@ static void softmax_row(cell_dtype dt, const char *x, char *y, int64_t xs, int64
                         int log_) {
   double buf[CHUNK];
   if (len <= CHUNK) {
-    cell_nn_load(dt, x, xs, len, buf);
+    cell_load_run(dt, x, xs, len, buf);
     double m = run_max(buf, len, -INFINITY), s = 0;
     if (log_) {
       for (int64_t i = 0; i < len; i++) s += exp(buf[i] - m);
@@ -75,35 +75,35 @@ static void softmax_row(cell_dtype dt, const char *x, char *y, int64_t xs, int64
       double r = 1.0 / s;
       CELL_NN_SIMD for (int64_t i = 0; i < len; i++) buf[i] *= r;
     }
-    cell_nn_store(dt, y, ys, len, buf);
+    cell_store_run(dt, y, ys, len, buf);
     return;
   }
   double m = row_max(dt, x, xs, len), s = 0;
   bool keep = !log_ && (dt == CELL_DTYPE_F32 || dt == CELL_DTYPE_F64);
   for (int64_t i0 = 0; i0 < len; i0 += CHUNK) {
     int64_t n = len - i0 < CHUNK ? len - i0 : CHUNK;
-    cell_nn_load(dt, x + i0 * xs, xs, n, buf);
+    cell_load_run(dt, x + i0 * xs, xs, n, buf);
     for (int64_t i = 0; i < n; i++) {
       buf[i] = exp(buf[i] - m);
       s += buf[i];
     }
-    if (keep) cell_nn_store(dt, y + i0 * ys, ys, n, buf);
+    if (keep) cell_store_run(dt, y + i0 * ys, ys, n, buf);
   }
   double c = m + log(s), r = 1.0 / s;
   for (int64_t i0 = 0; i0 < len; i0 += CHUNK) {
     int64_t n = len - i0 < CHUNK ? len - i0 : CHUNK;
     if (keep) {
-      cell_nn_load(dt, y + i0 * ys, ys, n, buf);
+      cell_load_run(dt, y + i0 * ys, ys, n, buf);
       CELL_NN_SIMD for (int64_t i = 0; i < n; i++) buf[i] *= r;
     } else {
-      cell_nn_load(dt, x + i0 * xs, xs, n, buf);
+      cell_load_run(dt, x + i0 * xs, xs, n, buf);
       if (log_) {
         CELL_NN_SIMD for (int64_t i = 0; i < n; i++) buf[i] -= c;
       } else {
         for (int64_t i = 0; i < n; i++) buf[i] = exp(buf[i] - m) * r;
       }
     }
-    cell_nn_store(dt, y + i0 * ys, ys, n, buf);
+    cell_store_run(dt, y + i0 * ys, ys, n, buf);
   }
 }
 
@@ -144,24 +144,24 @@ static void backward_row(cell_dtype ydt, cell_dtype gdt, const char *y, const ch
   double dot = 0; /* sum(g y) for softmax, sum(g) for log_softmax */
   for (int64_t i0 = 0; i0 < len; i0 += CHUNK) {
     int64_t n = len - i0 < CHUNK ? len - i0 : CHUNK;
-    cell_nn_load(gdt, g + i0 * gs, gs, n, gb);
+    cell_load_run(gdt, g + i0 * gs, gs, n, gb);
     if (log_) {
       CELL_NN_SIMD_SUM(dot) for (int64_t i = 0; i < n; i++) dot += gb[i];
     } else {
-      cell_nn_load(ydt, y + i0 * ys, ys, n, yb);
+      cell_load_run(ydt, y + i0 * ys, ys, n, yb);
       CELL_NN_SIMD_SUM(dot) for (int64_t i = 0; i < n; i++) dot += gb[i] * yb[i];
     }
   }
   for (int64_t i0 = 0; i0 < len; i0 += CHUNK) {
     int64_t n = len - i0 < CHUNK ? len - i0 : CHUNK;
-    cell_nn_load(gdt, g + i0 * gs, gs, n, gb);
-    cell_nn_load(ydt, y + i0 * ys, ys, n, yb);
+    cell_load_run(gdt, g + i0 * gs, gs, n, gb);
+    cell_load_run(ydt, y + i0 * ys, ys, n, yb);
     if (log_) {
       for (int64_t i = 0; i < n; i++) gb[i] -= exp(yb[i]) * dot;
     } else {
       CELL_NN_SIMD for (int64_t i = 0; i < n; i++) gb[i] = yb[i] * (gb[i] - dot);
     }
-    cell_nn_store(ydt, gx + i0 * ys, ys, n, gb);
+    cell_store_run(ydt, gx + i0 * ys, ys, n, gb);
   }
 }
 

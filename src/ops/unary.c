@@ -1,7 +1,7 @@
 /* unary.c - elementwise math, clamp, where and masked_fill. */
 #include "../core/iter.h"
-#include "../core/kernels.h"
-#include "../core/ops.h"
+#include "kernels.h"
+#include "ops.h"
 #include <tgmath.h>
 
 #define ID(x) (x)
@@ -166,15 +166,6 @@ cell_status cell_k_unary_(cell_unop op, cell_tensor *a) {
                       unops[op].name, cell_dtype_name(ct), cell_dtype_name(a->dtype));
   cell_tensor_bump(a);
   return run_unary(op, ct, a, a);
-}
-
-cell_status cell_release4(cell_status s, cell_tensor *a, cell_tensor *b, cell_tensor *c,
-                          cell_tensor *d) {
-  cell_tensor_release(a);
-  cell_tensor_release(b);
-  cell_tensor_release(c);
-  cell_tensor_release(d);
-  return s;
 }
 
 /* clamp = minimum(maximum(a, lo), hi), through the binary kernels. */

@@ -1,13 +1,15 @@
 /* kernels.h - the raw forms of the differentiable ops (internal).
  *
- * src/ops and src/core define these; they compute and never record.
+ * src/ops defines these (the views that never copy are src/core/view.h's,
+ * included here); they compute and never record.
  * The public cell_op_* / cell_tensor_* names of cell.h are defined in
  * src/autograd/rules_*.c, which call these and, when grad mode is on and
  * an input requires grad, records the backward node. Kernels call each
  * other through these names, so an op's internal steps are never taped. */
-#ifndef CELL_CORE_KERNELS_H
-#define CELL_CORE_KERNELS_H
+#ifndef CELL_OPS_KERNELS_H
+#define CELL_OPS_KERNELS_H
 #include "cell.h"
+#include "../core/view.h"
 
 cell_status cell_k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 cell_status cell_k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed, cell_tensor **out);
@@ -33,16 +35,7 @@ cell_status cell_k_tile(const cell_tensor *a, int nreps, const int64_t *reps, ce
 cell_status cell_k_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim, cell_tensor **out);
 cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value, cell_tensor **out);
 cell_status cell_k_reshape(const cell_tensor *t, int ndim, const int64_t *shape, cell_tensor **out);
-cell_status cell_k_view(const cell_tensor *t, int ndim, const int64_t *shape, cell_tensor **out);
-cell_status cell_k_transpose(const cell_tensor *t, int d0, int d1, cell_tensor **out);
-cell_status cell_k_permute(const cell_tensor *t, const int *dims, cell_tensor **out);
-cell_status cell_k_squeeze(const cell_tensor *t, int dim, cell_tensor **out);
-cell_status cell_k_unsqueeze(const cell_tensor *t, int dim, cell_tensor **out);
 cell_status cell_k_flatten(const cell_tensor *t, int start, int end, cell_tensor **out);
-cell_status cell_k_narrow(const cell_tensor *t, int dim, int64_t start, int64_t len, cell_tensor **out);
-cell_status cell_k_slice(const cell_tensor *t, int dim, int64_t start, int64_t stop, int64_t step, cell_tensor **out);
-cell_status cell_k_select(const cell_tensor *t, int dim, int64_t i, cell_tensor **out);
-cell_status cell_k_expand(const cell_tensor *t, int ndim, const int64_t *shape, cell_tensor **out);
 cell_status cell_k_contiguous(const cell_tensor *t, cell_tensor **out);
 cell_status cell_k_clone(const cell_tensor *t, cell_tensor **out);
 cell_status cell_k_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out);

@@ -1,0 +1,59 @@
+/* ew.h - a small elementwise interpreter for gradient formulas (internal).
+ *
+ * cell_ew runs one formula over up to three operands (a, b, c, each
+ * broadcast to the result's shape, any float dtype and stride layout) in one
+ * pass: operands load as doubles in chunks (cell_load_run), the formula runs
+ * on the chunk, and the result is stored in the result's dtype. Autograd's
+ * rules (src/autograd/rules_math.c) build their gradients with it, so a rule
+ * makes one tensor instead of a chain of temporaries. */
+#ifndef CELL_OPS_EW_H
+#define CELL_OPS_EW_H
+#include "../core/tensor.h"
+
+/* Operands are called a, b, c (each may be absent); k0, k1 are numbers. */
+typedef enum {
+  EW_NONE = 0,
+  /* unary rules: a = g, b = x (input), c = y (output) */
+  EW_ABS,
+  EW_NEG,
+  EW_EXP,
+  EW_LOG,
+  EW_LOG1P,
+  EW_SQRT,
+  EW_RSQRT,
+  EW_SIN,
+  EW_COS,
+  EW_TANH,
+  EW_SIGMOID,
+  EW_RELU,
+  EW_GELU,
+  EW_SILU,
+  /* the others */
+  EW_CLAMP,      /* (g, x): g where k0 <= x <= k1 */
+  EW_SEL_TRUE,   /* (g, cond): g where cond */
+  EW_SEL_FALSE,  /* (g, cond): g where !cond */
+  EW_SCALE,      /* (a): a * k0 */
+  EW_MUL,        /* (a, b): a * b */
+  EW_DIV,        /* (a, b): a / b */
+  EW_EQ,         /* (a, b): a == b */
+  EW_ABS_EQ,     /* (a, b): |a| == b */
+  EW_IS_ZERO,    /* (a): a == 0 */
+  EW_ZERO_TO_ONE,/* (a): a == 0 ? 1 : a */
+  EW_PROD,       /* (gw, x, zeros): see prod_grad */
+  EW_PICK,       /* (gc, x, y): x == y ? gc : 0 */
+  EW_PICK_ABS,   /* (gc, x, y): |x| == y ? gc * sign(x) : 0 */
+  EW_STD_SCALE,  /* (g, std): std == 0 ? 0 : g / (k0 * std) */
+  EW_DEV,        /* (gs, x, mean): gs * (x - mean) */
+  EW_NORM_SCALE, /* (g, norm): norm == 0 ? 0 : g / norm^(k0 - 1) */
+  EW_NORM        /* (gs, x): x == 0 ? 0 : gs * sign(x) |x|^(k0 - 1) */
+} ew_op;
+
+/* A new contiguous tensor of dtype dt and the given shape: op over the
+ * operands a, b, c (NULL when unused), each broadcast to that shape; k0, k1
+ * are the formula's numbers. RuntimeError when an operand does not
+ * broadcast to shape. */
+cell_status cell_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, const int64_t *shape,
+                    const cell_tensor *a, const cell_tensor *b, const cell_tensor *c,
+                    cell_tensor **out);
+
+#endif
