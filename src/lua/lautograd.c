@@ -42,6 +42,8 @@ static cell_status call_rule(lc_state *st, int ref, const cell_tensor *grad, int
   lua_State *L = st->running ? st->running : st->home;
   *Lout = L;
   *top = lua_gettop(L);
+  if (!lua_checkstack(L, nres + 4))
+    return cell_error(CELL_ERR_MEMORY, "%s: out of Lua stack for %d results", what, nres);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
   cell_tensor **slot = lc_newtensor_at(L);
   cell_tensor_retain((cell_tensor *)grad);
@@ -182,32 +184,31 @@ typedef struct {
 } lua_rule;
 
 static void lua_rule_release(cell_node *n) {
-  lua_rule *r = n->extra;
+  lua_rule *r = CELL_AG_ARGS(n, lua_rule);
   luaL_unref(r->st->home, LUA_REGISTRYINDEX, r->ref);
-  free(r);
 }
 
 /* Calls fn(grad_out) -> one gradient (a Tensor or nil) per input. */
 static cell_status lua_rule_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  lua_rule *r = n->extra;
+  lua_rule *r = CELL_AG_ARGS(n, lua_rule);
   lua_State *L;
   int top;
   CELL_TRY(call_rule(r->st, r->ref, g, n->n_inputs, n->name, &L, &top));
   cell_status s = CELL_OK;
   for (int i = 0; i < n->n_inputs && s == CELL_OK; i++) {
     int idx = top + 1 + i;
-    if (lua_isnil(L, idx) || !n->next[i]) continue;
+    if (lua_isnil(L, idx) || !n->in[i].next) continue;
     tensor_ud *ud = lc_test_ud(L, idx);
     if (!ud || !ud->t) {
       s = cell_error(CELL_ERR_TYPE, "%s: gradient %d must be a Tensor or nil, got %s", n->name,
                      i + 1, luaL_typename(L, idx));
       break;
     }
-    if (!cell_shape_equal(ud->t->ndim, ud->t->shape, n->in_ndim[i], n->in_shape[i])) {
+    if (!cell_shape_equal(ud->t->ndim, ud->t->shape, n->in[i].ndim, n->in[i].shape)) {
       char a[256], b[256];
       s = cell_error(CELL_ERR_VALUE, "%s: gradient %d has shape %s but its input has shape %s",
                      n->name, i + 1, cell_shape_str(ud->t->ndim, ud->t->shape, a, sizeof a),
-                     cell_shape_str(n->in_ndim[i], n->in_shape[i], b, sizeof b));
+                     cell_shape_str(n->in[i].ndim, n->in[i].shape, b, sizeof b));
       break;
     }
     s = cell_ag_grad_for(n, i, ud->t, &gin[i]);
@@ -224,10 +225,10 @@ static int l_lua_node(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checktype(L, 3, LUA_TFUNCTION);
   int n = (int)lua_rawlen(L, 2);
-  if (n > CELL_NODE_MAX_IN)
+  if (n > CELL_NODE_MAX_INPUTS)
     return lc_argerror(L, 2, "ValueError: a Lua backward node takes at most %d inputs, got %d",
-                       CELL_NODE_MAX_IN, n);
-  const cell_tensor *in[CELL_NODE_MAX_IN];
+                       CELL_NODE_MAX_INPUTS, n);
+  const cell_tensor **in = lua_newuserdatauv(L, sizeof *in * (size_t)(n ? n : 1), 0);
   for (int i = 0; i < n; i++) {
     lua_rawgeti(L, 2, i + 1);
     in[i] = lc_test_tensor(L, -1);
@@ -240,18 +241,13 @@ static int l_lua_node(lua_State *L) {
     lua_settop(L, 1);
     return 1;
   }
-  lua_rule *r = malloc(sizeof *r);
-  if (!r) return lc_error(L, "MemoryError: out of memory");
-  cell_node *node = cell_ag_node_new("LuaBackward", lua_rule_backward, n, in);
-  if (!node) {
-    free(r);
-    return lc_error(L, "MemoryError: out of memory recording a Lua node");
-  }
+  cell_node *node = CELL_AG_NODE("LuaBackward", lua_rule_backward, n, in, 0, lua_rule);
+  if (!node) return lc_error(L, "MemoryError: out of memory recording a Lua node");
+  lua_rule *r = CELL_AG_ARGS(node, lua_rule);
   r->st = lua_touserdata(L, UV_STATE);
   lua_pushvalue(L, 3);
   r->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  node->extra = r;
-  node->release_extra = lua_rule_release;
+  node->release = lua_rule_release;
   cell_tensor *o = out;
   cell_tensor_retain(o);
   cell_status s = cell_ag_finish(node, CELL_OK, &o);
