@@ -298,10 +298,11 @@ typedef struct {
 
 struct cell_ag_pass {
   struct cell_ag_pass *outer;
-  pass_entry *ent;
+  pass_entry *ent; /* one block: cap entries, then the slots, then ready */
   size_t count, cap;
-  uint32_t *slot; /* entry number + 1, or 0: empty */
-  size_t mask;    /* slots - 1 (a power of two, at least twice count) */
+  uint32_t *slot;  /* entry number + 1, or 0: empty */
+  size_t mask;     /* slots - 1 (a power of two, at least twice count) */
+  size_t *ready;   /* propagate's stack (cap) */
 };
 
 static size_t hash_node(const cell_node *n) {
@@ -321,18 +322,17 @@ static long pass_find(const struct cell_ag_pass *p, const cell_node *n) {
 static cell_status pass_grow(struct cell_ag_pass *p) {
   size_t cap = p->cap ? 2 * p->cap : 64, nslots = 2 * cap;
   if (cap > UINT32_MAX / 2) return cell_error(CELL_ERR_MEMORY, "grad: the graph is too large");
-  pass_entry *ent = cell_alloc(cap * sizeof *ent);
-  uint32_t *slot = cell_alloc_zero(nslots * sizeof *slot);
-  if (!ent || !slot) {
-    cell_dealloc(ent);
-    cell_dealloc(slot);
-    return cell_error(CELL_ERR_MEMORY, "grad: out of memory");
-  }
+  size_t ent_bytes = cap * sizeof(pass_entry), slot_bytes = nslots * sizeof(uint32_t);
+  char *block = cell_alloc(ent_bytes + slot_bytes + cap * sizeof(size_t));
+  if (!block) return cell_error(CELL_ERR_MEMORY, "grad: out of memory");
+  pass_entry *ent = (pass_entry *)(void *)block;
+  uint32_t *slot = (uint32_t *)(void *)(block + ent_bytes);
+  memset(slot, 0, slot_bytes);
   if (p->count) memcpy(ent, p->ent, p->count * sizeof *ent);
   cell_dealloc(p->ent);
-  cell_dealloc(p->slot);
   p->ent = ent;
   p->slot = slot;
+  p->ready = (size_t *)(void *)(block + ent_bytes + slot_bytes);
   p->cap = cap;
   p->mask = nslots - 1;
   for (size_t k = 0; k < p->count; k++) {
@@ -422,8 +422,7 @@ static cell_status check_versions(const cell_node *n) {
 /* Process nodes in an order where each runs after all its consumers: a
  * stack of the entries whose pending count reached 0 (each enters once). */
 static cell_status propagate(struct cell_ag_pass *p) {
-  size_t *ready = cell_alloc(p->count * sizeof *ready), top = 0;
-  if (!ready) return cell_error(CELL_ERR_MEMORY, "grad: out of memory");
+  size_t *ready = p->ready, top = 0;
   cell_tensor *gin_small[8], **gin = gin_small;
   int gin_cap = 8;
   cell_status s = CELL_OK;
@@ -464,7 +463,6 @@ static cell_status propagate(struct cell_ag_pass *p) {
     }
   }
   if (gin != gin_small) cell_dealloc(gin);
-  cell_dealloc(ready);
   return s;
 }
 
@@ -500,7 +498,7 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
                       cell_shape_str(root->ndim, root->shape, b2, sizeof b2));
   int prev = cell_grad_set_enabled(0);
   cell_thread_context *tc = cell_tctx();
-  struct cell_ag_pass pass = {tc->pass, NULL, 0, 0, NULL, 0};
+  struct cell_ag_pass pass = {tc->pass, NULL, 0, 0, NULL, 0, NULL};
   tc->pass = &pass;
   cell_node *top = producer((cell_tensor *)root);
   cell_status s = top ? CELL_OK : cell_error(CELL_ERR_MEMORY, "grad: out of memory");
@@ -539,8 +537,7 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
     c->n_saved = 0;
     c->released = true;
   }
-  cell_dealloc(pass.ent);
-  cell_dealloc(pass.slot);
+  cell_dealloc(pass.ent); /* the whole table */
   tc->pass = pass.outer;
   cell_grad_set_enabled(prev);
   if (s != CELL_OK) {
