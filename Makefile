@@ -172,7 +172,8 @@ spec-only:
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
 
 # ThreadSanitizer over the C tests (tests/test_rng.c runs 4 generators on 4
-# threads at once, the kernels run their OpenMP loops on 2 threads) and the
+# threads at once, tests/test_autograd_threads.c 4 backward passes, the
+# kernels run their OpenMP loops on 2 threads) and the
 # Lua states on threads (tests/lua/states.c). Built with clang, so that
 # OpenMP is LLVM's libomp: it loads its Archer tool under TSan, which tells
 # TSan about OpenMP's barriers and hand-offs. gcc's libgomp is not built
@@ -181,8 +182,10 @@ spec-only:
 # ignore_noninstrumented_modules=1: TSan then skips the accesses made by
 # libraries not built with it (OpenBLAS's worker threads, libomp's own
 # locks, the Lua interpreter); our code's accesses are all checked.
+# allocator_may_return_null=1: some tests ask for sizes no allocator can
+# give, on purpose, and expect a MemoryError.
 TSAN_CC ?= clang
-TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1"
+TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1 allocator_may_return_null=1"
 tsan:
 	$(MAKE) BUILD=build-tsan CC=$(TSAN_CC) CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer -Wno-pass-failed" \
 	  LDFLAGS="-fsanitize=thread" build-tsan/test_engine build-tsan/$(LUA)/test_states

@@ -34,10 +34,20 @@
  *   byte counts never overflow. A shape within that bound that memory
  *   cannot hold is a CELL_ERR_MEMORY.
  * - Threads: the engine may be used from several threads as long as no
- *   tensor is shared between them unsynchronised; grad mode and the error
- *   message are per thread, and so is the random generator (each thread
- *   draws from its own, or from one it made current: cell_generator_use);
- *   the allocator is locked; the settings are process-wide.
+ *   tensor, and no graph (the history of a tensor that requires grad), is
+ *   shared between them unsynchronised. The engine's state is split so:
+ *   per thread (each thread starts with its own; another thread never sees
+ *   it): grad mode (on at the start, cell_grad_set_enabled), the backward
+ *   passes running (cell_autograd_grad runs on the calling thread, and so
+ *   does any pass started from its hooks or Lua nodes, nested to any
+ *   depth), the error message (cell_last_error) and the current random
+ *   generator (the thread's own, or one it made current with
+ *   cell_generator_use).
+ *   Per process (shared by every thread): the thread count
+ *   (cell_set_num_threads, to be set before ops run on other threads), the
+ *   interrupt flag (cell_interrupt), the allocator's cache and statistics
+ *   (locked), the numbering of tensor hooks (atomic: ids are unique in the
+ *   process) and the table of backends. Nothing else is global.
  * - Sizes and strides are in elements, byte counts in bytes (size_t). */
 #ifndef CELL_H
 #define CELL_H
@@ -352,7 +362,7 @@ CELL_API int cell_autograd_node_names(const char **names, int max);
  * (release may be NULL), and also when this call fails. When grad mode is
  * off or no input requires grad, no node is made and release(ud) runs at
  * once (CELL_OK). */
-#define CELL_CUSTOM_MAX_INPUTS 4
+#define CELL_CUSTOM_MAX_INPUTS 256
 typedef cell_status (*cell_custom_backward)(void *ud, const cell_tensor *grad_out, int n,
                                             const int *wants, cell_tensor **grad_in);
 CELL_API cell_status cell_autograd_custom_node(cell_tensor *out, int n,

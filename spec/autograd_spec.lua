@@ -371,6 +371,42 @@ describe("autograd", function()
       assert.truthy(tostring(err):find("rule failed", 1, true))
       H.assert_close(cell.grad(function(x) return (x * 3):sum() end)(cell.ones({ 2 })), { 3, 3 })
     end)
+    it("backward passes nest to any depth, sharing a parameter's accumulator", function()
+      -- y = x * w, whose rule recomputes it with a pass of its own, through
+      -- `depth - 1` more such layers: each inner pass reaches w's
+      -- accumulator while every outer pass is still accumulating into it.
+      local function layer(depth, x, w)
+        local y = cell.no_grad(function() return x * w end)
+        return cell.core._lua_node(y, { x, w }, function(g)
+          return unpack(cell.enable_grad(function()
+            local xd = x:stop_gradient():requires_grad_(true)
+            local out = depth > 1 and layer(depth - 1, xd, w) or xd * w
+            return cell.core._backward(out, g, { xd, w })
+          end))
+        end)
+      end
+      local x = cell.tensor({ 1, 2 }):requires_grad_(true)
+      local w = cell.tensor({ 3, 4 }):requires_grad_(true)
+      for _, depth in ipairs({ 1, 3, 6 }) do
+        -- loss = sum(x * w) + sum(w * w): w's gradient comes by two paths
+        local loss = layer(depth, x, w):sum() + (w * w):sum()
+        local g = cell.core._backward(loss, nil, { x, w })
+        H.assert_close(g[1], { 3, 4 })
+        H.assert_close(g[2], { 1 + 6, 2 + 8 })
+      end
+    end)
+    it("a Lua node takes more than four inputs", function()
+      local ins = {}
+      for i = 1, 7 do ins[i] = cell.tensor({ i }):requires_grad_(true) end
+      local y = cell.no_grad(function() return cell.zeros({ 1 }) end)
+      cell.core._lua_node(y, ins, function(g)
+        local r = {}
+        for i = 1, 7 do r[i] = g * i end
+        return unpack(r, 1, 7)
+      end)
+      local g = cell.core._backward((y * 2):sum(), nil, ins)
+      for i = 1, 7 do H.assert_close(g[i], { 2 * i }) end
+    end)
     it("a wrong-shaped gradient from a Lua rule is a ValueError", function()
       local f = function(x)
         local y = cell.no_grad(function() return x * 2 end)

@@ -91,6 +91,7 @@ void test_capi_nn_all(void);
 void test_io_all(void);
 void test_conv_all(void);
 void test_rng_all(void);
+void test_autograd_threads_all(void);
 void test_shape_overflow_all(void);
 void test_layers_all(void);
 

@@ -403,6 +403,7 @@ int main(void) {
   test_allocator_stats();
   test_rng();
   test_rng_all();
+  test_autograd_threads_all();
   test_parallel_paths();
   test_reduce_all();
   test_shape_all();

@@ -26,13 +26,15 @@ function M.no_grad(fn, ...) return with_grad_mode(false, check_callable("no_grad
 --- cell.enable_grad(fn, ...): fn(...) with recording on.
 function M.enable_grad(fn, ...) return with_grad_mode(true, check_callable("enable_grad", "fn", fn), ...) end
 
---- The engine's Lua nodes take at most this many inputs.
-local NODE_MAX = 4
+--- The most inputs one Lua node takes here (the engine takes up to 65535;
+-- a longer list is split so no call returns more values than LuaJIT's
+-- unpack allows).
+local NODE_MAX = 256
 
 --- M.node(out, inputs, fn): give `out` (a tensor no recorded op produced)
 -- a backward node over any number of `inputs`: fn(grad_out) returns one
--- gradient (or nil) per input. Beyond the engine's four inputs per node,
--- the rest hang off a chain of link nodes: the first node computes every
+-- gradient (or nil) per input. Beyond NODE_MAX inputs per node, the rest
+-- hang off a chain of link nodes: the first node computes every
 -- gradient and hands the later ones down the chain, which the engine runs
 -- after it (each link is an input of the node before it).
 function M.node(out, inputs, fn)

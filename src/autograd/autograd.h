@@ -12,9 +12,6 @@
 #define CELL_AUTOGRAD_H
 #include "../core/tensor.h"
 
-#define CELL_NODE_MAX_IN 4
-#define CELL_NODE_MAX_SAVED 4
-
 typedef struct cell_node cell_node;
 
 /* grad_in[i] receives a new reference (or NULL: no gradient) for input i;
@@ -22,37 +19,42 @@ typedef struct cell_node cell_node;
 typedef cell_status (*cell_backward_fn)(cell_node *n, const cell_tensor *grad_out,
                                         cell_tensor **grad_in);
 
+/* What a node keeps of one input: the edge to the node that produced it
+ * (or its leaf accumulator; NULL when it needs no gradient), and its shape
+ * and dtype, which its gradient must have. */
+typedef struct cell_ag_input {
+  cell_node *next;
+  const int64_t *shape; /* ndim sizes, stored in the node's block */
+  int ndim;
+  cell_dtype dtype;
+} cell_ag_input;
+
+/* A node is one block: this header, then the rule's typed arguments (args,
+ * args_size bytes, read with CELL_AG_ARGS), the inputs, the saved tensors
+ * and the input shapes, each sized for this node. It holds only what the
+ * rule needs: the scratch of a backward pass (pending counts, gradients)
+ * lives in that pass's own table (graph.c), so a pass run inside another
+ * (a Lua node's backward that calls grad) shares nothing with it. */
 struct cell_node {
   int refcount;
+  uint16_t n_inputs;
+  uint8_t n_saved, max_saved;
+  bool released;                      /* saved tensors freed by a backward pass */
   const char *name;
   cell_backward_fn backward;          /* NULL for a leaf accumulator */
-  void (*release_extra)(cell_node *n); /* frees extra, may be NULL */
-  void *extra;
-  int n_inputs;
-  cell_node *next[CELL_NODE_MAX_IN];  /* the producer of each input, or NULL */
-  int in_ndim[CELL_NODE_MAX_IN];
-  int64_t in_shape[CELL_NODE_MAX_IN][CELL_MAX_DIMS];
-  cell_dtype in_dtype[CELL_NODE_MAX_IN];
-  int n_saved;
-  cell_tensor *saved[CELL_NODE_MAX_SAVED];
-  unsigned saved_version[CELL_NODE_MAX_SAVED];
-  bool released;                      /* saved tensors freed by a backward pass */
-  int iarg[CELL_MAX_DIMS + 4];
-  double darg[4];
-  cell_tensor *leaf;                  /* accumulators: the leaf (weak) */
+  void (*release)(cell_node *n);      /* frees what args hold; may be NULL */
+  cell_ag_input *in;                  /* n_inputs */
+  cell_tensor **saved;                /* n_saved of max_saved */
+  unsigned *saved_version;
   struct cell_ag_hook *hooks;         /* run on the gradient of the output */
-  /* scratch of one backward pass */
-  unsigned pass;
-  int pending;
-  cell_tensor *grad;
-  cell_node *queue_next;
-  /* The scratch of an outer pass while a nested one (a Lua node's backward
-   * calling backward, as recomputation does) goes through this node. */
-  bool stashed;
-  unsigned stash_pass;
-  int stash_pending;
-  cell_tensor *stash_grad;
+  cell_node *free_next;               /* cell_node_release's work list */
+  _Alignas(16) unsigned char args[];  /* the rule's arguments */
 };
+/* The rule's arguments of node n, as a T (the type given at creation). */
+#define CELL_AG_ARGS(n, T) ((T *)(void *)(n)->args)
+/* The most inputs and saved tensors a node can have. */
+#define CELL_NODE_MAX_INPUTS 65535
+#define CELL_NODE_MAX_SAVED 255
 
 /* The autograd state of a tensor (t->autograd). */
 typedef struct cell_ag_meta {
@@ -72,11 +74,17 @@ typedef struct cell_ag_hook {
 
 /* Whether recording is needed for an op on these inputs. */
 bool cell_ag_wants(int n, const cell_tensor *const *inputs);
-/* A node for an op on inputs (edges and input shapes filled in). */
+/* A node for an op on n inputs (edges and input shapes filled in), with
+ * room for max_saved saved tensors and args_size bytes of zeroed
+ * arguments; NULL when out of memory (or n, max_saved out of range). */
 cell_node *cell_ag_node_new(const char *name, cell_backward_fn fn, int n,
-                            const cell_tensor *const *inputs);
+                            const cell_tensor *const *inputs, int max_saved, size_t args_size);
+/* The typed form: args of type T. */
+#define CELL_AG_NODE(name, fn, n, inputs, max_saved, T) \
+  cell_ag_node_new(name, fn, n, inputs, max_saved, sizeof(T))
 /* Keep t for the backward rule (an alias without autograd state, so an
- * output saved by its own node makes no cycle), remembering its version. */
+ * output saved by its own node makes no cycle), remembering its version;
+ * at most the max_saved given at creation. */
 cell_status cell_ag_save(cell_node *n, const cell_tensor *t);
 /* End of a recording wrapper: with s == CELL_OK, make n the producer of
  * *out; otherwise (or if that fails) release n and *out and return the

@@ -1,6 +1,7 @@
 /* custom.c - backward rules a host defines (cell_autograd_custom_node,
- * cell.h): the node keeps the host's function and data, and the shapes of
- * its inputs to check the gradients the host returns. */
+ * cell.h): the node's typed arguments keep the host's function and data;
+ * the node's inputs keep the shapes the returned gradients are checked
+ * against. */
 #include "autograd.h"
 #include <stdlib.h>
 
@@ -8,38 +9,43 @@ typedef struct {
   cell_custom_backward fn;
   void (*release)(void *ud);
   void *ud;
-  int n;
-  int wants[CELL_CUSTOM_MAX_INPUTS];
-  int ndim[CELL_CUSTOM_MAX_INPUTS];
-  int64_t shape[CELL_CUSTOM_MAX_INPUTS][CELL_MAX_DIMS];
 } custom_rule;
 
 static void custom_release(cell_node *n) {
-  custom_rule *r = n->extra;
+  custom_rule *r = CELL_AG_ARGS(n, custom_rule);
   if (r->release) r->release(r->ud);
-  free(r);
 }
 
 static cell_status custom_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  custom_rule *r = n->extra;
-  cell_tensor *got[CELL_CUSTOM_MAX_INPUTS] = {NULL};
-  cell_status s = r->fn(r->ud, g, r->n, r->wants, got);
-  for (int i = 0; i < r->n; i++) {
+  custom_rule *r = CELL_AG_ARGS(n, custom_rule);
+  int k = n->n_inputs;
+  int *wants = calloc((size_t)(k ? k : 1), sizeof *wants);
+  cell_tensor **got = calloc((size_t)(k ? k : 1), sizeof *got);
+  if (!wants || !got) {
+    free(wants);
+    free(got);
+    return cell_error(CELL_ERR_MEMORY, "%s: out of memory in backward", n->name);
+  }
+  for (int i = 0; i < k; i++) wants[i] = n->in[i].next != NULL;
+  cell_status s = r->fn(r->ud, g, k, wants, got);
+  for (int i = 0; i < k; i++) {
     cell_tensor *t = got[i];
     if (!t) continue;
-    got[i] = NULL;
-    if (s == CELL_OK && r->wants[i]) {
-      if (!cell_shape_equal(t->ndim, t->shape, r->ndim[i], r->shape[i])) {
+    if (s == CELL_OK && wants[i]) {
+      const cell_ag_input *in = &n->in[i];
+      if (!cell_shape_equal(t->ndim, t->shape, in->ndim, in->shape)) {
         char a[256], b[256];
         s = cell_error(CELL_ERR_VALUE, "%s: gradient %d has shape %s but its input has shape %s",
                        n->name, i + 1, cell_shape_str(t->ndim, t->shape, a, sizeof a),
-                       cell_shape_str(r->ndim[i], r->shape[i], b, sizeof b));
+                       cell_shape_str(in->ndim, in->shape, b, sizeof b));
       } else {
         s = cell_ag_grad_for(n, i, t, &gin[i]);
       }
     }
     cell_tensor_release(t);
   }
+  free(wants);
+  free(got);
   return s;
 }
 
@@ -56,28 +62,21 @@ cell_status cell_autograd_custom_node(cell_tensor *out, int n, const cell_tensor
     s = cell_error(CELL_ERR_RUNTIME, "%s: the output already belongs to a graph", name);
   for (int i = 0; s == CELL_OK && i < n; i++)
     if (!inputs[i]) s = cell_error(CELL_ERR_VALUE, "%s: input %d is NULL", name, i + 1);
-  if (s != CELL_OK || !cell_ag_wants(n, inputs)) { /* an error, or nothing to differentiate */
+  if (s != CELL_OK || !cell_ag_wants(n, inputs)) {
+    /* an error, or nothing to differentiate */
     if (release) release(ud);
     return s;
   }
-  custom_rule *r = calloc(1, sizeof *r);
-  cell_node *node = r ? cell_ag_node_new(name, custom_backward, n, inputs) : NULL;
+  cell_node *node = CELL_AG_NODE(name, custom_backward, n, inputs, 0, custom_rule);
   if (!node) {
-    free(r);
     if (release) release(ud);
     return cell_error(CELL_ERR_MEMORY, "%s: out of memory recording a node", name);
   }
+  custom_rule *r = CELL_AG_ARGS(node, custom_rule);
   r->fn = backward;
   r->release = release;
   r->ud = ud;
-  r->n = n;
-  for (int i = 0; i < n; i++) {
-    r->wants[i] = cell_tensor_requires_grad(inputs[i]);
-    r->ndim[i] = inputs[i]->ndim;
-    for (int d = 0; d < inputs[i]->ndim; d++) r->shape[i][d] = inputs[i]->shape[d];
-  }
-  node->extra = r;
-  node->release_extra = custom_release;
+  node->release = custom_release;
   cell_tensor *o = out;
   cell_tensor_retain(o);
   s = cell_ag_finish(node, CELL_OK, &o);

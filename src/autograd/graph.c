@@ -4,14 +4,12 @@
 #include "../core/alloc.h"
 #include "../ops/kernels.h"
 
-static __thread int grad_enabled = 1;
-static __thread unsigned pass_counter;
-
-int cell_grad_is_enabled(void) { return grad_enabled; }
+int cell_grad_is_enabled(void) { return cell_tctx()->grad_enabled; }
 
 int cell_grad_set_enabled(int on) {
-  int prev = grad_enabled;
-  grad_enabled = on != 0;
+  cell_thread_context *tc = cell_tctx();
+  int prev = tc->grad_enabled;
+  tc->grad_enabled = on != 0;
   return prev;
 }
 
@@ -29,32 +27,36 @@ static void hooks_free(cell_ag_hook *h) {
 /* Frees nodes iteratively: a graph can be far deeper than the C stack. */
 void cell_node_release(cell_node *n) {
   if (!n || --n->refcount > 0) return;
-  n->queue_next = NULL;
+  n->free_next = NULL;
   cell_node *todo = n;
   while (todo) {
     cell_node *cur = todo;
-    todo = cur->queue_next;
+    todo = cur->free_next;
     for (int i = 0; i < cur->n_inputs; i++) {
-      cell_node *c = cur->next[i];
+      cell_node *c = cur->in[i].next;
       if (c && --c->refcount == 0) {
-        c->queue_next = todo;
+        c->free_next = todo;
         todo = c;
       }
     }
     for (int i = 0; i < cur->n_saved; i++) cell_tensor_release(cur->saved[i]);
-    cell_tensor_release(cur->grad);
-    if (cur->release_extra) cur->release_extra(cur);
+    if (cur->release) cur->release(cur);
     hooks_free(cur->hooks);
     cell_dealloc(cur);
   }
 }
+
+/* An accumulator's argument: its leaf (weak; NULL once the leaf is gone). */
+typedef struct {
+  cell_tensor *leaf;
+} acc_args;
 
 static void meta_free(cell_tensor *t) {
   cell_ag_meta *m = meta(t);
   t->autograd = NULL;
   cell_node_release(m->grad_fn);
   if (m->accumulator) {
-    m->accumulator->leaf = NULL;
+    CELL_AG_ARGS(m->accumulator, acc_args)->leaf = NULL;
     cell_node_release(m->accumulator);
   }
   cell_dealloc(m);
@@ -72,7 +74,7 @@ cell_ag_meta *cell_ag_meta_of(cell_tensor *t) {
 static bool requires(const cell_tensor *t) { return t && t->autograd && meta(t)->requires_grad; }
 
 bool cell_ag_wants(int n, const cell_tensor *const *inputs) {
-  if (!grad_enabled) return false;
+  if (!cell_tctx()->grad_enabled) return false;
   for (int i = 0; i < n; i++)
     if (requires(inputs[i])) return true;
   return false;
@@ -99,9 +101,22 @@ cell_status cell_tensor_set_requires_grad(cell_tensor *t, int on) {
   return CELL_OK;
 }
 
-static cell_node *node_alloc(void) {
-  cell_node *n = cell_alloc_zero(sizeof *n);
-  if (n) n->refcount = 1;
+#define ALIGN16(x) (((x) + 15u) & ~(size_t)15u)
+
+/* One block: header, args, inputs, saved tensors and versions, shapes. */
+static cell_node *node_alloc(int n_inputs, int max_saved, size_t args_size, int dims) {
+  size_t off_in = sizeof(cell_node) + ALIGN16(args_size);
+  size_t off_saved = off_in + (size_t)n_inputs * sizeof(cell_ag_input);
+  size_t off_ver = off_saved + (size_t)max_saved * sizeof(cell_tensor *);
+  size_t off_shape = ALIGN16(off_ver + (size_t)max_saved * sizeof(unsigned));
+  cell_node *n = cell_alloc_zero(off_shape + (size_t)dims * sizeof(int64_t));
+  if (!n) return NULL;
+  n->refcount = 1;
+  n->n_inputs = (uint16_t)n_inputs;
+  n->max_saved = (uint8_t)max_saved;
+  n->in = (cell_ag_input *)(void *)((char *)n + off_in);
+  n->saved = (cell_tensor **)(void *)((char *)n + off_saved);
+  n->saved_version = (unsigned *)(void *)((char *)n + off_ver);
   return n;
 }
 
@@ -111,30 +126,39 @@ static cell_node *producer(cell_tensor *t) {
   cell_ag_meta *m = meta(t);
   if (m->grad_fn) return m->grad_fn;
   if (!m->accumulator) {
-    cell_node *a = node_alloc();
+    cell_node *a = node_alloc(0, 0, sizeof(acc_args), 0);
     if (!a) return NULL;
     a->name = "AccumulateGrad";
-    a->leaf = t;
-    a->n_inputs = 0;
+    CELL_AG_ARGS(a, acc_args)->leaf = t;
     m->accumulator = a;
   }
   return m->accumulator;
 }
 
 cell_node *cell_ag_node_new(const char *name, cell_backward_fn fn, int n,
-                            const cell_tensor *const *inputs) {
-  if (n > CELL_NODE_MAX_IN) return NULL;
-  cell_node *node = node_alloc();
+                            const cell_tensor *const *inputs, int max_saved, size_t args_size) {
+  if (n < 0 || n > CELL_NODE_MAX_INPUTS || max_saved < 0 || max_saved > CELL_NODE_MAX_SAVED)
+    return NULL;
+  int dims = 0;
+  for (int i = 0; i < n; i++)
+    if (inputs[i]) dims += inputs[i]->ndim;
+  cell_node *node = node_alloc(n, max_saved, args_size, dims);
   if (!node) return NULL;
   node->name = name;
   node->backward = fn;
-  node->n_inputs = n;
+  /* the shapes start 16-aligned after the versions, as node_alloc counted */
+  int64_t *shapes = (int64_t *)(void *)((char *)node +
+                               ALIGN16((size_t)((char *)node->saved_version - (char *)node) +
+                                       (size_t)max_saved * sizeof(unsigned)));
   for (int i = 0; i < n; i++) {
     const cell_tensor *t = inputs[i];
     if (!t) continue;
-    node->in_ndim[i] = t->ndim;
-    memcpy(node->in_shape[i], t->shape, sizeof(int64_t) * (size_t)t->ndim);
-    node->in_dtype[i] = t->dtype;
+    cell_ag_input *in = &node->in[i];
+    in->ndim = t->ndim;
+    in->dtype = t->dtype;
+    in->shape = shapes;
+    memcpy(shapes, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    shapes += t->ndim;
     if (!requires(t)) continue;
     cell_node *p = producer((cell_tensor *)t);
     if (!p) {
@@ -142,13 +166,13 @@ cell_node *cell_ag_node_new(const char *name, cell_backward_fn fn, int n,
       return NULL;
     }
     p->refcount++;
-    node->next[i] = p;
+    in->next = p;
   }
   return node;
 }
 
 cell_status cell_ag_save(cell_node *n, const cell_tensor *t) {
-  if (n->n_saved >= CELL_NODE_MAX_SAVED)
+  if (n->n_saved >= n->max_saved)
     return cell_error(CELL_ERR_RUNTIME, "%s: too many saved tensors", n->name);
   cell_tensor *alias;
   CELL_TRY(cell_tensor_new_view(t, t->ndim, t->shape, t->stride, t->offset, &alias));
@@ -202,18 +226,18 @@ cell_status cell_ag_sum_to(const cell_tensor *g, int ndim, const int64_t *shape,
 
 cell_status cell_ag_grad_for(const cell_node *n, int i, cell_tensor *g, cell_tensor **out) {
   cell_tensor *r;
-  CELL_TRY(cell_ag_sum_to(g, n->in_ndim[i], n->in_shape[i], &r));
-  if (r->dtype == n->in_dtype[i]) {
+  CELL_TRY(cell_ag_sum_to(g, n->in[i].ndim, n->in[i].shape, &r));
+  if (r->dtype == n->in[i].dtype) {
     *out = r;
     return CELL_OK;
   }
-  cell_status s = cell_k_astype(r, n->in_dtype[i], out);
+  cell_status s = cell_k_astype(r, n->in[i].dtype, out);
   cell_tensor_release(r);
   return s;
 }
 
 cell_status cell_ag_give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin) {
-  if (s == CELL_OK && t && n->next[i]) s = cell_ag_grad_for(n, i, t, &gin[i]);
+  if (s == CELL_OK && t && n->in[i].next) s = cell_ag_grad_for(n, i, t, &gin[i]);
   cell_tensor_release(t);
   return s;
 }
@@ -230,8 +254,7 @@ cell_status cell_tensor_register_hook(cell_tensor *t,
   cell_node *p = producer(t);
   cell_ag_hook *h = p ? cell_alloc_zero(sizeof *h) : NULL;
   if (!h) return cell_error(CELL_ERR_MEMORY, "register_hook: out of memory");
-  static int next_id;
-  h->id = ++next_id;
+  h->id = __atomic_add_fetch(&cell_ctx()->hook_ids, 1, __ATOMIC_RELAXED);
   h->fn = fn;
   h->release = release;
   h->ud = ud;
@@ -259,106 +282,127 @@ void cell_tensor_remove_hook(cell_tensor *t, int id) {
 
 /* --- the backward pass --------------------------------------------------------------- */
 
-/* Backward passes running now on this thread, outermost first: a Lua
- * node's backward may run a pass of its own (recomputation does), which
- * can reach nodes the outer pass is using, such as a parameter's
- * accumulator. Such a node's scratch is stashed and put back afterwards. */
-#define CELL_MAX_NESTED_PASSES 8
-static __thread unsigned active_passes[CELL_MAX_NESTED_PASSES];
-static __thread int n_active_passes;
+/* The scratch of one backward pass: an entry per node it reaches (pending
+ * edges from consumers, the gradient accumulated so far), numbered in the
+ * order collect() finds them, and an open-addressing map from node to
+ * number. Nothing of it is stored in the nodes, so a pass run while
+ * another is inside a Lua node's backward (recomputation, a custom bprop,
+ * a hook that calls grad) can reach the same nodes without disturbing it,
+ * however deep the nesting. The passes running on a thread are linked,
+ * innermost first, from its context. */
+typedef struct {
+  cell_node *node;
+  int pending;
+  cell_tensor *grad;
+} pass_entry;
 
-static bool pass_is_active(unsigned pass) {
-  for (int i = 0; i < n_active_passes; i++)
-    if (active_passes[i] == pass) return true;
-  return false;
+struct cell_ag_pass {
+  struct cell_ag_pass *outer;
+  pass_entry *ent; /* one block: cap entries, then the slots, then ready */
+  size_t count, cap;
+  uint32_t *slot;  /* entry number + 1, or 0: empty */
+  size_t mask;     /* slots - 1 (a power of two, at least twice count) */
+  size_t *ready;   /* propagate's stack (cap) */
+};
+
+static size_t hash_node(const cell_node *n) {
+  uint64_t h = (uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 29);
 }
 
-/* Claim node c for `pass`, stashing an active outer pass's scratch. */
-static cell_status claim(cell_node *c, unsigned pass) {
-  if (c->pass != 0 && pass_is_active(c->pass)) {
-    if (c->stashed)
-      return cell_error(CELL_ERR_RUNTIME,
-                        "grad: backward passes nested more than two deep go through %s", c->name);
-    c->stashed = true;
-    c->stash_pass = c->pass;
-    c->stash_pending = c->pending;
-    c->stash_grad = c->grad;
-    c->grad = NULL;
+/* The entry number of n in pass p, or -1. */
+static long pass_find(const struct cell_ag_pass *p, const cell_node *n) {
+  for (size_t i = hash_node(n) & p->mask;; i = (i + 1) & p->mask) {
+    uint32_t k = p->slot[i];
+    if (!k) return -1;
+    if (p->ent[k - 1].node == n) return (long)(k - 1);
   }
-  c->pass = pass;
-  c->pending = 0;
+}
+
+static cell_status pass_grow(struct cell_ag_pass *p) {
+  size_t cap = p->cap ? 2 * p->cap : 64, nslots = 2 * cap;
+  if (cap > UINT32_MAX / 2) return cell_error(CELL_ERR_MEMORY, "grad: the graph is too large");
+  size_t ent_bytes = cap * sizeof(pass_entry), slot_bytes = nslots * sizeof(uint32_t);
+  char *block = cell_alloc(ent_bytes + slot_bytes + cap * sizeof(size_t));
+  if (!block) return cell_error(CELL_ERR_MEMORY, "grad: out of memory");
+  pass_entry *ent = (pass_entry *)(void *)block;
+  uint32_t *slot = (uint32_t *)(void *)(block + ent_bytes);
+  memset(slot, 0, slot_bytes);
+  if (p->count) memcpy(ent, p->ent, p->count * sizeof *ent);
+  cell_dealloc(p->ent);
+  p->ent = ent;
+  p->slot = slot;
+  p->ready = (size_t *)(void *)(block + ent_bytes + slot_bytes);
+  p->cap = cap;
+  p->mask = nslots - 1;
+  for (size_t k = 0; k < p->count; k++) {
+    size_t i = hash_node(ent[k].node) & p->mask;
+    while (slot[i]) i = (i + 1) & p->mask;
+    slot[i] = (uint32_t)(k + 1);
+  }
   return CELL_OK;
 }
 
-/* Every node reachable from root, each once, in *nodes (an array the caller
- * frees); pending counts the edges into each node. */
-static cell_status collect(cell_node *root, unsigned pass, cell_node ***nodes, size_t *count) {
-  size_t cap = 64, n = 0;
-  cell_node **arr = cell_alloc(cap * sizeof *arr);
-  if (!arr) return cell_error(CELL_ERR_MEMORY, "grad: out of memory");
-  cell_status s = claim(root, pass);
-  if (s != CELL_OK) {
-    cell_dealloc(arr);
-    return s;
+/* n's entry number in p, adding it (pending 0, no gradient) if new. */
+static cell_status pass_add(struct cell_ag_pass *p, cell_node *n, size_t *k) {
+  long found = p->cap ? pass_find(p, n) : -1;
+  if (found >= 0) {
+    *k = (size_t)found;
+    return CELL_OK;
   }
-  arr[n++] = root;
-  for (size_t k = 0; k < n && s == CELL_OK; k++) {
-    cell_node *cur = arr[k];
-    if (cur->released) {
-      s = cell_error(CELL_ERR_RUNTIME,
-                     "grad: the graph through %s was already used by a backward pass and its "
-                     "saved tensors were freed; run the forward computation again",
-                     cur->name);
-      break;
-    }
-    for (int i = 0; i < cur->n_inputs; i++) {
-      cell_node *c = cur->next[i];
-      if (!c) continue;
-      if (c->pass != pass) {
-        if (n == cap) {
-          cell_node **bigger = cell_alloc(2 * cap * sizeof *arr);
-          if (!bigger) {
-            s = cell_error(CELL_ERR_MEMORY, "grad: out of memory");
-            break;
-          }
-          memcpy(bigger, arr, n * sizeof *arr);
-          cell_dealloc(arr);
-          arr = bigger;
-          cap *= 2;
-        }
-        s = claim(c, pass);
-        if (s != CELL_OK) break;
-        arr[n++] = c;
-      }
-      c->pending++;
-    }
-  }
-  *nodes = arr;
-  *count = n;
-  return s;
+  if (p->count == p->cap) CELL_TRY(pass_grow(p));
+  size_t i = hash_node(n) & p->mask;
+  while (p->slot[i]) i = (i + 1) & p->mask;
+  p->slot[i] = (uint32_t)(p->count + 1);
+  *k = p->count++;
+  p->ent[*k] = (pass_entry){n, 0, NULL};
+  return CELL_OK;
 }
 
-static cell_status accumulate(cell_node *n, cell_tensor *g) {
-  if (!n->grad) {
-    n->grad = g;
+/* Every node reachable from root, each once, in p's entries (root is entry
+ * 0); pending counts the edges into each node. */
+static cell_status collect(struct cell_ag_pass *p, cell_node *root) {
+  size_t k0;
+  CELL_TRY(pass_add(p, root, &k0));
+  for (size_t k = 0; k < p->count; k++) {
+    cell_node *cur = p->ent[k].node;
+    if (cur->released)
+      return cell_error(CELL_ERR_RUNTIME,
+                        "grad: the graph through %s was already used by a backward pass and its "
+                        "saved tensors were freed; run the forward computation again",
+                        cur->name);
+    for (int i = 0; i < cur->n_inputs; i++) {
+      cell_node *c = cur->in[i].next;
+      if (!c) continue;
+      size_t kc;
+      CELL_TRY(pass_add(p, c, &kc));
+      p->ent[kc].pending++;
+    }
+  }
+  return CELL_OK;
+}
+
+static cell_status accumulate(pass_entry *e, cell_tensor *g) {
+  if (!e->grad) {
+    e->grad = g;
     return CELL_OK;
   }
   cell_tensor *sum;
-  cell_status s = cell_k_binary(CELL_OP_ADD, n->grad, g, &sum);
+  cell_status s = cell_k_binary(CELL_OP_ADD, e->grad, g, &sum);
   cell_tensor_release(g);
   if (s != CELL_OK) return s;
-  cell_tensor_release(n->grad);
-  n->grad = sum;
+  cell_tensor_release(e->grad);
+  e->grad = sum;
   return CELL_OK;
 }
 
-static cell_status run_hooks(cell_node *n) {
+static cell_status run_hooks(const cell_node *n, pass_entry *e) {
   for (cell_ag_hook *h = n->hooks; h; h = h->next) {
     cell_tensor *rep = NULL;
-    CELL_TRY(h->fn(h->ud, n->grad, &rep));
+    CELL_TRY(h->fn(h->ud, e->grad, &rep));
     if (rep) {
-      cell_tensor_release(n->grad);
-      n->grad = rep;
+      cell_tensor_release(e->grad);
+      e->grad = rep;
     }
   }
   return CELL_OK;
@@ -375,36 +419,58 @@ static cell_status check_versions(const cell_node *n) {
   return CELL_OK;
 }
 
-/* Process nodes in an order where each runs after all its consumers. */
-static cell_status propagate(cell_node *root) {
-  cell_node *ready = root;
-  root->queue_next = NULL;
-  while (ready) {
-    cell_node *n = ready;
-    ready = n->queue_next;
-    CELL_TRY(run_hooks(n));
-    if (!n->backward) continue; /* an accumulator: its grad is the result */
-    CELL_TRY(check_versions(n));
-    cell_tensor *gin[CELL_NODE_MAX_IN] = {NULL};
-    cell_status s = n->grad ? n->backward(n, n->grad, gin) : CELL_OK;
-    cell_tensor_release(n->grad);
-    n->grad = NULL;
+/* Process nodes in an order where each runs after all its consumers: a
+ * stack of the entries whose pending count reached 0 (each enters once). */
+static cell_status propagate(struct cell_ag_pass *p) {
+  size_t *ready = p->ready, top = 0;
+  cell_tensor *gin_small[8], **gin = gin_small;
+  int gin_cap = 8;
+  cell_status s = CELL_OK;
+  ready[top++] = 0;
+  while (top && s == CELL_OK) {
+    size_t k = ready[--top];
+    cell_node *n = p->ent[k].node;
+    s = run_hooks(n, &p->ent[k]);
+    if (s != CELL_OK || !n->backward) continue; /* an accumulator: its grad is the result */
+    s = check_versions(n);
+    if (s != CELL_OK) break;
+    if (n->n_inputs > gin_cap) {
+      if (gin != gin_small) cell_dealloc(gin);
+      gin = cell_alloc((size_t)n->n_inputs * sizeof *gin);
+      gin_cap = gin ? n->n_inputs : 0;
+      if (!gin) {
+        gin = gin_small;
+        gin_cap = 8;
+        s = cell_error(CELL_ERR_MEMORY, "grad: out of memory");
+        break;
+      }
+    }
+    for (int i = 0; i < n->n_inputs; i++) gin[i] = NULL;
+    cell_tensor *g = p->ent[k].grad;
+    p->ent[k].grad = NULL;
+    s = g ? n->backward(n, g, gin) : CELL_OK;
+    cell_tensor_release(g);
     for (int i = 0; i < n->n_inputs; i++) {
-      cell_node *c = n->next[i];
+      cell_node *c = n->in[i].next;
       if (!c) {
         cell_tensor_release(gin[i]);
         continue;
       }
-      if (s == CELL_OK && gin[i]) s = accumulate(c, gin[i]);
+      long kc = pass_find(p, c);
+      if (s == CELL_OK && gin[i]) s = accumulate(&p->ent[kc], gin[i]);
       else cell_tensor_release(gin[i]);
-      if (--c->pending == 0) {
-        c->queue_next = ready;
-        ready = c;
-      }
+      if (--p->ent[kc].pending == 0) ready[top++] = (size_t)kc;
     }
-    if (s != CELL_OK) return s;
   }
-  return CELL_OK;
+  if (gin != gin_small) cell_dealloc(gin);
+  return s;
+}
+
+/* Whether a pass enclosing p (on this thread) still needs node n. */
+static bool outer_uses(const struct cell_ag_pass *p, const cell_node *n) {
+  for (const struct cell_ag_pass *o = p->outer; o; o = o->outer)
+    if (pass_find(o, n) >= 0) return true;
+  return false;
 }
 
 cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens, int n,
@@ -431,54 +497,39 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
                       cell_shape_str(sens->ndim, sens->shape, b1, sizeof b1),
                       cell_shape_str(root->ndim, root->shape, b2, sizeof b2));
   int prev = cell_grad_set_enabled(0);
+  cell_thread_context *tc = cell_tctx();
+  struct cell_ag_pass pass = {tc->pass, NULL, 0, 0, NULL, 0, NULL};
+  tc->pass = &pass;
   cell_node *top = producer((cell_tensor *)root);
   cell_status s = top ? CELL_OK : cell_error(CELL_ERR_MEMORY, "grad: out of memory");
-  cell_node **nodes = NULL;
-  size_t count = 0;
-  unsigned pass = ++pass_counter;
-  if (pass == 0) pass = ++pass_counter; /* 0 marks a node no pass has used */
-  if (s == CELL_OK && n_active_passes == CELL_MAX_NESTED_PASSES)
-    s = cell_error(CELL_ERR_RUNTIME, "grad: more than %d backward passes nested", CELL_MAX_NESTED_PASSES);
-  bool pushed = s == CELL_OK;
-  if (pushed) active_passes[n_active_passes++] = pass;
-  if (s == CELL_OK) s = collect(top, pass, &nodes, &count);
+  if (s == CELL_OK) s = collect(&pass, top);
   if (s == CELL_OK) {
     cell_tensor *g0;
     s = sens ? cell_k_astype(sens, root->dtype, &g0)
              : cell_tensor_full(root->dtype, root->ndim, root->shape, 1.0, &g0);
     if (s == CELL_OK) {
-      cell_tensor_release(top->grad);
-      top->grad = g0;
-      s = propagate(top);
+      pass.ent[0].grad = g0;
+      s = propagate(&pass);
     }
   }
   /* Results: each input's accumulator, or zeros where it was not reached. */
   for (int i = 0; i < n; i++) grads[i] = NULL;
   for (int i = 0; i < n && s == CELL_OK; i++) {
     cell_ag_meta *m = inputs[i]->autograd ? meta(inputs[i]) : NULL;
-    cell_node *acc = m ? m->accumulator : NULL;
-    if (acc && acc->pass == pass && acc->grad) {
-      s = cell_k_astype(acc->grad, inputs[i]->dtype, &grads[i]);
+    long k = m && m->accumulator && pass.cap ? pass_find(&pass, m->accumulator) : -1;
+    if (k >= 0 && pass.ent[k].grad) {
+      s = cell_k_astype(pass.ent[k].grad, inputs[i]->dtype, &grads[i]);
     } else {
       s = cell_tensor_full(inputs[i]->dtype, inputs[i]->ndim, inputs[i]->shape, 0, &grads[i]);
     }
   }
   /* Scratch gradients go, and so do the saved tensors: one backward pass
-   * per graph, so a training loop's memory does not wait for the outputs. */
-  for (size_t k = 0; k < count; k++) {
-    cell_node *c = nodes[k];
-    cell_tensor_release(c->grad);
-    c->grad = NULL;
-    c->pending = 0;
-    if (c->stashed) { /* the outer pass still needs it as it was */
-      c->stashed = false;
-      c->pass = c->stash_pass;
-      c->pending = c->stash_pending;
-      c->grad = c->stash_grad;
-      c->stash_grad = NULL;
-      continue;
-    }
-    if (!c->backward) continue;
+   * per graph, so a training loop's memory does not wait for the outputs
+   * (but a node an enclosing pass has still to run keeps them). */
+  for (size_t k = 0; k < pass.count; k++) {
+    cell_node *c = pass.ent[k].node;
+    cell_tensor_release(pass.ent[k].grad);
+    if (!c->backward || (pass.outer && outer_uses(&pass, c))) continue;
     for (int i = 0; i < c->n_saved; i++) {
       cell_tensor_release(c->saved[i]);
       c->saved[i] = NULL;
@@ -486,8 +537,8 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
     c->n_saved = 0;
     c->released = true;
   }
-  cell_dealloc(nodes);
-  if (pushed) n_active_passes--;
+  cell_dealloc(pass.ent); /* the whole table */
+  tc->pass = pass.outer;
   cell_grad_set_enabled(prev);
   if (s != CELL_OK) {
     for (int i = 0; i < n; i++) {
@@ -512,7 +563,7 @@ int cell_autograd_node_names(const char **names, int max) {
 /* In-place changes are not recorded, so on a tensor that requires grad
  * (while recording) they would make gradients silently wrong: refuse. */
 static cell_status inplace_check(const char *op, const cell_tensor *t) {
-  if (t && grad_enabled && requires(t))
+  if (t && cell_tctx()->grad_enabled && requires(t))
     return cell_error(CELL_ERR_RUNTIME,
                       "%s: a tensor that requires grad cannot be changed in place while "
                       "gradients are recorded; use the out-of-place form, or run it under no_grad",

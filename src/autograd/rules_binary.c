@@ -11,13 +11,13 @@ static cell_status bin(cell_binop op, const cell_tensor *a, const cell_tensor *b
 static cell_status add_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   cell_status s = CELL_OK;
   for (int i = 0; i < 2 && s == CELL_OK; i++)
-    if (n->next[i]) s = cell_ag_grad_for(n, i, (cell_tensor *)g, &gin[i]);
+    if (n->in[i].next) s = cell_ag_grad_for(n, i, (cell_tensor *)g, &gin[i]);
   return s;
 }
 
 static cell_status sub_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  cell_status s = n->next[0] ? cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]) : CELL_OK;
-  if (s == CELL_OK && n->next[1]) {
+  cell_status s = n->in[0].next ? cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]) : CELL_OK;
+  if (s == CELL_OK && n->in[1].next) {
     cell_tensor *neg;
     s = cell_k_unary(CELL_OP_NEG, g, &neg);
     if (s == CELL_OK) s = cell_ag_give(n, 1, s, neg, gin);
@@ -28,7 +28,7 @@ static cell_status sub_backward(cell_node *n, const cell_tensor *g, cell_tensor 
 static cell_status mul_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   cell_status s = CELL_OK;
   for (int i = 0; i < 2 && s == CELL_OK; i++) {
-    if (!n->next[i]) continue;
+    if (!n->in[i].next) continue;
     cell_tensor *t = NULL;
     s = bin(CELL_OP_MUL, g, n->saved[1 - i], &t);
     s = cell_ag_give(n, i, s, t, gin);
@@ -40,12 +40,12 @@ static cell_status div_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   const cell_tensor *a = n->saved[0], *b = n->saved[1];
   cell_tensor *t = NULL, *u = NULL, *v = NULL;
   cell_status s = CELL_OK;
-  if (n->next[0]) {
+  if (n->in[0].next) {
     s = bin(CELL_OP_DIV, g, b, &t);
     s = cell_ag_give(n, 0, s, t, gin);
     t = NULL;
   }
-  if (s == CELL_OK && n->next[1]) { /* -g * a / b^2 */
+  if (s == CELL_OK && n->in[1].next) { /* -g * a / b^2 */
     s = bin(CELL_OP_MUL, g, a, &t);
     if (s == CELL_OK) s = bin(CELL_OP_MUL, b, b, &u);
     if (s == CELL_OK) s = bin(CELL_OP_DIV, t, u, &v);
@@ -64,7 +64,7 @@ static cell_status pow_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   const cell_tensor *a = n->saved[0], *b = n->saved[1], *out = n->saved[2];
   cell_tensor *t = NULL, *u = NULL, *v = NULL;
   cell_status s = CELL_OK;
-  if (n->next[0]) {
+  if (n->in[0].next) {
     s = cell_k_binary_scalar(CELL_OP_SUB, b, 1.0, 1, 0, &t);
     if (s == CELL_OK) s = bin(CELL_OP_POW, a, t, &u);
     cell_tensor_release(t);
@@ -78,7 +78,7 @@ static cell_status pow_backward(cell_node *n, const cell_tensor *g, cell_tensor 
     s = cell_ag_give(n, 0, s, t, gin);
     t = NULL;
   }
-  if (s == CELL_OK && n->next[1]) {
+  if (s == CELL_OK && n->in[1].next) {
     cell_tensor *zero = NULL, *lg = NULL;
     s = cell_k_unary(CELL_OP_LOG, a, &lg);
     if (s == CELL_OK) s = cell_k_binary_scalar(CELL_OP_EQ, a, 0.0, 0, 0, &zero);
@@ -95,13 +95,18 @@ static cell_status pow_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   return s;
 }
 
+/* The arguments of a binary node: its op. */
+typedef struct {
+  cell_binop op;
+} binary_args;
+
 /* maximum/minimum: the gradient goes to the chosen side, halved on ties. */
 static cell_status extreme_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   const cell_tensor *a = n->saved[0], *b = n->saved[1];
-  bool is_max = n->iarg[0] == CELL_OP_MAXIMUM;
+  bool is_max = CELL_AG_ARGS(n, binary_args)->op == CELL_OP_MAXIMUM;
   cell_status s = CELL_OK;
   for (int i = 0; i < 2 && s == CELL_OK; i++) {
-    if (!n->next[i]) continue;
+    if (!n->in[i].next) continue;
     const cell_tensor *x = i ? b : a, *y = i ? a : b;
     cell_tensor *win = NULL, *tie = NULL, *wf = NULL, *tf = NULL, *w = NULL, *t = NULL;
     s = bin(is_max ? CELL_OP_GT : CELL_OP_LT, x, y, &win);
@@ -156,9 +161,9 @@ cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tenso
     return cell_k_binary(op, a, b, out);
   cell_status s = CELL_AG_RAW(cell_k_binary(op, a, b, out));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new(rules[op].node, rules[op].backward, 2, in);
+  cell_node *n = CELL_AG_NODE(rules[op].node, rules[op].backward, 2, in, rules[op].nsaved, binary_args);
   if (n) {
-    n->iarg[0] = op;
+    CELL_AG_ARGS(n, binary_args)->op = op;
     if (rules[op].nsaved >= 2) {
       s = cell_ag_save(n, a);
       if (s == CELL_OK) s = cell_ag_save(n, b);
@@ -197,7 +202,7 @@ static cell_status matmul_backward(cell_node *n, const cell_tensor *g, cell_tens
     if (s == CELL_OK) s = b->ndim == 1 ? cell_k_unsqueeze(tmp, tmp->ndim, &g2) : cell_k_contiguous(tmp, &g2);
     cell_tensor_release(tmp);
   }
-  if (s == CELL_OK && n->next[0]) {
+  if (s == CELL_OK && n->in[0].next) {
     s = cell_k_transpose(b2, b2->ndim - 2, b2->ndim - 1, &t);
     if (s == CELL_OK) s = cell_k_matmul(g2, t, &u);
     cell_tensor_release(t);
@@ -205,7 +210,7 @@ static cell_status matmul_backward(cell_node *n, const cell_tensor *g, cell_tens
     s = cell_ag_give(n, 0, s, u, gin);
     u = NULL;
   }
-  if (s == CELL_OK && n->next[1]) {
+  if (s == CELL_OK && n->in[1].next) {
     s = cell_k_transpose(a2, a2->ndim - 2, a2->ndim - 1, &t);
     if (s == CELL_OK) s = cell_k_matmul(t, g2, &u);
     cell_tensor_release(t);
@@ -227,7 +232,7 @@ static cell_status matmul_backward(cell_node *n, const cell_tensor *g, cell_tens
 static cell_status dot_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   cell_status s = CELL_OK;
   for (int i = 0; i < 2 && s == CELL_OK; i++) {
-    if (!n->next[i]) continue;
+    if (!n->in[i].next) continue;
     cell_tensor *t = NULL;
     s = bin(CELL_OP_MUL, n->saved[1 - i], g, &t);
     s = cell_ag_give(n, i, s, t, gin);
@@ -243,7 +248,7 @@ static cell_status product(product_fn raw, const char *name, cell_backward_fn ru
   if (!a || !b || !cell_ag_wants(2, in)) return raw(a, b, out);
   cell_status s = CELL_AG_RAW(raw(a, b, out));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new(name, rule, 2, in);
+  cell_node *n = cell_ag_node_new(name, rule, 2, in, 2, 0);
   if (n) {
     s = cell_ag_save(n, a);
     if (s == CELL_OK) s = cell_ag_save(n, b);

@@ -1,8 +1,8 @@
 /* rules_conv.c - the public conv ops (include/cell_conv.h) as recording
  * wrappers over the raw kernels of src/ops/conv.h, and their backward rules.
  *
- * Each op records one node whose integer arguments (the validated stride,
- * padding, dilation, groups or kernel) live in iarg, so the backward kernel
+ * Each op records one node whose arguments (the validated stride, padding,
+ * dilation, groups or kernel) live in its geom_args, so the backward kernel
  * rebuilds the forward's geometry from them and the saved tensors:
  * - Conv2dBackward saves x and w (w for x's gradient, x for w's); each of
  *   the three gradients is computed only when its input needs it;
@@ -13,48 +13,35 @@
 #include "../ops/ops.h"
 #include "../ops/conv.h"
 
-/* iarg layout shared by the three nodes. */
-enum {
-  A_SH, A_SW,             /* stride */
-  A_PT, A_PB, A_PL, A_PR, /* padding */
-  A_DH, A_DW,             /* dilation (conv) */
-  A_KH = A_DH, A_KW = A_DW, /* kernel (pools) */
-  A_GROUPS,               /* groups (conv), count_include_pad (avg pool) */
-  A_COUNT
-};
-_Static_assert(A_COUNT <= CELL_MAX_DIMS + 4, "the conv arguments fit a node's iarg");
+/* The arguments of the three nodes: the forward's geometry. */
+typedef struct {
+  int64_t stride[2], padding[4]; /* padding: top, bottom, left, right */
+  int64_t pair[2];               /* dilation (conv) or kernel (pools) */
+  int64_t last;                  /* groups (conv), count_include_pad (avg pool) */
+} geom_args;
 
-/* Store the geometry's arguments; validation bounds each by 2^30. */
 static void put_geom(cell_node *n, const cell_conv_geom *g, int64_t a, int64_t b, int64_t last) {
-  n->iarg[A_SH] = (int)g->sh;
-  n->iarg[A_SW] = (int)g->sw;
-  n->iarg[A_PT] = (int)g->pt;
-  n->iarg[A_PB] = (int)g->pb;
-  n->iarg[A_PL] = (int)g->pl;
-  n->iarg[A_PR] = (int)g->pr;
-  n->iarg[A_DH] = (int)a;
-  n->iarg[A_DW] = (int)b;
-  n->iarg[A_GROUPS] = (int)last;
-}
-
-static void get_geom(const cell_node *n, int64_t *stride, int64_t *padding, int64_t *pair) {
-  stride[0] = n->iarg[A_SH];
-  stride[1] = n->iarg[A_SW];
-  for (int i = 0; i < 4; i++) padding[i] = n->iarg[A_PT + i];
-  pair[0] = n->iarg[A_DH];
-  pair[1] = n->iarg[A_DW];
+  geom_args *ga = CELL_AG_ARGS(n, geom_args);
+  ga->stride[0] = g->sh;
+  ga->stride[1] = g->sw;
+  ga->padding[0] = g->pt;
+  ga->padding[1] = g->pb;
+  ga->padding[2] = g->pl;
+  ga->padding[3] = g->pr;
+  ga->pair[0] = a;
+  ga->pair[1] = b;
+  ga->last = last;
 }
 
 /* --- conv2d ------------------------------------------------------------------------ */
 
 /* inputs (x, w, b); saved (x, w). */
 static cell_status conv2d_backward(cell_node *n, const cell_tensor *gy, cell_tensor **gin) {
-  int64_t stride[2], padding[4], dilation[2];
-  get_geom(n, stride, padding, dilation);
+  const geom_args *ga = CELL_AG_ARGS(n, geom_args);
   cell_tensor *gx = NULL, *gw = NULL, *gb = NULL;
-  cell_status s = cell_k_conv2d_backward(gy, n->saved[0], n->saved[1], stride, padding, dilation,
-                                         n->iarg[A_GROUPS], n->next[0] ? &gx : NULL,
-                                         n->next[1] ? &gw : NULL, n->next[2] ? &gb : NULL);
+  cell_status s = cell_k_conv2d_backward(gy, n->saved[0], n->saved[1], ga->stride, ga->padding,
+                                         ga->pair, ga->last, n->in[0].next ? &gx : NULL,
+                                         n->in[1].next ? &gw : NULL, n->in[2].next ? &gb : NULL);
   s = cell_ag_give(n, 0, s, gx, gin);
   s = cell_ag_give(n, 1, s, gw, gin);
   return cell_ag_give(n, 2, s, gb, gin);
@@ -71,7 +58,7 @@ cell_status cell_op_conv2d(const cell_tensor *x, const cell_tensor *w, const cel
   cell_tensor *r = NULL;
   cell_status s = CELL_AG_RAW(cell_k_conv2d(x, w, b, stride, padding, dilation, groups, &r));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new("Conv2dBackward", conv2d_backward, 3, in);
+  cell_node *n = CELL_AG_NODE("Conv2dBackward", conv2d_backward, 3, in, 2, geom_args);
   if (n) {
     put_geom(n, &g, g.dh, g.dw, g.groups);
     s = cell_ag_save(n, x);
@@ -86,10 +73,10 @@ cell_status cell_op_conv2d(const cell_tensor *x, const cell_tensor *w, const cel
 
 /* saved[0]: the positions of the maxima. */
 static cell_status max_pool2d_backward(cell_node *n, const cell_tensor *gy, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
   cell_tensor *gx = NULL;
   cell_status s =
-      cell_k_max_pool2d_backward(gy, n->saved[0], n->in_shape[0], n->in_dtype[0], &gx);
+      cell_k_max_pool2d_backward(gy, n->saved[0], n->in[0].shape, n->in[0].dtype, &gx);
   return cell_ag_give(n, 0, s, gx, gin);
 }
 
@@ -103,7 +90,7 @@ cell_status cell_op_max_pool2d(const cell_tensor *x, const int64_t *kernel, cons
   cell_tensor *r = NULL, *idx = NULL;
   cell_status s = CELL_AG_RAW(cell_k_max_pool2d(x, kernel, stride, padding, &r, &idx));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new("MaxPool2dBackward", max_pool2d_backward, 1, in);
+  cell_node *n = CELL_AG_NODE("MaxPool2dBackward", max_pool2d_backward, 1, in, 1, geom_args);
   if (n) {
     put_geom(n, &g, g.kh, g.kw, 0);
     s = cell_ag_save(n, idx);
@@ -115,12 +102,11 @@ cell_status cell_op_max_pool2d(const cell_tensor *x, const int64_t *kernel, cons
 }
 
 static cell_status avg_pool2d_backward(cell_node *n, const cell_tensor *gy, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  int64_t stride[2], padding[4], kernel[2];
-  get_geom(n, stride, padding, kernel);
+  if (!n->in[0].next) return CELL_OK;
+  const geom_args *ga = CELL_AG_ARGS(n, geom_args);
   cell_tensor *gx = NULL;
-  cell_status s = cell_k_avg_pool2d_backward(gy, n->in_shape[0], kernel, stride, padding,
-                                             n->iarg[A_GROUPS], n->in_dtype[0], &gx);
+  cell_status s = cell_k_avg_pool2d_backward(gy, n->in[0].shape, ga->pair, ga->stride, ga->padding,
+                                             (int)ga->last, n->in[0].dtype, &gx);
   return cell_ag_give(n, 0, s, gx, gin);
 }
 
@@ -134,7 +120,7 @@ cell_status cell_op_avg_pool2d(const cell_tensor *x, const int64_t *kernel, cons
   cell_tensor *r = NULL;
   cell_status s = CELL_AG_RAW(cell_k_avg_pool2d(x, kernel, stride, padding, count_include_pad, &r));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new("AvgPool2dBackward", avg_pool2d_backward, 1, in);
+  cell_node *n = CELL_AG_NODE("AvgPool2dBackward", avg_pool2d_backward, 1, in, 0, geom_args);
   if (n) put_geom(n, &g, g.kh, g.kw, count_include_pad != 0);
   s = cell_ag_finish(n, s, &r);
   if (s == CELL_OK) *out = r;

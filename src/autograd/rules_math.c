@@ -22,7 +22,7 @@
 
 /* The dtype a gradient for input i is computed in: the input's own. */
 static cell_dtype grad_dtype(const cell_node *n, int i, const cell_tensor *g) {
-  if (cell_dtype_is_float(n->in_dtype[i])) return n->in_dtype[i];
+  if (cell_dtype_is_float(n->in[i].dtype)) return n->in[i].dtype;
   return cell_dtype_is_float(g->dtype) ? g->dtype : CELL_DTYPE_F32;
 }
 
@@ -46,14 +46,14 @@ static bool reduced(int mask, int d) { return ((unsigned)mask >> d) & 1u; }
 
 /* The input's shape with the reduced dimensions of size 1. */
 static void keep_shape(const cell_node *n, int mask, int64_t *ks) {
-  for (int d = 0; d < n->in_ndim[0]; d++) ks[d] = reduced(mask, d) ? 1 : n->in_shape[0][d];
+  for (int d = 0; d < n->in[0].ndim; d++) ks[d] = reduced(mask, d) ? 1 : n->in[0].shape[d];
 }
 
 /* The reduced dimensions as a list, for cell_k_reduce (0 of them on a 0-D
  * input, which reduces that one element). */
 static int mask_dims(const cell_node *n, int mask, int *dims) {
   int k = 0;
-  for (int d = 0; d < n->in_ndim[0]; d++)
+  for (int d = 0; d < n->in[0].ndim; d++)
     if (reduced(mask, d)) dims[k++] = d;
   return k;
 }
@@ -61,8 +61,8 @@ static int mask_dims(const cell_node *n, int mask, int *dims) {
 /* How many input elements fold into each output element. */
 static int64_t mask_count(const cell_node *n, int mask) {
   int64_t c = 1;
-  for (int d = 0; d < n->in_ndim[0]; d++)
-    if (reduced(mask, d)) c *= n->in_shape[0][d];
+  for (int d = 0; d < n->in[0].ndim; d++)
+    if (reduced(mask, d)) c *= n->in[0].shape[d];
   return c;
 }
 
@@ -70,7 +70,7 @@ static int64_t mask_count(const cell_node *n, int mask) {
 static cell_status to_keep(const cell_node *n, int mask, const cell_tensor *t, cell_tensor **out) {
   int64_t ks[CELL_MAX_DIMS];
   keep_shape(n, mask, ks);
-  return cell_k_reshape(t, n->in_ndim[0], ks, out);
+  return cell_k_reshape(t, n->in[0].ndim, ks, out);
 }
 
 /* --- unary ops ------------------------------------------------------------------------ */
@@ -114,16 +114,20 @@ static const struct {
 _Static_assert(sizeof unary_rules / sizeof unary_rules[0] == CELL_UNOP_COUNT,
                "a backward rule (or RULE_NONE) per unary op");
 
+typedef struct {
+  cell_unop op;
+} unary_args;
+
 static cell_status unary_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  cell_unop op = (cell_unop)n->iarg[0];
-  if (unary_rules[op].kind != RULE_EW || !n->next[0]) return CELL_OK; /* zero: no gradient */
+  cell_unop op = CELL_AG_ARGS(n, unary_args)->op;
+  if (unary_rules[op].kind != RULE_EW || !n->in[0].next) return CELL_OK; /* zero: no gradient */
   const cell_tensor *x = NULL, *y = NULL;
   int k = 0;
   if (unary_rules[op].save & SAVE_X) x = n->saved[k++];
   if (unary_rules[op].save & SAVE_Y) y = n->saved[k++];
   cell_tensor *t = NULL;
-  cell_status s = cell_ew(unary_rules[op].ew, 0, 0, grad_dtype(n, 0, g), n->in_ndim[0],
-                     n->in_shape[0], g, x, y, &t);
+  cell_status s = cell_ew(unary_rules[op].ew, 0, 0, grad_dtype(n, 0, g), n->in[0].ndim,
+                          n->in[0].shape, g, x, y, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -142,9 +146,9 @@ cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out)
     *out = r;
     return CELL_OK;
   }
-  cell_node *n = cell_ag_node_new(unary_rules[op].node, unary_backward, 1, in);
+  cell_node *n = CELL_AG_NODE(unary_rules[op].node, unary_backward, 1, in, 2, unary_args);
   if (n) {
-    n->iarg[0] = op;
+    CELL_AG_ARGS(n, unary_args)->op = op;
     if (unary_rules[op].save & SAVE_X) s = cell_ag_save(n, a);
     if (s == CELL_OK && (unary_rules[op].save & SAVE_Y)) s = cell_ag_save(n, r);
   }
@@ -154,11 +158,16 @@ cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out)
 /* --- clamp, where, masked_fill ---------------------------------------------------------- */
 
 /* The gradient passes where lo <= x <= hi (bounds included, as torch). */
+typedef struct {
+  double lo, hi; /* -inf / inf where absent */
+} clamp_args;
+
 static cell_status clamp_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
+  const clamp_args *a = CELL_AG_ARGS(n, clamp_args);
   cell_tensor *t = NULL;
-  cell_status s = cell_ew(EW_CLAMP, n->darg[0], n->darg[1], grad_dtype(n, 0, g), n->in_ndim[0],
-                     n->in_shape[0], g, n->saved[0], NULL, &t);
+  cell_status s = cell_ew(EW_CLAMP, a->lo, a->hi, grad_dtype(n, 0, g), n->in[0].ndim,
+                          n->in[0].shape, g, n->saved[0], NULL, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -173,10 +182,9 @@ cell_status cell_op_clamp(const cell_tensor *a, int has_lo, double lo, int has_h
     *out = r;
     return CELL_OK;
   }
-  cell_node *n = cell_ag_node_new("ClampBackward", clamp_backward, 1, in);
+  cell_node *n = CELL_AG_NODE("ClampBackward", clamp_backward, 1, in, 1, clamp_args);
   if (n) {
-    n->darg[0] = has_lo ? lo : -INFINITY;
-    n->darg[1] = has_hi ? hi : INFINITY;
+    *CELL_AG_ARGS(n, clamp_args) = (clamp_args){has_lo ? lo : -INFINITY, has_hi ? hi : INFINITY};
     s = cell_ag_save(n, a);
   }
   return record_end(n, s, r, out);
@@ -186,7 +194,7 @@ cell_status cell_op_clamp(const cell_tensor *a, int has_lo, double lo, int has_h
 static cell_status where_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   cell_status s = CELL_OK;
   for (int i = 1; i <= 2 && s == CELL_OK; i++) {
-    if (!n->next[i]) continue;
+    if (!n->in[i].next) continue;
     cell_tensor *t = NULL;
     s = cell_ew(i == 1 ? EW_SEL_TRUE : EW_SEL_FALSE, 0, 0, grad_dtype(n, i, g), g->ndim, g->shape, g,
            n->saved[0], NULL, &t);
@@ -206,14 +214,14 @@ cell_status cell_op_where(const cell_tensor *cond, const cell_tensor *a, const c
     *out = r;
     return CELL_OK;
   }
-  cell_node *n = cell_ag_node_new("WhereBackward", where_backward, 3, in);
+  cell_node *n = cell_ag_node_new("WhereBackward", where_backward, 3, in, 1, 0);
   if (n) s = cell_ag_save(n, cond);
   return record_end(n, s, r, out);
 }
 
 /* saved[0] = mask: the gradient reaches a where the mask is false. */
 static cell_status masked_fill_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
   cell_tensor *t = NULL;
   cell_status s = cell_ew(EW_SEL_FALSE, 0, 0, grad_dtype(n, 0, g), g->ndim, g->shape, g, n->saved[0],
                      NULL, &t);
@@ -231,7 +239,7 @@ cell_status cell_op_masked_fill(const cell_tensor *a, const cell_tensor *mask, d
     *out = r;
     return CELL_OK;
   }
-  cell_node *n = cell_ag_node_new("MaskedFillBackward", masked_fill_backward, 1, in);
+  cell_node *n = cell_ag_node_new("MaskedFillBackward", masked_fill_backward, 1, in, 1, 0);
   if (n) s = cell_ag_save(n, mask);
   return record_end(n, s, r, out);
 }
@@ -244,8 +252,8 @@ cell_status cell_op_masked_fill(const cell_tensor *a, const cell_tensor *mask, d
 static cell_status extreme_grad(const cell_node *n, int mask, const cell_tensor *gk,
                                 const cell_tensor *x, const cell_tensor *yk, int use_abs,
                                 cell_dtype dt, cell_tensor **out) {
-  int nd = n->in_ndim[0], dims[CELL_MAX_DIMS], ndims = mask_dims(n, mask, dims);
-  const int64_t *shape = n->in_shape[0];
+  int nd = n->in[0].ndim, dims[CELL_MAX_DIMS], ndims = mask_dims(n, mask, dims);
+  const int64_t *shape = n->in[0].shape;
   int64_t ks[CELL_MAX_DIMS];
   keep_shape(n, mask, ks);
   cell_tensor *eq = NULL, *cnt = NULL, *gc = NULL;
@@ -262,8 +270,8 @@ static cell_status extreme_grad(const cell_node *n, int mask, const cell_tensor 
  * 0 everywhere when it has more. */
 static cell_status prod_grad(const cell_node *n, int mask, const cell_tensor *gk,
                              const cell_tensor *x, cell_dtype dt, cell_tensor **out) {
-  int nd = n->in_ndim[0], dims[CELL_MAX_DIMS], ndims = mask_dims(n, mask, dims);
-  const int64_t *shape = n->in_shape[0];
+  int nd = n->in[0].ndim, dims[CELL_MAX_DIMS], ndims = mask_dims(n, mask, dims);
+  const int64_t *shape = n->in[0].shape;
   int64_t ks[CELL_MAX_DIMS];
   keep_shape(n, mask, ks);
   cell_tensor *t = NULL, *zc = NULL, *nzp = NULL, *gw = NULL;
@@ -279,12 +287,17 @@ static cell_status prod_grad(const cell_node *n, int mask, const cell_tensor *gk
   return cell_release4(s, zc, nzp, gw, NULL);
 }
 
-/* iarg: op, reduced-dims mask; saved: x (prod, max, min), y (max, min). */
+/* saved: x (prod, max, min), y (max, min). */
+typedef struct {
+  cell_redop op;
+  int mask; /* the reduced dims */
+} reduce_args;
+
 static cell_status reduce_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  cell_redop op = (cell_redop)n->iarg[0];
-  int mask = n->iarg[1], nd = n->in_ndim[0];
-  const int64_t *shape = n->in_shape[0];
+  if (!n->in[0].next) return CELL_OK;
+  cell_redop op = CELL_AG_ARGS(n, reduce_args)->op;
+  int mask = CELL_AG_ARGS(n, reduce_args)->mask, nd = n->in[0].ndim;
+  const int64_t *shape = n->in[0].shape;
   cell_dtype dt = grad_dtype(n, 0, g);
   cell_tensor *gk = NULL, *yk = NULL, *t = NULL;
   cell_status s = to_keep(n, mask, g, &gk);
@@ -336,22 +349,27 @@ cell_status cell_op_reduce(cell_redop op, const cell_tensor *a, int ndims, const
     *out = r;
     return CELL_OK;
   }
-  cell_node *n = cell_ag_node_new(reduce_rules[op].node, reduce_backward, 1, in);
+  cell_node *n = CELL_AG_NODE(reduce_rules[op].node, reduce_backward, 1, in, 2, reduce_args);
   if (n) {
-    n->iarg[0] = op;
-    n->iarg[1] = dims_mask(a->ndim, ndims, dims); /* dims were checked by the kernel */
+    /* dims were checked by the kernel */
+    *CELL_AG_ARGS(n, reduce_args) = (reduce_args){op, dims_mask(a->ndim, ndims, dims)};
     if (reduce_rules[op].save & SAVE_X) s = cell_ag_save(n, a);
     if (s == CELL_OK && (reduce_rules[op].save & SAVE_Y)) s = cell_ag_save(n, r);
   }
   return record_end(n, s, r, out);
 }
 
-/* iarg: dim; darg: index_base; saved: the indices. The gradient goes to the
- * chosen position of each slice. */
+/* saved: the indices. The gradient goes to the chosen position of each
+ * slice. */
+typedef struct {
+  int dim;
+  int64_t index_base;
+} max_dim_args;
+
 static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  int dim = n->iarg[0], nd = n->in_ndim[0];
-  const int64_t *shape = n->in_shape[0];
+  if (!n->in[0].next) return CELL_OK;
+  int dim = CELL_AG_ARGS(n, max_dim_args)->dim, nd = n->in[0].ndim;
+  const int64_t *shape = n->in[0].shape;
   cell_dtype dt = grad_dtype(n, 0, g);
   cell_tensor *t = NULL;
   if (nd == 0) { /* one element, which is the extreme */
@@ -363,7 +381,7 @@ static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_ten
   cell_status s = to_keep(n, mask, g, &gk);
   if (s == CELL_OK) s = to_keep(n, mask, n->saved[0], &ik);
   if (s == CELL_OK) s = cell_tensor_full(dt, nd, shape, 0.0, &z);
-  if (s == CELL_OK) s = cell_k_scatter(z, dim, ik, gk, (int64_t)n->darg[0], &t);
+  if (s == CELL_OK) s = cell_k_scatter(z, dim, ik, gk, CELL_AG_ARGS(n, max_dim_args)->index_base, &t);
   cell_release4(CELL_OK, gk, ik, z, NULL);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -377,11 +395,10 @@ cell_status cell_op_max_dim(const cell_tensor *a, int dim, int keepdim, int is_m
   cell_status s = CELL_AG_RAW(cell_k_max_dim(a, dim, keepdim, is_min, index_base, &v, &ix));
   if (s != CELL_OK) return s;
   if (cell_dtype_is_float(v->dtype)) {
-    cell_node *n = cell_ag_node_new(is_min ? "MinDimBackward" : "MaxDimBackward",
-                                    max_dim_backward, 1, in);
+    cell_node *n = CELL_AG_NODE(is_min ? "MinDimBackward" : "MaxDimBackward", max_dim_backward,
+                                1, in, 1, max_dim_args);
     if (n) {
-      n->iarg[0] = dim;
-      n->darg[0] = (double)index_base;
+      *CELL_AG_ARGS(n, max_dim_args) = (max_dim_args){dim, index_base};
       s = cell_ag_save(n, ix);
     }
     s = cell_ag_finish(n, s, &v);
@@ -397,16 +414,22 @@ cell_status cell_op_max_dim(const cell_tensor *a, int dim, int keepdim, int is_m
 }
 
 /* d var / dx = 2 (x - mean) / (N - ddof); d std / dx = (x - mean) / ((N - ddof) std),
- * taken as 0 where std == 0 (as torch). iarg: mask, ddof, take_sqrt;
- * saved: x, and the std for take_sqrt. */
+ * taken as 0 where std == 0 (as torch). saved: x, and the std for
+ * take_sqrt. */
+typedef struct {
+  int ddof, mask;
+  bool take_sqrt;
+} var_args;
+
 static cell_status var_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  int mask = n->iarg[1], take_sqrt = n->iarg[2], nd = n->in_ndim[0];
+  if (!n->in[0].next) return CELL_OK;
+  const var_args *va = CELL_AG_ARGS(n, var_args);
+  int mask = va->mask, take_sqrt = va->take_sqrt, nd = n->in[0].ndim;
   int dims[CELL_MAX_DIMS], ndims = mask_dims(n, mask, dims);
-  const int64_t *shape = n->in_shape[0];
+  const int64_t *shape = n->in[0].shape;
   int64_t ks[CELL_MAX_DIMS];
   keep_shape(n, mask, ks);
-  double dof = (double)mask_count(n, mask) - (double)n->iarg[0];
+  double dof = (double)mask_count(n, mask) - (double)va->ddof;
   if (!(dof > 0)) dof = 0; /* as the forward: the result is inf / NaN */
   cell_dtype dt = grad_dtype(n, 0, g);
   const cell_tensor *x = n->saved[0];
@@ -436,11 +459,9 @@ cell_status cell_op_var(const cell_tensor *a, int ndims, const int *dims, int dd
     *out = r;
     return CELL_OK;
   }
-  cell_node *n = cell_ag_node_new(take_sqrt ? "StdBackward" : "VarBackward", var_backward, 1, in);
+  cell_node *n = CELL_AG_NODE(take_sqrt ? "StdBackward" : "VarBackward", var_backward, 1, in, 2, var_args);
   if (n) {
-    n->iarg[0] = ddof;
-    n->iarg[1] = dims_mask(a->ndim, ndims, dims);
-    n->iarg[2] = take_sqrt != 0;
+    *CELL_AG_ARGS(n, var_args) = (var_args){ddof, dims_mask(a->ndim, ndims, dims), take_sqrt != 0};
     s = cell_ag_save(n, a);
     if (s == CELL_OK && take_sqrt) s = cell_ag_save(n, r);
   }
@@ -449,12 +470,17 @@ cell_status cell_op_var(const cell_tensor *a, int ndims, const int *dims, int dd
 
 /* p-norm: g sign(x) |x|^(p-1) / norm^(p-1), 0 where norm == 0 (or x == 0);
  * inf-norm: g sign(x) split among the elements with |x| == norm.
- * iarg: mask; darg: p; saved: x, norm. */
+ * saved: x, norm. */
+typedef struct {
+  int mask;
+  double p;
+} pnorm_args;
+
 static cell_status norm_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  int mask = n->iarg[0], nd = n->in_ndim[0];
-  double p = n->darg[0];
-  const int64_t *shape = n->in_shape[0];
+  if (!n->in[0].next) return CELL_OK;
+  int mask = CELL_AG_ARGS(n, pnorm_args)->mask, nd = n->in[0].ndim;
+  double p = CELL_AG_ARGS(n, pnorm_args)->p;
+  const int64_t *shape = n->in[0].shape;
   int64_t ks[CELL_MAX_DIMS];
   keep_shape(n, mask, ks);
   cell_dtype dt = grad_dtype(n, 0, g);
@@ -483,10 +509,9 @@ cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *d
     *out = r;
     return CELL_OK;
   }
-  cell_node *n = cell_ag_node_new("NormBackward", norm_backward, 1, in);
+  cell_node *n = CELL_AG_NODE("NormBackward", norm_backward, 1, in, 2, pnorm_args);
   if (n) {
-    n->iarg[0] = dims_mask(a->ndim, ndims, dims);
-    n->darg[0] = p;
+    *CELL_AG_ARGS(n, pnorm_args) = (pnorm_args){dims_mask(a->ndim, ndims, dims), p};
     s = cell_ag_save(n, a);
     if (s == CELL_OK) s = cell_ag_save(n, r);
   }
@@ -498,9 +523,9 @@ cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *d
 /* The gradient is the reverse cumulative sum of g along dim, accumulated
  * in double (a float64 scratch, converted by cell_ag_grad_for). */
 static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  int dim = n->iarg[0], nd = n->in_ndim[0];
-  const int64_t *shape = n->in_shape[0];
+  if (!n->in[0].next) return CELL_OK;
+  int dim = *CELL_AG_ARGS(n, int), nd = n->in[0].ndim; /* args: the dim */
+  const int64_t *shape = n->in[0].shape;
   if (!cell_shape_equal(g->ndim, g->shape, nd, shape)) {
     char b1[256], b2[256];
     return cell_error(CELL_ERR_RUNTIME, "%s: gradient of shape %s for an output of shape %s",
@@ -546,8 +571,8 @@ cell_status cell_op_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {
     *out = r;
     return CELL_OK;
   }
-  cell_node *n = cell_ag_node_new("CumsumBackward", cumsum_backward, 1, in);
-  if (n) n->iarg[0] = dim;
+  cell_node *n = CELL_AG_NODE("CumsumBackward", cumsum_backward, 1, in, 0, int);
+  if (n) *CELL_AG_ARGS(n, int) = dim;
   return record_end(n, s, r, out);
 }
 

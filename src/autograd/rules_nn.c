@@ -44,11 +44,16 @@ int cell_ag_nn_nodes(const char **names, int max) {
 
 /* --- softmax ---------------------------------------------------------------------- */
 
-/* iarg: dim, log; saved: the output. */
+/* saved: the output. */
+typedef struct {
+  int dim, log_;
+} softmax_args;
+
 static cell_status softmax_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
+  const softmax_args *a = CELL_AG_ARGS(n, softmax_args);
   cell_tensor *t = NULL;
-  cell_status s = cell_k_softmax_backward(n->saved[0], g, n->iarg[0], n->iarg[1], &t);
+  cell_status s = cell_k_softmax_backward(n->saved[0], g, a->dim, a->log_, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -58,11 +63,10 @@ static cell_status softmax_op(const cell_tensor *x, int dim, int log_, cell_tens
   cell_tensor *r;
   cell_status s = CELL_AG_RAW(cell_k_softmax(x, dim, log_, &r));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new(nn_node_names[log_ ? NN_LOG_SOFTMAX : NN_SOFTMAX],
-                                  softmax_backward, 1, in);
+  cell_node *n = CELL_AG_NODE(nn_node_names[log_ ? NN_LOG_SOFTMAX : NN_SOFTMAX], softmax_backward,
+                              1, in, 1, softmax_args);
   if (n) {
-    n->iarg[0] = dim;
-    n->iarg[1] = log_;
+    *CELL_AG_ARGS(n, softmax_args) = (softmax_args){dim, log_};
     s = cell_ag_save(n, r);
   }
   return nn_record_end(n, s, r, out);
@@ -78,37 +82,40 @@ cell_status cell_op_log_softmax(const cell_tensor *x, int dim, cell_tensor **out
 
 /* --- batch_norm, layer_norm --------------------------------------------------------------- */
 
-/* Inputs: x, weight, bias. iarg: training (batch_norm) or k (layer_norm),
- * has_weight, the nn_node; darg[0]: eps (batch_norm); saved: x, the
- * statistics (batch_norm: mean and variance; layer_norm: mean and 1/std of
- * each row), weight. */
+/* Inputs: x, weight, bias; saved: x, the statistics (batch_norm: mean and
+ * variance; layer_norm: mean and 1/std of each row), weight. */
+typedef struct {
+  nn_node kind;   /* NN_BATCH_NORM or NN_LAYER_NORM */
+  int k;          /* training (batch_norm) or normalized_ndim (layer_norm) */
+  bool has_weight;
+  double eps;     /* batch_norm */
+} norm_args;
+
 static cell_status norm_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  bool bn = n->iarg[2] == NN_BATCH_NORM;
+  const norm_args *a = CELL_AG_ARGS(n, norm_args);
+  bool bn = a->kind == NN_BATCH_NORM;
   const cell_tensor *x = n->saved[0], *s1 = n->saved[1], *s2 = n->saved[2];
-  const cell_tensor *w = n->iarg[1] ? n->saved[3] : NULL;
+  const cell_tensor *w = a->has_weight ? n->saved[3] : NULL;
   cell_tensor *t[3] = {NULL, NULL, NULL};
   cell_tensor **want[3];
-  for (int i = 0; i < 3; i++) want[i] = n->next[i] ? &t[i] : NULL;
+  for (int i = 0; i < 3; i++) want[i] = n->in[i].next ? &t[i] : NULL;
   if (!want[0] && !want[1] && !want[2]) return CELL_OK;
-  cell_status s = bn ? cell_k_batch_norm_backward(g, x, w, s1, s2, n->darg[0], n->iarg[0], want[0],
-                                                  want[1], want[2])
-                     : cell_k_layer_norm_backward(g, x, n->iarg[0], w, s1, s2, want[0], want[1],
+  cell_status s = bn ? cell_k_batch_norm_backward(g, x, w, s1, s2, a->eps, a->k, want[0], want[1],
+                                                  want[2])
+                     : cell_k_layer_norm_backward(g, x, a->k, w, s1, s2, want[0], want[1],
                                                   want[2]);
   for (int i = 0; i < 3; i++) s = cell_ag_give(n, i, s, t[i], gin);
   return s;
 }
 
 /* Record a norm's node, saving x, the statistics s1, s2 and weight. */
-static cell_status record_norm(nn_node kind, int iarg0, double eps, const cell_tensor *const *in,
+static cell_status record_norm(nn_node kind, int k, double eps, const cell_tensor *const *in,
                                cell_tensor *r, cell_tensor *s1, cell_tensor *s2,
                                cell_tensor **out) {
-  cell_node *n = cell_ag_node_new(nn_node_names[kind], norm_backward, 3, in);
+  cell_node *n = CELL_AG_NODE(nn_node_names[kind], norm_backward, 3, in, 4, norm_args);
   cell_status s = CELL_OK;
   if (n) {
-    n->iarg[0] = iarg0;
-    n->iarg[1] = in[1] != NULL;
-    n->iarg[2] = kind;
-    n->darg[0] = eps;
+    *CELL_AG_ARGS(n, norm_args) = (norm_args){kind, k, in[1] != NULL, eps};
     s = cell_ag_save(n, in[0]);
     s = nn_save_opt(n, s, s1);
     s = nn_save_opt(n, s, s2);
@@ -172,12 +179,17 @@ cell_status cell_op_layer_norm(const cell_tensor *x, int normalized_ndim,
 
 /* --- dropout ------------------------------------------------------------------------------ */
 
-/* iarg[0..3]: seed, first block; darg[0]: p. The mask is regenerated. */
+/* The mask is regenerated from the stream the forward drew. */
+typedef struct {
+  uint64_t seed, first; /* the generator's key and first block */
+  double p;
+} dropout_args;
+
 static cell_status dropout_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
+  const dropout_args *a = CELL_AG_ARGS(n, dropout_args);
   cell_tensor *t = NULL;
-  cell_status s = cell_k_dropout_apply(g, n->darg[0], (uint64_t)nn_get_i64(n->iarg),
-                                       (uint64_t)nn_get_i64(n->iarg + 2), &t);
+  cell_status s = cell_k_dropout_apply(g, a->p, a->seed, a->first, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -196,26 +208,28 @@ cell_status cell_op_dropout(const cell_tensor *x, double p, int training, cell_t
   uint64_t seed, first;
   cell_status s = CELL_AG_RAW(cell_k_dropout(x, p, &seed, &first, &r));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new(nn_node_names[NN_DROPOUT], dropout_backward, 1, in);
-  if (n) {
-    nn_put_i64(n->iarg, (int64_t)seed);
-    nn_put_i64(n->iarg + 2, (int64_t)first);
-    n->darg[0] = p;
-  }
+  cell_node *n = CELL_AG_NODE(nn_node_names[NN_DROPOUT], dropout_backward, 1, in, 0, dropout_args);
+  if (n) *CELL_AG_ARGS(n, dropout_args) = (dropout_args){seed, first, p};
   return nn_record_end(n, s, r, out);
 }
 
 /* --- embedding ---------------------------------------------------------------------------- */
 
-/* Input: weight. iarg[0]: has_padding; iarg[1..2]: padding_idx; iarg[3..4]:
- * index_base; saved: the ids. Half-precision tables accumulate in float32. */
+/* Input: weight; saved: the ids. Half-precision tables accumulate in
+ * float32. */
+typedef struct {
+  int has_padding;
+  int64_t padding_idx, index_base;
+} embedding_args;
+
 static cell_status embedding_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  cell_dtype wd = n->in_dtype[0];
+  if (!n->in[0].next) return CELL_OK;
+  const embedding_args *a = CELL_AG_ARGS(n, embedding_args);
+  cell_dtype wd = n->in[0].dtype;
   cell_dtype acc = wd == CELL_DTYPE_F64 ? CELL_DTYPE_F64 : CELL_DTYPE_F32;
   cell_tensor *t = NULL;
-  cell_status s = cell_k_embedding_backward(g, n->saved[0], n->in_shape[0][0], acc, n->iarg[0],
-                                            nn_get_i64(n->iarg + 1), nn_get_i64(n->iarg + 3), &t);
+  cell_status s = cell_k_embedding_backward(g, n->saved[0], n->in[0].shape[0], acc, a->has_padding,
+                                            a->padding_idx, a->index_base, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -232,11 +246,9 @@ cell_status cell_op_embedding(const cell_tensor *ids, const cell_tensor *weight,
   cell_tensor *r;
   cell_status s = CELL_AG_RAW(cell_k_embedding(ids, weight, index_base, &r));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new(nn_node_names[NN_EMBEDDING], embedding_backward, 1, in);
+  cell_node *n = CELL_AG_NODE(nn_node_names[NN_EMBEDDING], embedding_backward, 1, in, 1, embedding_args);
   if (n) {
-    n->iarg[0] = has_padding != 0;
-    nn_put_i64(n->iarg + 1, padding_idx);
-    nn_put_i64(n->iarg + 3, index_base);
+    *CELL_AG_ARGS(n, embedding_args) = (embedding_args){has_padding != 0, padding_idx, index_base};
     s = cell_ag_save(n, ids);
   }
   return nn_record_end(n, s, r, out);

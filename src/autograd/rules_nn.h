@@ -24,17 +24,6 @@ typedef enum {
 
 const char *cell_ag_nn_node_name(nn_node k);
 
-/* A 64-bit argument in two iarg slots. */
-static inline void nn_put_i64(int *slot, int64_t v) {
-  uint64_t u = (uint64_t)v;
-  slot[0] = (int)(uint32_t)(u & 0xffffffffu);
-  slot[1] = (int)(uint32_t)(u >> 32);
-}
-
-static inline int64_t nn_get_i64(const int *slot) {
-  return (int64_t)((uint64_t)(uint32_t)slot[0] | ((uint64_t)(uint32_t)slot[1] << 32));
-}
-
 /* End of a wrapper: make n the producer of r and hand r over (*out is set
  * only on success). */
 static inline cell_status nn_record_end(cell_node *n, cell_status s, cell_tensor *r,

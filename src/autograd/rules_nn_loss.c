@@ -14,33 +14,38 @@
 
 /* --- cross_entropy, nll_loss -------------------------------------------------------------- */
 
-/* The options as iarg / darg: iarg[0] has_ignore, [1..2] ignore_index,
- * [3..4] index_base, [5] reduction, [6] has_weight; darg[0] label_smoothing,
- * darg[1] the divisor of the mean. */
+/* The arguments of both nodes: the options (weight, when given, is the
+ * last saved tensor, not this pointer, which is kept NULL) and the divisor
+ * of the mean. */
+typedef struct {
+  cell_ce_args ce;
+  bool has_weight;
+  double den;
+} ce_node_args;
+
 static void put_args(cell_node *n, const cell_ce_args *a, double den) {
-  n->iarg[0] = a->has_ignore != 0;
-  nn_put_i64(n->iarg + 1, a->ignore_index);
-  nn_put_i64(n->iarg + 3, a->index_base);
-  n->iarg[5] = (int)a->reduction;
-  n->iarg[6] = a->weight != NULL;
-  n->darg[0] = a->label_smoothing;
-  n->darg[1] = den;
+  ce_node_args *na = CELL_AG_ARGS(n, ce_node_args);
+  na->ce = *a;
+  na->ce.weight = NULL;
+  na->has_weight = a->weight != NULL;
+  na->den = den;
 }
 
 static cell_ce_args get_args(const cell_node *n, const cell_tensor *weight) {
-  cell_ce_args a = {n->iarg[6] ? weight : NULL, n->iarg[0], nn_get_i64(n->iarg + 1),
-                    n->darg[0], (cell_reduction)n->iarg[5], nn_get_i64(n->iarg + 3)};
+  cell_ce_args a = CELL_AG_ARGS(n, ce_node_args)->ce;
+  a.weight = CELL_AG_ARGS(n, ce_node_args)->has_weight ? weight : NULL;
   return a;
 }
 
 /* Inputs: logits, target; saved: logits, target, lse, weight. */
 static cell_status cross_entropy_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0] && !n->next[1]) return CELL_OK;
+  if (!n->in[0].next && !n->in[1].next) return CELL_OK;
   cell_ce_args a = get_args(n, n->n_saved > 3 ? n->saved[3] : NULL);
   cell_tensor *gx = NULL, *gt = NULL;
   cell_status s = cell_k_cross_entropy_backward(g, n->saved[0], n->saved[2], n->saved[1], &a,
-                                                n->darg[1], n->next[0] ? &gx : NULL,
-                                                n->next[1] ? &gt : NULL);
+                                                CELL_AG_ARGS(n, ce_node_args)->den,
+                                                n->in[0].next ? &gx : NULL,
+                                                n->in[1].next ? &gt : NULL);
   s = cell_ag_give(n, 0, s, gx, gin);
   return cell_ag_give(n, 1, s, gt, gin);
 }
@@ -57,8 +62,8 @@ cell_status cell_op_cross_entropy(const cell_tensor *logits, const cell_tensor *
   double den;
   cell_status s = CELL_AG_RAW(cell_k_cross_entropy(logits, target, &a, &r, &lse, &den));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new(cell_ag_nn_node_name(NN_CROSS_ENTROPY), cross_entropy_backward,
-                                  2, in);
+  cell_node *n = CELL_AG_NODE(cell_ag_nn_node_name(NN_CROSS_ENTROPY), cross_entropy_backward, 2,
+                              in, 4, ce_node_args);
   if (n) {
     put_args(n, &a, den);
     s = cell_ag_save(n, logits);
@@ -72,10 +77,11 @@ cell_status cell_op_cross_entropy(const cell_tensor *logits, const cell_tensor *
 
 /* Input: logp; saved: logp, target, weight. */
 static cell_status nll_loss_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
   cell_ce_args a = get_args(n, n->n_saved > 2 ? n->saved[2] : NULL);
   cell_tensor *gx = NULL;
-  cell_status s = cell_k_nll_loss_backward(g, n->saved[0], n->saved[1], &a, n->darg[1], &gx);
+  cell_status s = cell_k_nll_loss_backward(g, n->saved[0], n->saved[1], &a,
+                                           CELL_AG_ARGS(n, ce_node_args)->den, &gx);
   return cell_ag_give(n, 0, s, gx, gin);
 }
 
@@ -90,7 +96,8 @@ cell_status cell_op_nll_loss(const cell_tensor *logp, const cell_tensor *target,
   double den = 0;
   cell_status s = CELL_AG_RAW(cell_k_nll_loss(logp, target, &a, &r, &den));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new(cell_ag_nn_node_name(NN_NLL_LOSS), nll_loss_backward, 1, in);
+  cell_node *n =
+      CELL_AG_NODE(cell_ag_nn_node_name(NN_NLL_LOSS), nll_loss_backward, 1, in, 3, ce_node_args);
   if (n) {
     put_args(n, &a, den);
     s = cell_ag_save(n, logp);
@@ -102,17 +109,22 @@ cell_status cell_op_nll_loss(const cell_tensor *logp, const cell_tensor *target,
 
 /* --- mse_loss, l1_loss ---------------------------------------------------------------------- */
 
-/* Inputs: x, y; iarg: kind, reduction; saved: x, y. The gradient of y is
- * that of x with the operands swapped. */
+/* Inputs: x, y; saved: x, y. The gradient of y is that of x with the
+ * operands swapped. */
+typedef struct {
+  cell_loss_kind kind;
+  cell_reduction reduction;
+} pointwise_args;
+
 static cell_status pointwise_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  cell_loss_kind kind = (cell_loss_kind)n->iarg[0];
-  cell_reduction red = (cell_reduction)n->iarg[1];
+  cell_loss_kind kind = CELL_AG_ARGS(n, pointwise_args)->kind;
+  cell_reduction red = CELL_AG_ARGS(n, pointwise_args)->reduction;
   const cell_tensor *x = n->saved[0], *y = n->saved[1];
   cell_tensor *gx = NULL, *gy = NULL;
   cell_status s = CELL_OK;
-  if (n->next[0]) s = cell_k_pointwise_loss_backward(kind, g, x, y, red, &gx);
+  if (n->in[0].next) s = cell_k_pointwise_loss_backward(kind, g, x, y, red, &gx);
   s = cell_ag_give(n, 0, s, gx, gin);
-  if (s == CELL_OK && n->next[1]) s = cell_k_pointwise_loss_backward(kind, g, y, x, red, &gy);
+  if (s == CELL_OK && n->in[1].next) s = cell_k_pointwise_loss_backward(kind, g, y, x, red, &gy);
   return cell_ag_give(n, 1, s, gy, gin);
 }
 
@@ -125,10 +137,9 @@ static cell_status pointwise_op(cell_loss_kind kind, const cell_tensor *x, const
   cell_status s = CELL_AG_RAW(cell_k_pointwise_loss(kind, x, y, reduction, &r));
   if (s != CELL_OK) return s;
   nn_node k = kind == CELL_LOSS_MSE ? NN_MSE_LOSS : NN_L1_LOSS;
-  cell_node *n = cell_ag_node_new(cell_ag_nn_node_name(k), pointwise_backward, 2, in);
+  cell_node *n = CELL_AG_NODE(cell_ag_nn_node_name(k), pointwise_backward, 2, in, 2, pointwise_args);
   if (n) {
-    n->iarg[0] = (int)kind;
-    n->iarg[1] = (int)reduction;
+    *CELL_AG_ARGS(n, pointwise_args) = (pointwise_args){kind, reduction};
     s = cell_ag_save(n, x);
     s = nn_save_opt(n, s, y);
   }
@@ -147,21 +158,27 @@ cell_status cell_op_l1_loss(const cell_tensor *x, const cell_tensor *y, cell_red
 
 /* --- bce_with_logits ---------------------------------------------------------------------------- */
 
-/* Inputs: x, y, weight, pos_weight; iarg: reduction, has_weight,
- * has_pos_weight; saved: x, y, then weight and pos_weight when given. */
+/* Inputs: x, y, weight, pos_weight; saved: x, y, then weight and
+ * pos_weight when given. */
+typedef struct {
+  cell_reduction reduction;
+  bool has_weight, has_pos_weight;
+} bce_args;
+
 static cell_status bce_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  const cell_tensor *w = n->iarg[1] ? n->saved[2] : NULL;
-  const cell_tensor *pw = n->iarg[2] ? n->saved[2 + n->iarg[1]] : NULL;
+  const bce_args *a = CELL_AG_ARGS(n, bce_args);
+  const cell_tensor *w = a->has_weight ? n->saved[2] : NULL;
+  const cell_tensor *pw = a->has_pos_weight ? n->saved[2 + a->has_weight] : NULL;
   cell_tensor *t[4] = {NULL, NULL, NULL, NULL};
   cell_tensor **want[4];
   bool any = false;
   for (int i = 0; i < 4; i++) {
-    want[i] = n->next[i] ? &t[i] : NULL;
+    want[i] = n->in[i].next ? &t[i] : NULL;
     any = any || want[i];
   }
   if (!any) return CELL_OK;
   cell_status s = cell_k_bce_with_logits_backward(g, n->saved[0], n->saved[1], w, pw,
-                                                  (cell_reduction)n->iarg[0], want[0], want[1],
+                                                  a->reduction, want[0], want[1],
                                                   want[2], want[3]);
   for (int i = 0; i < 4; i++) s = cell_ag_give(n, i, s, t[i], gin);
   return s;
@@ -177,11 +194,10 @@ cell_status cell_op_bce_with_logits(const cell_tensor *logits, const cell_tensor
   cell_status s =
       CELL_AG_RAW(cell_k_bce_with_logits(logits, target, weight, pos_weight, reduction, &r));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new(cell_ag_nn_node_name(NN_BCE_WITH_LOGITS), bce_backward, 4, in);
+  cell_node *n =
+      CELL_AG_NODE(cell_ag_nn_node_name(NN_BCE_WITH_LOGITS), bce_backward, 4, in, 4, bce_args);
   if (n) {
-    n->iarg[0] = (int)reduction;
-    n->iarg[1] = weight != NULL;
-    n->iarg[2] = pos_weight != NULL;
+    *CELL_AG_ARGS(n, bce_args) = (bce_args){reduction, weight != NULL, pos_weight != NULL};
     s = cell_ag_save(n, logits);
     s = nn_save_opt(n, s, target);
     s = nn_save_opt(n, s, weight);

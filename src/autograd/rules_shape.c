@@ -4,29 +4,20 @@
  * scatter, index_select, tile, repeat_interleave, pad).
  *
  * Rules compute with the raw kernels (cell_k_*): grad mode is off during a
- * backward pass, and kernels never record anyway. Arguments too wide for an
- * int are kept in two iarg slots (put_i64 / get_i64). */
+ * backward pass, and kernels never record anyway. Each rule with arguments
+ * has its own typed struct in the node (CELL_AG_ARGS). */
 #include "autograd.h"
 #include "../core/alloc.h"
 #include "../ops/kernels.h"
 
 /* --- helpers ---------------------------------------------------------------- */
 
-static void put_i64(int *slot, int64_t v) {
-  uint64_t u = (uint64_t)v;
-  slot[0] = (int)(uint32_t)(u & 0xffffffffu);
-  slot[1] = (int)(uint32_t)(u >> 32);
-}
-
-static int64_t get_i64(const int *slot) {
-  uint64_t u = (uint64_t)(uint32_t)slot[0] | ((uint64_t)(uint32_t)slot[1] << 32);
-  return (int64_t)u;
-}
-
-/* A node on one input (NULL when out of memory). */
-static cell_node *node1(const char *name, cell_backward_fn fn, const cell_tensor *t) {
+/* A node on one input with max_saved saved tensors and args_size bytes of
+ * arguments (NULL when out of memory). */
+static cell_node *node1(const char *name, cell_backward_fn fn, const cell_tensor *t, int max_saved,
+                        size_t args_size) {
   const cell_tensor *in[1] = {t};
-  return cell_ag_node_new(name, fn, 1, in);
+  return cell_ag_node_new(name, fn, 1, in, max_saved, args_size);
 }
 
 static bool wants1(const cell_tensor *t) {
@@ -48,15 +39,15 @@ static cell_status zeros(cell_dtype dt, int ndim, const int64_t *shape, cell_ten
 /* contiguous, clone, astype (float to float), expand: the gradient as it
  * is, converted to the input's dtype and summed over broadcast dims. */
 static cell_status identity_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
   return cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]);
 }
 
 /* reshape, view, flatten, squeeze, unsqueeze: g reshaped to the input. */
 static cell_status reshape_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
   cell_tensor *t = NULL;
-  cell_status s = cell_k_reshape(g, n->in_ndim[0], n->in_shape[0], &t);
+  cell_status s = cell_k_reshape(g, n->in[0].ndim, n->in[0].shape, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -67,7 +58,7 @@ cell_status cell_tensor_reshape(const cell_tensor *t, int ndim, const int64_t *s
   if (!wants1(t)) return cell_k_reshape(t, ndim, shape, out);
   cell_status s = CELL_AG_RAW(cell_k_reshape(t, ndim, shape, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("ReshapeBackward", reshape_backward, t), s, out);
+  return cell_ag_finish(node1("ReshapeBackward", reshape_backward, t, 0, 0), s, out);
 }
 
 cell_status cell_tensor_view(const cell_tensor *t, int ndim, const int64_t *shape,
@@ -75,34 +66,35 @@ cell_status cell_tensor_view(const cell_tensor *t, int ndim, const int64_t *shap
   if (!wants1(t)) return cell_k_view(t, ndim, shape, out);
   cell_status s = CELL_AG_RAW(cell_k_view(t, ndim, shape, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("ViewBackward", reshape_backward, t), s, out);
+  return cell_ag_finish(node1("ViewBackward", reshape_backward, t, 0, 0), s, out);
 }
 
 cell_status cell_tensor_flatten(const cell_tensor *t, int start, int end, cell_tensor **out) {
   if (!wants1(t)) return cell_k_flatten(t, start, end, out);
   cell_status s = CELL_AG_RAW(cell_k_flatten(t, start, end, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("FlattenBackward", reshape_backward, t), s, out);
+  return cell_ag_finish(node1("FlattenBackward", reshape_backward, t, 0, 0), s, out);
 }
 
 cell_status cell_tensor_squeeze(const cell_tensor *t, int dim, cell_tensor **out) {
   if (!wants1(t)) return cell_k_squeeze(t, dim, out);
   cell_status s = CELL_AG_RAW(cell_k_squeeze(t, dim, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("SqueezeBackward", reshape_backward, t), s, out);
+  return cell_ag_finish(node1("SqueezeBackward", reshape_backward, t, 0, 0), s, out);
 }
 
 cell_status cell_tensor_unsqueeze(const cell_tensor *t, int dim, cell_tensor **out) {
   if (!wants1(t)) return cell_k_unsqueeze(t, dim, out);
   cell_status s = CELL_AG_RAW(cell_k_unsqueeze(t, dim, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("UnsqueezeBackward", reshape_backward, t), s, out);
+  return cell_ag_finish(node1("UnsqueezeBackward", reshape_backward, t, 0, 0), s, out);
 }
 
 static cell_status transpose_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
   cell_tensor *t = NULL;
-  cell_status s = cell_k_transpose(g, n->iarg[0], n->iarg[1], &t);
+  const int *d = CELL_AG_ARGS(n, int);
+  cell_status s = cell_k_transpose(g, d[0], d[1], &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -110,20 +102,21 @@ cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1, cell_ten
   if (!wants1(t)) return cell_k_transpose(t, d0, d1, out);
   cell_status s = CELL_AG_RAW(cell_k_transpose(t, d0, d1, out));
   if (s != CELL_OK) return s;
-  cell_node *n = node1("TransposeBackward", transpose_backward, t);
+  cell_node *n = node1("TransposeBackward", transpose_backward, t, 0, 2 * sizeof(int));
   if (n) {
-    n->iarg[0] = d0;
-    n->iarg[1] = d1;
+    CELL_AG_ARGS(n, int)[0] = d0; /* the two dims */
+    CELL_AG_ARGS(n, int)[1] = d1;
   }
   return cell_ag_finish(n, s, out);
 }
 
-/* iarg[0..ndim): the permutation; the gradient takes its inverse. */
+/* args: the permutation (int[ndim]); the gradient takes its inverse. */
 static cell_status permute_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
   int inv[CELL_MAX_DIMS];
-  int nd = n->in_ndim[0];
-  for (int i = 0; i < nd; i++) inv[n->iarg[i]] = i;
+  int nd = n->in[0].ndim;
+  const int *perm = CELL_AG_ARGS(n, int);
+  for (int i = 0; i < nd; i++) inv[perm[i]] = i;
   cell_tensor *t = NULL;
   cell_status s = cell_k_permute(g, inv, &t);
   return cell_ag_give(n, 0, s, t, gin);
@@ -133,24 +126,29 @@ cell_status cell_tensor_permute(const cell_tensor *t, const int *dims, cell_tens
   if (!wants1(t)) return cell_k_permute(t, dims, out);
   cell_status s = CELL_AG_RAW(cell_k_permute(t, dims, out));
   if (s != CELL_OK) return s;
-  cell_node *n = node1("PermuteBackward", permute_backward, t);
+  cell_node *n = node1("PermuteBackward", permute_backward, t, 0, sizeof(int) * (size_t)t->ndim);
   if (n)
-    for (int i = 0; i < t->ndim; i++) n->iarg[i] = dims[i];
+    for (int i = 0; i < t->ndim; i++) CELL_AG_ARGS(n, int)[i] = dims[i];
   return cell_ag_finish(n, s, out);
 }
 
 /* narrow, slice, select: zeros of the input's shape with g copied into the
- * part the op viewed. iarg[0]: dim; iarg[1]: 1 for select (index at
- * iarg[2..3]), 0 for slice (start, stop, step at iarg[2..7]). */
+ * part the op viewed. */
+typedef struct {
+  int dim;
+  bool is_select;
+  int64_t a, b, step; /* select: the index in a; slice: start, stop, step */
+} slice_args;
+
 static cell_status slice_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  int dim = n->iarg[0];
+  if (!n->in[0].next) return CELL_OK;
+  const slice_args *sa = CELL_AG_ARGS(n, slice_args);
+  int dim = sa->dim;
   cell_tensor *z = NULL, *v = NULL;
-  cell_status s = zeros(g->dtype, n->in_ndim[0], n->in_shape[0], &z);
+  cell_status s = zeros(g->dtype, n->in[0].ndim, n->in[0].shape, &z);
   if (s == CELL_OK)
-    s = n->iarg[1] ? cell_k_select(z, dim, get_i64(n->iarg + 2), &v)
-                   : cell_k_slice(z, dim, get_i64(n->iarg + 2), get_i64(n->iarg + 4),
-                                  get_i64(n->iarg + 6), &v);
+    s = sa->is_select ? cell_k_select(z, dim, sa->a, &v)
+                      : cell_k_slice(z, dim, sa->a, sa->b, sa->step, &v);
   if (s == CELL_OK && cell_tensor_numel(v) > 0) s = cell_k_copy_(v, g);
   cell_tensor_release(v);
   return cell_ag_give(n, 0, s, z, gin);
@@ -158,14 +156,8 @@ static cell_status slice_backward(cell_node *n, const cell_tensor *g, cell_tenso
 
 static cell_status record_slice(const char *name, const cell_tensor *t, int dim, int is_select,
                                 int64_t a, int64_t b, int64_t step, cell_tensor **out) {
-  cell_node *n = node1(name, slice_backward, t);
-  if (n) {
-    n->iarg[0] = dim;
-    n->iarg[1] = is_select;
-    put_i64(n->iarg + 2, a);
-    put_i64(n->iarg + 4, b);
-    put_i64(n->iarg + 6, step);
-  }
+  cell_node *n = node1(name, slice_backward, t, 0, sizeof(slice_args));
+  if (n) *CELL_AG_ARGS(n, slice_args) = (slice_args){dim, is_select != 0, a, b, step};
   return cell_ag_finish(n, CELL_OK, out);
 }
 
@@ -199,7 +191,7 @@ cell_status cell_tensor_expand(const cell_tensor *t, int ndim, const int64_t *sh
   if (!wants1(t)) return cell_k_expand(t, ndim, shape, out);
   cell_status s = CELL_AG_RAW(cell_k_expand(t, ndim, shape, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("ExpandBackward", identity_backward, t), s, out);
+  return cell_ag_finish(node1("ExpandBackward", identity_backward, t, 0, 0), s, out);
 }
 
 /* --- copies -------------------------------------------------------------------- */
@@ -208,14 +200,14 @@ cell_status cell_tensor_contiguous(const cell_tensor *t, cell_tensor **out) {
   if (!wants1(t)) return cell_k_contiguous(t, out);
   cell_status s = CELL_AG_RAW(cell_k_contiguous(t, out));
   if (s != CELL_OK || *out == t) return s; /* t itself: it keeps its own history */
-  return cell_ag_finish(node1("ContiguousBackward", identity_backward, t), s, out);
+  return cell_ag_finish(node1("ContiguousBackward", identity_backward, t, 0, 0), s, out);
 }
 
 cell_status cell_tensor_clone(const cell_tensor *t, cell_tensor **out) {
   if (!wants1(t)) return cell_k_clone(t, out);
   cell_status s = CELL_AG_RAW(cell_k_clone(t, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("CloneBackward", identity_backward, t), s, out);
+  return cell_ag_finish(node1("CloneBackward", identity_backward, t, 0, 0), s, out);
 }
 
 /* Only a float-to-float conversion carries a gradient (converted back by
@@ -226,20 +218,26 @@ cell_status cell_tensor_astype(const cell_tensor *t, cell_dtype dt, cell_tensor 
     return cell_k_astype(t, dt, out);
   cell_status s = CELL_AG_RAW(cell_k_astype(t, dt, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("AstypeBackward", identity_backward, t), s, out);
+  return cell_ag_finish(node1("AstypeBackward", identity_backward, t, 0, 0), s, out);
 }
 
 /* --- cat, stack ---------------------------------------------------------------- */
 
-/* iarg[0]: dim. iarg[1] == 0: input i was the next in_shape[i][dim] slices
- * of the output along dim (cat); 1: input i was output slice i (stack). */
+/* stacked false: input i was the next in[i].shape[dim] slices of the
+ * output along dim (cat); true: input i was output slice i (stack). */
+typedef struct {
+  int dim;
+  bool stacked;
+} concat_args;
+
 static cell_status concat_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  int dim = n->iarg[0], stacked = n->iarg[1];
+  int dim = CELL_AG_ARGS(n, concat_args)->dim;
+  bool stacked = CELL_AG_ARGS(n, concat_args)->stacked;
   cell_status s = CELL_OK;
   int64_t at = 0;
   for (int i = 0; i < n->n_inputs && s == CELL_OK; i++) {
-    int64_t len = stacked ? 1 : n->in_shape[i][dim];
-    if (n->next[i]) {
+    int64_t len = stacked ? 1 : n->in[i].shape[dim];
+    if (n->in[i].next) {
       cell_tensor *t = NULL;
       s = stacked ? cell_k_select(g, dim, at, &t) : cell_k_narrow(g, dim, at, len, &t);
       s = cell_ag_give(n, i, s, t, gin);
@@ -251,23 +249,25 @@ static cell_status concat_backward(cell_node *n, const cell_tensor *g, cell_tens
 
 /* Make *out, the raw result of cat (stacked == 0) or stack of ts[0..n)
  * along dim, the output of a node on them. A node has at most
- * CELL_NODE_MAX_IN inputs, so longer lists are split into groups: each
+ * CELL_NODE_MAX_INPUTS inputs, so longer lists are split into groups: each
  * group's part of *out (a view) gets the node of the group, and *out a cat
  * node on the parts. Nothing is copied. On failure *out is released. */
 static cell_status record_concat(const char *name, int n, cell_tensor *const *ts, int dim,
                                  int stacked, cell_tensor **out) {
   const cell_tensor *const *in = (const cell_tensor *const *)ts;
-  if (n <= CELL_NODE_MAX_IN) {
-    cell_node *node = cell_ag_node_new(name, concat_backward, n, in);
-    if (node) {
-      node->iarg[0] = dim;
-      node->iarg[1] = stacked;
-    }
+  if (n <= CELL_NODE_MAX_INPUTS) {
+    cell_node *node = CELL_AG_NODE(name, concat_backward, n, in, 0, concat_args);
+    if (node) *CELL_AG_ARGS(node, concat_args) = (concat_args){dim, stacked != 0};
     return cell_ag_finish(node, CELL_OK, out);
   }
-  int per = (n + CELL_NODE_MAX_IN - 1) / CELL_NODE_MAX_IN;
+  int per = (n + CELL_NODE_MAX_INPUTS - 1) / CELL_NODE_MAX_INPUTS;
   int ng = (n + per - 1) / per;
-  cell_tensor *part[CELL_NODE_MAX_IN] = {NULL};
+  cell_tensor **part = cell_alloc_zero(sizeof *part * (size_t)ng);
+  if (!part) {
+    cell_tensor_release(*out);
+    *out = NULL;
+    return cell_error(CELL_ERR_MEMORY, "%s: out of memory recording the op", name);
+  }
   cell_status s = CELL_OK;
   int64_t at = 0;
   for (int k = 0; k < ng && s == CELL_OK; k++) {
@@ -281,13 +281,11 @@ static cell_status record_concat(const char *name, int n, cell_tensor *const *ts
   }
   cell_node *node = NULL;
   if (s == CELL_OK) {
-    node = cell_ag_node_new(name, concat_backward, ng, (const cell_tensor *const *)part);
-    if (node) {
-      node->iarg[0] = dim;
-      node->iarg[1] = 0;
-    }
+    node = CELL_AG_NODE(name, concat_backward, ng, (const cell_tensor *const *)part, 0, concat_args);
+    if (node) *CELL_AG_ARGS(node, concat_args) = (concat_args){dim, false};
   }
   for (int k = 0; k < ng; k++) cell_tensor_release(part[k]);
+  cell_dealloc(part);
   return cell_ag_finish(node, s, out);
 }
 
@@ -410,7 +408,7 @@ static cell_status index_add(const char *op, cell_node *n, const cell_tensor *g,
                              const cell_tensor *index, int dim, int64_t base, cell_tensor **gin) {
   cell_tensor *z = NULL;
   cell_dtype dt = acc_dtype(g->dtype);
-  cell_status s = zeros(dt, n->in_ndim[0], n->in_shape[0], &z);
+  cell_status s = zeros(dt, n->in[0].ndim, n->in[0].shape, &z);
   if (s == CELL_OK) {
     walk_op ops[2];
     walk_operand(&ops[0], g, dim, 0);
@@ -421,10 +419,16 @@ static cell_status index_add(const char *op, cell_node *n, const cell_tensor *g,
   return cell_ag_give(n, 0, s, z, gin);
 }
 
-/* iarg[0]: dim; iarg[1..2]: index_base; saved[0]: the index. */
+/* The arguments of gather, scatter and index_select; saved[0]: the index. */
+typedef struct {
+  int dim;
+  int64_t index_base;
+} index_args;
+
 static cell_status gather_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  return index_add("gather", n, g, n->saved[0], n->iarg[0], get_i64(n->iarg + 1), gin);
+  if (!n->in[0].next) return CELL_OK;
+  const index_args *a = CELL_AG_ARGS(n, index_args);
+  return index_add("gather", n, g, n->saved[0], a->dim, a->index_base, gin);
 }
 
 cell_status cell_op_gather(const cell_tensor *a, int dim, const cell_tensor *index,
@@ -432,10 +436,9 @@ cell_status cell_op_gather(const cell_tensor *a, int dim, const cell_tensor *ind
   if (!index || !wants1(a)) return cell_k_gather(a, dim, index, index_base, out);
   cell_status s = CELL_AG_RAW(cell_k_gather(a, dim, index, index_base, out));
   if (s != CELL_OK) return s;
-  cell_node *n = node1("GatherBackward", gather_backward, a);
+  cell_node *n = node1("GatherBackward", gather_backward, a, 1, sizeof(index_args));
   if (n) {
-    n->iarg[0] = dim;
-    put_i64(n->iarg + 1, index_base);
+    *CELL_AG_ARGS(n, index_args) = (index_args){dim, index_base};
     s = cell_ag_save(n, index);
   }
   return cell_ag_finish(n, s, out);
@@ -451,25 +454,24 @@ static void claim_elem(const void *vctx, char **p) {
   cell_store_f64(c->to, p[0], cell_load_f64(c->from, p[1]));
 }
 
-/* Inputs a (0) and src (1); iarg[0]: dim; iarg[1..2]: index_base;
- * saved[0]: the index. a gets g with the overwritten positions zeroed; src
+/* Inputs a (0) and src (1); saved[0]: the index. a gets g with the overwritten positions zeroed; src
  * gets g at the position each of its elements was written to, or 0 where a
  * later write to the same position replaced it. */
 static cell_status scatter_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   const cell_tensor *index = n->saved[0];
-  int dim = n->iarg[0];
-  int64_t base = get_i64(n->iarg + 1);
+  int dim = CELL_AG_ARGS(n, index_args)->dim;
+  int64_t base = CELL_AG_ARGS(n, index_args)->index_base;
   cell_status s = CELL_OK;
-  if (n->next[0]) {
+  if (n->in[0].next) {
     cell_tensor *z = NULL, *t = NULL;
     s = zeros(g->dtype, index->ndim, index->shape, &z);
     if (s == CELL_OK) s = cell_k_scatter(g, dim, index, z, base, &t);
     cell_tensor_release(z);
     s = cell_ag_give(n, 0, s, t, gin);
   }
-  if (s == CELL_OK && n->next[1]) {
+  if (s == CELL_OK && n->in[1].next) {
     cell_tensor *r = NULL, *mask = NULL;
-    s = zeros(g->dtype, n->in_ndim[1], n->in_shape[1], &r);
+    s = zeros(g->dtype, n->in[1].ndim, n->in[1].shape, &r);
     if (s == CELL_OK) s = zeros(CELL_DTYPE_U8, g->ndim, g->shape, &mask);
     if (s == CELL_OK) {
       walk_op ops[3];
@@ -492,10 +494,9 @@ cell_status cell_op_scatter(const cell_tensor *a, int dim, const cell_tensor *in
     return cell_k_scatter(a, dim, index, src, index_base, out);
   cell_status s = CELL_AG_RAW(cell_k_scatter(a, dim, index, src, index_base, out));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new("ScatterBackward", scatter_backward, 2, in);
+  cell_node *n = CELL_AG_NODE("ScatterBackward", scatter_backward, 2, in, 1, index_args);
   if (n) {
-    n->iarg[0] = dim;
-    put_i64(n->iarg + 1, index_base);
+    *CELL_AG_ARGS(n, index_args) = (index_args){dim, index_base};
     s = cell_ag_save(n, index);
   }
   return cell_ag_finish(n, s, out);
@@ -504,10 +505,10 @@ cell_status cell_op_scatter(const cell_tensor *a, int dim, const cell_tensor *in
 /* index_select is gather with the (0-D or 1-D) index laid along dim and
  * broadcast over the other dims of g, so its gradient is index_add's. */
 static cell_status index_select_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
+  if (!n->in[0].next) return CELL_OK;
   const cell_tensor *index = n->saved[0];
-  int dim = n->iarg[0];
-  int64_t base = get_i64(n->iarg + 1);
+  int dim = CELL_AG_ARGS(n, index_args)->dim;
+  int64_t base = CELL_AG_ARGS(n, index_args)->index_base;
   if (g->ndim == 0) { /* a 0-D input: g is its gradient once the index checks */
     walk_op none = {.base = NULL};
     CELL_TRY(walk("index_select", index, base, 1, 0, &none, 0, no_elem, NULL));
@@ -528,10 +529,9 @@ cell_status cell_op_index_select(const cell_tensor *a, int dim, const cell_tenso
   if (!index || !wants1(a)) return cell_k_index_select(a, dim, index, index_base, out);
   cell_status s = CELL_AG_RAW(cell_k_index_select(a, dim, index, index_base, out));
   if (s != CELL_OK) return s;
-  cell_node *n = node1("IndexSelectBackward", index_select_backward, a);
+  cell_node *n = node1("IndexSelectBackward", index_select_backward, a, 1, sizeof(index_args));
   if (n) {
-    n->iarg[0] = dim;
-    put_i64(n->iarg + 1, index_base);
+    *CELL_AG_ARGS(n, index_args) = (index_args){dim, index_base};
     s = cell_ag_save(n, index);
   }
   return cell_ag_finish(n, s, out);
@@ -564,13 +564,13 @@ static cell_status fold_dim(const cell_tensor *g, int d, int64_t a, int64_t b, i
 /* g's rank is max(ndim, nreps); dim d of g is reps[d] blocks of the input's
  * size sz[d] (1 for the added leading dims): sum the blocks, dim by dim. */
 static cell_status tile_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  int nd = g->ndim, lead = nd - n->in_ndim[0];
+  if (!n->in[0].next) return CELL_OK;
+  int nd = g->ndim, lead = nd - n->in[0].ndim;
   int64_t sz[CELL_MAX_DIMS];
-  for (int d = 0; d < nd; d++) sz[d] = d < lead ? 1 : n->in_shape[0][d - lead];
-  if (cell_shape_numel(n->in_ndim[0], n->in_shape[0]) == 0) {
+  for (int d = 0; d < nd; d++) sz[d] = d < lead ? 1 : n->in[0].shape[d - lead];
+  if (cell_shape_numel(n->in[0].ndim, n->in[0].shape) == 0) {
     cell_tensor *z = NULL;
-    cell_status s = zeros(g->dtype, n->in_ndim[0], n->in_shape[0], &z);
+    cell_status s = zeros(g->dtype, n->in[0].ndim, n->in[0].shape, &z);
     return cell_ag_give(n, 0, s, z, gin);
   }
   cell_tensor *cur = (cell_tensor *)g, *next = NULL;
@@ -586,7 +586,7 @@ static cell_status tile_backward(cell_node *n, const cell_tensor *g, cell_tensor
     }
   }
   if (s == CELL_OK) {
-    s = cell_k_reshape(cur, n->in_ndim[0], n->in_shape[0], &next);
+    s = cell_k_reshape(cur, n->in[0].ndim, n->in[0].shape, &next);
     cell_tensor_release(cur);
     cur = s == CELL_OK ? next : NULL;
   }
@@ -597,19 +597,24 @@ cell_status cell_op_tile(const cell_tensor *a, int nreps, const int64_t *reps, c
   if (!wants1(a)) return cell_k_tile(a, nreps, reps, out);
   cell_status s = CELL_AG_RAW(cell_k_tile(a, nreps, reps, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("TileBackward", tile_backward, a), s, out);
+  return cell_ag_finish(node1("TileBackward", tile_backward, a, 0, 0), s, out);
 }
 
-/* iarg[0]: dim; iarg[1..2]: repeats. Element i of the input became
- * elements [i * repeats, (i + 1) * repeats) along dim. */
+/* Element i of the input became elements [i * repeats, (i + 1) * repeats)
+ * along dim. */
+typedef struct {
+  int dim;
+  int64_t repeats;
+} repeat_args;
+
 static cell_status repeat_interleave_backward(cell_node *n, const cell_tensor *g,
                                               cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  int dim = n->iarg[0];
-  int64_t size = n->in_ndim[0] ? n->in_shape[0][dim] : 1;
+  if (!n->in[0].next) return CELL_OK;
+  int dim = CELL_AG_ARGS(n, repeat_args)->dim;
+  int64_t size = n->in[0].ndim ? n->in[0].shape[dim] : 1;
   cell_tensor *r = NULL, *t = NULL;
-  cell_status s = fold_dim(g, dim, size, get_i64(n->iarg + 1), 0, &r);
-  if (s == CELL_OK) s = cell_k_reshape(r, n->in_ndim[0], n->in_shape[0], &t);
+  cell_status s = fold_dim(g, dim, size, CELL_AG_ARGS(n, repeat_args)->repeats, 0, &r);
+  if (s == CELL_OK) s = cell_k_reshape(r, n->in[0].ndim, n->in[0].shape, &t);
   cell_tensor_release(r);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -619,29 +624,21 @@ cell_status cell_op_repeat_interleave(const cell_tensor *a, int64_t repeats, int
   if (!wants1(a)) return cell_k_repeat_interleave(a, repeats, dim, out);
   cell_status s = CELL_AG_RAW(cell_k_repeat_interleave(a, repeats, dim, out));
   if (s != CELL_OK) return s;
-  cell_node *n = node1("RepeatInterleaveBackward", repeat_interleave_backward, a);
-  if (n) {
-    n->iarg[0] = dim;
-    put_i64(n->iarg + 1, repeats);
-  }
+  cell_node *n = node1("RepeatInterleaveBackward", repeat_interleave_backward, a, 0, sizeof(repeat_args));
+  if (n) *CELL_AG_ARGS(n, repeat_args) = (repeat_args){dim, repeats};
   return cell_ag_finish(n, s, out);
 }
 
 /* --- pad ------------------------------------------------------------------------ */
 
-static void free_extra(cell_node *n) {
-  cell_dealloc(n->extra);
-  n->extra = NULL;
-}
-
-/* extra: the padding before each dim (int64_t[ndim]; negative crops). The
+/* args: the padding before each dim (int64_t[ndim]; negative crops). The
  * input's surviving part, at [lo - before, hi - before) of the input and
  * [lo, hi) of g, gets g there; cropped-away parts get 0. */
 static cell_status pad_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
-  if (!n->next[0]) return CELL_OK;
-  const int64_t *before = n->extra;
-  int nd = n->in_ndim[0];
-  const int64_t *in_shape = n->in_shape[0];
+  if (!n->in[0].next) return CELL_OK;
+  const int64_t *before = CELL_AG_ARGS(n, int64_t);
+  int nd = n->in[0].ndim;
+  const int64_t *in_shape = n->in[0].shape;
   int64_t sh[CELL_MAX_DIMS], glo[CELL_MAX_DIMS], alo[CELL_MAX_DIMS];
   bool whole = true, empty = false;
   for (int d = 0; d < nd; d++) {
@@ -679,17 +676,9 @@ cell_status cell_op_pad(const cell_tensor *a, int npairs, const int64_t *pads, d
   if (!wants1(a)) return cell_k_pad(a, npairs, pads, value, out);
   cell_status s = CELL_AG_RAW(cell_k_pad(a, npairs, pads, value, out));
   if (s != CELL_OK) return s;
-  cell_node *n = node1("PadBackward", pad_backward, a);
-  if (n) {
-    int64_t *before = cell_alloc_zero(sizeof(int64_t) * CELL_MAX_DIMS);
-    if (!before) {
-      s = cell_error(CELL_ERR_MEMORY, "pad: out of memory recording the op");
-    } else {
-      for (int i = 0; i < npairs; i++) before[a->ndim - 1 - i] = pads[2 * i];
-      n->extra = before;
-      n->release_extra = free_extra;
-    }
-  }
+  cell_node *n = node1("PadBackward", pad_backward, a, 0, sizeof(int64_t) * (size_t)a->ndim);
+  if (n)
+    for (int i = 0; i < npairs; i++) CELL_AG_ARGS(n, int64_t)[a->ndim - 1 - i] = pads[2 * i];
   return cell_ag_finish(n, s, out);
 }
 

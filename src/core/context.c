@@ -1,5 +1,6 @@
-/* context.c - the engine context (threads, interrupt). The random
- * generators are per thread: rng.c. */
+/* context.c - the engine context: the process-wide one (threads,
+ * interrupt, hook ids) and each thread's own (grad mode, its backward
+ * passes). The random generators are per thread too: rng.c. */
 #include "tensor.h"
 #include <pthread.h>
 #include <cblas.h>
@@ -7,7 +8,8 @@
 #include <omp.h>
 #endif
 
-static cell_context ctx = {1, 0};
+static cell_context ctx = {1, 0, 0};
+__thread cell_thread_context cell_thread_ctx = {1, NULL};
 /* Once, whichever thread comes first: a plain flag here was a data race
  * between two threads making their first call together. */
 static pthread_once_t threads_once = PTHREAD_ONCE_INIT;

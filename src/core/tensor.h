@@ -94,13 +94,27 @@ cell_status cell_release4(cell_status s, cell_tensor *a, cell_tensor *b, cell_te
 /* Mark a storage written (version counter). */
 static inline void cell_tensor_bump(cell_tensor *t) { t->storage->version++; }
 
-/* The engine context: every piece of process-wide engine state lives here
- * (the random generators are per thread, src/core/rng.h). */
+/* The engine context. Process-wide state lives in cell_context (cell_ctx);
+ * the state of what one thread is doing lives in its cell_thread_context
+ * (cell_tctx). Apart from these, only the error message (error.c) and the
+ * random generators (rng.c, with a current one a host may swap) are per
+ * thread, and the allocator's cache (alloc.c, locked) is per process.
+ * include/cell.h tells hosts the same. */
 typedef struct cell_context {
   int num_threads;
   volatile int interrupt;
+  int hook_ids;           /* the last tensor-hook id handed out (atomic) */
 } cell_context;
 cell_context *cell_ctx(void);
+
+struct cell_ag_pass;
+typedef struct cell_thread_context {
+  int grad_enabled;             /* record ops (1) or not; each thread starts at 1 */
+  struct cell_ag_pass *pass;    /* the innermost backward pass running here, or NULL */
+} cell_thread_context;
+/* The calling thread's (a static TLS initialiser: no setup call). */
+extern __thread cell_thread_context cell_thread_ctx;
+static inline cell_thread_context *cell_tctx(void) { return &cell_thread_ctx; }
 
 #define CELL_TRY(expr)                 \
   do {                                 \

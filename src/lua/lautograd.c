@@ -41,6 +41,8 @@ static cell_status call_rule(lc_state *st, int ref, const cell_tensor *grad, int
   lua_State *L = st->running ? st->running : st->home;
   *Lout = L;
   *top = lua_gettop(L);
+  if (!lua_checkstack(L, nres + 4))
+    return cell_error(CELL_ERR_MEMORY, "%s: out of Lua stack for %d results", what, nres);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
   cell_tensor **slot = lc_newtensor_at(L);
   cell_tensor_retain((cell_tensor *)grad);
@@ -186,7 +188,6 @@ typedef struct {
 static void lua_rule_release(void *p) {
   lua_rule *r = p;
   luaL_unref(r->st->home, LUA_REGISTRYINDEX, r->ref);
-  free(r);
 }
 
 #define LUA_NODE_NAME "LuaBackward"
