@@ -248,7 +248,7 @@ DEMO_EPOCHS ?= 2
 demo: all
 	$(CELL_BIN) examples/fashion_mnist.lua $(DEMO_EPOCHS) "" $(BUILD)/demo/lenet.safetensors
 
-# The documentation as HTML (docs/build.lua runs cmark over docs/*.md and
+# The documentation as HTML (docs/build.lua runs cmark-gfm over docs/*.md and
 # checks every link of the result); docs/reference/ is also what the REPL's
 # ?name reads, installed beside the Lua files.
 docs:
@@ -292,7 +292,7 @@ uninstall:
 
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
-  zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark
+  zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark-gfm
 # make tsan and make fuzz: clang, its sanitizer and libFuzzer runtimes and LLVM's OpenMP
 # (with Archer, for tsan).
 DEPS += clang libclang-rt-dev libomp-dev

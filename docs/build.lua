@@ -1,5 +1,5 @@
 --- docs/build.lua: the HTML of the documentation, from the same Markdown
--- the REPL's `?name` reads. Each page under docs/ goes through cmark, gets
+-- the REPL's `?name` reads. Each page under docs/ goes through cmark-gfm, gets
 -- ids on its headings (GitHub's slugs, so `reference/tensor.md#tensorsum`
 -- works on GitHub and here), its `.md` links rewritten to `.html`, and a
 -- template with navigation; then every relative link and #anchor of the
@@ -9,10 +9,12 @@
 --     lua5.4 docs/build.lua --check build/docs  (only the link check)
 --
 -- Exits 1 and lists each broken link (page, href) when there is one, and
--- when cmark is missing. Written in the Lua subset shared by Lua 5.4 and
--- LuaJIT 2.1; needs only `cmark` and a POSIX shell.
+-- when cmark-gfm is missing. Written in the Lua subset shared by Lua 5.4 and
+-- LuaJIT 2.1; needs only `cmark-gfm` and a POSIX shell.
 
-local CMARK = os.getenv("CMARK") or "cmark"
+-- cmark-gfm: CommonMark with GitHub's tables (the reference index and the
+-- comparison pages are tables).
+local CMARK = os.getenv("CMARK") or "cmark-gfm -e table"
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
@@ -102,7 +104,7 @@ local function nav(pages, titles, page)
   return table.concat(out, "\n")
 end
 
---- cmark's HTML with ids on the headings and .md links as .html.
+--- cmark-gfm's HTML with ids on the headings and .md links as .html.
 local function post(html)
   local used = {}
   html = html:gsub("<h([1-6])>(.-)</h%1>", function(level, inner)
@@ -124,7 +126,7 @@ end
 local function build(src, out)
   local _, ok = run(CMARK .. " --version >/dev/null 2>&1")
   if not ok then
-    io.stderr:write("docs: cmark not found (install Debian's cmark: make deps)\n")
+    io.stderr:write("docs: cmark-gfm not found (install Debian's cmark-gfm: make deps)\n")
     os.exit(1)
   end
   local pages = files_under(src, "md")
@@ -153,7 +155,7 @@ local function build(src, out)
   for _, p in ipairs(pages) do
     local html, done = run(CMARK .. " " .. sh_quote(src .. "/" .. p))
     if not done then
-      io.stderr:write("docs: cmark failed on " .. p .. "\n")
+      io.stderr:write("docs: cmark-gfm failed on " .. p .. "\n")
       os.exit(1)
     end
     local target = out .. "/" .. p:gsub("%.md$", ".html")

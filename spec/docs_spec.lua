@@ -3,7 +3,7 @@
 -- has a reference entry, every entry has a signature and a summary, every
 -- reference page is reachable from docs/reference/index.md (which is how the
 -- REPL finds them), and `docs/build.lua` builds HTML with no broken link
--- (when cmark is installed, as CI's `make deps` does).
+-- (when cmark-gfm is installed, as CI's `make deps` does).
 local doc = require "cell.doc"
 local public = require "helpers.public_names"
 
@@ -119,7 +119,7 @@ describe("cell.doc's reading of Markdown", function()
 end)
 
 describe("the HTML (docs/build.lua)", function()
-  local has_cmark = select(2, sh("command -v cmark >/dev/null")) == 0
+  local has_cmark = select(2, sh("command -v cmark-gfm >/dev/null")) == 0
   local tmp
   before_each(function()
     tmp = os.tmpname()
@@ -128,8 +128,8 @@ describe("the HTML (docs/build.lua)", function()
   after_each(function() sh("rm -rf '" .. tmp .. "'") end)
 
   if not has_cmark then
-    -- CI installs cmark (make deps); a machine without it skips only this part.
-    it("needs cmark, which is not installed here", function() assert.is_false(has_cmark) end)
+    -- CI installs cmark-gfm (make deps); a machine without it skips only this part.
+    it("needs cmark-gfm, which is not installed here", function() assert.is_false(has_cmark) end)
     return
   end
 
