@@ -188,6 +188,7 @@ typedef struct {
 static void lua_rule_release(void *p) {
   lua_rule *r = p;
   luaL_unref(r->st->home, LUA_REGISTRYINDEX, r->ref);
+  free(r);
 }
 
 #define LUA_NODE_NAME "LuaBackward"
