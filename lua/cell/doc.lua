@@ -661,7 +661,7 @@ function M.describe(v, name)
   end
   if core.is_tensor(v) then
     local what = "a Tensor"
-    local ok, pname = pcall(function() return require("cell").is_parameter(v) and v.name end)
+    local ok, pname = pcall(function() return require("cell.parameter").is_parameter(v) and v.name end)
     if ok and pname then what = ("a Parameter named '%s'"):format(tostring(pname)) end
     return join(("%s: %s of shape %s and dtype %s"):format(name, what, shape_text(v.shape), tostring(v.dtype)),
       M.C.Tensor[2])

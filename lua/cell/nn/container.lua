@@ -25,9 +25,10 @@ local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
 local R = require "cell.nn.registry"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 
-local S, is_cell, type_name, class_name = I.S, I.is_cell, I.type_name, I.class_name
+local S, is_cell, type_name, class_name = I.S, I.is_cell, T.type_name, T.class_name
 local cell_index, cell_newindex = Cell.__index, Cell.__newindex
 
 local M = {}

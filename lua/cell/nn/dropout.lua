@@ -10,6 +10,7 @@ local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 local ops = require "cell.ops"
 
@@ -20,7 +21,7 @@ function Dropout:init(...)
   local keep_prob, p = A.args("Dropout", { "keep_prob", "p" }, select("#", ...), ...)
   if keep_prob ~= nil and p == nil then
     if type(keep_prob) ~= "number" then
-      raise(("TypeError: For 'Dropout', the 'keep_prob' must be a number, but got %s."):format(I.type_name(keep_prob)))
+      raise(("TypeError: For 'Dropout', the 'keep_prob' must be a number, but got %s."):format(T.type_name(keep_prob)))
     end
     if not (keep_prob > 0 and keep_prob <= 1) then
       raise(("ValueError: For 'Dropout', the 'keep_prob' must be a number in range (0, 1], but got %s.")
@@ -30,7 +31,7 @@ function Dropout:init(...)
   else
     if p == nil then p = 0.5 end
     if type(p) ~= "number" then
-      raise(("TypeError: For 'Dropout', the 'p' must be a number, but got %s."):format(I.type_name(p)))
+      raise(("TypeError: For 'Dropout', the 'p' must be a number, but got %s."):format(T.type_name(p)))
     end
     if not (p >= 0 and p < 1) then
       raise(("ValueError: For 'Dropout', the 'p' must be a number in range [0, 1), but got %s."):format(A.num_str(p)))

@@ -6,12 +6,14 @@
 -- passes the level that points at the user's line).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
+local core = require "cell.core"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args_util = require "cell.util.args"
 
 local A = {}
 
-local type_name = I.type_name
+local type_name = T.type_name
 
 --- Whether `t` is an options table: a plain table with no sequence part
 -- (so a stride pair {1, 2} is a value, and {stride = 2} is options).
@@ -148,16 +150,15 @@ function A.choice(cls, what, v, choices, lvl, nocase)
     if choices[i] == key then return v end
   end
   raise(("ValueError: For '%s', the '%s' must be one of %s, but got '%s'.")
-    :format(cls, what, I.str_list(choices), v))
+    :format(cls, what, T.str_list(choices), v))
 end
 
 --- The dtype option of a layer (float32 by default).
 function A.float_dtype(cls, dtype, lvl)
-  local cell = I.cellm()
-  if dtype == nil then return cell.float32 end
-  if not cell.is_dtype(dtype) or not dtype.is_floating_point then
+  if dtype == nil then return core.float32 end
+  if not core.is_dtype(dtype) or not dtype.is_floating_point then
     raise(("TypeError: For '%s', the 'dtype' must be a floating-point dtype (such as cell.float32), but got %s.")
-      :format(cls, cell.is_dtype(dtype) and tostring(dtype) or type_name(dtype)))
+      :format(cls, core.is_dtype(dtype) and tostring(dtype) or type_name(dtype)))
   end
   return dtype
 end
@@ -165,7 +166,7 @@ end
 --- A Tensor argument (or nil when `optional`).
 function A.tensor(cls, what, v, lvl, optional)
   if v == nil and optional then return nil end
-  if not I.cellm().is_tensor(v) then
+  if not core.is_tensor(v) then
     raise(("TypeError: For '%s', the '%s' must be a Tensor, but got %s."):format(cls, what, type_name(v)))
   end
   return v
