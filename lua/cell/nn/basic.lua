@@ -22,9 +22,9 @@ local Flatten = Cell:extend("Flatten")
 M.Flatten = Flatten
 
 local function check_dim(what, v, lvl)
-  if type(v) ~= "number" or not A.is_int(v) then
+  if type(v) ~= "number" or not T.is_int(v) then
     raise(("TypeError: For 'Flatten', the '%s' must be an integer, but got %s.")
-      :format(what, type(v) == "number" and A.num_str(v) or T.type_name(v)))
+      :format(what, type(v) == "number" and T.num_str(v) or T.type_name(v)))
   end
   if v == 0 then
     raise(("ValueError: For 'Flatten', the '%s' is 1-based (or negative, -1 for the last), but got 0."):format(what))
@@ -84,13 +84,13 @@ function Embedding:init(vocab_size, embedding_size, ...)
       :format(core.is_dtype(dtype) and tostring(dtype) or T.type_name(dtype)))
   end
   if padding_idx ~= nil then
-    if type(padding_idx) ~= "number" or not A.is_int(padding_idx) then
+    if type(padding_idx) ~= "number" or not T.is_int(padding_idx) then
       raise(("TypeError: For 'Embedding', the 'padding_idx' must be an integer, but got %s.")
-        :format(type(padding_idx) == "number" and A.num_str(padding_idx) or T.type_name(padding_idx)))
+        :format(type(padding_idx) == "number" and T.num_str(padding_idx) or T.type_name(padding_idx)))
     end
     if padding_idx < 1 or padding_idx > vocab_size then
       raise(("ValueError: For 'Embedding', the 'padding_idx' must be in range [1, %d] (1-based), but got %s.")
-        :format(vocab_size, A.num_str(padding_idx)))
+        :format(vocab_size, T.num_str(padding_idx)))
     end
   end
   local shape = { vocab_size, embedding_size }

@@ -85,8 +85,8 @@ end
 --- A 1-based position of a container of n members (negative from the end)
 -- as 1..n; nil when outside (or n + 1 when `append_ok`).
 local function position(self, k, n, lvl, append_ok)
-  if not A.is_int(k) then
-    raise(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self), A.num_str(k)))
+  if not T.is_int(k) then
+    raise(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self), T.num_str(k)))
   end
   if k == 0 then
     raise(("IndexError: For '%s', indices are 1-based (the first member, named \"0\", is [1]), but got 0.")

@@ -143,8 +143,8 @@ end
 function Conv2d:extend_repr()
   return ("input_channels=%d, output_channels=%d, kernel_size=%s, stride=%s, pad_mode=%s, padding=%s, "
     .. "dilation=%s, group=%d, has_bias=%s, weight_init=%s, bias_init=%s, format=%s")
-    :format(self.in_channels, self.out_channels, A.tuple_str(self.kernel_size), A.tuple_str(self.stride),
-      self.pad_mode, A.int_or_tuple_str(self.padding), A.tuple_str(self.dilation), self.group,
+    :format(self.in_channels, self.out_channels, T.tuple_str(self.kernel_size), T.tuple_str(self.stride),
+      self.pad_mode, A.int_or_tuple_str(self.padding), T.tuple_str(self.dilation), self.group,
       tostring(self.has_bias), init_str(self.weight_init), init_str(self.bias_init), self.data_format)
 end
 

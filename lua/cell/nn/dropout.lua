@@ -25,7 +25,7 @@ function Dropout:init(...)
     end
     if not (keep_prob > 0 and keep_prob <= 1) then
       raise(("ValueError: For 'Dropout', the 'keep_prob' must be a number in range (0, 1], but got %s.")
-        :format(A.num_str(keep_prob)))
+        :format(T.num_str(keep_prob)))
     end
     self.keep_prob, self._p = keep_prob, 1 - keep_prob
   else
@@ -34,7 +34,7 @@ function Dropout:init(...)
       raise(("TypeError: For 'Dropout', the 'p' must be a number, but got %s."):format(T.type_name(p)))
     end
     if not (p >= 0 and p < 1) then
-      raise(("ValueError: For 'Dropout', the 'p' must be a number in range [0, 1), but got %s."):format(A.num_str(p)))
+      raise(("ValueError: For 'Dropout', the 'p' must be a number in range [0, 1), but got %s."):format(T.num_str(p)))
     end
     self.p, self._p = p, p
   end
@@ -48,8 +48,8 @@ function Dropout:construct(x)
 end
 
 function Dropout:extend_repr()
-  if self.p == nil then return "keep_prob=" .. A.num_str(self.keep_prob) end
-  return "p=" .. A.num_str(self.p)
+  if self.p == nil then return "keep_prob=" .. T.num_str(self.keep_prob) end
+  return "p=" .. T.num_str(self.p)
 end
 
 return { Dropout = Dropout }

@@ -28,38 +28,17 @@ function A.args(cls, names, n, ...)
   return I.unpack(v, 1, #names)
 end
 
-local function is_int(v) return type(v) == "number" and v == math.floor(v) and v > -math.huge and v < math.huge end
-A.is_int = is_int
-
---- A number as Python's repr prints it (the shortest text that reads back
--- to the same number; integers without a fraction).
-function A.num_str(v)
-  if type(v) ~= "number" then return tostring(v) end
-  if is_int(v) and math.abs(v) < 1e15 then return ("%d"):format(v) end
-  for p = 14, 17 do
-    local s = ("%." .. p .. "g"):format(v)
-    if tonumber(s) == v then return s end
-  end
-  return tostring(v)
-end
-
---- A list of numbers as a Python tuple: (4, 4), (2,).
-function A.tuple_str(list)
-  if #list == 1 then return "(" .. A.num_str(list[1]) .. ",)" end
-  local parts = {}
-  for i = 1, #list do parts[i] = A.num_str(list[i]) end
-  return "(" .. table.concat(parts, ", ") .. ")"
-end
+local is_int = T.is_int
 
 --- An int or a list of ints, as Python prints the argument: 0, (1, 1, 2, 2).
 function A.int_or_tuple_str(v)
-  if type(v) == "table" then return A.tuple_str(v) end
-  return A.num_str(v)
+  if type(v) == "table" then return T.tuple_str(v) end
+  return T.num_str(v)
 end
 
 --- A value in extend_repr text: strings bare, numbers as Python, nil/true/false as Lua.
 function A.value_str(v)
-  if type(v) == "number" then return A.num_str(v) end
+  if type(v) == "number" then return T.num_str(v) end
   if type(v) == "string" then return v end
   return tostring(v)
 end
@@ -70,7 +49,7 @@ function A.positive_int(cls, what, v, lvl)
     raise(("TypeError: For '%s', the '%s' must be an integer, but got %s."):format(cls, what, type_name(v)))
   end
   if not is_int(v) or v < 1 then
-    raise(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, A.num_str(v)))
+    raise(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, T.num_str(v)))
   end
   return v
 end
@@ -82,7 +61,7 @@ function A.nonneg_int(cls, what, v, lvl)
   end
   if not is_int(v) or v < 0 then
     raise(("ValueError: For '%s', the '%s' must be a non-negative integer, but got %s.")
-      :format(cls, what, A.num_str(v)))
+      :format(cls, what, T.num_str(v)))
   end
   return v
 end

@@ -47,9 +47,9 @@ local function check_weight(cls, w, lvl)
 end
 
 local function check_ignore(cls, v, lvl)
-  if v ~= nil and (type(v) ~= "number" or not A.is_int(v)) then
+  if v ~= nil and (type(v) ~= "number" or not T.is_int(v)) then
     raise(("TypeError: For '%s', the 'ignore_index' must be an integer or nil, but got %s.")
-      :format(cls, type(v) == "number" and A.num_str(v) or type_name(v)))
+      :format(cls, type(v) == "number" and T.num_str(v) or type_name(v)))
   end
   return v
 end
@@ -123,7 +123,7 @@ function CrossEntropyLoss:init(...)
   label_smoothing = A.number("CrossEntropyLoss", "label_smoothing", label_smoothing, 0, 3)
   if label_smoothing < 0 or label_smoothing > 1 then
     raise(("ValueError: For 'CrossEntropyLoss', the 'label_smoothing' must be in range [0, 1], but got %s.")
-      :format(A.num_str(label_smoothing)))
+      :format(T.num_str(label_smoothing)))
   end
   self.label_smoothing = label_smoothing
 end

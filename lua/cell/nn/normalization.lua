@@ -46,21 +46,21 @@ local function batch_norm_class(name, dims, layout)
   function C:init(num_features, ...)
     local eps, momentum, affine, gamma_init, beta_init, mean_init, var_init, use_batch_statistics, data_format,
     dtype = A.args(name, BN_OPTIONS, select("#", ...), ...)
-    if type(num_features) ~= "number" or not A.is_int(num_features) then
+    if type(num_features) ~= "number" or not T.is_int(num_features) then
       raise(("TypeError: For '%s', the 'num_features' must be an integer, but got %s.")
-        :format(name, type(num_features) == "number" and A.num_str(num_features) or T.type_name(num_features)))
+        :format(name, type(num_features) == "number" and T.num_str(num_features) or T.type_name(num_features)))
     end
     if num_features < 1 then
-      raise(("ValueError: For '%s', the 'num_features' must be at least 1, but got %s."):format(name, A.num_str(num_features)))
+      raise(("ValueError: For '%s', the 'num_features' must be at least 1, but got %s."):format(name, T.num_str(num_features)))
     end
     eps = A.number(name, "eps", eps, 1e-5, 3)
     if eps <= 0 then
-      raise(("ValueError: For '%s', the 'eps' must be greater than 0, but got %s."):format(name, A.num_str(eps)))
+      raise(("ValueError: For '%s', the 'eps' must be greater than 0, but got %s."):format(name, T.num_str(eps)))
     end
     momentum = A.number(name, "momentum", momentum, 0.9, 3)
     if momentum < 0 or momentum > 1 then
       raise(("ValueError: For '%s', the 'momentum' must be a number in range [0, 1], but got %s.")
-        :format(name, A.num_str(momentum)))
+        :format(name, T.num_str(momentum)))
     end
     affine = A.bool(name, "affine", affine, true, 3)
     if use_batch_statistics ~= nil and type(use_batch_statistics) ~= "boolean" then
@@ -116,7 +116,7 @@ local function batch_norm_class(name, dims, layout)
       return ("Buffer (name=%s%s, shape=%s, dtype=%s)"):format(prefix, field, T.shape_str(t.shape), tostring(t.dtype))
     end
     return ("num_features=%d, eps=%s, momentum=%s, gamma=%s, beta=%s, moving_mean=%s, moving_variance=%s")
-      :format(self.num_features, A.num_str(self.eps), A.num_str(self.momentum), tostring(self.gamma),
+      :format(self.num_features, T.num_str(self.eps), T.num_str(self.momentum), tostring(self.gamma),
         tostring(self.beta), stat("moving_mean"), stat("moving_variance"))
   end
 
@@ -135,9 +135,9 @@ M.LayerNorm = LayerNorm
 local LN_OPTIONS = { "begin_norm_axis", "begin_params_axis", "gamma_init", "beta_init", "epsilon", "dtype" }
 
 local function check_axis(what, v, lvl)
-  if type(v) ~= "number" or not A.is_int(v) then
+  if type(v) ~= "number" or not T.is_int(v) then
     raise(("TypeError: For 'LayerNorm', the '%s' must be an integer, but got %s.")
-      :format(what, type(v) == "number" and A.num_str(v) or T.type_name(v)))
+      :format(what, type(v) == "number" and T.num_str(v) or T.type_name(v)))
   end
   if v == 0 then
     raise(("ValueError: For 'LayerNorm', the '%s' is 1-based (or negative, -1 for the last axis), but got 0.")
@@ -165,7 +165,7 @@ function LayerNorm:init(normalized_shape, ...)
   self.epsilon = A.number("LayerNorm", "epsilon", epsilon, 1e-7, 3)
   if self.epsilon <= 0 then
     raise(("ValueError: For 'LayerNorm', the 'epsilon' must be greater than 0, but got %s.")
-      :format(A.num_str(self.epsilon)))
+      :format(T.num_str(self.epsilon)))
   end
   dtype = A.float_dtype("LayerNorm", dtype, 3)
   local function make(init, default, what)
@@ -212,7 +212,7 @@ end
 --- MindSpore's text (with the '=' after gamma that MindSpore leaves out).
 function LayerNorm:extend_repr()
   return ("normalized_shape=%s, begin_norm_axis=%d, begin_params_axis=%d, gamma=%s, beta=%s")
-    :format(A.tuple_str(self.normalized_shape), self.begin_norm_axis, self.begin_params_axis, tostring(self.gamma),
+    :format(T.tuple_str(self.normalized_shape), self.begin_norm_axis, self.begin_params_axis, tostring(self.gamma),
       tostring(self.beta))
 end
 

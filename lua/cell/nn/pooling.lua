@@ -72,7 +72,7 @@ local function common(self, cls, kernel_size, stride, pad_mode, padding, data_fo
   for i = 1, 2 do
     if 2 * p[i] > self._k[i] then
       raise(("ValueError: For '%s', the padding %s must be at most half the kernel_size %s."):format(cls,
-        A.tuple_str(p), A.tuple_str(self._k)))
+        T.tuple_str(p), T.tuple_str(self._k)))
     end
   end
   self.padding, self._p = padding, p
@@ -119,7 +119,7 @@ local function layer_pads(self, cls, x, lvl)
   local l, r, ew = dim_pads(self.pad_mode, shape[4], k[2], s[2], p[2], self.ceil_mode)
   if shape[3] + t + b < k[1] or shape[4] + l + r < k[2] then
     raise(("ValueError: For '%s', the padded input (%d, %d) is smaller than the kernel_size %s; the input has "
-      .. "shape %s."):format(cls, shape[3] + t + b, shape[4] + l + r, A.tuple_str(k), T.shape_str(shape)))
+      .. "shape %s."):format(cls, shape[3] + t + b, shape[4] + l + r, T.tuple_str(k), T.shape_str(shape)))
   end
   return { t, b, l, r }, { t, b + eh, l, r + ew }, eh, ew
 end
@@ -192,9 +192,9 @@ function AvgPool2d:init(...)
       raise(("TypeError: For 'AvgPool2d', the 'divisor_override' must be an integer, but got %s.")
         :format(T.type_name(divisor_override)))
     end
-    if divisor_override <= 0 or not A.is_int(divisor_override) then
+    if divisor_override <= 0 or not T.is_int(divisor_override) then
       raise(("ValueError: For 'AvgPool2d', the 'divisor_override' must be > 0, but got %s.")
-        :format(A.num_str(divisor_override)))
+        :format(T.num_str(divisor_override)))
     end
   end
   self.divisor_override = divisor_override

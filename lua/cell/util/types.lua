@@ -40,6 +40,30 @@ function M.shape_str(shape)
   return "(" .. table.concat(parts, ", ") .. ")"
 end
 
+--- Whether `v` is a finite integral number.
+function M.is_int(v) return type(v) == "number" and v == math.floor(v) and v > -math.huge and v < math.huge end
+local is_int = M.is_int
+
+--- A number as Python's repr prints it (the shortest text that reads back
+-- to the same number; integers without a fraction).
+function M.num_str(v)
+  if type(v) ~= "number" then return tostring(v) end
+  if is_int(v) and math.abs(v) < 1e15 then return ("%d"):format(v) end
+  for p = 14, 17 do
+    local s = ("%." .. p .. "g"):format(v)
+    if tonumber(s) == v then return s end
+  end
+  return tostring(v)
+end
+
+--- A list of numbers as a Python tuple: (4, 4), (2,), (0.5, 1).
+function M.tuple_str(list)
+  if #list == 1 then return "(" .. M.num_str(list[1]) .. ",)" end
+  local parts = {}
+  for i = 1, #list do parts[i] = M.num_str(list[i]) end
+  return "(" .. table.concat(parts, ", ") .. ")"
+end
+
 --- A shape as a list: [2, 3].
 function M.shape_list(shape)
   local parts = {}
