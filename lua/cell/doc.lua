@@ -597,11 +597,7 @@ function M.class_doc(cls)
   return init_doc or header
 end
 
-local function shape_text(shape)
-  local parts = {}
-  for i = 1, #shape do parts[i] = tostring(shape[i]) end
-  return "[" .. table.concat(parts, ", ") .. "]"
-end
+local shape_text = require("cell.util.types").shape_list
 
 local function join(heading, text)
   if not text then return heading end

@@ -393,11 +393,8 @@ local function check_shape(shape, lvl)
   for i = 1, #shape do
     local v = shape[i]
     if type(v) ~= "number" or v ~= math.floor(v) or v <= 0 or v == math.huge then
-      local parts = {}
-      for k = 1, #shape do parts[k] = tostring(shape[k]) end
       raise(("ValueError: For 'initializer', the argument 'shape' is invalid, the value of 'shape' must be "
-        .. "positive integer, but got %s"):format(#shape == 1 and ("(" .. parts[1] .. ",)")
-          or ("(" .. table.concat(parts, ", ") .. ")")))
+        .. "positive integer, but got %s"):format(types.shape_str(shape)))
     end
   end
   return copy_shape(shape)
