@@ -140,11 +140,11 @@ local cases = {
 }
 
 -- Cases of the other op families live beside this file, one module per
--- family (spec/autograd/cases_<family>.lua), each a function of the
+-- family (spec/helpers/cases_<family>.lua), each a function of the
 -- builders here returning more entries of the same form.
 local builders = { cell = cell, input = input, r = r, idx = idx, mask = mask, T = T, I = I }
 for _, family in ipairs { "nn", "conv" } do
-  for name, c in pairs(require("autograd.cases_" .. family)(builders)) do
+  for name, c in pairs(require("helpers.cases_" .. family)(builders)) do
     assert(cases[name] == nil, "two gradient checks for " .. name)
     cases[name] = c
   end

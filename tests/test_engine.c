@@ -2,7 +2,9 @@
  * contiguous and strided inputs for every dtype, error paths, and failed
  * allocations (fail the Nth for N = 1, 2, ... until the op succeeds).
  * main() also runs the other test files (entry points in check.h) and
- * owns the shared check counters. */
+ * owns the shared check counters. Usage: test_engine [SUITE...] runs the
+ * named suites (all when none is named), test_engine --list lists them;
+ * an unknown name exits 2. */
 #include "check.h"
 
 int passed, failed;
@@ -389,8 +391,8 @@ static void test_wrap(void) {
   CHECK(cell_tensor_wrap(NULL, CELL_DTYPE_F32, 2, s, NULL, NULL, NULL, &t) == CELL_ERR_VALUE);
 }
 
-int main(void) {
-  long base = cell_alloc_live_blocks();
+/* The engine's own tests above, as one suite. */
+static void test_engine_all(void) {
   test_views();
   test_wrap();
   test_binary_dtypes();
@@ -402,20 +404,55 @@ int main(void) {
   test_failed_allocations();
   test_allocator_stats();
   test_rng();
-  test_rng_all();
-  test_autograd_threads_all();
-  test_parallel_paths();
-  test_reduce_all();
-  test_shape_all();
-  test_create_all();
-  test_nn_all();
-  test_optim_all();
-  test_capi_all();
-  test_capi_nn_all();
-  test_io_all();
-  test_conv_all();
-  test_shape_overflow_all();
-  test_layers_all();
+}
+
+/* The suites, in the order a plain run runs them; `test_engine NAME...`
+ * runs the named ones, `test_engine --list` lists them. */
+static const struct {
+  const char *name;
+  void (*run)(void);
+} suites[] = {
+    {"engine", test_engine_all},
+    {"rng", test_rng_all},
+    {"autograd_threads", test_autograd_threads_all},
+    {"parallel", test_parallel_paths},
+    {"reduce", test_reduce_all},
+    {"shape", test_shape_all},
+    {"create", test_create_all},
+    {"nn", test_nn_all},
+    {"optim", test_optim_all},
+    {"capi", test_capi_all},
+    {"capi_nn", test_capi_nn_all},
+    {"io", test_io_all},
+    {"conv", test_conv_all},
+    {"shape_overflow", test_shape_overflow_all},
+    {"layers", test_layers_all},
+};
+#define NSUITES (sizeof suites / sizeof suites[0])
+
+static int find_suite(const char *name) {
+  for (size_t i = 0; i < NSUITES; i++)
+    if (strcmp(suites[i].name, name) == 0) return (int)i;
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+    for (size_t i = 0; i < NSUITES; i++) printf("%s\n", suites[i].name);
+    return 0;
+  }
+  for (int i = 1; i < argc; i++) {
+    if (find_suite(argv[i]) < 0) {
+      fprintf(stderr, "test_engine: unknown suite '%s' (test_engine --list lists them)\n", argv[i]);
+      return 2;
+    }
+  }
+  long base = cell_alloc_live_blocks();
+  if (argc == 1) {
+    for (size_t i = 0; i < NSUITES; i++) suites[i].run();
+  } else {
+    for (int i = 1; i < argc; i++) suites[find_suite(argv[i])].run();
+  }
   CHECK(cell_alloc_live_blocks() == base); /* every test released what it made */
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

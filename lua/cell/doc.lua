@@ -597,11 +597,7 @@ function M.class_doc(cls)
   return init_doc or header
 end
 
-local function shape_text(shape)
-  local parts = {}
-  for i = 1, #shape do parts[i] = tostring(shape[i]) end
-  return "[" .. table.concat(parts, ", ") .. "]"
-end
+local shape_text = require("cell.util.types").shape_list
 
 local function join(heading, text)
   if not text then return heading end
@@ -661,7 +657,7 @@ function M.describe(v, name)
   end
   if core.is_tensor(v) then
     local what = "a Tensor"
-    local ok, pname = pcall(function() return require("cell").is_parameter(v) and v.name end)
+    local ok, pname = pcall(function() return require("cell.parameter").is_parameter(v) and v.name end)
     if ok and pname then what = ("a Parameter named '%s'"):format(tostring(pname)) end
     return join(("%s: %s of shape %s and dtype %s"):format(name, what, shape_text(v.shape), tostring(v.dtype)),
       M.C.Tensor[2])

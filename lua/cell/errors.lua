@@ -8,6 +8,7 @@
 -- "TypeError: ReLU: x must be a Tensor, but got number".
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local core = require "cell.core"
+local types = require "cell.util.types"
 
 local M = {}
 
@@ -74,27 +75,9 @@ function M.rethrow(err)
   return raise(message(err))
 end
 
---- The type of `v` as messages name it: Tensor (or Parameter, for an
--- attributed tensor whose attrs say so), dtype, a class instance's class
--- name, or Lua's type name.
-function M.type_name(v)
-  if core.is_tensor(v) then
-    local a = core._attrs(v)
-    local mt = a and getmetatable(a)
-    return type(mt) == "table" and rawget(mt, "__name") or "Tensor"
-  end
-  if core.is_dtype(v) then return "dtype" end
-  if type(v) == "table" then
-    local mt = getmetatable(v)
-    local c = type(mt) == "table" and rawget(mt, "__class") or nil
-    if type(c) == "table" and type(rawget(c, "name")) == "string" then return rawget(c, "name") end
-  end
-  return type(v)
-end
-
 --- "TypeError: <fname>: <what> must be <must>, but got <type of v>".
 function M.type_error(fname, what, must, v)
-  return raise(("TypeError: %s: %s must be %s, but got %s"):format(fname, what, must, M.type_name(v)))
+  return raise(("TypeError: %s: %s must be %s, but got %s"):format(fname, what, must, types.type_name(v)))
 end
 
 --- Check that `v` is a Tensor (argument `what` of `fname`); returns it.
@@ -103,17 +86,9 @@ function M.check_tensor(fname, what, v)
   return v
 end
 
---- Whether `v` can be called: a function, or a table or userdata whose
--- metatable has __call.
-function M.is_callable(v)
-  if type(v) == "function" then return true end
-  local mt = (type(v) == "table" or type(v) == "userdata") and getmetatable(v)
-  return type(mt) == "table" and rawget(mt, "__call") ~= nil
-end
-
 --- Check that `v` can be called (argument `what` of `fname`); returns it.
 function M.check_callable(fname, what, v)
-  if not M.is_callable(v) then M.type_error(fname, what, "a function", v) end
+  if not types.is_callable(v) then M.type_error(fname, what, "a function", v) end
   return v
 end
 

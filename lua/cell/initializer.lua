@@ -20,51 +20,14 @@ local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local args_util = require "cell.util.args"
+local types = require "cell.util.types"
 
 local M = {}
 
 -- Helpers ---------------------------------------------------------------------
 
---- The name of a value's type for messages: Tensor, Parameter, a class
--- instance's class name, dtype, or Lua's type name.
-function M.type_name(x)
-  if core.is_tensor(x) then -- an attributed tensor's kind is its attrs metatable's __name
-    local a = core._attrs(x)
-    local mt = a and getmetatable(a)
-    return type(mt) == "table" and rawget(mt, "__name") or "Tensor"
-  end
-  if core.is_dtype(x) then return "dtype" end
-  if type(x) == "table" then
-    local mt = getmetatable(x)
-    local c = type(mt) == "table" and rawget(mt, "__class") or nil
-    if class.is_class(c) then return c.name end
-  end
-  return type(x)
-end
-
---- A shape as Python prints a tuple: (2, 3), (2,), ().
-function M.shape_tuple(shape)
-  if #shape == 1 then return "(" .. tostring(shape[1]) .. ",)" end
-  local parts = {}
-  for i = 1, #shape do parts[i] = tostring(shape[i]) end
-  return "(" .. table.concat(parts, ", ") .. ")"
-end
-
---- A shape as a list: [2, 3].
-local function shape_list(shape)
-  local parts = {}
-  for i = 1, #shape do parts[i] = tostring(shape[i]) end
-  return "[" .. table.concat(parts, ", ") .. "]"
-end
-
-local function same_shape(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do
-    if a[i] ~= b[i] then return false end
-  end
-  return true
-end
-M.same_shape = same_shape
+local type_name = types.type_name
+local shape_list, same_shape = types.shape_list, types.same_shape
 
 local function copy_shape(shape)
   local s = {}
@@ -129,13 +92,13 @@ function Initializer:init(...)
     end
     if kind == "number" and type(v) ~= "number" then
       raise(("TypeError: For '%s', the argument '%s' must be a number, but got %s.")
-        :format(self.__class.name, name, M.type_name(v)))
+        :format(self.__class.name, name, type_name(v)))
     elseif kind == "string" and type(v) ~= "string" then
       raise(("TypeError: For '%s', the argument '%s' must be a string, but got %s.")
-        :format(self.__class.name, name, M.type_name(v)))
+        :format(self.__class.name, name, type_name(v)))
     elseif kind == "value" and type(v) ~= "number" and type(v) ~= "boolean" then
       raise(("TypeError: For '%s', the argument '%s' must be a number or a boolean, but got %s.")
-        :format(self.__class.name, name, M.type_name(v)))
+        :format(self.__class.name, name, type_name(v)))
     end
     self[name] = v
   end
@@ -290,7 +253,7 @@ local function he_validate(self, lvl)
   if type(self.negative_slope) ~= "number" then
     raise(("ValueError: For '%s', 'negative_slope' %s is not a valid number. When 'nonlinearity' has been "
       .. "set to 'leaky_relu', 'negative_slope' should be int or float type, but got %s.")
-      :format(name, tostring(self.negative_slope), M.type_name(self.negative_slope)))
+      :format(name, tostring(self.negative_slope), type_name(self.negative_slope)))
   end
   local mode = self.mode:lower()
   if mode ~= "fan_in" and mode ~= "fan_out" then
@@ -415,7 +378,7 @@ local function check_dtype(dtype, lvl)
   if core.is_dtype(dtype) then return dtype end
   if type(dtype) == "string" and core.is_dtype(core[dtype]) then return core[dtype] end
   raise(("TypeError: For 'initializer', the argument 'dtype' must be a cell dtype (such as cell.float32), "
-    .. "but got %s."):format(type(dtype) == "string" and ("'" .. dtype .. "'") or M.type_name(dtype)))
+    .. "but got %s."):format(type(dtype) == "string" and ("'" .. dtype .. "'") or type_name(dtype)))
 end
 
 local function check_shape(shape, lvl)
@@ -425,16 +388,13 @@ local function check_shape(shape, lvl)
   end
   if type(shape) ~= "table" or getmetatable(shape) ~= nil then
     raise(("ValueError: For 'initializer', the argument 'shape' is invalid, it must be a table of positive "
-      .. "integers or a number, but got %s."):format(M.type_name(shape)))
+      .. "integers or a number, but got %s."):format(type_name(shape)))
   end
   for i = 1, #shape do
     local v = shape[i]
     if type(v) ~= "number" or v ~= math.floor(v) or v <= 0 or v == math.huge then
-      local parts = {}
-      for k = 1, #shape do parts[k] = tostring(shape[k]) end
       raise(("ValueError: For 'initializer', the argument 'shape' is invalid, the value of 'shape' must be "
-        .. "positive integer, but got %s"):format(#shape == 1 and ("(" .. parts[1] .. ",)")
-          or ("(" .. table.concat(parts, ", ") .. ")")))
+        .. "positive integer, but got %s"):format(types.shape_str(shape)))
     end
   end
   return copy_shape(shape)
@@ -462,7 +422,7 @@ function M.make(init, shape, dtype, lvl)
   local kind = type(init)
   if kind ~= "string" and kind ~= "number" and kind ~= "boolean" and not class.is_instance(init, Initializer) then
     raise(("TypeError: For 'initializer', the type of the 'init' argument should be 'Tensor', 'number', "
-      .. "'string' or 'initializer', but got %s."):format(M.type_name(init)))
+      .. "'string' or 'initializer', but got %s."):format(type_name(init)))
   end
   shape = check_shape(shape, lvl + 1)
   dtype = check_dtype(dtype, lvl + 1)

@@ -9,7 +9,9 @@ end
 for _, name in ipairs { "cat", "stack", "where", "zeros", "ones", "full", "arange", "eye" } do
   ops[name] = core[name]
 end
-for name, fn in pairs(core.nnops) do ops[name] = fn end
+for name, fn in pairs(core.nnops) do
+  if name:sub(1, 1) ~= "_" then ops[name] = fn end -- the library's own are in cell.ops_internal
+end
 ops.concat = core.cat
 ops.GradOperation = require("cell.autograd").GradOperation
 ops.stop_gradient = core.Tensor.stop_gradient

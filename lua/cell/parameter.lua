@@ -36,7 +36,8 @@ local init_mod = require "cell.initializer"
 local args = require "cell.util.args"
 
 local Tensor = core.Tensor -- the engine's methods, for calls that a Parameter method shadows
-local type_name, shape_tuple = init_mod.type_name, init_mod.shape_tuple
+local types = require "cell.util.types"
+local type_name, shape_tuple = types.type_name, types.shape_str
 
 local M = {}
 
@@ -257,7 +258,7 @@ local function set_data(self, attrs, data, lvl, from_ckpt)
       .. "initializer to replace its recipe."):format(tostring(rawget(attrs, "name"))))
   end
   local shape = self.shape
-  if not init_mod.same_shape(shape, data.shape) then
+  if not types.same_shape(shape, data.shape) then
     raise(("ValueError: Can not change the shape of Parameter which has been initialized. "
       .. "Current shape is %s, and incoming is %s."):format(shape_tuple(shape), shape_tuple(data.shape)))
   end

@@ -42,7 +42,8 @@ local args = require "cell.util.args"
 
 local M = {}
 
-local type_name, shape_tuple, same_shape = init_mod.type_name, init_mod.shape_tuple, init_mod.same_shape
+local types = require "cell.util.types"
+local type_name, shape_tuple, same_shape = types.type_name, types.shape_str, types.same_shape
 local is_parameter, is_cell = parameter.is_parameter, I.is_cell
 local odict_items = OrderedDict.items
 

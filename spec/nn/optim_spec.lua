@@ -1,5 +1,5 @@
 -- optim_spec.lua - cell.nn's optimizers (SGD, Momentum, Adam, AdamW) and
--- their fused kernels (core.nnops._sgd_step, _adam_step): trajectories
+-- their fused kernels (cell.ops_internal's sgd_step, adam_step): trajectories
 -- against torch.optim (spec/fixtures/gen_optim.py) in float64 and float32,
 -- against the formulas composed from tensor ops here, parameter groups, the
 -- decay filter, learning-rate lists and functions, loss_scale, state names,
@@ -8,7 +8,7 @@
 local H = require "helpers"
 local cell = H.cell
 local nn = cell.nn
-local core = cell.core
+local OI = require "cell.ops_internal"
 local FX = require "fixtures.optim_fixtures"
 
 local function err(fn, ...) return H.caller_error("optim_spec%.lua", fn, ...) end
@@ -161,12 +161,12 @@ describe("optimizers against formulas composed from tensor ops", function()
     local m, v = cell.zeros({ 3, 4 }, cell.float64):transpose(1, 2), cell.zeros({ 3, 4 }, cell.float64):transpose(1, 2)
     local ref = ref_adam(p:clone(), g, cell.zeros({ 4, 3 }, cell.float64), cell.zeros({ 4, 3 }, cell.float64),
       0.1, 0.9, 0.999, 1e-8, 0, 1, false)
-    core.nnops._adam_step(p, g, m, v, 0.1, 0.9, 0.999, 1e-8, 0, 1, false, 1)
+    OI.adam_step(p, g, m, v, 0.1, 0.9, 0.999, 1e-8, 0, 1, false, 1)
     H.assert_close(p, ref:totable(), 1e-14)
     local q = base:clone()
     local gq = cell.randn({ 3, 4 }, cell.float64)
     local expect = q - (gq + q * 0.1) * 0.5
-    core.nnops._sgd_step(q, gq, nil, 0.5, 0, 0, 0.1, false, false, 1)
+    OI.sgd_step(q, gq, nil, 0.5, 0, 0, 0.1, false, false, 1)
     H.assert_close(q, expect:totable(), 1e-14)
   end)
 end)
@@ -512,17 +512,17 @@ describe("optimizer errors", function()
 
   it("the kernels' own checks raise MindSpore exception names", function()
     local p = cell.ones({ 3 })
-    H.expect_error(function() core.nnops._sgd_step(p, cell.ones({ 3 }), nil, -1, 0, 0, 0, false, false, 1) end,
+    H.expect_error(function() OI.sgd_step(p, cell.ones({ 3 }), nil, -1, 0, 0, 0, false, false, 1) end,
       "ValueError", "sgd_step: lr must be a finite number >= 0, got -1")
-    H.expect_error(function() core.nnops._sgd_step(p, cell.ones({ 3 }), nil, 0.1, 0.9, 0, 0, false, false, 1) end,
+    H.expect_error(function() OI.sgd_step(p, cell.ones({ 3 }), nil, 0.1, 0.9, 0, 0, false, false, 1) end,
       "ValueError", "momentum 0.9 needs a momentum buffer")
-    H.expect_error(function() core.nnops._sgd_step(cell.ones({}):expand({ 3 }), cell.ones({ 3 }), nil, 0.1, 0, 0, 0, false, false, 1) end,
+    H.expect_error(function() OI.sgd_step(cell.ones({}):expand({ 3 }), cell.ones({ 3 }), nil, 0.1, 0, 0, 0, false, false, 1) end,
       "ValueError", "the parameter is a broadcast view (stride 0 in dimension 1 of size 3)")
-    H.expect_error(function() core.nnops._adam_step(p, cell.ones({ 3 }), cell.zeros({ 3 }), cell.zeros({ 3 }), 0.1, 0.9, 0.999, 1e-8, 0, 0, false, 1) end,
+    H.expect_error(function() OI.adam_step(p, cell.ones({ 3 }), cell.zeros({ 3 }), cell.zeros({ 3 }), 0.1, 0.9, 0.999, 1e-8, 0, 0, false, 1) end,
       "ValueError", "adam_step: step must be >= 1")
-    H.expect_error(function() core.nnops._adam_step(cell.ones({ 3 }, cell.int32), cell.ones({ 3 }), p, p, 0.1, 0.9, 0.999, 1e-8, 0, 1, false, 1) end,
+    H.expect_error(function() OI.adam_step(cell.ones({ 3 }, cell.int32), cell.ones({ 3 }), p, p, 0.1, 0.9, 0.999, 1e-8, 0, 1, false, 1) end,
       "TypeError", "adam_step: the parameter is a Int32 tensor")
-    H.expect_error(function() core.nnops._adam_step(p, "g", p, p, 0.1, 0.9, 0.999, 1e-8, 0, 1, false, 1) end,
+    H.expect_error(function() OI.adam_step(p, "g", p, p, 0.1, 0.9, 0.999, 1e-8, 0, 1, false, 1) end,
       "TypeError", "expected a Tensor, got string")
   end)
 end)

@@ -21,7 +21,7 @@ local args_util = require "cell.util.args"
 
 local M = {}
 
-local function type_name(v) return core.is_tensor(v) and "Tensor" or type(v) end
+local type_name = require("cell.util.types").type_name
 
 local function check_bool(what, v, default, lvl)
   if v == nil then return default end

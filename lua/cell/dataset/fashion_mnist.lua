@@ -33,7 +33,7 @@ local FILES = {
 -- (stat, not open: opening a FIFO would wait for a writer forever)
 local function exists(path) return core.file_kind(path) ~= nil end
 
-local function type_name(v) return core.is_tensor(v) and "Tensor" or type(v) end
+local type_name = require("cell.util.types").type_name
 
 --- The path of `name` (or `name`.gz, preferred) in dir; a ValueError
 -- naming what is missing otherwise.

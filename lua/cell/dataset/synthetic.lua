@@ -38,7 +38,7 @@ local function generator(seed)
 end
 M.generator = generator
 
-local function type_name(v) return core.is_tensor(v) and "Tensor" or type(v) end
+local type_name = require("cell.util.types").type_name
 
 local OPTIONS = { "seed" }
 

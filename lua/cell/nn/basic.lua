@@ -6,7 +6,11 @@
 local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
+local core = require "cell.core"
+local initializer = require "cell.initializer"
+local Parameter = require("cell.parameter").Parameter
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 local ops = require "cell.ops"
 
@@ -18,9 +22,9 @@ local Flatten = Cell:extend("Flatten")
 M.Flatten = Flatten
 
 local function check_dim(what, v, lvl)
-  if type(v) ~= "number" or not A.is_int(v) then
+  if type(v) ~= "number" or not T.is_int(v) then
     raise(("TypeError: For 'Flatten', the '%s' must be an integer, but got %s.")
-      :format(what, type(v) == "number" and A.num_str(v) or I.type_name(v)))
+      :format(what, type(v) == "number" and T.num_str(v) or T.type_name(v)))
   end
   if v == 0 then
     raise(("ValueError: For 'Flatten', the '%s' is 1-based (or negative, -1 for the last), but got 0."):format(what))
@@ -44,11 +48,11 @@ function Flatten:construct(x)
   local e = self.end_dim < 0 and self.end_dim + r + 1 or self.end_dim
   if s < 1 or s > r or e < 1 or e > r then
     raise(("ValueError: For 'Flatten', 'start_dim' (%d) and 'end_dim' (%d) must be in range [%d, -1] or [1, %d] for "
-      .. "an input of shape %s."):format(self.start_dim, self.end_dim, -r, r, I.shape_str(x.shape)))
+      .. "an input of shape %s."):format(self.start_dim, self.end_dim, -r, r, T.shape_str(x.shape)))
   end
   if s > e then
     raise(("ValueError: For 'Flatten', 'start_dim' (%d) must come before 'end_dim' (%d), but for an input of shape %s "
-      .. "they are dimensions %d and %d."):format(self.start_dim, self.end_dim, I.shape_str(shape), s, e))
+      .. "they are dimensions %d and %d."):format(self.start_dim, self.end_dim, T.shape_str(shape), s, e))
   end
   if s == e then return x end
   local y = x:flatten(s, e)
@@ -71,42 +75,41 @@ local EMB_OPTIONS = { "use_one_hot", "embedding_table", "dtype", "padding_idx" }
 -- the same values and gradients as the lookup done here.
 function Embedding:init(vocab_size, embedding_size, ...)
   local use_one_hot, embedding_table, dtype, padding_idx = A.args("Embedding", EMB_OPTIONS, select("#", ...), ...)
-  local cell = I.cellm()
   A.positive_int("Embedding", "vocab_size", vocab_size, 3)
   A.positive_int("Embedding", "embedding_size", embedding_size, 3)
   use_one_hot = A.bool("Embedding", "use_one_hot", use_one_hot, false, 3)
-  if dtype == nil then dtype = cell.int32 end
-  if not cell.is_dtype(dtype) or dtype.is_floating_point or dtype == cell.bool then
+  if dtype == nil then dtype = core.int32 end
+  if not core.is_dtype(dtype) or dtype.is_floating_point or dtype == core.bool then
     raise(("TypeError: For 'Embedding', the 'dtype' (of the ids) must be an integer dtype, but got %s.")
-      :format(cell.is_dtype(dtype) and tostring(dtype) or I.type_name(dtype)))
+      :format(core.is_dtype(dtype) and tostring(dtype) or T.type_name(dtype)))
   end
   if padding_idx ~= nil then
-    if type(padding_idx) ~= "number" or not A.is_int(padding_idx) then
+    if type(padding_idx) ~= "number" or not T.is_int(padding_idx) then
       raise(("TypeError: For 'Embedding', the 'padding_idx' must be an integer, but got %s.")
-        :format(type(padding_idx) == "number" and A.num_str(padding_idx) or I.type_name(padding_idx)))
+        :format(type(padding_idx) == "number" and T.num_str(padding_idx) or T.type_name(padding_idx)))
     end
     if padding_idx < 1 or padding_idx > vocab_size then
       raise(("ValueError: For 'Embedding', the 'padding_idx' must be in range [1, %d] (1-based), but got %s.")
-        :format(vocab_size, A.num_str(padding_idx)))
+        :format(vocab_size, T.num_str(padding_idx)))
     end
   end
   local shape = { vocab_size, embedding_size }
   if embedding_table == nil then embedding_table = "normal" end
-  if cell.is_tensor(embedding_table) and not I.same_shape(embedding_table.shape, shape) then
+  if core.is_tensor(embedding_table) and not T.same_shape(embedding_table.shape, shape) then
     raise(("ValueError: For 'Embedding', the 'embedding_table' shape must be %s, but got %s.")
-      :format(I.shape_str(shape), I.shape_str(embedding_table.shape)))
+      :format(T.shape_str(shape), T.shape_str(embedding_table.shape)))
   end
-  local data = cell.initializer(embedding_table, shape, cell.float32):init_data()
+  local data = initializer.initializer(embedding_table, shape, core.float32):init_data()
   if padding_idx ~= nil then data[padding_idx]:zero_() end
   self.vocab_size, self.embedding_size, self.use_one_hot = vocab_size, embedding_size, use_one_hot
   self.dtype, self.padding_idx = dtype, padding_idx
-  self.embedding_table = cell.Parameter(data, "embedding_table")
+  self.embedding_table = Parameter(data, "embedding_table")
 end
 
 function Embedding:construct(ids)
-  if not I.cellm().is_tensor(ids) or ids.dtype.is_floating_point or ids.dtype == I.cellm().bool then
+  if not core.is_tensor(ids) or ids.dtype.is_floating_point or ids.dtype == core.bool then
     raise(("TypeError: For 'Embedding', the ids must be an integer Tensor, but got %s.")
-      :format(I.cellm().is_tensor(ids) and ("a " .. tostring(ids.dtype) .. " Tensor") or I.type_name(ids)))
+      :format(core.is_tensor(ids) and ("a " .. tostring(ids.dtype) .. " Tensor") or T.type_name(ids)))
   end
   local y = ops.embedding(ids, self.embedding_table)
   return y

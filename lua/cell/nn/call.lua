@@ -10,10 +10,11 @@ local raise = require("cell.errors").raise
 local core = require "cell.core"
 local autograd = require "cell.autograd"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local R = require "cell.nn.registry"
 local args_util = require "cell.util.args"
 
-local S, pack, unpack, type_name, class_name = I.S, I.pack, I.unpack, I.type_name, I.class_name
+local S, pack, unpack, type_name, class_name = I.S, I.pack, I.unpack, T.type_name, T.class_name
 
 local M = {}
 
@@ -91,9 +92,9 @@ local function gate(list, fn, who)
         gi = core.zeros(shapes[k], packed.dtype)
       elseif not core.is_tensor(gi) then
         error(("TypeError: %s: gradient %d must be a Tensor or nil, but got %s"):format(who, i, type_name(gi)), 0)
-      elseif not I.same_shape(gi.shape, shapes[k]) then
+      elseif not T.same_shape(gi.shape, shapes[k]) then
         error(("ValueError: %s: gradient %d has shape %s but its tensor has shape %s")
-          :format(who, i, I.shape_str(gi.shape), I.shape_str(shapes[k])), 0)
+          :format(who, i, T.shape_str(gi.shape), T.shape_str(shapes[k])), 0)
       end
       parts[k] = gi:reshape({ sizes[k] }):astype(packed.dtype)
     end

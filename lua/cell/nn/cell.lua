@@ -16,17 +16,19 @@ local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
 local R = require "cell.nn.registry"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args = require "cell.util.args"
+local parameter = require "cell.parameter"
 
-local S, cellm, type_name = I.S, I.cellm, I.type_name
-local is_cell, class_name = I.is_cell, I.class_name
+local S, type_name = I.S, T.type_name
+local is_cell, class_name = I.is_cell, T.class_name
 
 local Cell = class("Cell")
 
 --- Global buffer-registration hooks (the one piece of global state).
 local global = {}
 
-local function is_param(v) return cellm().is_parameter(v) end
+local is_param = parameter.is_parameter
 
 local function check_bool(fname, what, v, default)
   if v == nil then return default end
@@ -35,7 +37,7 @@ local function check_bool(fname, what, v, default)
   end
   return v
 end
-local function is_ptuple(v) return cellm().is_parameter_tuple(v) end
+local is_ptuple = parameter.is_parameter_tuple
 
 --- A plain Lua table (no metatable) that is a non-empty list of Parameters.
 local function is_param_list(v)
@@ -731,9 +733,9 @@ local float_dtypes = { float16 = true, bfloat16 = true, float32 = true }
 --- to_float(dtype): floating-point inputs of this cell and of every cell
 -- below it are cast to dtype (float16, bfloat16 or float32) when called.
 function Cell:to_float(dst_type)
-  if not (cellm().is_dtype(dst_type) and float_dtypes[dst_type.name]) then
+  if not (core.is_dtype(dst_type) and float_dtypes[dst_type.name]) then
     raise(("ValueError: For 'to_float', the argument 'dst_type' must be float32, float16 or bfloat16, "
-      .. "but got %s."):format(cellm().is_dtype(dst_type) and tostring(dst_type) or type_name(dst_type)))
+      .. "but got %s."):format(core.is_dtype(dst_type) and tostring(dst_type) or type_name(dst_type)))
   end
   local flag = ({ float16 = "fp16", bfloat16 = "bf16", float32 = "fp32" })[dst_type.name]
   for _, e in ipairs(walk_cells(self, "", {}, {})) do
@@ -752,7 +754,7 @@ function Cell:cast_inputs(inputs, dst_type)
   if type(inputs) ~= "table" or core.is_tensor(inputs) then
     raise(("TypeError: cast_inputs: inputs must be a sequence, but got %s"):format(type_name(inputs)))
   end
-  if not cellm().is_dtype(dst_type) then
+  if not core.is_dtype(dst_type) then
     raise(("TypeError: cast_inputs: dst_type must be a dtype, but got %s"):format(type_name(dst_type)))
   end
   local function cast(v)

@@ -25,9 +25,10 @@ local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
 local R = require "cell.nn.registry"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 
-local S, is_cell, type_name, class_name = I.S, I.is_cell, I.type_name, I.class_name
+local S, is_cell, type_name, class_name = I.S, I.is_cell, T.type_name, T.class_name
 local cell_index, cell_newindex = Cell.__index, Cell.__newindex
 
 local M = {}
@@ -84,8 +85,8 @@ end
 --- A 1-based position of a container of n members (negative from the end)
 -- as 1..n; nil when outside (or n + 1 when `append_ok`).
 local function position(self, k, n, lvl, append_ok)
-  if not A.is_int(k) then
-    raise(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self), A.num_str(k)))
+  if not T.is_int(k) then
+    raise(("TypeError: For '%s', the index must be an integer, but got %s."):format(class_name(self), T.num_str(k)))
   end
   if k == 0 then
     raise(("IndexError: For '%s', indices are 1-based (the first member, named \"0\", is [1]), but got 0.")

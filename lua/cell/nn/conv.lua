@@ -10,7 +10,11 @@
 local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
+local core = require "cell.core"
+local initializer = require "cell.initializer"
+local Parameter = require("cell.parameter").Parameter
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 local ops = require "cell.ops"
 
@@ -27,7 +31,7 @@ local function pads_of(padding, lvl)
   end
   if not A.is_list(padding) then
     raise(("TypeError: For 'Conv2d', the type of 'padding' must be an integer or a list of 2 or 4 integers, "
-      .. "but got %s."):format(I.type_name(padding)))
+      .. "but got %s."):format(T.type_name(padding)))
   end
   if #padding ~= 2 and #padding ~= 4 then
     raise(("ValueError: For 'Conv2d', the 'padding' must be an integer or a list of 2 or 4 integers, but got %d "
@@ -40,8 +44,7 @@ end
 
 --- The text of an initializer argument as extend_repr prints it.
 local function init_str(v)
-  local cell = I.cellm()
-  if cell.is_tensor(v) then return ("Tensor(shape=%s, dtype=%s)"):format(I.shape_str(v.shape), tostring(v.dtype)) end
+  if core.is_tensor(v) then return ("Tensor(shape=%s, dtype=%s)"):format(T.shape_str(v.shape), tostring(v.dtype)) end
   return A.value_str(v)
 end
 
@@ -51,7 +54,6 @@ end
 function Conv2d:init(in_channels, out_channels, kernel_size, ...)
   local stride, pad_mode, padding, dilation, group, has_bias, weight_init, bias_init, data_format, dtype =
     A.args("Conv2d", OPTIONS, select("#", ...), ...)
-  local cell = I.cellm()
   A.positive_int("Conv2d", "in_channels", in_channels, 3)
   A.positive_int("Conv2d", "out_channels", out_channels, 3)
   local k = A.int_tuple("Conv2d", "kernel_size", kernel_size, 2, 3)
@@ -83,21 +85,21 @@ function Conv2d:init(in_channels, out_channels, kernel_size, ...)
   self._pads, self._mode = pads, pad_mode:lower()
 
   local shape = { out_channels, math.floor(in_channels / group), k[1], k[2] }
-  if cell.is_tensor(weight_init) and not I.same_shape(weight_init.shape, shape) then
+  if core.is_tensor(weight_init) and not T.same_shape(weight_init.shape, shape) then
     raise(("ValueError: For 'Conv2d', weight init shape error: the weight_init shape must be %s, but got %s.")
-      :format(I.shape_str(shape), I.shape_str(weight_init.shape)))
+      :format(T.shape_str(shape), T.shape_str(weight_init.shape)))
   end
   local winit = weight_init
-  if winit == nil then winit = cell.init.HeUniform(math.sqrt(5)) end
-  self.weight = cell.Parameter(cell.initializer(winit, shape, dtype):init_data(), "weight")
+  if winit == nil then winit = initializer.HeUniform(math.sqrt(5)) end
+  self.weight = Parameter(initializer.initializer(winit, shape, dtype):init_data(), "weight")
   if has_bias then
     local binit = bias_init
-    if binit == nil then binit = cell.init.Uniform(1 / math.sqrt(shape[2] * k[1] * k[2])) end
-    if cell.is_tensor(binit) and not I.same_shape(binit.shape, { out_channels }) then
+    if binit == nil then binit = initializer.Uniform(1 / math.sqrt(shape[2] * k[1] * k[2])) end
+    if core.is_tensor(binit) and not T.same_shape(binit.shape, { out_channels }) then
       raise(("ValueError: For 'Conv2d', bias init shape error: the bias_init shape must be %s, but got %s.")
-        :format(I.shape_str({ out_channels }), I.shape_str(binit.shape)))
+        :format(T.shape_str({ out_channels }), T.shape_str(binit.shape)))
     end
-    self.bias = cell.Parameter(cell.initializer(binit, { out_channels }, dtype):init_data(), "bias")
+    self.bias = Parameter(initializer.initializer(binit, { out_channels }, dtype):init_data(), "bias")
   end
 end
 
@@ -114,7 +116,7 @@ function Conv2d:construct(x)
   local shape = check_tensor("Conv2d", "x", x).shape
   if #shape ~= 4 or shape[2] ~= self.in_channels then
     raise(("ValueError: For 'Conv2d', the input must be 4-D {N, C, H, W} with C = in_channels (%d), but got %s.")
-      :format(self.in_channels, I.shape_str(shape)))
+      :format(self.in_channels, T.shape_str(shape)))
   end
   local k, s, d = self.kernel_size, self.stride, self.dilation
   local pads
@@ -131,7 +133,7 @@ function Conv2d:construct(x)
   if shape[3] + pads[1] + pads[2] < eh or shape[4] + pads[3] + pads[4] < ew then
     raise(("ValueError: For 'Conv2d', the padded input (%d, %d) is smaller than the dilated kernel (%d, %d); "
       .. "the input has shape %s."):format(shape[3] + pads[1] + pads[2], shape[4] + pads[3] + pads[4], eh, ew,
-        I.shape_str(shape)))
+        T.shape_str(shape)))
   end
   local y = ops.conv2d(x, self.weight, self.has_bias and self.bias or nil,
     { stride = s, padding = pads, dilation = d, groups = self.group })
@@ -141,8 +143,8 @@ end
 function Conv2d:extend_repr()
   return ("input_channels=%d, output_channels=%d, kernel_size=%s, stride=%s, pad_mode=%s, padding=%s, "
     .. "dilation=%s, group=%d, has_bias=%s, weight_init=%s, bias_init=%s, format=%s")
-    :format(self.in_channels, self.out_channels, A.tuple_str(self.kernel_size), A.tuple_str(self.stride),
-      self.pad_mode, A.int_or_tuple_str(self.padding), A.tuple_str(self.dilation), self.group,
+    :format(self.in_channels, self.out_channels, T.tuple_str(self.kernel_size), T.tuple_str(self.stride),
+      self.pad_mode, A.int_or_tuple_str(self.padding), T.tuple_str(self.dilation), self.group,
       tostring(self.has_bias), init_str(self.weight_init), init_str(self.bias_init), self.data_format)
 end
 

@@ -7,7 +7,11 @@
 local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
+local core = require "cell.core"
+local initializer = require "cell.initializer"
+local Parameter = require("cell.parameter").Parameter
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 
 local Dense = Cell:extend("Dense")
@@ -24,29 +28,28 @@ end
 -- activation, dtype = float32]) or Dense(in, out, {weight_init = , ...}).
 function Dense:init(in_channels, out_channels, ...)
   local weight_init, bias_init, has_bias, activation, dtype = A.args("Dense", OPTIONS, select("#", ...), ...)
-  local cell = I.cellm()
   check_positive_int(in_channels, "in_channels", 4)
   check_positive_int(out_channels, "out_channels", 4)
   if has_bias == nil then has_bias = true end
   if type(has_bias) ~= "boolean" then
-    raise(("TypeError: For 'Dense', the 'has_bias' must be a boolean, but got %s."):format(I.type_name(has_bias)))
+    raise(("TypeError: For 'Dense', the 'has_bias' must be a boolean, but got %s."):format(T.type_name(has_bias)))
   end
-  dtype = dtype or cell.float32
+  dtype = dtype or core.float32
   self.in_channels, self.out_channels, self.has_bias = in_channels, out_channels, has_bias
-  if weight_init == nil then weight_init = cell.init.HeUniform(math.sqrt(5)) end
-  if cell.is_tensor(weight_init) and not I.same_shape(weight_init.shape, { out_channels, in_channels }) then
+  if weight_init == nil then weight_init = initializer.HeUniform(math.sqrt(5)) end
+  if core.is_tensor(weight_init) and not T.same_shape(weight_init.shape, { out_channels, in_channels }) then
     raise(("ValueError: For 'Dense', weight init shape error: the weight_init shape must be %s, but got %s.")
-      :format(I.shape_str({ out_channels, in_channels }), I.shape_str(weight_init.shape)))
+      :format(T.shape_str({ out_channels, in_channels }), T.shape_str(weight_init.shape)))
   end
-  self.weight = cell.Parameter(cell.initializer(weight_init, { out_channels, in_channels }, dtype):init_data(),
+  self.weight = Parameter(initializer.initializer(weight_init, { out_channels, in_channels }, dtype):init_data(),
     "weight")
   if has_bias then
-    if bias_init == nil then bias_init = cell.init.Uniform(1 / math.sqrt(in_channels)) end
-    if cell.is_tensor(bias_init) and not I.same_shape(bias_init.shape, { out_channels }) then
+    if bias_init == nil then bias_init = initializer.Uniform(1 / math.sqrt(in_channels)) end
+    if core.is_tensor(bias_init) and not T.same_shape(bias_init.shape, { out_channels }) then
       raise(("ValueError: For 'Dense', bias init shape error: the bias_init shape must be %s, but got %s.")
-        :format(I.shape_str({ out_channels }), I.shape_str(bias_init.shape)))
+        :format(T.shape_str({ out_channels }), T.shape_str(bias_init.shape)))
     end
-    self.bias = cell.Parameter(cell.initializer(bias_init, { out_channels }, dtype):init_data(), "bias")
+    self.bias = Parameter(initializer.initializer(bias_init, { out_channels }, dtype):init_data(), "bias")
   end
   if type(activation) == "string" then
     local act = require("cell.nn.activation").get_activation(activation, 4)
@@ -54,7 +57,7 @@ function Dense:init(in_channels, out_channels, ...)
   end
   if activation ~= nil and not I.is_cell(activation) then
     raise(("TypeError: For 'Dense', the 'activation' must be a string or a Cell, but got %s.")
-      :format(I.type_name(activation)))
+      :format(T.type_name(activation)))
   end
   self.activation = activation
 end
@@ -64,7 +67,7 @@ function Dense:construct(x)
   local n = #shape
   if n == 0 or shape[n] ~= self.in_channels then
     raise(("ValueError: For 'Dense', the last dimension of the input must be in_channels (%d), but got an input "
-      .. "of shape %s."):format(self.in_channels, I.shape_str(shape)))
+      .. "of shape %s."):format(self.in_channels, T.shape_str(shape)))
   end
   if n ~= 2 then x = x:reshape({ -1, shape[n] }) end
   local y = x:matmul(self.weight.T)

@@ -10,6 +10,7 @@ local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 local ops = require "cell.ops"
 
@@ -20,20 +21,20 @@ function Dropout:init(...)
   local keep_prob, p = A.args("Dropout", { "keep_prob", "p" }, select("#", ...), ...)
   if keep_prob ~= nil and p == nil then
     if type(keep_prob) ~= "number" then
-      raise(("TypeError: For 'Dropout', the 'keep_prob' must be a number, but got %s."):format(I.type_name(keep_prob)))
+      raise(("TypeError: For 'Dropout', the 'keep_prob' must be a number, but got %s."):format(T.type_name(keep_prob)))
     end
     if not (keep_prob > 0 and keep_prob <= 1) then
       raise(("ValueError: For 'Dropout', the 'keep_prob' must be a number in range (0, 1], but got %s.")
-        :format(A.num_str(keep_prob)))
+        :format(T.num_str(keep_prob)))
     end
     self.keep_prob, self._p = keep_prob, 1 - keep_prob
   else
     if p == nil then p = 0.5 end
     if type(p) ~= "number" then
-      raise(("TypeError: For 'Dropout', the 'p' must be a number, but got %s."):format(I.type_name(p)))
+      raise(("TypeError: For 'Dropout', the 'p' must be a number, but got %s."):format(T.type_name(p)))
     end
     if not (p >= 0 and p < 1) then
-      raise(("ValueError: For 'Dropout', the 'p' must be a number in range [0, 1), but got %s."):format(A.num_str(p)))
+      raise(("ValueError: For 'Dropout', the 'p' must be a number in range [0, 1), but got %s."):format(T.num_str(p)))
     end
     self.p, self._p = p, p
   end
@@ -47,8 +48,8 @@ function Dropout:construct(x)
 end
 
 function Dropout:extend_repr()
-  if self.p == nil then return "keep_prob=" .. A.num_str(self.keep_prob) end
-  return "p=" .. A.num_str(self.p)
+  if self.p == nil then return "keep_prob=" .. T.num_str(self.keep_prob) end
+  return "p=" .. T.num_str(self.p)
 end
 
 return { Dropout = Dropout }

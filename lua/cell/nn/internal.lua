@@ -1,9 +1,9 @@
 --- cell.nn.internal: what the files of the Cell implementation share and
--- users do not see: the private key of a cell's state, type names for error
--- messages, Python-style text for shapes and lists, and hook handles.
+-- users do not see: the private key of a cell's state and hook handles.
+-- (Type names and shape text for messages are cell.util.types'.)
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
-local core = require "cell.core"
+local types = require "cell.util.types"
 
 local M = {}
 
@@ -22,49 +22,6 @@ end
 --- Whether `x` is a Cell instance.
 function M.is_cell(x)
   return type(x) == "table" and rawget(x, S) ~= nil
-end
-
---- The class name of a cell.
-function M.class_name(c)
-  local mt = getmetatable(c)
-  local cls = mt and rawget(mt, "__class")
-  return cls and rawget(cls, "name") or "Cell"
-end
-
-local cell_mod
-local function cellm()
-  cell_mod = cell_mod or require "cell"
-  return cell_mod
-end
-M.cellm = cellm
-
-local init = require "cell.initializer"
-
---- The type of `v` as error messages name it: Parameter, Tensor, a class
--- instance's class name (a cell's, ParameterTuple), or Lua's type name.
-M.type_name = init.type_name
-
---- A shape as Python prints a tuple: (2, 3), (2,), ().
-M.shape_str = init.shape_tuple
-
---- Whether two shapes (tables) are equal.
-M.same_shape = init.same_shape
-
---- A list of strings as Python prints it: ['a', 'b'].
-function M.str_list(list)
-  local parts = {}
-  for i = 1, #list do parts[i] = "'" .. tostring(list[i]) .. "'" end
-  return "[" .. table.concat(parts, ", ") .. "]"
-end
-
---- Whether `t` is a plain table (no metatable): an options table or a list.
-function M.is_plain(t) return type(t) == "table" and getmetatable(t) == nil end
-
---- Whether `v` can be called: a function or a table with __call.
-function M.is_callable(v)
-  if type(v) == "function" then return true end
-  local mt = type(v) == "table" and getmetatable(v)
-  return mt and mt.__call ~= nil or false
 end
 
 --- A sequence with its count, as hooks receive their arguments.
@@ -112,8 +69,8 @@ function Handle:__tostring() return "HookHandle(id=" .. self.id .. ")" end
 
 --- Check that `fn` can be called, for every register_*hook.
 function M.check_hook_fn(method, fn, lvl)
-  if not M.is_callable(fn) then
-    raise(("TypeError: %s: the hook must be a function, but got %s"):format(method, M.type_name(fn)))
+  if not types.is_callable(fn) then
+    raise(("TypeError: %s: the hook must be a function, but got %s"):format(method, types.type_name(fn)))
   end
 end
 

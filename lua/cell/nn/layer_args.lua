@@ -6,12 +6,14 @@
 -- passes the level that points at the user's line).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
+local core = require "cell.core"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args_util = require "cell.util.args"
 
 local A = {}
 
-local type_name = I.type_name
+local type_name = T.type_name
 
 --- Whether `t` is an options table: a plain table with no sequence part
 -- (so a stride pair {1, 2} is a value, and {stride = 2} is options).
@@ -26,38 +28,17 @@ function A.args(cls, names, n, ...)
   return I.unpack(v, 1, #names)
 end
 
-local function is_int(v) return type(v) == "number" and v == math.floor(v) and v > -math.huge and v < math.huge end
-A.is_int = is_int
-
---- A number as Python's repr prints it (the shortest text that reads back
--- to the same number; integers without a fraction).
-function A.num_str(v)
-  if type(v) ~= "number" then return tostring(v) end
-  if is_int(v) and math.abs(v) < 1e15 then return ("%d"):format(v) end
-  for p = 14, 17 do
-    local s = ("%." .. p .. "g"):format(v)
-    if tonumber(s) == v then return s end
-  end
-  return tostring(v)
-end
-
---- A list of numbers as a Python tuple: (4, 4), (2,).
-function A.tuple_str(list)
-  if #list == 1 then return "(" .. A.num_str(list[1]) .. ",)" end
-  local parts = {}
-  for i = 1, #list do parts[i] = A.num_str(list[i]) end
-  return "(" .. table.concat(parts, ", ") .. ")"
-end
+local is_int = T.is_int
 
 --- An int or a list of ints, as Python prints the argument: 0, (1, 1, 2, 2).
 function A.int_or_tuple_str(v)
-  if type(v) == "table" then return A.tuple_str(v) end
-  return A.num_str(v)
+  if type(v) == "table" then return T.tuple_str(v) end
+  return T.num_str(v)
 end
 
 --- A value in extend_repr text: strings bare, numbers as Python, nil/true/false as Lua.
 function A.value_str(v)
-  if type(v) == "number" then return A.num_str(v) end
+  if type(v) == "number" then return T.num_str(v) end
   if type(v) == "string" then return v end
   return tostring(v)
 end
@@ -68,7 +49,7 @@ function A.positive_int(cls, what, v, lvl)
     raise(("TypeError: For '%s', the '%s' must be an integer, but got %s."):format(cls, what, type_name(v)))
   end
   if not is_int(v) or v < 1 then
-    raise(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, A.num_str(v)))
+    raise(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, T.num_str(v)))
   end
   return v
 end
@@ -80,7 +61,7 @@ function A.nonneg_int(cls, what, v, lvl)
   end
   if not is_int(v) or v < 0 then
     raise(("ValueError: For '%s', the '%s' must be a non-negative integer, but got %s.")
-      :format(cls, what, A.num_str(v)))
+      :format(cls, what, T.num_str(v)))
   end
   return v
 end
@@ -148,16 +129,15 @@ function A.choice(cls, what, v, choices, lvl, nocase)
     if choices[i] == key then return v end
   end
   raise(("ValueError: For '%s', the '%s' must be one of %s, but got '%s'.")
-    :format(cls, what, I.str_list(choices), v))
+    :format(cls, what, T.str_list(choices), v))
 end
 
 --- The dtype option of a layer (float32 by default).
 function A.float_dtype(cls, dtype, lvl)
-  local cell = I.cellm()
-  if dtype == nil then return cell.float32 end
-  if not cell.is_dtype(dtype) or not dtype.is_floating_point then
+  if dtype == nil then return core.float32 end
+  if not core.is_dtype(dtype) or not dtype.is_floating_point then
     raise(("TypeError: For '%s', the 'dtype' must be a floating-point dtype (such as cell.float32), but got %s.")
-      :format(cls, cell.is_dtype(dtype) and tostring(dtype) or type_name(dtype)))
+      :format(cls, core.is_dtype(dtype) and tostring(dtype) or type_name(dtype)))
   end
   return dtype
 end
@@ -165,7 +145,7 @@ end
 --- A Tensor argument (or nil when `optional`).
 function A.tensor(cls, what, v, lvl, optional)
   if v == nil and optional then return nil end
-  if not I.cellm().is_tensor(v) then
+  if not core.is_tensor(v) then
     raise(("TypeError: For '%s', the '%s' must be a Tensor, but got %s."):format(cls, what, type_name(v)))
   end
   return v

@@ -17,9 +17,10 @@
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args_util = require "cell.util.args"
 
-local type_name = I.type_name
+local type_name = T.type_name
 local floor = math.floor
 local E = math.exp(1) -- Python's math.e: MindSpore computes math.e ** x, a pow
 

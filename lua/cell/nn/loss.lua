@@ -14,13 +14,15 @@
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
+local core = require "cell.core"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 local ops = require "cell.ops"
 
 local M = {}
 
-local shape_str, type_name = I.shape_str, I.type_name
+local shape_str, type_name = T.shape_str, T.type_name
 
 --- LossBase: the reduction every loss keeps (MindSpore's base class).
 local LossBase = Cell:extend("LossBase")
@@ -45,9 +47,9 @@ local function check_weight(cls, w, lvl)
 end
 
 local function check_ignore(cls, v, lvl)
-  if v ~= nil and (type(v) ~= "number" or not A.is_int(v)) then
+  if v ~= nil and (type(v) ~= "number" or not T.is_int(v)) then
     raise(("TypeError: For '%s', the 'ignore_index' must be an integer or nil, but got %s.")
-      :format(cls, type(v) == "number" and A.num_str(v) or type_name(v)))
+      :format(cls, type(v) == "number" and T.num_str(v) or type_name(v)))
   end
   return v
 end
@@ -62,7 +64,7 @@ local function check_class_labels(cls, logits, labels, weight, allow_probs, lvl)
   if is_int_tensor(labels) then
     local want = { ls[1] }
     for i = 3, #ls do want[#want + 1] = ls[i] end
-    if labels.dtype == I.cellm().bool or not I.same_shape(ts, want) then
+    if labels.dtype == core.bool or not T.same_shape(ts, want) then
       raise(("ValueError: For '%s', class-id labels must be an integer Tensor of the logits' shape without the "
         .. "class dimension, %s for logits %s, but got %s of shape %s."):format(cls, shape_str(want), shape_str(ls),
           tostring(labels.dtype), shape_str(ts)))
@@ -70,7 +72,7 @@ local function check_class_labels(cls, logits, labels, weight, allow_probs, lvl)
   elseif not allow_probs then
     raise(("TypeError: For '%s', the labels must be an integer Tensor of class ids (1 to C), but got %s.")
       :format(cls, tostring(labels.dtype)))
-  elseif not I.same_shape(ts, ls) then
+  elseif not T.same_shape(ts, ls) then
     raise(("ValueError: For '%s', probability labels must have the logits' shape %s, but got %s.")
       :format(cls, shape_str(ls), shape_str(ts)))
   end
@@ -121,7 +123,7 @@ function CrossEntropyLoss:init(...)
   label_smoothing = A.number("CrossEntropyLoss", "label_smoothing", label_smoothing, 0, 3)
   if label_smoothing < 0 or label_smoothing > 1 then
     raise(("ValueError: For 'CrossEntropyLoss', the 'label_smoothing' must be in range [0, 1], but got %s.")
-      :format(A.num_str(label_smoothing)))
+      :format(T.num_str(label_smoothing)))
   end
   self.label_smoothing = label_smoothing
 end
@@ -178,12 +180,12 @@ function SoftmaxCE:construct(logits, labels)
     raise(("ValueError: For '%s', the logits must be 2-D {N, C}, but got shape %s."):format(cls, shape_str(ls)))
   end
   if self.sparse then
-    if not is_int_tensor(labels) or labels.dtype == I.cellm().bool or #ts ~= 1 or ts[1] ~= ls[1] then
+    if not is_int_tensor(labels) or labels.dtype == core.bool or #ts ~= 1 or ts[1] ~= ls[1] then
       raise(("ValueError: For '%s', with sparse = true the labels must be integer class ids of shape (%d,), but "
         .. "got %s of shape %s."):format(cls, ls[1], tostring(labels.dtype), shape_str(ts)))
     end
   else
-    if not I.same_shape(ts, ls) then
+    if not T.same_shape(ts, ls) then
       raise(("ValueError: For '%s', with sparse = false the labels must have the logits' shape %s, but got %s.")
         :format(cls, shape_str(ls), shape_str(ts)))
     end
@@ -212,7 +214,7 @@ end
 function BCEWithLogitsLoss:construct(logits, labels)
   local cls = "BCEWithLogitsLoss"
   check_inputs(cls, logits, labels, 2)
-  if not I.same_shape(logits.shape, labels.shape) then
+  if not T.same_shape(logits.shape, labels.shape) then
     raise(("ValueError: For '%s', the logits and labels must have the same shape, but got %s and %s.")
       :format(cls, shape_str(logits.shape), shape_str(labels.shape)))
   end
@@ -220,7 +222,7 @@ function BCEWithLogitsLoss:construct(logits, labels)
     local w = self[what]
     if w ~= nil then
       local b = A.broadcast_shape(w.shape, logits.shape)
-      if not b or not I.same_shape(b, logits.shape) then
+      if not b or not T.same_shape(b, logits.shape) then
         raise(("ValueError: For '%s', the '%s' of shape %s can not broadcast to the logits' shape %s.")
           :format(cls, what, shape_str(w.shape), shape_str(logits.shape)))
       end

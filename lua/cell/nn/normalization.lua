@@ -19,7 +19,11 @@
 local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
+local core = require "cell.core"
+local initializer = require "cell.initializer"
+local Parameter = require("cell.parameter").Parameter
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 local ops = require "cell.ops"
 
@@ -42,27 +46,26 @@ local function batch_norm_class(name, dims, layout)
   function C:init(num_features, ...)
     local eps, momentum, affine, gamma_init, beta_init, mean_init, var_init, use_batch_statistics, data_format,
     dtype = A.args(name, BN_OPTIONS, select("#", ...), ...)
-    local cell = I.cellm()
-    if type(num_features) ~= "number" or not A.is_int(num_features) then
+    if type(num_features) ~= "number" or not T.is_int(num_features) then
       raise(("TypeError: For '%s', the 'num_features' must be an integer, but got %s.")
-        :format(name, type(num_features) == "number" and A.num_str(num_features) or I.type_name(num_features)))
+        :format(name, type(num_features) == "number" and T.num_str(num_features) or T.type_name(num_features)))
     end
     if num_features < 1 then
-      raise(("ValueError: For '%s', the 'num_features' must be at least 1, but got %s."):format(name, A.num_str(num_features)))
+      raise(("ValueError: For '%s', the 'num_features' must be at least 1, but got %s."):format(name, T.num_str(num_features)))
     end
     eps = A.number(name, "eps", eps, 1e-5, 3)
     if eps <= 0 then
-      raise(("ValueError: For '%s', the 'eps' must be greater than 0, but got %s."):format(name, A.num_str(eps)))
+      raise(("ValueError: For '%s', the 'eps' must be greater than 0, but got %s."):format(name, T.num_str(eps)))
     end
     momentum = A.number(name, "momentum", momentum, 0.9, 3)
     if momentum < 0 or momentum > 1 then
       raise(("ValueError: For '%s', the 'momentum' must be a number in range [0, 1], but got %s.")
-        :format(name, A.num_str(momentum)))
+        :format(name, T.num_str(momentum)))
     end
     affine = A.bool(name, "affine", affine, true, 3)
     if use_batch_statistics ~= nil and type(use_batch_statistics) ~= "boolean" then
       raise(("ValueError: For '%s', the 'use_batch_statistics' must be a boolean value or nil, but got %s.")
-        :format(name, I.type_name(use_batch_statistics)))
+        :format(name, T.type_name(use_batch_statistics)))
     end
     A.choice(name, "data_format", data_format == nil and "NCHW" or data_format, { "NCHW" }, 3)
     dtype = A.float_dtype(name, dtype, 3)
@@ -71,14 +74,14 @@ local function batch_norm_class(name, dims, layout)
     local shape = { num_features }
     local function make(init, default, what)
       if init == nil then init = default end
-      if cell.is_tensor(init) and not I.same_shape(init.shape, shape) then
+      if core.is_tensor(init) and not T.same_shape(init.shape, shape) then
         raise(("ValueError: For '%s', the '%s' shape must be %s, but got %s.")
-          :format(name, what, I.shape_str(shape), I.shape_str(init.shape)))
+          :format(name, what, T.shape_str(shape), T.shape_str(init.shape)))
       end
-      return cell.initializer(init, shape, dtype):init_data()
+      return initializer.initializer(init, shape, dtype):init_data()
     end
-    self.gamma = cell.Parameter(make(gamma_init, "ones", "gamma_init"), "gamma", affine)
-    self.beta = cell.Parameter(make(beta_init, "zeros", "beta_init"), "beta", affine)
+    self.gamma = Parameter(make(gamma_init, "ones", "gamma_init"), "gamma", affine)
+    self.beta = Parameter(make(beta_init, "zeros", "beta_init"), "beta", affine)
     self:register_buffer("moving_mean", make(mean_init, "zeros", "moving_mean_init"))
     self:register_buffer("moving_variance", make(var_init, "ones", "moving_var_init"))
   end
@@ -87,13 +90,13 @@ local function batch_norm_class(name, dims, layout)
     local shape = check_tensor(name, "x", x).shape
     if not dims[#shape] or shape[2] ~= self.num_features then
       raise(("ValueError: For '%s', the input must be %s with C = num_features (%d), but got %s.")
-        :format(name, layout, self.num_features, I.shape_str(shape)))
+        :format(name, layout, self.num_features, T.shape_str(shape)))
     end
     local training = self.use_batch_statistics
     if training == nil then training = self.training end
     if training and x:numel() == shape[2] then
       raise(("ValueError: For '%s', expected more than 1 value per channel when training, but got an input of "
-        .. "shape %s."):format(name, I.shape_str(shape)))
+        .. "shape %s."):format(name, T.shape_str(shape)))
     end
     local x4 = #shape == 3 and x:unsqueeze(4) or x
     local y = ops.batch_norm(x4, self.moving_mean, self.moving_variance, self.gamma, self.beta,
@@ -110,10 +113,10 @@ local function batch_norm_class(name, dims, layout)
     local function stat(field)
       local t = self[field]
       if t == nil then return "nil" end
-      return ("Buffer (name=%s%s, shape=%s, dtype=%s)"):format(prefix, field, I.shape_str(t.shape), tostring(t.dtype))
+      return ("Buffer (name=%s%s, shape=%s, dtype=%s)"):format(prefix, field, T.shape_str(t.shape), tostring(t.dtype))
     end
     return ("num_features=%d, eps=%s, momentum=%s, gamma=%s, beta=%s, moving_mean=%s, moving_variance=%s")
-      :format(self.num_features, A.num_str(self.eps), A.num_str(self.momentum), tostring(self.gamma),
+      :format(self.num_features, T.num_str(self.eps), T.num_str(self.momentum), tostring(self.gamma),
         tostring(self.beta), stat("moving_mean"), stat("moving_variance"))
   end
 
@@ -132,9 +135,9 @@ M.LayerNorm = LayerNorm
 local LN_OPTIONS = { "begin_norm_axis", "begin_params_axis", "gamma_init", "beta_init", "epsilon", "dtype" }
 
 local function check_axis(what, v, lvl)
-  if type(v) ~= "number" or not A.is_int(v) then
+  if type(v) ~= "number" or not T.is_int(v) then
     raise(("TypeError: For 'LayerNorm', the '%s' must be an integer, but got %s.")
-      :format(what, type(v) == "number" and A.num_str(v) or I.type_name(v)))
+      :format(what, type(v) == "number" and T.num_str(v) or T.type_name(v)))
   end
   if v == 0 then
     raise(("ValueError: For 'LayerNorm', the '%s' is 1-based (or negative, -1 for the last axis), but got 0.")
@@ -149,11 +152,10 @@ end
 function LayerNorm:init(normalized_shape, ...)
   local begin_norm_axis, begin_params_axis, gamma_init, beta_init, epsilon, dtype =
     A.args("LayerNorm", LN_OPTIONS, select("#", ...), ...)
-  local cell = I.cellm()
   if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
   if not A.is_list(normalized_shape) or #normalized_shape == 0 then
     raise(("TypeError: For 'LayerNorm', the type of 'normalized_shape' must be a list of integers, but got %s.")
-      :format(I.type_name(normalized_shape)))
+      :format(T.type_name(normalized_shape)))
   end
   local shape = {}
   for i = 1, #normalized_shape do shape[i] = A.positive_int("LayerNorm", "normalized_shape", normalized_shape[i], 3) end
@@ -163,19 +165,19 @@ function LayerNorm:init(normalized_shape, ...)
   self.epsilon = A.number("LayerNorm", "epsilon", epsilon, 1e-7, 3)
   if self.epsilon <= 0 then
     raise(("ValueError: For 'LayerNorm', the 'epsilon' must be greater than 0, but got %s.")
-      :format(A.num_str(self.epsilon)))
+      :format(T.num_str(self.epsilon)))
   end
   dtype = A.float_dtype("LayerNorm", dtype, 3)
   local function make(init, default, what)
     if init == nil then init = default end
-    if cell.is_tensor(init) and not I.same_shape(init.shape, shape) then
+    if core.is_tensor(init) and not T.same_shape(init.shape, shape) then
       raise(("ValueError: For 'LayerNorm', the '%s' shape must be %s, but got %s.")
-        :format(what, I.shape_str(shape), I.shape_str(init.shape)))
+        :format(what, T.shape_str(shape), T.shape_str(init.shape)))
     end
-    return cell.initializer(init, shape, dtype):init_data()
+    return initializer.initializer(init, shape, dtype):init_data()
   end
-  self.gamma = cell.Parameter(make(gamma_init, "ones", "gamma_init"), "gamma")
-  self.beta = cell.Parameter(make(beta_init, "zeros", "beta_init"), "beta")
+  self.gamma = Parameter(make(gamma_init, "ones", "gamma_init"), "gamma")
+  self.beta = Parameter(make(beta_init, "zeros", "beta_init"), "beta")
 end
 
 --- A 1-based axis (negative from the end) of a rank-r input, or nil.
@@ -192,14 +194,14 @@ function LayerNorm:construct(x)
   if r == 0 or not bn or not bp then
     raise(("ValueError: For 'LayerNorm', begin_norm_axis (%d) and begin_params_axis (%d) must be axes of the "
       .. "input, but got an input of shape %s."):format(self.begin_norm_axis, self.begin_params_axis,
-        I.shape_str(shape)))
+        T.shape_str(shape)))
   end
   local trailing = {}
   for i = bp, r do trailing[#trailing + 1] = shape[i] end
-  if not I.same_shape(trailing, self.normalized_shape) then
+  if not T.same_shape(trailing, self.normalized_shape) then
     raise(("ValueError: For 'LayerNorm', the input's dimensions from begin_params_axis (%d) must be "
       .. "normalized_shape %s, but got an input of shape %s."):format(self.begin_params_axis,
-        I.shape_str(self.normalized_shape), I.shape_str(shape)))
+        T.shape_str(self.normalized_shape), T.shape_str(shape)))
   end
   local gamma, beta = self.gamma, self.beta
   if gamma.dtype ~= x.dtype then gamma, beta = gamma:astype(x.dtype), beta:astype(x.dtype) end
@@ -210,7 +212,7 @@ end
 --- MindSpore's text (with the '=' after gamma that MindSpore leaves out).
 function LayerNorm:extend_repr()
   return ("normalized_shape=%s, begin_norm_axis=%d, begin_params_axis=%d, gamma=%s, beta=%s")
-    :format(A.tuple_str(self.normalized_shape), self.begin_norm_axis, self.begin_params_axis, tostring(self.gamma),
+    :format(T.tuple_str(self.normalized_shape), self.begin_norm_axis, self.begin_params_axis, tostring(self.gamma),
       tostring(self.beta))
 end
 

@@ -16,7 +16,9 @@
 local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
+local core = require "cell.core"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 local ops = require "cell.ops"
 
@@ -28,7 +30,7 @@ local function size_arg(cls, what, v, lvl)
   if v == nil then v = 1 end
   if type(v) ~= "number" and not A.is_list(v) then
     raise(("TypeError: For '%s', the '%s' must be an integer or a list of integers, but got %s.")
-      :format(cls, what, I.type_name(v)))
+      :format(cls, what, T.type_name(v)))
   end
   if type(v) == "table" and #v ~= 1 and #v ~= 2 then
     raise(("ValueError: For '%s', the '%s' must be an integer or a list of 1 or 2 integers, but got %d values.")
@@ -61,7 +63,7 @@ local function common(self, cls, kernel_size, stride, pad_mode, padding, data_fo
     p = A.int_tuple(cls, "padding", padding, 2, lvl + 1, true, true)
   else
     raise(("TypeError: For '%s', the 'padding' must be an integer or a list of integers, but got %s.")
-      :format(cls, I.type_name(padding)))
+      :format(cls, T.type_name(padding)))
   end
   if self.pad_mode ~= "PAD" and (p[1] ~= 0 or p[2] ~= 0) then
     raise(("ValueError: For '%s', the 'padding' must be zero when 'pad_mode' is not 'pad', but got padding %s and "
@@ -70,7 +72,7 @@ local function common(self, cls, kernel_size, stride, pad_mode, padding, data_fo
   for i = 1, 2 do
     if 2 * p[i] > self._k[i] then
       raise(("ValueError: For '%s', the padding %s must be at most half the kernel_size %s."):format(cls,
-        A.tuple_str(p), A.tuple_str(self._k)))
+        T.tuple_str(p), T.tuple_str(self._k)))
     end
   end
   self.padding, self._p = padding, p
@@ -102,7 +104,7 @@ local function as_4d(cls, x, lvl)
   local shape = check_tensor(cls, "x", x).shape
   if #shape ~= 3 and #shape ~= 4 then
     raise(("ValueError: For '%s', the input must be 3-D (C, H, W) or 4-D (N, C, H, W), but got %s.")
-      :format(cls, I.shape_str(shape)))
+      :format(cls, T.shape_str(shape)))
   end
   if #shape == 3 then x = x:unsqueeze(1) end
   return x, #shape == 3
@@ -117,7 +119,7 @@ local function layer_pads(self, cls, x, lvl)
   local l, r, ew = dim_pads(self.pad_mode, shape[4], k[2], s[2], p[2], self.ceil_mode)
   if shape[3] + t + b < k[1] or shape[4] + l + r < k[2] then
     raise(("ValueError: For '%s', the padded input (%d, %d) is smaller than the kernel_size %s; the input has "
-      .. "shape %s."):format(cls, shape[3] + t + b, shape[4] + l + r, A.tuple_str(k), I.shape_str(shape)))
+      .. "shape %s."):format(cls, shape[3] + t + b, shape[4] + l + r, T.tuple_str(k), T.shape_str(shape)))
   end
   return { t, b, l, r }, { t, b + eh, l, r + ew }, eh, ew
 end
@@ -188,11 +190,11 @@ function AvgPool2d:init(...)
   if divisor_override ~= nil then
     if type(divisor_override) ~= "number" then
       raise(("TypeError: For 'AvgPool2d', the 'divisor_override' must be an integer, but got %s.")
-        :format(I.type_name(divisor_override)))
+        :format(T.type_name(divisor_override)))
     end
-    if divisor_override <= 0 or not A.is_int(divisor_override) then
+    if divisor_override <= 0 or not T.is_int(divisor_override) then
       raise(("ValueError: For 'AvgPool2d', the 'divisor_override' must be > 0, but got %s.")
-        :format(A.num_str(divisor_override)))
+        :format(T.num_str(divisor_override)))
     end
   end
   self.divisor_override = divisor_override
@@ -214,7 +216,7 @@ function AvgPool2d:construct(x)
     -- ceil_mode's extra pixels are not counted, the padding is: divide by the
     -- share of each window that lies inside the padded input
     local shape = x4.shape
-    local inside = I.cellm().ones({ 1, 1, shape[3] + pads[1] + pads[2], shape[4] + pads[3] + pads[4] }, x4.dtype)
+    local inside = core.ones({ 1, 1, shape[3] + pads[1] + pads[2], shape[4] + pads[3] + pads[4] }, x4.dtype)
     local share = ops.avg_pool2d(inside, k, { stride = s, padding = { 0, eh, 0, ew }, count_include_pad = true })
     y = ops.avg_pool2d(x4, k, { stride = s, padding = ext, count_include_pad = true }) / share
   end

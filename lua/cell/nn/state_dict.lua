@@ -16,9 +16,10 @@ local class = require "cell.class"
 local OrderedDict = require "cell.ordered_dict"
 local R = require "cell.nn.registry"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args = require "cell.util.args"
 
-local S, type_name, class_name = I.S, I.type_name, I.class_name
+local S, type_name, class_name = I.S, T.type_name, T.class_name
 
 local M = {}
 
@@ -168,15 +169,7 @@ function M.install(Cell)
     if not ok then return tostring(require("cell.errors").message(err)) end
   end
 
-  --- Whether tensors a and b have one shape (without making shape tables).
-  local function same_shape(a, b)
-    local n = a.ndim
-    if n ~= b.ndim then return false end
-    for d = 1, n do
-      if a:size(d) ~= b:size(d) then return false end
-    end
-    return true
-  end
+  local same_shape = T.same_tensor_shape
 
   --- Load this cell's own tensors from `state_dict` (keys with `prefix`),
   -- adding to the three lists; sub-cells are load_state_dict's business.
@@ -206,13 +199,13 @@ function M.install(Cell)
             .. "Tensor-like object from checkpoint but received %s"):format(key, type_name(input))
         elseif not same_shape(input, t) then
           error_msgs[#error_msgs + 1] = ("size mismatch for %s: copying a param with shape %s from checkpoint, "
-            .. "the shape in current model is %s."):format(key, I.shape_str(input.shape), I.shape_str(t.shape))
+            .. "the shape in current model is %s."):format(key, T.shape_str(input.shape), T.shape_str(t.shape))
         else
           local err = assign(t, input)
           if err then
             error_msgs[#error_msgs + 1] = ('While copy the parameter named "%s", whose shape in the model are %s '
               .. "and whose shape in the checkpoint are %s, an exception occurred : %s.")
-              :format(key, I.shape_str(t.shape), I.shape_str(input.shape), err)
+              :format(key, T.shape_str(t.shape), T.shape_str(input.shape), err)
           end
         end
       elseif strict then

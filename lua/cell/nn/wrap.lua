@@ -13,13 +13,14 @@ local core = require "cell.core"
 local autograd = require "cell.autograd"
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args = require "cell.util.args"
 
-local type_name = I.type_name
+local type_name = T.type_name
 
 local M = {}
 
-local is_callable = I.is_callable
+local is_callable = T.is_callable
 
 local function is_optimizer(v)
   local O = require "cell.nn.optim.optimizer"

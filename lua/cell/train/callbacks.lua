@@ -26,13 +26,14 @@ local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args_util = require "cell.util.args"
 
-local type_name = I.type_name
+local type_name = T.type_name
 
 local M = {}
 
-local is_plain = I.is_plain
+local is_plain = T.is_plain
 
 --- The line a ProgressBar keeps redrawing on the terminal, if any: a
 -- function that clears it. A monitor ends it (M.end_live_line) before it
@@ -174,7 +175,7 @@ function Callback:on_eval_step_end() end
 function Callback:on_eval_epoch_end() end
 function Callback:on_eval_end() end
 
-function Callback:__tostring() return I.class_name(self) .. "()" end
+function Callback:__tostring() return T.class_name(self) .. "()" end
 
 --- Options common to the monitors: writer and clock.
 local function io_options(self, cls, o, lvl)
@@ -348,7 +349,7 @@ end
 
 --- The function that saves: cell.save_checkpoint(net, path).
 local function saver()
-  return require("cell").save_checkpoint
+  return require("cell.serialization").save_checkpoint
 end
 
 function ModelCheckpoint:on_train_begin()

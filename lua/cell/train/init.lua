@@ -27,12 +27,13 @@ local core = require "cell.core"
 local class = require "cell.class"
 local autograd = require "cell.autograd"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args_util = require "cell.util.args"
 local callbacks = require "cell.train.callbacks"
 local metrics = require "cell.train.metrics"
 local progress = require "cell.train.progress"
 
-local type_name = I.type_name
+local type_name = T.type_name
 
 local M = {}
 for _, mod in ipairs { callbacks, metrics, progress } do
@@ -41,9 +42,9 @@ for _, mod in ipairs { callbacks, metrics, progress } do
   end
 end
 
-local is_plain = I.is_plain
+local is_plain = T.is_plain
 
-local is_callable = I.is_callable
+local is_callable = T.is_callable
 
 local function is_optimizer(v)
   return I.is_cell(v) and class.is_instance(v, require("cell.nn.optim.optimizer").Optimizer)

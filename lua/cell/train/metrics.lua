@@ -10,9 +10,10 @@ local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args_util = require "cell.util.args"
 
-local type_name = I.type_name
+local type_name = T.type_name
 
 local M = {}
 
@@ -22,12 +23,12 @@ M.Metric = Metric
 function Metric:init() self:clear() end
 function Metric:clear() end
 function Metric:update()
-  raise(("NotImplementedError: %s has no update method"):format(I.class_name(self)))
+  raise(("NotImplementedError: %s has no update method"):format(T.class_name(self)))
 end
 function Metric:eval()
-  raise(("NotImplementedError: %s has no eval method"):format(I.class_name(self)))
+  raise(("NotImplementedError: %s has no eval method"):format(T.class_name(self)))
 end
-function Metric:__tostring() return I.class_name(self) .. "()" end
+function Metric:__tostring() return T.class_name(self) .. "()" end
 
 -- Accuracy ----------------------------------------------------------------------------
 
@@ -62,14 +63,14 @@ function Accuracy:update(y_pred, y)
   end
   if y_pred.ndim < 2 then
     raise(("ValueError: For 'Accuracy.update', y_pred must have shape (N, C, ...), but got %s.")
-      :format(I.shape_str(y_pred.shape)))
+      :format(T.shape_str(y_pred.shape)))
   end
   local pred = y_pred:argmax(2)
   local labels = y
   if y.ndim == y_pred.ndim then labels = y:argmax(2) end
-  if not I.same_shape(labels.shape, pred.shape) then
+  if not T.same_shape(labels.shape, pred.shape) then
     raise(("ValueError: For 'Accuracy.update', y must have shape %s (class ids) or %s (one-hot), but got %s.")
-      :format(I.shape_str(pred.shape), I.shape_str(y_pred.shape), I.shape_str(y.shape)))
+      :format(T.shape_str(pred.shape), T.shape_str(y_pred.shape), T.shape_str(y.shape)))
   end
   if labels.dtype.is_floating_point then labels = labels:round() end
   local correct = pred:eq(labels:astype(core.int64)):sum():item()
@@ -103,7 +104,7 @@ function Loss:update(loss)
   elseif core.is_tensor(loss) then
     if loss.ndim > 1 then
       raise(("ValueError: For 'Loss.update', the loss must be 0-D or 1-D, but got shape %s.")
-        :format(I.shape_str(loss.shape)))
+        :format(T.shape_str(loss.shape)))
     end
     v = loss:numel() == 1 and loss:item() or loss:astype(core.float64):mean():item()
   else

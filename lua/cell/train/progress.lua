@@ -28,9 +28,10 @@ local raise = require("cell.errors").raise
 local core = require "cell.core"
 local callbacks = require "cell.train.callbacks"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local args_util = require "cell.util.args"
 
-local type_name = I.type_name
+local type_name = T.type_name
 local floor = math.floor
 
 local ProgressBar = callbacks.Callback:extend("ProgressBar")

@@ -17,12 +17,11 @@
 -- accepted and ignored, use_nesterov and use_amsgrad are not implemented.
 -- Without groups, weight decay skips "beta"/"gamma" parameters.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
-local core = require "cell.core"
 local O = require "cell.nn.optim.optimizer"
 local args_util = require "cell.util.args"
 
 local K = O.K
-local adam_step = core.nnops._adam_step
+local adam_step = require("cell.ops_internal").adam_step
 
 local NAMES = { "learning_rate", "beta1", "beta2", "eps", "weight_decay", "loss_scale" }
 local MS_NAMES = { "learning_rate", "beta1", "beta2", "eps", "use_locking", "use_nesterov", "weight_decay",

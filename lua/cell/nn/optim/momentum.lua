@@ -13,11 +13,10 @@
 -- weight_decay, nesterov) works too; `nesterov` is an option alias.
 -- Without groups, weight decay skips "beta"/"gamma" parameters.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
-local core = require "cell.core"
 local O = require "cell.nn.optim.optimizer"
 
 local K = O.K
-local sgd_step = core.nnops._sgd_step
+local sgd_step = require("cell.ops_internal").sgd_step
 
 local Momentum = O.Optimizer:extend("Momentum")
 

@@ -33,7 +33,7 @@
 -- "moment1.<name>", ...), all zero-filled at construction, so
 -- opt:state_dict() / opt:load_state_dict(sd) save and resume training
 -- exactly. Every step runs a fused C kernel per parameter
--- (core.nnops._sgd_step, _adam_step) and makes no tensors.
+-- (cell.ops_internal's sgd_step, adam_step) and makes no tensors.
 --
 -- A custom optimizer extends Optimizer, calls
 -- `nn.Optimizer.init(self, learning_rate, params, weight_decay, loss_scale)`
@@ -47,11 +47,12 @@ local raise = require("cell.errors").raise
 local core = require "cell.core"
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
+local T = require "cell.util.types"
 local parameter = require "cell.parameter"
 local args_util = require "cell.util.args"
 
 local Tensor = core.Tensor
-local type_name = I.type_name
+local type_name = T.type_name
 local Parameter, ParameterTuple = parameter.Parameter, parameter.ParameterTuple
 local is_parameter = parameter.is_parameter
 
@@ -82,9 +83,9 @@ M.K = K
 local function fail(fmt, ...) raise(fmt:format(...)) end
 M.fail = fail
 
-local is_plain = I.is_plain
+local is_plain = T.is_plain
 
-local is_callable = I.is_callable
+local is_callable = T.is_callable
 
 local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
 
@@ -524,7 +525,7 @@ local BASE_ARGS = { "weight_decay", "loss_scale" }
 -- MindSpore's base-class order, for custom optimizers (see the file comment).
 function Optimizer:init(learning_rate, params, ...)
   M.guard(function(...)
-    local cls = I.class_name(self)
+    local cls = T.class_name(self)
     local a = args_util.named(cls, BASE_ARGS, 0, select("#", ...), ...)
     a.learning_rate, a.params = learning_rate, params
     M.setup(self, cls, a, { decay_filter = true })
@@ -537,17 +538,17 @@ local function state_of(self, method)
   local k = rawget(self, K)
   if k == nil then
     raise(("RuntimeError: %s.%s: the optimizer was not set up; call nn.Optimizer.init(self, learning_rate, "
-      .. "params, ...) in its init"):format(I.class_name(self), method))
+      .. "params, ...) in its init"):format(T.class_name(self), method))
   end
   return k
 end
 
 --- Update the parameters for step `step` (1-based); each optimizer defines it.
 function Optimizer:_apply()
-  error(("NotImplementedError: %s has no _apply(gradients, step) method"):format(I.class_name(self)), 0)
+  error(("NotImplementedError: %s has no _apply(gradients, step) method"):format(T.class_name(self)), 0)
 end
 
-local item, fill_, check_grads = Tensor.item, Tensor.fill_, core.nnops._check_grads
+local item, fill_, check_grads = Tensor.item, Tensor.fill_, require("cell.ops_internal").check_grads
 
 --- opt(gradients): one step. `gradients` is a list of Tensors matching the
 -- parameters, as cell.grad returns for them; returns true.

@@ -10,11 +10,10 @@
 -- As MindSpore's SGD kernel does, weight_decay applies to every parameter
 -- (no "beta"/"gamma" filter); loss_scale divides the gradients.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
-local core = require "cell.core"
 local O = require "cell.nn.optim.optimizer"
 
 local K = O.K
-local sgd_step = core.nnops._sgd_step
+local sgd_step = require("cell.ops_internal").sgd_step
 
 local SGD = O.Optimizer:extend("SGD")
 

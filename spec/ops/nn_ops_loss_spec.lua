@@ -6,7 +6,7 @@
 -- every bad input.
 local cell = require "cell"
 local H = require "helpers"
-local R = require "nn_ops.fixture_runner"
+local R = require "helpers.fixture_runner"
 
 local ops = cell.ops
 local f64, i64 = cell.float64, cell.int64

@@ -7,7 +7,7 @@
 -- nn_ops_loss_spec.lua.
 local cell = require "cell"
 local H = require "helpers"
-local R = require "nn_ops.fixture_runner"
+local R = require "helpers.fixture_runner"
 
 local ops = cell.ops
 local f64 = cell.float64

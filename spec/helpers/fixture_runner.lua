@@ -2,8 +2,8 @@
 -- (made by spec/fixtures/gen_nn.py with PyTorch) against cell.ops: builds
 -- each argument from its descriptor, checks the output, the running
 -- statistics left behind (batch_norm) and the gradients of sum(out * sens)
--- for the arguments the fixture marks. Shared by spec/nn_ops_spec.lua and
--- spec/nn_ops_loss_spec.lua.
+-- for the arguments the fixture marks. Shared by spec/ops/nn_ops_spec.lua and
+-- spec/ops/nn_ops_loss_spec.lua.
 local cell = require "cell"
 local H = require "helpers"
 local luassert = require "luassert"

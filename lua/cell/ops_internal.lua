@@ -1,0 +1,20 @@
+--- cell.ops_internal: the engine functions the library uses and users do
+-- not see (cell.ops shows none of them): the optimizers' fused update
+-- kernels and the check of a step's gradients. Specs reach them here.
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local core = require "cell.core"
+
+local M = {}
+
+--- sgd_step(param, grad, buf, lr, momentum, dampening, weight_decay,
+-- nesterov, maximize, loss_scale): one SGD/Momentum update in place.
+M.sgd_step = core.nnops._sgd_step
+
+--- adam_step(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
+-- weight_decay, step, amsgrad, loss_scale): one Adam update in place.
+M.adam_step = core.nnops._adam_step
+
+--- check_grads(params, grads): the optimizers' check of a step's gradients.
+M.check_grads = core.nnops._check_grads
+
+return M
