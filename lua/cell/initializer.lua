@@ -134,6 +134,10 @@ function Initializer:__call(shape, dtype)
     require("cell.errors").type_error(name, "dtype", "a dtype (such as cell.float32)", dtype)
   end
   self:_check(shape, 3)
+  if type(self._generate) ~= "function" then
+    raise(("NotImplementedError: %s is the base class of the initializers and draws no values; "
+      .. "use one of them (cell.init.Normal, XavierUniform, ...) or define _generate in a subclass"):format(name))
+  end
   return self:_generate(shape, dtype or core.float32)
 end
 
