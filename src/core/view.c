@@ -87,7 +87,9 @@ cell_status cell_k_view(const cell_tensor *t, int ndim, const int64_t *shape,
   return cell_tensor_new_view(t, ndim, res, st, t->offset, out);
 }
 
-cell_status cell_k_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
+/* The CPU kernel behind cell_k_reshape (src/backend/device.c dispatches). */
+cell_status cell_cpu_reshape(const cell_tensor *t, int ndim, const int64_t *shape, cell_tensor **out);
+cell_status cell_cpu_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
                                 cell_tensor **out) {
   NULLCHECK("reshape", t, out);
   int64_t res[CELL_MAX_DIMS], st[CELL_MAX_DIMS];

@@ -6,6 +6,7 @@
 #include "../core/iter.h"
 #include "../core/kernels.h"
 #include "../core/ops.h"
+#include "../backend/kernel_list.h"
 
 #define ID(x) (x)
 #define TO_BOOL(x) ((uint8_t)((x) != 0))
@@ -184,7 +185,7 @@ static cell_status run_binary(cell_binop op, cell_dtype ct, cell_tensor *out,
   return s;
 }
 
-cell_status cell_k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
+cell_status cell_cpu_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
                            cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   cell_dtype ct, rt;
@@ -212,7 +213,7 @@ int cell_dtype_can_cast(cell_dtype from, cell_dtype to) {
   return 1;
 }
 
-cell_status cell_k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
+cell_status cell_cpu_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
   if (!a || !b) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   cell_dtype ct, rt;
   CELL_TRY(binop_types(op, a->dtype, b->dtype, &ct, &rt));
@@ -262,7 +263,7 @@ static const cell_tensor *make_scalar(stack_scalar *ss, const cell_tensor *t, do
   return &ss->tensor;
 }
 
-cell_status cell_k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float,
+cell_status cell_cpu_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float,
                                   int reversed, cell_tensor **out) {
   if (!t || !out) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   stack_scalar ss;
@@ -270,7 +271,7 @@ cell_status cell_k_binary_scalar(cell_binop op, const cell_tensor *t, double s, 
   return reversed ? cell_k_binary(op, st, t, out) : cell_k_binary(op, t, st, out);
 }
 
-cell_status cell_k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
+cell_status cell_cpu_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
   if (!t) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   stack_scalar ss;
   const cell_tensor *st = make_scalar(&ss, t, s, s_is_float);
