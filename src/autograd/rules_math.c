@@ -16,6 +16,7 @@
 #include "../core/iter.h"
 #include "../core/kernels.h"
 #include "../core/ops.h"
+#include "../backend/device.h"
 
 /* --- the elementwise backward kernel ------------------------------------------- */
 
@@ -188,9 +189,9 @@ static void ew_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
 
 /* A new contiguous tensor of dtype dt and the given shape: op over the
  * operands a, b, c (NULL when unused), each broadcast to that shape. */
-static cell_status ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
-                      const int64_t *shape, const cell_tensor *a, const cell_tensor *b,
-                      const cell_tensor *c, cell_tensor **out) {
+static cell_status ew_host(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
+                           const int64_t *shape, const cell_tensor *a, const cell_tensor *b,
+                           const cell_tensor *c, cell_tensor **out) {
   const cell_tensor *opd[3] = {a, b, c};
   for (int k = 0; k < 3; k++) {
     const cell_tensor *t = opd[k];
@@ -233,6 +234,31 @@ static cell_status ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
   }
   *out = r;
   return CELL_OK;
+}
+
+/* ew on the device of its operands: a host routine, run through the
+ * device's run_host (devices whose memory the host cannot map decline). */
+typedef struct {
+  ew_op op;
+  double k0, k1;
+  cell_dtype dt;
+  int ndim;
+  const int64_t *shape;
+  const cell_tensor *a, *b, *c;
+  cell_tensor **out;
+} ew_args;
+
+static cell_status ew_thunk(void *p) {
+  ew_args *x = p;
+  return ew_host(x->op, x->k0, x->k1, x->dt, x->ndim, x->shape, x->a, x->b, x->c, x->out);
+}
+
+static cell_status ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
+                      const int64_t *shape, const cell_tensor *a, const cell_tensor *b,
+                      const cell_tensor *c, cell_tensor **out) {
+  ew_args x = {op, k0, k1, dt, ndim, shape, a, b, c, out};
+  const cell_tensor *ts[3] = {a, b, c};
+  return cell_device_run_host("autograd", 3, ts, ew_thunk, &x);
 }
 
 /* --- shared helpers ---------------------------------------------------------------- */
@@ -712,6 +738,15 @@ cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *d
 
 /* --- cumsum ------------------------------------------------------------------------------------ */
 
+typedef struct {
+  const cell_tensor *g;
+  int nd;
+  const int64_t *shape;
+  int64_t outer, len, inner;
+  cell_tensor **gc, **w;
+} cumsum_args;
+static cell_status cumsum_thunk(void *p);
+
 /* The gradient is the reverse cumulative sum of g along dim, accumulated
  * in double (a float64 scratch, converted by cell_ag_grad_for). */
 static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
@@ -731,8 +766,23 @@ static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tens
     else inner *= shape[d];
   }
   cell_tensor *gc = NULL, *w = NULL;
-  cell_status s = cell_k_contiguous(g, &gc);
-  if (s == CELL_OK) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd, shape, &w);
+  cumsum_args x = {g, nd, shape, outer, len, inner, &gc, &w};
+  const cell_tensor *ts[1] = {g};
+  cell_status s = cell_device_run_host("cumsum", 1, ts, cumsum_thunk, &x);
+  cell_tensor_release(gc);
+  return cell_ag_give(n, 0, s, w, gin);
+}
+
+static cell_status cumsum_thunk(void *p) {
+  cumsum_args *x = p;
+  const cell_tensor *g = x->g;
+  int nd = x->nd;
+  const int64_t *shape = x->shape;
+  int64_t outer = x->outer, len = x->len, inner = x->inner;
+  cell_status s = cell_k_contiguous(g, x->gc);
+  cell_tensor *gc = *x->gc;
+  if (s == CELL_OK) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd, shape, x->w);
+  cell_tensor *w = *x->w;
   if (s == CELL_OK && outer * len * inner > 0) {
     const char *src = cell_tensor_base(gc);
     double *dst = (double *)cell_tensor_base(w);
@@ -749,8 +799,7 @@ static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tens
       }
     });
   }
-  cell_tensor_release(gc);
-  return cell_ag_give(n, 0, s, w, gin);
+  return s;
 }
 
 cell_status cell_op_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {

@@ -178,6 +178,11 @@ cell_status cell_device_run_host(const char *op, int nt, const cell_tensor *cons
   return s;
 }
 
+cell_status cell_op_argmax(const cell_tensor *a, int dim, int keepdim, int is_min,
+                          int64_t index_base, cell_tensor **out) {
+  return cell_k_argmax(a, dim, keepdim, is_min, index_base, out);
+}
+
 /* --- the public creation functions: on the default device ------------------------ */
 
 cell_status cell_tensor_arange(double start, double stop, double step, cell_dtype dt,

@@ -23,6 +23,7 @@
   X(masked_fill, (const cell_tensor *a, const cell_tensor *mask, double value, cell_tensor **out), (a, mask, value, out), (a, mask)) \
   X(reduce, (cell_redop op, const cell_tensor *a, int ndims, const int *dims, int keepdim, cell_tensor **out), (op, a, ndims, dims, keepdim, out), (a)) \
   X(max_dim, (const cell_tensor *a, int dim, int keepdim, int is_min, int64_t index_base, cell_tensor **values, cell_tensor **indices), (a, dim, keepdim, is_min, index_base, values, indices), (a)) \
+  X(argmax, (const cell_tensor *a, int dim, int keepdim, int is_min, int64_t index_base, cell_tensor **out), (a, dim, keepdim, is_min, index_base, out), (a)) \
   X(var, (const cell_tensor *a, int ndims, const int *dims, int ddof, int keepdim, int take_sqrt, cell_tensor **out), (a, ndims, dims, ddof, keepdim, take_sqrt, out), (a)) \
   X(norm, (const cell_tensor *a, double p, int ndims, const int *dims, int keepdim, cell_tensor **out), (a, p, ndims, dims, keepdim, out), (a)) \
   X(cumsum, (const cell_tensor *a, int dim, cell_tensor **out), (a, dim, out), (a)) \

@@ -100,7 +100,9 @@ static int tensor_item(lua_State *L) {
     return lc_error(L, "ValueError: item: only a tensor with one element can be converted to "
                        "a number, got shape %s", cell_shape_str(t->ndim, t->shape, b, sizeof b));
   }
-  lc_push_element(L, t->dtype, cell_tensor_base(t));
+  cell_tensor *h = lc_host_tensor(L, t);
+  lc_push_element(L, h->dtype, cell_tensor_base(h));
+  cell_tensor_release(h);
   return 1;
 }
 
@@ -118,14 +120,28 @@ static void push_table(lua_State *L, const cell_tensor *t, int d, const char *p)
   }
 }
 
+static int totable_host(lua_State *L) {
+  const cell_tensor *h = lua_touserdata(L, 1);
+  push_table(L, h, 0, cell_tensor_base(h));
+  return 1;
+}
+
 static int tensor_totable(lua_State *L) {
-  cell_tensor *t = lc_check_tensor(L, 1);
-  push_table(L, t, 0, cell_tensor_base(t));
+  cell_tensor *h = lc_host_tensor(L, lc_check_tensor(L, 1));
+  lua_pushcfunction(L, totable_host); /* protected: h is released on any error */
+  lua_pushlightuserdata(L, h);
+  int rc = lua_pcall(L, 1, 1, 0);
+  cell_tensor_release(h);
+  if (rc != LUA_OK) return lua_error(L);
   return 1;
 }
 
 static int tensor_data_ptr(lua_State *L) {
-  lua_pushlightuserdata(L, cell_tensor_data_ptr(lc_check_tensor(L, 1)));
+  cell_tensor *t = lc_check_tensor(L, 1);
+  if (cell_tensor_device(t) != 0)
+    return lc_error(L, "RuntimeError: data_ptr: the tensor is on device %s, which the host cannot "
+                       "read; move_to(\"CPU\") first", cell_device_name(cell_tensor_device(t)));
+  lua_pushlightuserdata(L, cell_tensor_data_ptr(t));
   return 1;
 }
 
@@ -384,6 +400,7 @@ static int tensor_index(lua_State *L) {
     if (strcmp(k, "shape") == 0) push_shape(L, t);
     else if (strcmp(k, "dtype") == 0) lc_push_dtype(L, t->dtype);
     else if (strcmp(k, "ndim") == 0) lua_pushinteger(L, t->ndim);
+    else if (strcmp(k, "device") == 0) lc_push_device_name(L, t);
     else if (strcmp(k, "requires_grad") == 0) lua_pushboolean(L, cell_tensor_requires_grad(t));
     else if (strcmp(k, "grad_fn") == 0) {
       const char *name = cell_tensor_grad_fn_name(t);
@@ -409,6 +426,12 @@ static int tensor_index(lua_State *L) {
   int64_t pos;
   cell_tensor *v = index_view(L, t, 2, &scalar, &pos);
   if (scalar) {
+    if (cell_tensor_device(t) != 0) {
+      cell_tensor *h = lc_host_tensor(L, t);
+      lc_push_element(L, h->dtype, cell_tensor_base(h) + pos * h->stride[0] * cell_dtype_size(h->dtype));
+      cell_tensor_release(h);
+      return 1;
+    }
     lc_push_element(L, t->dtype,
                     cell_tensor_base(t) + pos * t->stride[0] * cell_dtype_size(t->dtype));
     return 1;
@@ -537,6 +560,7 @@ static const luaL_Reg tensor_methods[] = {
     {"item", tensor_item},
     {"totable", tensor_totable},
     {"data_ptr", tensor_data_ptr},
+    {"move_to", lc_tensor_move_to},
     {"_version", tensor_version},
     {"reshape", tensor_reshape},
     {"view", tensor_view},

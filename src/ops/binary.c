@@ -256,6 +256,11 @@ static const cell_tensor *make_scalar(stack_scalar *ss, const cell_tensor *t, do
   ss->storage.data = ss->buf;
   ss->storage.nbytes = sizeof ss->buf;
   ss->storage.external = true;
+  /* Labelled with t's device so the dispatch pairs them: this CPU kernel
+   * reads host memory, which every device running it (the CPU, the test
+   * device) can; a device with memory of its own runs its own
+   * binary_scalar kernel instead. Never released (it is on the stack). */
+  ss->storage.device = t->storage->device;
   ss->tensor.refcount = 1;
   ss->tensor.dtype = dt;
   ss->tensor.storage = &ss->storage;

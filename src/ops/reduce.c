@@ -855,7 +855,7 @@ cell_status cell_cpu_max_dim(const cell_tensor *a, int dim, int keepdim, int is_
   return arg_extreme(name, a, red, keepdim, is_min, index_base, values, indices);
 }
 
-cell_status cell_op_argmax(const cell_tensor *a, int dim, int keepdim, int is_min,
+cell_status cell_cpu_argmax(const cell_tensor *a, int dim, int keepdim, int is_min,
                            int64_t index_base, cell_tensor **out) {
   const char *name = is_min ? "argmin" : "argmax";
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", name);
