@@ -75,7 +75,7 @@ EMBED_HOST = $(BUILD)/$(LUA)/embed/host
 TEST_STATES = $(BUILD)/$(LUA)/test_states
 CELL_VERSION = $(shell sed -n 's/^\#define CELL_VERSION "\(.*\)"$$/\1/p' include/cell.h)
 
-.PHONY: all test ctest spec asan tsan bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
+.PHONY: all test ctest test-device spec asan tsan bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
 all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
@@ -136,7 +136,7 @@ $(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A)
 	$(CC) $(ALL_CFLAGS) -Isrc $(wildcard tests/*.c) -o $@ $(LIBCELL_A) $(LIBS)
 
 # Specs run against the freshly built module and the source Lua files.
-SPEC_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_CPATH="$(BUILD)/$(LUA)/?.so;;" CELL_BIN="$(CURDIR)/$(CELL_BIN)" CELL_LUA="$(LUA_BIN)"
+SPEC_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_CPATH="$(BUILD)/$(LUA)/?.so;;" CELL_BIN="$(CURDIR)/$(CELL_BIN)" CELL_LUA="$(LUA_BIN)" CELL_TEST_DEVICE=1
 
 test: all $(CTEST)
 	$(CTEST)
@@ -145,6 +145,14 @@ test: all $(CTEST)
 
 ctest: $(CTEST)
 	$(CTEST)
+
+# The specs again with every tensor on the test device (src/backend/testdev.c):
+# its memory faults when host code touches it without the device's copies.
+DEVICE_SPECS = spec/tensor_spec.lua spec/ops_spec.lua spec/autograd_spec.lua \
+  spec/autograd_composite_spec.lua spec/nn_ops_spec.lua spec/nn_ops_loss_spec.lua \
+  spec/conv_spec.lua spec/device_spec.lua
+test-device: all
+	$(SPEC_ENV) CELL_DEVICE=TEST $(LUA_BIN) /usr/bin/busted $(DEVICE_SPECS)
 
 spec: all
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted

@@ -30,6 +30,9 @@ CELL_API cell_status cell_device_find(const char *name, int index, int *id);
 /* Where new tensors made from nothing go (default: the CPU). */
 CELL_API cell_status cell_set_device(int id);
 CELL_API int cell_get_device(void);
+/* cell_tensor_full on device id (the default device: cell_tensor_full). */
+CELL_API cell_status cell_tensor_full_on(int id, cell_dtype dt, int ndim, const int64_t *shape,
+                                         double value, cell_tensor **out);
 /* The device of t's storage (0 for NULL). */
 CELL_API int cell_tensor_device(const cell_tensor *t);
 /* t on device id: t itself (retained) when it is there already, else a

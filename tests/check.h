@@ -92,5 +92,6 @@ void test_io_all(void);
 void test_conv_all(void);
 void test_rng_all(void);
 void test_shape_overflow_all(void);
+void test_device_all(void);
 
 #endif

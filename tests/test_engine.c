@@ -414,6 +414,7 @@ int main(void) {
   test_io_all();
   test_conv_all();
   test_shape_overflow_all();
+  test_device_all();
   CHECK(cell_alloc_live_blocks() == base); /* every test released what it made */
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

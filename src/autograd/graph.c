@@ -3,6 +3,7 @@
 #include "autograd.h"
 #include "../core/alloc.h"
 #include "../core/kernels.h"
+#include "../backend/device.h"
 
 static __thread int grad_enabled = 1;
 static __thread unsigned pass_counter;
@@ -386,7 +387,10 @@ static cell_status propagate(cell_node *root) {
     if (!n->backward) continue; /* an accumulator: its grad is the result */
     CELL_TRY(check_versions(n));
     cell_tensor *gin[CELL_NODE_MAX_IN] = {NULL};
+    /* The rule makes its tensors on the gradient's device. */
+    int dev_saved = n->grad ? cell_device_enter(cell_tensor_device(n->grad)) : 0;
     cell_status s = n->grad ? n->backward(n, n->grad, gin) : CELL_OK;
+    if (n->grad) cell_device_leave(dev_saved);
     cell_tensor_release(n->grad);
     n->grad = NULL;
     for (int i = 0; i < n->n_inputs; i++) {
@@ -445,7 +449,7 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
   if (s == CELL_OK) {
     cell_tensor *g0;
     s = sens ? cell_k_astype(sens, root->dtype, &g0)
-             : cell_tensor_full(root->dtype, root->ndim, root->shape, 1.0, &g0);
+             : cell_tensor_full_on(cell_tensor_device(root), root->dtype, root->ndim, root->shape, 1.0, &g0);
     if (s == CELL_OK) {
       cell_tensor_release(top->grad);
       top->grad = g0;
@@ -460,7 +464,8 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
     if (acc && acc->pass == pass && acc->grad) {
       s = cell_k_astype(acc->grad, inputs[i]->dtype, &grads[i]);
     } else {
-      s = cell_tensor_full(inputs[i]->dtype, inputs[i]->ndim, inputs[i]->shape, 0, &grads[i]);
+      s = cell_tensor_full_on(cell_tensor_device(inputs[i]), inputs[i]->dtype, inputs[i]->ndim,
+                              inputs[i]->shape, 0, &grads[i]);
     }
   }
   /* Scratch gradients go, and so do the saved tensors: one backward pass

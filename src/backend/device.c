@@ -212,6 +212,17 @@ cell_status cell_tensor_full(cell_dtype dt, int ndim, const int64_t *shape, doub
   return cell_k_full(dt, ndim, shape, value, out);
 }
 
+cell_status cell_tensor_full_on(int id, cell_dtype dt, int ndim, const int64_t *shape,
+                                double value, cell_tensor **out) {
+  if (!out) return cell_error(CELL_ERR_VALUE, "full: NULL argument");
+  if (id < 0 || id >= ndevices)
+    return cell_error(CELL_ERR_VALUE, "full: no device %d (registered: %d)", id, ndevices);
+  int saved = cell_device_enter(id);
+  cell_status s = cell_k_full(dt, ndim, shape, value, out);
+  cell_device_leave(saved);
+  return s;
+}
+
 /* --- moving between devices ----------------------------------------------------- */
 
 /* A contiguous tensor like t on device dev. */

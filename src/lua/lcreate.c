@@ -137,7 +137,7 @@ static int like(lua_State *L, double v) {
   cell_tensor *t = lc_check_tensor(L, 1);
   cell_dtype dt = lc_opt_dtype(L, 2, t->dtype);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_tensor_full(dt, t->ndim, t->shape, v, out));
+  return lc_finish(L, cell_tensor_full_on(cell_tensor_device(t), dt, t->ndim, t->shape, v, out));
 }
 static int l_zeros_like(lua_State *L) { return like(L, 0); }
 static int l_ones_like(lua_State *L) { return like(L, 1); }
@@ -147,7 +147,7 @@ static int l_full_like(lua_State *L) {
   double v = lc_check_number(L, 2);
   cell_dtype dt = lc_opt_dtype(L, 3, t->dtype);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_tensor_full(dt, t->ndim, t->shape, v, out));
+  return lc_finish(L, cell_tensor_full_on(cell_tensor_device(t), dt, t->ndim, t->shape, v, out));
 }
 
 /* arange([start,] stop [, step] [, dtype]): int64 when every bound is
