@@ -23,7 +23,7 @@ CELL_API cell_status cell_device_register(const cell_device_table *table, int *i
 /* Registered devices (the CPU included), and the name of one: "CPU", or
  * "<NAME>:<index>" for the others ("TEST:0"); NULL for an unknown id. */
 CELL_API int cell_device_count(void);
-CELL_API const char *cell_device_name(int id);
+/* (cell_device_name and cell_tensor_device are in cell_ffi.h.) */
 /* The id of a device by name ("CPU", "TEST", "TEST:1"; index when the
  * name has none, ignored for the CPU). ValueError naming it when unknown. */
 CELL_API cell_status cell_device_find(const char *name, int index, int *id);
@@ -33,8 +33,6 @@ CELL_API int cell_get_device(void);
 /* cell_tensor_full on device id (the default device: cell_tensor_full). */
 CELL_API cell_status cell_tensor_full_on(int id, cell_dtype dt, int ndim, const int64_t *shape,
                                          double value, cell_tensor **out);
-/* The device of t's storage (0 for NULL). */
-CELL_API int cell_tensor_device(const cell_tensor *t);
 /* t on device id: t itself (retained) when it is there already, else a
  * contiguous copy made through the devices' copy functions (no autograd
  * history). */

@@ -96,4 +96,13 @@ describe("devices", function()
     assert.are.equal(d:data_ptr(), d:reshape({ 2 }):data_ptr())
     assert.are_not.equal(d:data_ptr(), d:move_to("CPU"):data_ptr())
   end)
+
+  if jit then
+    it("refuses an FFI pointer to device memory", function()
+      local ffi_mod = require "cell.ffi"
+      local d = cell.tensor({ 1, 2 }):move_to("TEST")
+      H.expect_error(function() return ffi_mod.ptr(d) end, "RuntimeError", "TEST:0")
+      assert.are.equal(2, ffi_mod.ptr(d:move_to("CPU"))[1])
+    end)
+  end
 end)

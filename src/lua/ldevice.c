@@ -3,6 +3,7 @@
  * environment variable CELL_TEST_DEVICE is set: the tests' hook). */
 #include "lcell.h"
 #include <stdlib.h>
+#include <string.h>
 
 /* The test device (src/backend/testdev.c), registered by tests only. */
 cell_status cell_testdev_register(int *id);
@@ -14,10 +15,13 @@ static int check_device(lua_State *L, int i, const char *op) {
                        luaL_typename(L, i));
   lua_Integer index = 0;
   if (!lua_isnoneornil(L, i + 1)) {
-    if (!lua_isnumber(L, i + 1) || lua_tonumber(L, i + 1) != (lua_Number)lua_tointeger(L, i + 1) ||
-        lua_tointeger(L, i + 1) < 0 || lua_tointeger(L, i + 1) > 1000000)
+    if (lua_type(L, i + 1) != LUA_TNUMBER)
       return lc_argerror(L, i + 1, "TypeError: %s: device_id must be a non-negative integer, got %s",
-                         op, luaL_tolstring(L, i + 1, NULL));
+                         op, luaL_typename(L, i + 1));
+    lua_Number v = lua_tonumber(L, i + 1);
+    if (!(v >= 0 && v <= 1000000) || v != (lua_Number)(lua_Integer)v)
+      return lc_argerror(L, i + 1, "ValueError: %s: device_id must be a non-negative integer, got %g",
+                         op, (double)v);
     index = lua_tointeger(L, i + 1);
   }
   int id;
