@@ -58,6 +58,6 @@ void cell_device_leave(int saved);
 
 
 /* The test device (testdev.c): memory kept PROT_NONE outside its own calls. */
-cell_status cell_testdev_register(int *id);
+CELL_API cell_status cell_testdev_register(int *id);
 
 #endif

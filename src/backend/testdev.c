@@ -158,7 +158,8 @@ static const cell_device_table td_tables[2] = {
      &td_kernels, td_run_host},
 };
 
-cell_status cell_testdev_register(int *id) {
+/* Exported (not in include/): the binding registers it for the tests. */
+CELL_API cell_status cell_testdev_register(int *id) {
   static int ids[2] = {-1, -1};
   if (ids[0] < 0) {
     if (!arena) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* The test device (src/backend/testdev.c), registered by tests only. */
-cell_status cell_testdev_register(int *id);
+CELL_API cell_status cell_testdev_register(int *id);
 
 /* The device named by the arguments at i (name) and i + 1 (optional index). */
 static int check_device(lua_State *L, int i, const char *op) {
