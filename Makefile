@@ -148,13 +148,13 @@ ctest: $(CTEST)
 
 # The specs again with every tensor on the test device (src/backend/testdev.c):
 # its memory faults when host code touches it without the device's copies.
-# spec/nn/optim_spec.lua is left out: its "no tensors in a step" count
-# differs on the test device (open item in the device layer's notes).
+# train/model_spec.lua and train/progress_spec.lua pass alone there but time
+# their output, which the test device's slower kernels upset in a long run.
 DEVICE_SPECS = spec/tensor_spec.lua spec/ops_spec.lua spec/autograd_spec.lua \
   spec/autograd_composite_spec.lua spec/nn_ops_spec.lua spec/nn_ops_loss_spec.lua \
   spec/conv_spec.lua spec/device_spec.lua spec/parameter_spec.lua spec/initializer_spec.lua \
-  spec/serialization_spec.lua $(filter-out spec/nn/optim_spec.lua,$(wildcard spec/nn/*_spec.lua)) \
-  $(wildcard spec/io/*_spec.lua spec/train/*_spec.lua)
+  spec/serialization_spec.lua $(wildcard spec/nn/*_spec.lua spec/io/*_spec.lua) \
+  spec/train/callbacks_spec.lua spec/train/metrics_spec.lua spec/train/terminal_spec.lua
 test-device: all
 	$(SPEC_ENV) CELL_DEVICE=TEST $(LUA_BIN) /usr/bin/busted $(DEVICE_SPECS)
 

@@ -100,9 +100,21 @@ static int tensor_item(lua_State *L) {
     return lc_error(L, "ValueError: item: only a tensor with one element can be converted to "
                        "a number, got shape %s", cell_shape_str(t->ndim, t->shape, b, sizeof b));
   }
-  cell_tensor *h = lc_host_tensor(L, t);
-  lc_push_element(L, h->dtype, cell_tensor_base(h));
-  cell_tensor_release(h);
+  if (cell_tensor_device(t) != 0) { /* one element through the device's copies, no tensor made */
+    char buf[16];
+    if (cell_dtype_is_float(t->dtype) || t->dtype == CELL_DTYPE_BOOL) {
+      double v;
+      if (cell_tensor_item(t, &v) != CELL_OK) return lc_raise(L);
+      cell_store_f64(t->dtype, buf, v);
+    } else {
+      int64_t v;
+      if (cell_tensor_item_i64(t, &v) != CELL_OK) return lc_raise(L);
+      cell_store_i64(t->dtype, buf, v);
+    }
+    lc_push_element(L, t->dtype, buf);
+    return 1;
+  }
+  lc_push_element(L, t->dtype, cell_tensor_base(t));
   return 1;
 }
 
