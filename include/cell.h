@@ -401,5 +401,6 @@ CELL_API const char *cell_gemm_backend_name(cell_dtype dt, int64_t m, int64_t n,
 #include "cell_nn.h"    /* softmax, normalisation, dropout, embedding, losses */
 #include "cell_optim.h" /* fused optimizer steps */
 #include "cell_io.h"    /* safetensors checkpoints, IDX data sets */
+#include "cell_device.h" /* devices: registry, default device, move_to */
 
 #endif

@@ -152,8 +152,13 @@ int cell_tensor_is_contiguous(const cell_tensor *t);
 /* The first element of the view. Writes through it are seen by every view
  * of the storage (and by Lua, for a tensor Lua holds); the pointer stays
  * valid while any reference to the storage lives. For a non-contiguous
- * view, step by cell_tensor_stride_of. */
+ * view, step by cell_tensor_stride_of. On another device than the CPU it is
+ * the device's address, which the host must not read (move_to the CPU). */
 void *cell_tensor_data_ptr(const cell_tensor *t);
+/* The id of the device t's memory lives on (0: the CPU; cell_device.h)
+ * and a device's name ("CPU", "TEST:0"; NULL for an unknown id). */
+int cell_tensor_device(const cell_tensor *t);
+const char *cell_device_name(int id);
 /* Reference counting. Every handle an engine call gives you is one
  * reference; retain adds one, release drops one and frees the tensor (and,
  * with the last view, its storage) at zero. NULL is a no-op for both.

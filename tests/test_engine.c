@@ -427,6 +427,7 @@ static const struct {
     {"conv", test_conv_all},
     {"shape_overflow", test_shape_overflow_all},
     {"layers", test_layers_all},
+    {"device", test_device_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

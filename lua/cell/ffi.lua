@@ -134,8 +134,14 @@ local handle = F.handle
 -- by t. Index from 0; for a non-contiguous view, step by t:stride(d). The
 -- pointer does not keep t alive: keep t referenced while using it.
 -- float16/bfloat16 read as their raw uint16_t bits.
+-- A tensor on another device than the CPU is a RuntimeError: its memory is
+-- the device's (t:move_to("CPU") gives a host copy).
 function F.ptr(t)
   local h = handle(t)
+  if C.cell_tensor_device(h) ~= 0 then
+    error(("RuntimeError: ffi.ptr: the tensor is on device %s, which the host cannot read; "
+      .. "move_to(\"CPU\") first"):format(ffi.string(C.cell_device_name(C.cell_tensor_device(h)))), 2)
+  end
   return ffi.cast(ptr_types[tonumber(C.cell_tensor_dtype(h))], C.cell_tensor_data_ptr(h))
 end
 

@@ -58,4 +58,14 @@ setmetatable(cell, {
   end,
 })
 
+--- CELL_DEVICE=<name>[:<id>] at load makes that device the default
+-- (cell.set_device); TEST registers the tests' device first, which only a
+-- build run with CELL_TEST_DEVICE=1 offers (make test-device).
+local default_device = os.getenv("CELL_DEVICE")
+if default_device and default_device ~= "" then
+  local name, id = default_device:match("^([^:]+):?(%d*)$")
+  if name == "TEST" and core._register_test_device then core._register_test_device() end
+  cell.set_device(name or default_device, tonumber(id) or 0)
+end
+
 return cell

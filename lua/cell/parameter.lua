@@ -272,12 +272,14 @@ local function set_data(self, attrs, data, lvl, from_ckpt)
   end
   if rawget(attrs, "has_init") then -- materialise, in storage of its own
     local fresh = core.empty(shape, dtype)
+    if data.device ~= fresh.device then data = data:move_to(fresh.device) end
     without_grad(Tensor.copy_, fresh, data)
     core._swap(self, fresh)
     rawset(attrs, "has_init", false)
     rawset(attrs, "init_mode", nil)
     return self
   end
+  if data.device ~= self.device then data = data:move_to(self.device) end -- a checkpoint's CPU tensor
   if Tensor.data_ptr(data) == Tensor.data_ptr(self) then data = Tensor.clone(data) end -- overlapping views
   without_grad(Tensor.copy_, self, data)
   return self

@@ -3,6 +3,7 @@
 #include "autograd.h"
 #include "../core/alloc.h"
 #include "../ops/kernels.h"
+#include "../ops/device.h"
 
 int cell_grad_is_enabled(void) { return cell_tctx()->grad_enabled; }
 
@@ -448,7 +449,10 @@ static cell_status propagate(struct cell_ag_pass *p) {
     for (int i = 0; i < n->n_inputs; i++) gin[i] = NULL;
     cell_tensor *g = p->ent[k].grad;
     p->ent[k].grad = NULL;
+    /* The rule makes its tensors on the gradient's device. */
+    int dev_saved = g ? cell_device_enter(cell_tensor_device(g)) : 0;
     s = g ? n->backward(n, g, gin) : CELL_OK;
+    if (g) cell_device_leave(dev_saved);
     cell_tensor_release(g);
     for (int i = 0; i < n->n_inputs; i++) {
       cell_node *c = n->in[i].next;
@@ -506,7 +510,7 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
   if (s == CELL_OK) {
     cell_tensor *g0;
     s = sens ? cell_k_astype(sens, root->dtype, &g0)
-             : cell_tensor_full(root->dtype, root->ndim, root->shape, 1.0, &g0);
+             : cell_tensor_full_on(cell_tensor_device(root), root->dtype, root->ndim, root->shape, 1.0, &g0);
     if (s == CELL_OK) {
       pass.ent[0].grad = g0;
       s = propagate(&pass);
@@ -520,7 +524,8 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
     if (k >= 0 && pass.ent[k].grad) {
       s = cell_k_astype(pass.ent[k].grad, inputs[i]->dtype, &grads[i]);
     } else {
-      s = cell_tensor_full(inputs[i]->dtype, inputs[i]->ndim, inputs[i]->shape, 0, &grads[i]);
+      s = cell_tensor_full_on(cell_tensor_device(inputs[i]), inputs[i]->dtype, inputs[i]->ndim,
+                              inputs[i]->shape, 0, &grads[i]);
     }
   }
   /* Scratch gradients go, and so do the saved tensors: one backward pass

@@ -180,7 +180,8 @@ cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double v,
   const cell_tensor *in[1] = {t};
   if (!t || !cell_ag_wants(1, in)) return cell_k_binary_scalar(op, t, v, v_is_float, reversed, out);
   cell_tensor *sc;
-  CELL_TRY(cell_tensor_full(cell_dtype_promote_scalar(t->dtype, v_is_float), 0, NULL, v, &sc));
+  CELL_TRY(cell_tensor_full_on(cell_tensor_device(t), cell_dtype_promote_scalar(t->dtype, v_is_float), 0,
+                               NULL, v, &sc));
   cell_status s = reversed ? cell_op_binary(op, sc, t, out) : cell_op_binary(op, t, sc, out);
   cell_tensor_release(sc);
   return s;

@@ -17,6 +17,32 @@
 #include "../ops/kernels.h"
 #include "../ops/ops.h"
 #include "../ops/ew.h"
+#include "../ops/device.h"
+
+/* ew on the device of its operands: a host routine, run through the
+ * device's run_host (devices whose memory the host cannot map decline). */
+typedef struct {
+  ew_op op;
+  double k0, k1;
+  cell_dtype dt;
+  int ndim;
+  const int64_t *shape;
+  const cell_tensor *a, *b, *c;
+  cell_tensor **out;
+} ew_args;
+
+static cell_status ew_thunk(void *p) {
+  ew_args *x = p;
+  return cell_ew(x->op, x->k0, x->k1, x->dt, x->ndim, x->shape, x->a, x->b, x->c, x->out);
+}
+
+static cell_status ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
+                      const int64_t *shape, const cell_tensor *a, const cell_tensor *b,
+                      const cell_tensor *c, cell_tensor **out) {
+  ew_args x = {op, k0, k1, dt, ndim, shape, a, b, c, out};
+  const cell_tensor *ts[3] = {a, b, c};
+  return cell_device_run_host("autograd", 3, ts, ew_thunk, &x);
+}
 
 /* --- shared helpers ---------------------------------------------------------------- */
 
@@ -126,7 +152,7 @@ static cell_status unary_backward(cell_node *n, const cell_tensor *g, cell_tenso
   if (unary_rules[op].save & SAVE_X) x = n->saved[k++];
   if (unary_rules[op].save & SAVE_Y) y = n->saved[k++];
   cell_tensor *t = NULL;
-  cell_status s = cell_ew(unary_rules[op].ew, 0, 0, grad_dtype(n, 0, g), n->in[0].ndim,
+  cell_status s = ew(unary_rules[op].ew, 0, 0, grad_dtype(n, 0, g), n->in[0].ndim,
                           n->in[0].shape, g, x, y, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -166,7 +192,7 @@ static cell_status clamp_backward(cell_node *n, const cell_tensor *g, cell_tenso
   if (!n->in[0].next) return CELL_OK;
   const clamp_args *a = CELL_AG_ARGS(n, clamp_args);
   cell_tensor *t = NULL;
-  cell_status s = cell_ew(EW_CLAMP, a->lo, a->hi, grad_dtype(n, 0, g), n->in[0].ndim,
+  cell_status s = ew(EW_CLAMP, a->lo, a->hi, grad_dtype(n, 0, g), n->in[0].ndim,
                           n->in[0].shape, g, n->saved[0], NULL, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -196,7 +222,7 @@ static cell_status where_backward(cell_node *n, const cell_tensor *g, cell_tenso
   for (int i = 1; i <= 2 && s == CELL_OK; i++) {
     if (!n->in[i].next) continue;
     cell_tensor *t = NULL;
-    s = cell_ew(i == 1 ? EW_SEL_TRUE : EW_SEL_FALSE, 0, 0, grad_dtype(n, i, g), g->ndim, g->shape, g,
+    s = ew(i == 1 ? EW_SEL_TRUE : EW_SEL_FALSE, 0, 0, grad_dtype(n, i, g), g->ndim, g->shape, g,
            n->saved[0], NULL, &t);
     s = cell_ag_give(n, i, s, t, gin);
   }
@@ -223,7 +249,7 @@ cell_status cell_op_where(const cell_tensor *cond, const cell_tensor *a, const c
 static cell_status masked_fill_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   if (!n->in[0].next) return CELL_OK;
   cell_tensor *t = NULL;
-  cell_status s = cell_ew(EW_SEL_FALSE, 0, 0, grad_dtype(n, 0, g), g->ndim, g->shape, g, n->saved[0],
+  cell_status s = ew(EW_SEL_FALSE, 0, 0, grad_dtype(n, 0, g), g->ndim, g->shape, g, n->saved[0],
                      NULL, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -258,10 +284,10 @@ static cell_status extreme_grad(const cell_node *n, int mask, const cell_tensor 
   keep_shape(n, mask, ks);
   cell_tensor *eq = NULL, *cnt = NULL, *gc = NULL;
   cell_status s =
-      cell_ew(use_abs ? EW_ABS_EQ : EW_EQ, 0, 0, CELL_DTYPE_F64, nd, shape, x, yk, NULL, &eq);
+      ew(use_abs ? EW_ABS_EQ : EW_EQ, 0, 0, CELL_DTYPE_F64, nd, shape, x, yk, NULL, &eq);
   if (s == CELL_OK) s = cell_k_reduce(CELL_RED_SUM, eq, ndims, dims, 1, &cnt);
-  if (s == CELL_OK) s = cell_ew(EW_DIV, 0, 0, CELL_DTYPE_F64, nd, ks, gk, cnt, NULL, &gc);
-  if (s == CELL_OK) s = cell_ew(use_abs ? EW_PICK_ABS : EW_PICK, 0, 0, dt, nd, shape, gc, x, yk, out);
+  if (s == CELL_OK) s = ew(EW_DIV, 0, 0, CELL_DTYPE_F64, nd, ks, gk, cnt, NULL, &gc);
+  if (s == CELL_OK) s = ew(use_abs ? EW_PICK_ABS : EW_PICK, 0, 0, dt, nd, shape, gc, x, yk, out);
   return cell_release4(s, eq, cnt, gc, NULL);
 }
 
@@ -275,15 +301,15 @@ static cell_status prod_grad(const cell_node *n, int mask, const cell_tensor *gk
   int64_t ks[CELL_MAX_DIMS];
   keep_shape(n, mask, ks);
   cell_tensor *t = NULL, *zc = NULL, *nzp = NULL, *gw = NULL;
-  cell_status s = cell_ew(EW_IS_ZERO, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
+  cell_status s = ew(EW_IS_ZERO, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
   if (s == CELL_OK) s = cell_k_reduce(CELL_RED_SUM, t, ndims, dims, 1, &zc);
   cell_tensor_release(t);
   t = NULL;
-  if (s == CELL_OK) s = cell_ew(EW_ZERO_TO_ONE, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
+  if (s == CELL_OK) s = ew(EW_ZERO_TO_ONE, 0, 0, CELL_DTYPE_F64, nd, shape, x, NULL, NULL, &t);
   if (s == CELL_OK) s = cell_k_reduce(CELL_RED_PROD, t, ndims, dims, 1, &nzp);
   cell_tensor_release(t);
-  if (s == CELL_OK) s = cell_ew(EW_MUL, 0, 0, CELL_DTYPE_F64, nd, ks, gk, nzp, NULL, &gw);
-  if (s == CELL_OK) s = cell_ew(EW_PROD, 0, 0, dt, nd, shape, gw, x, zc, out);
+  if (s == CELL_OK) s = ew(EW_MUL, 0, 0, CELL_DTYPE_F64, nd, ks, gk, nzp, NULL, &gw);
+  if (s == CELL_OK) s = ew(EW_PROD, 0, 0, dt, nd, shape, gw, x, zc, out);
   return cell_release4(s, zc, nzp, gw, NULL);
 }
 
@@ -303,9 +329,9 @@ static cell_status reduce_backward(cell_node *n, const cell_tensor *g, cell_tens
   cell_status s = to_keep(n, mask, g, &gk);
   if (s == CELL_OK) {
     switch (op) {
-    case CELL_RED_SUM: s = cell_ew(EW_SCALE, 1.0, 0, dt, nd, shape, gk, NULL, NULL, &t); break;
+    case CELL_RED_SUM: s = ew(EW_SCALE, 1.0, 0, dt, nd, shape, gk, NULL, NULL, &t); break;
     case CELL_RED_MEAN:
-      s = cell_ew(EW_SCALE, 1.0 / (double)mask_count(n, mask), 0, dt, nd, shape, gk, NULL, NULL, &t);
+      s = ew(EW_SCALE, 1.0 / (double)mask_count(n, mask), 0, dt, nd, shape, gk, NULL, NULL, &t);
       break;
     case CELL_RED_PROD: s = prod_grad(n, mask, gk, n->saved[0], dt, &t); break;
     case CELL_RED_MAX:
@@ -373,7 +399,7 @@ static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_ten
   cell_dtype dt = grad_dtype(n, 0, g);
   cell_tensor *t = NULL;
   if (nd == 0) { /* one element, which is the extreme */
-    cell_status s = cell_ew(EW_SCALE, 1.0, 0, dt, 0, shape, g, NULL, NULL, &t);
+    cell_status s = ew(EW_SCALE, 1.0, 0, dt, 0, shape, g, NULL, NULL, &t);
     return cell_ag_give(n, 0, s, t, gin);
   }
   int mask = 1 << dim;
@@ -438,11 +464,11 @@ static cell_status var_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   if (s == CELL_OK) s = cell_k_reduce(CELL_RED_MEAN, x, ndims, dims, 1, &mean);
   if (s == CELL_OK && take_sqrt) {
     s = to_keep(n, mask, n->saved[1], &yk);
-    if (s == CELL_OK) s = cell_ew(EW_STD_SCALE, dof, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
+    if (s == CELL_OK) s = ew(EW_STD_SCALE, dof, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
   } else if (s == CELL_OK) {
-    s = cell_ew(EW_SCALE, 2.0 / dof, 0, CELL_DTYPE_F64, nd, ks, gk, NULL, NULL, &gs);
+    s = ew(EW_SCALE, 2.0 / dof, 0, CELL_DTYPE_F64, nd, ks, gk, NULL, NULL, &gs);
   }
-  if (s == CELL_OK) s = cell_ew(EW_DEV, 0, 0, dt, nd, shape, gs, x, mean, &t);
+  if (s == CELL_OK) s = ew(EW_DEV, 0, 0, dt, nd, shape, gs, x, mean, &t);
   cell_release4(CELL_OK, gk, yk, mean, gs);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -491,8 +517,8 @@ static cell_status norm_backward(cell_node *n, const cell_tensor *g, cell_tensor
   if (s == CELL_OK && isinf(p)) {
     s = extreme_grad(n, mask, gk, x, yk, 1, dt, &t);
   } else if (s == CELL_OK) {
-    s = cell_ew(EW_NORM_SCALE, p, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
-    if (s == CELL_OK) s = cell_ew(EW_NORM, p, 0, dt, nd, shape, gs, x, NULL, &t);
+    s = ew(EW_NORM_SCALE, p, 0, CELL_DTYPE_F64, nd, ks, gk, yk, NULL, &gs);
+    if (s == CELL_OK) s = ew(EW_NORM, p, 0, dt, nd, shape, gs, x, NULL, &t);
   }
   cell_release4(CELL_OK, gk, yk, gs, NULL);
   return cell_ag_give(n, 0, s, t, gin);
@@ -520,6 +546,15 @@ cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *d
 
 /* --- cumsum ------------------------------------------------------------------------------------ */
 
+typedef struct {
+  const cell_tensor *g;
+  int nd;
+  const int64_t *shape;
+  int64_t outer, len, inner;
+  cell_tensor **gc, **w;
+} cumsum_args;
+static cell_status cumsum_thunk(void *p);
+
 /* The gradient is the reverse cumulative sum of g along dim, accumulated
  * in double (a float64 scratch, converted by cell_ag_grad_for). */
 static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
@@ -539,8 +574,23 @@ static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tens
     else inner *= shape[d];
   }
   cell_tensor *gc = NULL, *w = NULL;
-  cell_status s = cell_k_contiguous(g, &gc);
-  if (s == CELL_OK) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd, shape, &w);
+  cumsum_args x = {g, nd, shape, outer, len, inner, &gc, &w};
+  const cell_tensor *ts[1] = {g};
+  cell_status s = cell_device_run_host("cumsum", 1, ts, cumsum_thunk, &x);
+  cell_tensor_release(gc);
+  return cell_ag_give(n, 0, s, w, gin);
+}
+
+static cell_status cumsum_thunk(void *p) {
+  cumsum_args *x = p;
+  const cell_tensor *g = x->g;
+  int nd = x->nd;
+  const int64_t *shape = x->shape;
+  int64_t outer = x->outer, len = x->len, inner = x->inner;
+  cell_status s = cell_k_contiguous(g, x->gc);
+  cell_tensor *gc = *x->gc;
+  if (s == CELL_OK) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd, shape, x->w);
+  cell_tensor *w = *x->w;
   if (s == CELL_OK && outer * len * inner > 0) {
     const char *src = cell_tensor_base(gc);
     double *dst = (double *)cell_tensor_base(w);
@@ -557,8 +607,7 @@ static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tens
       }
     });
   }
-  cell_tensor_release(gc);
-  return cell_ag_give(n, 0, s, w, gin);
+  return s;
 }
 
 cell_status cell_op_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {

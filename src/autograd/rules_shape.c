@@ -9,6 +9,7 @@
 #include "autograd.h"
 #include "../core/alloc.h"
 #include "../ops/kernels.h"
+#include "../ops/device.h"
 
 /* --- helpers ---------------------------------------------------------------- */
 
@@ -332,8 +333,35 @@ static void walk_operand(walk_op *w, const cell_tensor *t, int dim, int is_targe
 /* Every element of index, row-major (backwards when reverse): the position
  * its value gives (counted from base, checked against size), then fn on the
  * operands' elements there. */
+static cell_status walk_host(const char *op, const cell_tensor *index, int64_t base, int64_t size,
+                             int nops, const walk_op *ops, int reverse, walk_fn fn, const void *ctx);
+
+/* walk on the index's device: a host routine, through the device's run_host. */
+typedef struct {
+  const char *op;
+  const cell_tensor *index;
+  int64_t base, size;
+  int nops;
+  const walk_op *ops;
+  int reverse;
+  walk_fn fn;
+  const void *ctx;
+} walk_args;
+
+static cell_status walk_thunk(void *p) {
+  walk_args *x = p;
+  return walk_host(x->op, x->index, x->base, x->size, x->nops, x->ops, x->reverse, x->fn, x->ctx);
+}
+
 static cell_status walk(const char *op, const cell_tensor *index, int64_t base, int64_t size,
                         int nops, const walk_op *ops, int reverse, walk_fn fn, const void *ctx) {
+  walk_args x = {op, index, base, size, nops, ops, reverse, fn, ctx};
+  const cell_tensor *ts[1] = {index};
+  return cell_device_run_host(op, 1, ts, walk_thunk, &x);
+}
+
+static cell_status walk_host(const char *op, const cell_tensor *index, int64_t base, int64_t size,
+                             int nops, const walk_op *ops, int reverse, walk_fn fn, const void *ctx) {
   int nd = index->ndim;
   int64_t n = cell_tensor_numel(index);
   if (n == 0) return CELL_OK;

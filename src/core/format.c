@@ -140,8 +140,7 @@ static void visit(fmt_state *st, int d, int64_t off) {
   if (emit) sb_puts(st->out, "]");
 }
 
-cell_status cell_tensor_format(const cell_tensor *t, char **out) {
-  if (!t || !out) return cell_error(CELL_ERR_VALUE, "format: NULL argument");
+static cell_status format_host(const cell_tensor *t, char **out) {
   sbuf b = {NULL, 0, 0, 0};
   char shape[CELL_MAX_DIMS * 24 + 8];
   char head[sizeof shape + 64];
@@ -175,4 +174,14 @@ cell_status cell_tensor_format(const cell_tensor *t, char **out) {
   }
   *out = b.p;
   return CELL_OK;
+}
+
+cell_status cell_tensor_format(const cell_tensor *t, char **out) {
+  if (!t || !out) return cell_error(CELL_ERR_VALUE, "format: NULL argument");
+  if (t->storage->device == 0) return format_host(t, out);
+  cell_tensor *h; /* another device's memory: read through its copy functions */
+  CELL_TRY(cell_tensor_move_to(t, 0, &h));
+  cell_status s = format_host(h, out);
+  cell_tensor_release(h);
+  return s;
 }

@@ -73,7 +73,9 @@ static cell_tensor *header_alloc(void) {
 
 static void storage_release(cell_storage *s) {
   if (!s || --s->refcount > 0) return;
-  if (s->external) {
+  if (s->device > 0) {
+    cell_device_free(s->device, s->data, s->nbytes);
+  } else if (s->external) {
     if (s->release) s->release(s->release_ctx, s->data);
   } else if (!s->inline_data) {
     cell_dealloc(s->data);
@@ -108,15 +110,32 @@ cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape
   /* numel <= CELL_MAX_NUMEL, so the byte count cannot overflow; a count
    * the allocator cannot serve is a MemoryError below. */
   size_t nbytes = (size_t)numel * (size_t)cell_dtype_size(dt);
-  /* One block holds the storage header and the data, 64-byte aligned. */
-  cell_storage *s = cell_alloc(CELL_STORAGE_HEADER + nbytes);
-  if (s) {
-    memset(s, 0, sizeof *s);
-    s->data = (char *)s + CELL_STORAGE_HEADER;
-    s->inline_data = true;
+  int dev = cell_device_current();
+  cell_storage *s;
+  if (dev > 0) { /* a kernel of another device runs: its memory */
+    s = cell_alloc(sizeof *s);
+    if (s) {
+      memset(s, 0, sizeof *s);
+      s->data = cell_device_alloc(dev, nbytes);
+      if (s->data) {
+        s->device = dev;
+      } else {
+        cell_dealloc(s);
+        s = NULL;
+      }
+    }
+  } else {
+    /* One block holds the storage header and the data, 64-byte aligned. */
+    s = cell_alloc(CELL_STORAGE_HEADER + nbytes);
+    if (s) {
+      memset(s, 0, sizeof *s);
+      s->data = (char *)s + CELL_STORAGE_HEADER;
+      s->inline_data = true;
+    }
   }
   cell_tensor *t = s ? tensor_over(s, nbytes, dt, ndim, shape) : NULL;
   if (!t) {
+    if (s && s->device > 0) cell_device_free(dev, s->data, nbytes);
     cell_dealloc(s);
     char b[256];
     return cell_error(CELL_ERR_MEMORY, "tensor: out of memory allocating %zu bytes for shape %s",
@@ -251,6 +270,13 @@ cell_status cell_tensor_get(const cell_tensor *t, const int64_t *idx, double *ou
   char *p;
   if (!out) return cell_error(CELL_ERR_VALUE, "get: NULL argument");
   CELL_TRY(element_ptr(t, idx, &p));
+  if (t->storage->device > 0) {
+    char buf[16];
+    CELL_TRY(cell_device_read(t, p, buf, (size_t)cell_dtype_size(t->dtype)));
+    p = buf;
+    *out = cell_load_f64(t->dtype, p);
+    return CELL_OK;
+  }
   *out = cell_load_f64(t->dtype, p);
   return CELL_OK;
 }
@@ -258,7 +284,13 @@ cell_status cell_tensor_get(const cell_tensor *t, const int64_t *idx, double *ou
 cell_status cell_tensor_set(cell_tensor *t, const int64_t *idx, double v) {
   char *p;
   CELL_TRY(element_ptr(t, idx, &p));
-  cell_store_f64(t->dtype, p, v);
+  if (t->storage->device > 0) {
+    char buf[16];
+    cell_store_f64(t->dtype, buf, v);
+    CELL_TRY(cell_device_write(t, p, buf, (size_t)cell_dtype_size(t->dtype)));
+  } else {
+    cell_store_f64(t->dtype, p, v);
+  }
   cell_tensor_bump(t);
   return CELL_OK;
 }
@@ -280,6 +312,11 @@ cell_status cell_tensor_item(const cell_tensor *t, double *out) {
   char *p;
   if (!out) return cell_error(CELL_ERR_VALUE, "item: NULL argument");
   CELL_TRY(single(t, &p));
+  char buf[16];
+  if (t->storage->device > 0) {
+    CELL_TRY(cell_device_read(t, p, buf, (size_t)cell_dtype_size(t->dtype)));
+    p = buf;
+  }
   *out = cell_load_f64(t->dtype, p);
   return CELL_OK;
 }
@@ -288,6 +325,11 @@ cell_status cell_tensor_item_i64(const cell_tensor *t, int64_t *out) {
   char *p;
   if (!out) return cell_error(CELL_ERR_VALUE, "item: NULL argument");
   CELL_TRY(single(t, &p));
+  char buf[16];
+  if (t->storage->device > 0) {
+    CELL_TRY(cell_device_read(t, p, buf, (size_t)cell_dtype_size(t->dtype)));
+    p = buf;
+  }
   *out = cell_load_i64(t->dtype, p);
   return CELL_OK;
 }

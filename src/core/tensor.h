@@ -9,7 +9,7 @@ typedef enum cell_device { CELL_DEVICE_CPU = 0, CELL_DEVICE_COUNT } cell_device;
 
 typedef struct cell_storage {
   int refcount;
-  cell_device device;
+  int device;         /* its device's id in the registry (0: the CPU) */
   unsigned version;   /* bumped by in-place writes; autograd checks it */
   size_t nbytes;
   void *data;
@@ -37,6 +37,14 @@ struct cell_tensor {
 /* A contiguous tensor of the given shape, data uninitialised. */
 cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape,
                                    cell_tensor **out);
+/* Device memory (src/ops/device.c): the device the running kernel
+ * allocates on (-1: none, the CPU), a device's alloc / free, and one
+ * element's bytes read or written through the device's copy functions. */
+int cell_device_current(void);
+void *cell_device_alloc(int dev, size_t n);
+void cell_device_free(int dev, void *p, size_t n);
+cell_status cell_device_read(const cell_tensor *t, const char *p, void *dst, size_t n);
+cell_status cell_device_write(cell_tensor *t, char *p, const void *src, size_t n);
 /* A new view header sharing t's storage, with the given geometry. */
 cell_status cell_tensor_new_view(const cell_tensor *t, int ndim, const int64_t *shape,
                                  const int64_t *stride, int64_t offset, cell_tensor **out);

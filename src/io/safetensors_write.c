@@ -358,7 +358,12 @@ static cell_status write_all(writer *w, const void *p, size_t n) {
 static cell_status write_tensor(writer *w, cell_tensor *t) {
   if (cell_tensor_numel(t) == 0) return CELL_OK;
   cell_tensor *c = NULL;
-  cell_status s = cell_k_contiguous(t, &c);
+  /* cell_tensor_move_to: t itself on the CPU (then made contiguous), else
+   * a contiguous host copy through the device's copy functions. */
+  cell_tensor *h = NULL;
+  cell_status s = cell_tensor_move_to(t, 0, &h);
+  if (s == CELL_OK) s = cell_k_contiguous(h, &c);
+  cell_tensor_release(h);
   if (s == CELL_ERR_MEMORY)
     return cell_error(CELL_ERR_MEMORY, "safetensors: %s: out of memory making a tensor contiguous", w->path);
   if (s) return s;

@@ -132,6 +132,14 @@ void lc_register_ops(lua_State *L, int base);
 void lc_register_create(lua_State *L, int module, int base);
 void lc_register_autograd(lua_State *L, int module, int base);
 void lc_register_attrs(lua_State *L, int module, int base);
+/* ldevice.c: cell.set_device / get_device; Tensor:move_to and .device; a
+ * slot's tensor moved to the default device (for tensors the host filled);
+ * t or a CPU copy of it, retained (release when done; raises on failure). */
+void lc_register_device(lua_State *L, int module, int base);
+int lc_tensor_move_to(lua_State *L);
+void lc_push_device_name(lua_State *L, const cell_tensor *t);
+cell_status lc_to_default_device(cell_tensor **slot);
+cell_tensor *lc_host_tensor(lua_State *L, cell_tensor *t);
 /* core.safetensors_save/_load, core.idx_load, core.isatty (lio.c). */
 void lc_register_io(lua_State *L, int module, int base);
 /* The FFI helpers of lembed.c (core._ffi_*). */

@@ -85,6 +85,7 @@ static int l_tensor(lua_State *L) {
 #endif
     if (s == CELL_OK)
       cell_element_set_f64(dt, cell_tensor_data_ptr(*out), v);
+    if (s == CELL_OK) s = lc_to_default_device(out);
     return lc_finish(L, s);
   }
   if (tp != LUA_TTABLE)
@@ -98,7 +99,7 @@ static int l_tensor(lua_State *L) {
   if (cell_tensor_empty(dt, ndim, shape, out) != CELL_OK) return lc_raise(L);
   char *p = cell_tensor_data_ptr(*out);
   fill_nested(L, 1, 0, *out, &p);
-  return lc_finish(L, CELL_OK);
+  return lc_finish(L, lc_to_default_device(out));
 }
 
 /* --- shapes and constants ---------------------------------------------------- */
@@ -120,8 +121,11 @@ static int make_full(lua_State *L, double v, int has_value) {
   }
   cell_dtype dt = lc_opt_dtype(L, next, CELL_DTYPE_F32);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, isnan(v) ? cell_tensor_empty(dt, n, shape, out)
-                               : cell_tensor_full(dt, n, shape, v, out));
+  if (isnan(v)) { /* empty: made on the host, then where new tensors go */
+    if (cell_tensor_empty(dt, n, shape, out) != CELL_OK) return lc_raise(L);
+    return lc_finish(L, lc_to_default_device(out));
+  }
+  return lc_finish(L, cell_tensor_full(dt, n, shape, v, out));
 }
 static int l_zeros(lua_State *L) { return make_full(L, 0, 0); }
 static int l_ones(lua_State *L) { return make_full(L, 1, 0); }
@@ -132,7 +136,7 @@ static int like(lua_State *L, double v) {
   cell_tensor *t = lc_check_tensor(L, 1);
   cell_dtype dt = lc_opt_dtype(L, 2, cell_tensor_dtype(t));
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_tensor_full(dt, cell_tensor_ndim(t), cell_tensor_shape(t), v, out));
+  return lc_finish(L, cell_tensor_full_on(cell_tensor_device(t), dt, cell_tensor_ndim(t), cell_tensor_shape(t), v, out));
 }
 static int l_zeros_like(lua_State *L) { return like(L, 0); }
 static int l_ones_like(lua_State *L) { return like(L, 1); }
@@ -142,7 +146,7 @@ static int l_full_like(lua_State *L) {
   double v = lc_check_number(L, 2);
   cell_dtype dt = lc_opt_dtype(L, 3, cell_tensor_dtype(t));
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_tensor_full(dt, cell_tensor_ndim(t), cell_tensor_shape(t), v, out));
+  return lc_finish(L, cell_tensor_full_on(cell_tensor_device(t), dt, cell_tensor_ndim(t), cell_tensor_shape(t), v, out));
 }
 
 /* arange([start,] stop [, step] [, dtype]): int64 when every bound is

@@ -118,7 +118,7 @@ static int l_safetensors_load(lua_State *L) {
     cell_tensor **slot = lc_newtensor(L);
     *slot = st->tensors[i]; /* ownership moves to the userdata */
     st->tensors[i] = NULL;
-    lc_finish(L, CELL_OK);
+    lc_finish(L, lc_to_default_device(slot)); /* read on the host, then where new tensors go */
     lua_rawseti(L, tensors, i + 1);
   }
   lua_createtable(L, 0, st->meta_count);
@@ -137,12 +137,14 @@ static int l_idx_load(lua_State *L) {
   const char *path = check_cstring(L, 1, 1, "path");
   if (lua_isnoneornil(L, 2) && lua_isnoneornil(L, 3)) {
     cell_tensor **out = lc_newtensor(L);
-    return lc_finish(L, cell_idx_load(path, out));
+    cell_status s = cell_idx_load(path, out);
+    return lc_finish(L, s == CELL_OK ? lc_to_default_device(out) : s);
   }
   cell_dtype dt = lc_check_dtype(L, 2);
   double scale = lua_isnoneornil(L, 3) ? 1.0 : lc_check_number(L, 3);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_idx_load_as(path, dt, scale, out));
+  cell_status s = cell_idx_load_as(path, dt, scale, out);
+  return lc_finish(L, s == CELL_OK ? lc_to_default_device(out) : s);
 }
 
 /* core.isatty(fd) -> whether descriptor fd (0 stdin, 1 stdout, 2 stderr)

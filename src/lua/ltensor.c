@@ -99,6 +99,21 @@ static int tensor_item(lua_State *L) {
     return lc_error(L, "ValueError: item: only a tensor with one element can be converted to "
                        "a number, got shape %s", cell_shape_str(cell_tensor_ndim(t), cell_tensor_shape(t), b, sizeof b));
   }
+  if (cell_tensor_device(t) != 0) { /* one element through the device's copies, no tensor made */
+    char buf[16];
+    cell_dtype dt = cell_tensor_dtype(t);
+    if (cell_dtype_is_float(dt) || dt == CELL_DTYPE_BOOL) {
+      double v;
+      if (cell_tensor_item(t, &v) != CELL_OK) return lc_raise(L);
+      cell_element_set_f64(dt, buf, v);
+    } else {
+      int64_t v;
+      if (cell_tensor_item_i64(t, &v) != CELL_OK) return lc_raise(L);
+      cell_element_set_i64(dt, buf, v);
+    }
+    lc_push_element(L, dt, buf);
+    return 1;
+  }
   lc_push_element(L, cell_tensor_dtype(t), (char *)cell_tensor_data_ptr(t));
   return 1;
 }
@@ -117,13 +132,25 @@ static void push_table(lua_State *L, const cell_tensor *t, int d, const char *p)
   }
 }
 
+static int totable_host(lua_State *L) {
+  const cell_tensor *h = lua_touserdata(L, 1);
+  push_table(L, h, 0, (char *)cell_tensor_data_ptr(h));
+  return 1;
+}
+
 static int tensor_totable(lua_State *L) {
-  cell_tensor *t = lc_check_tensor(L, 1);
-  push_table(L, t, 0, (char *)cell_tensor_data_ptr(t));
+  cell_tensor *h = lc_host_tensor(L, lc_check_tensor(L, 1));
+  lua_pushcfunction(L, totable_host); /* protected: h is released on any error */
+  lua_pushlightuserdata(L, h);
+  int rc = lua_pcall(L, 1, 1, 0);
+  cell_tensor_release(h);
+  if (rc != LUA_OK) return lua_error(L);
   return 1;
 }
 
 static int tensor_data_ptr(lua_State *L) {
+  /* On another device: the device address (an identity, as a GPU's
+   * data_ptr is), which the host must not read. */
   lua_pushlightuserdata(L, cell_tensor_data_ptr(lc_check_tensor(L, 1)));
   return 1;
 }
@@ -383,6 +410,7 @@ static int tensor_index(lua_State *L) {
     if (strcmp(k, "shape") == 0) push_shape(L, t);
     else if (strcmp(k, "dtype") == 0) lc_push_dtype(L, cell_tensor_dtype(t));
     else if (strcmp(k, "ndim") == 0) lua_pushinteger(L, cell_tensor_ndim(t));
+    else if (strcmp(k, "device") == 0) lc_push_device_name(L, t);
     else if (strcmp(k, "requires_grad") == 0) lua_pushboolean(L, cell_tensor_requires_grad(t));
     else if (strcmp(k, "grad_fn") == 0) {
       const char *name = cell_tensor_grad_fn_name(t);
@@ -408,6 +436,13 @@ static int tensor_index(lua_State *L) {
   int64_t pos;
   cell_tensor *v = index_view(L, t, 2, &scalar, &pos);
   if (scalar) {
+    if (cell_tensor_device(t) != 0) {
+      cell_tensor *h = lc_host_tensor(L, t);
+      lc_push_element(L, cell_tensor_dtype(h),
+                      (char *)cell_tensor_data_ptr(h) + pos * cell_tensor_strides(h)[0] * cell_dtype_size(cell_tensor_dtype(h)));
+      cell_tensor_release(h);
+      return 1;
+    }
     lc_push_element(L, cell_tensor_dtype(t),
                     (char *)cell_tensor_data_ptr(t) + pos * cell_tensor_strides(t)[0] * cell_dtype_size(cell_tensor_dtype(t)));
     return 1;
@@ -536,6 +571,7 @@ static const luaL_Reg tensor_methods[] = {
     {"item", tensor_item},
     {"totable", tensor_totable},
     {"data_ptr", tensor_data_ptr},
+    {"move_to", lc_tensor_move_to},
     {"_version", tensor_version},
     {"reshape", tensor_reshape},
     {"view", tensor_view},

@@ -6,6 +6,7 @@
 #include "../core/iter.h"
 #include "kernels.h"
 #include "ops.h"
+#include "kernel_list.h"
 
 #define ID(x) (x)
 #define TO_BOOL(x) ((uint8_t)((x) != 0))
@@ -184,7 +185,7 @@ static cell_status run_binary(cell_binop op, cell_dtype ct, cell_tensor *out,
   return s;
 }
 
-cell_status cell_k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
+cell_status cell_cpu_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
                            cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   cell_dtype ct, rt;
@@ -204,7 +205,7 @@ cell_status cell_k_binary(cell_binop op, const cell_tensor *a, const cell_tensor
   return CELL_OK;
 }
 
-cell_status cell_k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
+cell_status cell_cpu_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
   if (!a || !b) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   cell_dtype ct, rt;
   CELL_TRY(binop_types(op, a->dtype, b->dtype, &ct, &rt));
@@ -247,6 +248,11 @@ static const cell_tensor *make_scalar(stack_scalar *ss, const cell_tensor *t, do
   ss->storage.data = ss->buf;
   ss->storage.nbytes = sizeof ss->buf;
   ss->storage.external = true;
+  /* Labelled with t's device so the dispatch pairs them: this CPU kernel
+   * reads host memory, which every device running it (the CPU, the test
+   * device) can; a device with memory of its own runs its own
+   * binary_scalar kernel instead. Never released (it is on the stack). */
+  ss->storage.device = t->storage->device;
   ss->tensor.refcount = 1;
   ss->tensor.dtype = dt;
   ss->tensor.storage = &ss->storage;
@@ -254,7 +260,7 @@ static const cell_tensor *make_scalar(stack_scalar *ss, const cell_tensor *t, do
   return &ss->tensor;
 }
 
-cell_status cell_k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float,
+cell_status cell_cpu_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float,
                                   int reversed, cell_tensor **out) {
   if (!t || !out) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   stack_scalar ss;
@@ -262,7 +268,7 @@ cell_status cell_k_binary_scalar(cell_binop op, const cell_tensor *t, double s, 
   return reversed ? cell_k_binary(op, st, t, out) : cell_k_binary(op, t, st, out);
 }
 
-cell_status cell_k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
+cell_status cell_cpu_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
   if (!t) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   stack_scalar ss;
   const cell_tensor *st = make_scalar(&ss, t, s, s_is_float);

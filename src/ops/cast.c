@@ -1,6 +1,7 @@
 /* cast.c - copies and dtype conversion: copy_, fill_, astype, contiguous, clone. */
 #include "../core/iter.h"
 #include "kernels.h"
+#include "kernel_list.h"
 
 typedef struct {
   cell_dtype to, from;
@@ -44,7 +45,7 @@ static void copy_convert(void *vctx, int64_t n, char **p, const int64_t *s) {
   }
 }
 
-cell_status cell_k_copy_(cell_tensor *dst, const cell_tensor *src) {
+cell_status cell_cpu_copy_(cell_tensor *dst, const cell_tensor *src) {
   if (!dst || !src) return cell_error(CELL_ERR_VALUE, "copy_: NULL tensor");
   int nd;
   int64_t shape[CELL_MAX_DIMS];
@@ -75,7 +76,7 @@ static void fill_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
   for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * s[0], c->value, (size_t)c->size);
 }
 
-cell_status cell_k_fill_(cell_tensor *t, double v) {
+cell_status cell_cpu_fill_(cell_tensor *t, double v) {
   if (!t) return cell_error(CELL_ERR_VALUE, "fill_: NULL tensor");
   fill_ctx ctx = {cell_dtype_size(t->dtype), {0}};
   cell_store_f64(t->dtype, ctx.value, v);
@@ -92,7 +93,7 @@ cell_status cell_k_fill_(cell_tensor *t, double v) {
   return cell_iter_run(&it, fill_loop, &ctx);
 }
 
-cell_status cell_k_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out) {
+cell_status cell_cpu_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out) {
   if (!t || !out) return cell_error(CELL_ERR_VALUE, "astype: NULL argument");
   if ((unsigned)dt >= CELL_DTYPE_COUNT)
     return cell_error(CELL_ERR_TYPE, "astype: unknown dtype %d", (int)dt);
@@ -107,12 +108,12 @@ cell_status cell_k_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out
   return CELL_OK;
 }
 
-cell_status cell_k_clone(const cell_tensor *t, cell_tensor **out) {
+cell_status cell_cpu_clone(const cell_tensor *t, cell_tensor **out) {
   if (!t) return cell_error(CELL_ERR_VALUE, "clone: NULL tensor");
   return cell_k_astype(t, t->dtype, out);
 }
 
-cell_status cell_k_contiguous(const cell_tensor *t, cell_tensor **out) {
+cell_status cell_cpu_contiguous(const cell_tensor *t, cell_tensor **out) {
   if (!t || !out) return cell_error(CELL_ERR_VALUE, "contiguous: NULL argument");
   if (cell_tensor_is_contiguous(t)) {
     cell_tensor_retain((cell_tensor *)t);

@@ -25,6 +25,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include <stdio.h>
+#include "kernel_list.h"
 
 /* A chunk gets at least this many output positions (the gemm's n), */
 #define CONV_CHUNK_COLS 4096
@@ -385,7 +386,7 @@ cell_status cell_k_conv2d(const cell_tensor *x, const cell_tensor *w, const cell
   return cell_k_conv2d_lowered(CELL_CONV_AUTO, x, w, b, stride, padding, dilation, groups, out);
 }
 
-cell_status cell_k_conv2d_lowered(cell_conv_lowering how, const cell_tensor *x,
+cell_status cell_cpu_conv2d_lowered(cell_conv_lowering how, const cell_tensor *x,
                                   const cell_tensor *w, const cell_tensor *b,
                                   const int64_t *stride, const int64_t *padding,
                                   const int64_t *dilation, int64_t groups, cell_tensor **out) {
@@ -479,7 +480,7 @@ cell_status cell_k_conv2d_backward(const cell_tensor *gy, const cell_tensor *x,
                                         groups, gx, gw, gb);
 }
 
-cell_status cell_k_conv2d_backward_lowered(cell_conv_lowering how, const cell_tensor *gy,
+cell_status cell_cpu_conv2d_backward_lowered(cell_conv_lowering how, const cell_tensor *gy,
                                            const cell_tensor *x, const cell_tensor *w,
                                            const int64_t *stride, const int64_t *padding,
                                            const int64_t *dilation, int64_t groups,

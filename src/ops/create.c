@@ -9,20 +9,7 @@
 #include "../core/rng.h"
 #include "kernels.h"
 #include <float.h>
-
-cell_status cell_tensor_full(cell_dtype dt, int ndim, const int64_t *shape, double value,
-                             cell_tensor **out) {
-  cell_tensor *t;
-  if (!out) return cell_error(CELL_ERR_VALUE, "full: NULL argument");
-  CELL_TRY(cell_tensor_empty(dt, ndim, shape, &t));
-  cell_status s = cell_k_fill_(t, value);
-  if (s != CELL_OK) {
-    cell_tensor_release(t);
-    return s;
-  }
-  *out = t;
-  return CELL_OK;
-}
+#include "kernel_list.h"
 
 /* Elements per chunk of a parallel fill (even, so random pairs never split). */
 #define FILL_CHUNK ((int64_t)1 << 14)
@@ -87,7 +74,7 @@ static void ramp_fill(const void *vctx, char *data, cell_dtype dt, int64_t lo, i
   }
 }
 
-cell_status cell_tensor_arange(double start, double stop, double step, cell_dtype dt,
+cell_status cell_cpu_arange(double start, double stop, double step, cell_dtype dt,
                                cell_tensor **out) {
   if (!out) return cell_error(CELL_ERR_VALUE, "arange: NULL output");
   CELL_TRY(check_dtype("arange", dt));
@@ -111,7 +98,7 @@ cell_status cell_tensor_arange(double start, double stop, double step, cell_dtyp
   return make_filled(dt, 1, &n, ramp_fill, &c, out);
 }
 
-cell_status cell_tensor_linspace(double start, double stop, int64_t n, cell_dtype dt,
+cell_status cell_cpu_linspace(double start, double stop, int64_t n, cell_dtype dt,
                                  cell_tensor **out) {
   if (!out) return cell_error(CELL_ERR_VALUE, "linspace: NULL output");
   CELL_TRY(check_dtype("linspace", dt));
@@ -130,7 +117,7 @@ cell_status cell_tensor_linspace(double start, double stop, int64_t n, cell_dtyp
 
 /* --- eye --------------------------------------------------------------------- */
 
-cell_status cell_tensor_eye(int64_t n, int64_t m, cell_dtype dt, cell_tensor **out) {
+cell_status cell_cpu_eye(int64_t n, int64_t m, cell_dtype dt, cell_tensor **out) {
   if (!out) return cell_error(CELL_ERR_VALUE, "eye: NULL output");
   CELL_TRY(check_dtype("eye", dt));
   if (n < 0 || m < 0)
@@ -250,21 +237,21 @@ static cell_status check_float(const char *op, cell_dtype dt) {
   return CELL_OK;
 }
 
-cell_status cell_tensor_rand(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+cell_status cell_cpu_rand(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
   CELL_TRY(check_random_args("rand", dt, ndim, shape, out));
   CELL_TRY(check_float("rand", dt));
   rng_ctx c = {0, 0, ldexp(1.0, float_digits(dt)), 0, 0};
   return make_random(dt, ndim, shape, rand_fill, &c, out);
 }
 
-cell_status cell_tensor_randn(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+cell_status cell_cpu_randn(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
   CELL_TRY(check_random_args("randn", dt, ndim, shape, out));
   CELL_TRY(check_float("randn", dt));
   rng_ctx c = {0, 0, 0.0, 0, 0};
   return make_random(dt, ndim, shape, randn_fill, &c, out);
 }
 
-cell_status cell_tensor_randint(int64_t low, int64_t high, cell_dtype dt, int ndim,
+cell_status cell_cpu_randint(int64_t low, int64_t high, cell_dtype dt, int ndim,
                                 const int64_t *shape, cell_tensor **out) {
   CELL_TRY(check_random_args("randint", dt, ndim, shape, out));
   if (dt == CELL_DTYPE_BOOL)
@@ -293,4 +280,19 @@ cell_status cell_tensor_randint(int64_t low, int64_t high, cell_dtype dt, int nd
                       (long long)hi_ok);
   rng_ctx c = {0, 0, 0.0, low, (uint64_t)high - (uint64_t)low};
   return make_random(dt, ndim, shape, randint_fill, &c, out);
+}
+
+/* full: the device-independent zeros / ones / full (cell_tensor_full dispatches here). */
+cell_status cell_cpu_full(cell_dtype dt, int ndim, const int64_t *shape, double value,
+                             cell_tensor **out) {
+  cell_tensor *t;
+  if (!out) return cell_error(CELL_ERR_VALUE, "full: NULL argument");
+  CELL_TRY(cell_tensor_empty(dt, ndim, shape, &t));
+  cell_status s = cell_k_fill_(t, value);
+  if (s != CELL_OK) {
+    cell_tensor_release(t);
+    return s;
+  }
+  *out = t;
+  return CELL_OK;
 }

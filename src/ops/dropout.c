@@ -10,6 +10,7 @@
 #include "../core/iter.h"
 #include "kernels.h"
 #include "../core/rng.h"
+#include "kernel_list.h"
 
 #define CHUNK CELL_NN_CHUNK /* a multiple of 4: Philox blocks never split */
 #define PAR_CHUNK ((int64_t)1 << 14)
@@ -88,12 +89,12 @@ static cell_status run(const char *op, const cell_tensor *x, double p, uint64_t 
   return CELL_OK;
 }
 
-cell_status cell_k_dropout(const cell_tensor *x, double p, uint64_t *seed, uint64_t *first,
+cell_status cell_cpu_dropout(const cell_tensor *x, double p, uint64_t *seed, uint64_t *first,
                            cell_tensor **out) {
   return run("dropout", x, p, 0, NULL, seed, first, out);
 }
 
-cell_status cell_k_dropout_apply(const cell_tensor *x, double p, uint64_t seed, uint64_t first,
+cell_status cell_cpu_dropout_apply(const cell_tensor *x, double p, uint64_t seed, uint64_t first,
                                  cell_tensor **out) {
   return run("dropout backward", x, p, seed, &first, NULL, NULL, out);
 }

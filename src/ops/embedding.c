@@ -3,6 +3,7 @@
  * (src/ops/nn.h). */
 #include "nn.h"
 #include "kernels.h"
+#include "kernel_list.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -41,7 +42,7 @@ static cell_status rows_of(const char *op, const cell_tensor *ids, int64_t vocab
   return CELL_OK;
 }
 
-cell_status cell_k_embedding(const cell_tensor *ids, const cell_tensor *weight, int64_t index_base,
+cell_status cell_cpu_embedding(const cell_tensor *ids, const cell_tensor *weight, int64_t index_base,
                              cell_tensor **out) {
   if (!ids || !weight || !out) return cell_error(CELL_ERR_VALUE, "embedding: NULL argument");
   CELL_TRY(check_ids("embedding", ids));
@@ -81,7 +82,7 @@ cell_status cell_k_embedding(const cell_tensor *ids, const cell_tensor *weight, 
   return CELL_OK;
 }
 
-cell_status cell_k_embedding_backward(const cell_tensor *g, const cell_tensor *ids, int64_t vocab,
+cell_status cell_cpu_embedding_backward(const cell_tensor *g, const cell_tensor *ids, int64_t vocab,
                                       cell_dtype dt, int has_padding, int64_t padding_idx,
                                       int64_t index_base, cell_tensor **gw) {
   const char *op = "embedding backward";

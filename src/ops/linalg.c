@@ -2,6 +2,7 @@
 #include "../backend/backend.h"
 #include "kernels.h"
 #include "ops.h"
+#include "kernel_list.h"
 
 static cell_status mismatch(const char *op, const cell_tensor *a, const cell_tensor *b) {
   char sa[256], sb[256];
@@ -96,7 +97,7 @@ static cell_status matmul_nd(const char *op, const cell_tensor *a, const cell_te
   return CELL_OK;
 }
 
-cell_status cell_k_matmul(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+cell_status cell_cpu_matmul(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "matmul: NULL argument");
   if (a->ndim == 0 || b->ndim == 0)
     return cell_error(CELL_ERR_VALUE, "matmul: both operands need at least one dimension, got "
@@ -124,7 +125,7 @@ cell_status cell_k_matmul(const cell_tensor *a, const cell_tensor *b, cell_tenso
   return CELL_OK;
 }
 
-cell_status cell_k_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+cell_status cell_cpu_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "mm: NULL argument");
   if (a->ndim != 2 || b->ndim != 2)
     return cell_error(CELL_ERR_VALUE, "mm: both operands must be 2-D, got %d-D and %d-D", a->ndim,
@@ -133,7 +134,7 @@ cell_status cell_k_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **
   return cell_k_matmul(a, b, out);
 }
 
-cell_status cell_k_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+cell_status cell_cpu_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "bmm: NULL argument");
   if (a->ndim != 3 || b->ndim != 3)
     return cell_error(CELL_ERR_VALUE, "bmm: both operands must be 3-D, got %d-D and %d-D",
@@ -142,7 +143,7 @@ cell_status cell_k_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor *
   return cell_k_matmul(a, b, out);
 }
 
-cell_status cell_k_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+cell_status cell_cpu_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
   if (!a || !b || !out) return cell_error(CELL_ERR_VALUE, "dot: NULL argument");
   if (a->ndim != 1 || b->ndim != 1)
     return cell_error(CELL_ERR_VALUE, "dot: both operands must be 1-D, got %d-D and %d-D",

@@ -15,6 +15,7 @@
 #include "../core/iter.h"
 #include "kernels.h"
 #include "ops.h"
+#include "kernel_list.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -237,7 +238,7 @@ static double mean_divisor(const cls_state *st) {
   return d;
 }
 
-cell_status cell_k_cross_entropy(const cell_tensor *logits, const cell_tensor *target,
+cell_status cell_cpu_cross_entropy(const cell_tensor *logits, const cell_tensor *target,
                                  const cell_ce_args *a, cell_tensor **out, cell_tensor **lse_out,
                                  double *den_out) {
   const char *op = "cross_entropy";
@@ -319,7 +320,7 @@ static cell_status grad_scale_init(const char *op, const cell_tensor *g, cell_re
   return CELL_OK;
 }
 
-cell_status cell_k_cross_entropy_backward(const cell_tensor *g, const cell_tensor *logits,
+cell_status cell_cpu_cross_entropy_backward(const cell_tensor *g, const cell_tensor *logits,
                                           const cell_tensor *lse, const cell_tensor *target,
                                           const cell_ce_args *a, double den,
                                           cell_tensor **gx, cell_tensor **gt) {
@@ -387,7 +388,7 @@ cell_status cell_k_cross_entropy_backward(const cell_tensor *g, const cell_tenso
 
 /* --- nll_loss ---------------------------------------------------------------------------------- */
 
-cell_status cell_k_nll_loss(const cell_tensor *logp, const cell_tensor *target,
+cell_status cell_cpu_nll_loss(const cell_tensor *logp, const cell_tensor *target,
                             const cell_ce_args *a, cell_tensor **out, double *den_out) {
   const char *op = "nll_loss";
   if (!out) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", op);
@@ -410,7 +411,7 @@ cell_status cell_k_nll_loss(const cell_tensor *logp, const cell_tensor *target,
   return s;
 }
 
-cell_status cell_k_nll_loss_backward(const cell_tensor *g, const cell_tensor *logp,
+cell_status cell_cpu_nll_loss_backward(const cell_tensor *g, const cell_tensor *logp,
                                      const cell_tensor *target, const cell_ce_args *a, double den,
                                      cell_tensor **gx) {
   const char *op = "nll_loss backward";

@@ -8,6 +8,7 @@
  * so results do not depend on the thread count. */
 #include "nn.h"
 #include "ops.h"
+#include "kernel_list.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -103,7 +104,7 @@ static cell_status check_pair(const char *op, const cell_tensor *x, const cell_t
   return cell_broadcast_shapes(op, x->ndim, x->shape, y->ndim, y->shape, nd, shape);
 }
 
-cell_status cell_k_pointwise_loss(cell_loss_kind kind, const cell_tensor *x, const cell_tensor *y,
+cell_status cell_cpu_pointwise_loss(cell_loss_kind kind, const cell_tensor *x, const cell_tensor *y,
                                   cell_reduction red, cell_tensor **out) {
   const char *op = kind == CELL_LOSS_MSE ? "mse_loss" : "l1_loss";
   int nd;
@@ -137,7 +138,7 @@ cell_status cell_k_pointwise_loss(cell_loss_kind kind, const cell_tensor *x, con
   return finish(r, red, total, w.rows * w.len, x->dtype, out);
 }
 
-cell_status cell_k_pointwise_loss_backward(cell_loss_kind kind, const cell_tensor *g,
+cell_status cell_cpu_pointwise_loss_backward(cell_loss_kind kind, const cell_tensor *g,
                                            const cell_tensor *x, const cell_tensor *y,
                                            cell_reduction red, cell_tensor **gx) {
   const char *op = kind == CELL_LOSS_MSE ? "mse_loss backward" : "l1_loss backward";
@@ -231,7 +232,7 @@ static inline double sigmoid_neg(double x) {
   return x >= 0 ? exp(-x) / (1.0 + exp(-x)) : 1.0 / (1.0 + exp(x));
 }
 
-cell_status cell_k_bce_with_logits(const cell_tensor *x, const cell_tensor *y,
+cell_status cell_cpu_bce_with_logits(const cell_tensor *x, const cell_tensor *y,
                                    const cell_tensor *weight, const cell_tensor *pos_weight,
                                    cell_reduction red, cell_tensor **out) {
   if (!out) return cell_error(CELL_ERR_VALUE, "bce_with_logits: NULL argument");
@@ -268,7 +269,7 @@ cell_status cell_k_bce_with_logits(const cell_tensor *x, const cell_tensor *y,
   return finish(r, red, total, w.rows * w.len, x->dtype, out);
 }
 
-cell_status cell_k_bce_with_logits_backward(const cell_tensor *g, const cell_tensor *x,
+cell_status cell_cpu_bce_with_logits_backward(const cell_tensor *g, const cell_tensor *x,
                                             const cell_tensor *y, const cell_tensor *weight,
                                             const cell_tensor *pos_weight, cell_reduction red,
                                             cell_tensor **gx, cell_tensor **gy, cell_tensor **gw,

@@ -13,6 +13,7 @@
 #include "../core/iter.h"
 #include "kernels.h"
 #include "ops.h"
+#include "kernel_list.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -144,7 +145,7 @@ static void blend_into(cell_tensor *running, const double *v, int64_t n, double 
   cell_tensor_bump(running);
 }
 
-void cell_k_batch_norm_update(cell_tensor *running_mean, cell_tensor *running_var,
+void cell_cpu_batch_norm_update(cell_tensor *running_mean, cell_tensor *running_var,
                               const cell_tensor *mean, const cell_tensor *var, int64_t count,
                               double momentum) {
   if (running_mean) blend_into(running_mean, f64_data((cell_tensor *)mean), mean->shape[0], momentum, 1.0);
@@ -153,7 +154,7 @@ void cell_k_batch_norm_update(cell_tensor *running_mean, cell_tensor *running_va
                (double)count / (double)(count - 1));
 }
 
-cell_status cell_k_batch_norm(const cell_tensor *x, cell_tensor *running_mean,
+cell_status cell_cpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean,
                               cell_tensor *running_var, const cell_tensor *weight,
                               const cell_tensor *bias, int training, double momentum, double eps,
                               int update, cell_tensor **out, cell_tensor **mean_out,
@@ -244,7 +245,7 @@ static void channel_grad_x(cell_dtype gdt, const char *gb, cell_dtype xdt, const
   }
 }
 
-cell_status cell_k_batch_norm_backward(const cell_tensor *g, const cell_tensor *x,
+cell_status cell_cpu_batch_norm_backward(const cell_tensor *g, const cell_tensor *x,
                                        const cell_tensor *weight, const cell_tensor *mean,
                                        const cell_tensor *var, double eps, int training,
                                        cell_tensor **gx, cell_tensor **gw, cell_tensor **gb) {
@@ -327,7 +328,7 @@ static cell_status ln_check(const cell_tensor *x, int k, const cell_tensor *w,
   return CELL_OK;
 }
 
-cell_status cell_k_layer_norm(const cell_tensor *x, int k, const cell_tensor *weight,
+cell_status cell_cpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *weight,
                               const cell_tensor *bias, double eps, cell_tensor **out,
                               cell_tensor **mean_out, cell_tensor **rstd_out) {
   if (!x || !out) return cell_error(CELL_ERR_VALUE, "layer_norm: NULL argument");
@@ -376,7 +377,7 @@ cell_status cell_k_layer_norm(const cell_tensor *x, int k, const cell_tensor *we
   return CELL_OK;
 }
 
-cell_status cell_k_layer_norm_backward(const cell_tensor *g, const cell_tensor *x, int k,
+cell_status cell_cpu_layer_norm_backward(const cell_tensor *g, const cell_tensor *x, int k,
                                        const cell_tensor *weight, const cell_tensor *mean,
                                        const cell_tensor *rstd, cell_tensor **gx, cell_tensor **gw,
                                        cell_tensor **gb) {

@@ -5,6 +5,7 @@
 #include "optim.h"
 #include "../core/iter.h"
 #include <math.h>
+#include "kernel_list.h"
 
 /* --- SGD ----------------------------------------------------------------------- */
 
@@ -54,7 +55,7 @@ typedef struct {
 SGD_LOOP(sgd_f32, float)
 SGD_LOOP(sgd_f64, double)
 
-cell_status cell_k_sgd_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *buf,
+cell_status cell_cpu_sgd_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *buf,
                             const cell_sgd_config *cfg) {
   sgd_ctx c = {cfg->lr, cfg->momentum, 1.0 - cfg->dampening, cfg->weight_decay, cfg->grad_scale,
                cfg->nesterov != 0, cfg->first_step != 0, cfg->momentum != 0};
@@ -116,7 +117,7 @@ typedef struct {
 ADAM_LOOP(adam_f32, float, sqrtf)
 ADAM_LOOP(adam_f64, double, sqrt)
 
-cell_status cell_k_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
+cell_status cell_cpu_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
                              cell_tensor *exp_avg_sq, const cell_adam_config *cfg) {
   /* The scalars as PyTorch computes them, in double: 1 - beta^step and
    * lr / (1 - beta1^step), then rounded to the parameter's type. */

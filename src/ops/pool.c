@@ -10,6 +10,7 @@
 #include "../core/iter.h"
 #include "kernels.h"
 #include "ops.h"
+#include "kernel_list.h"
 
 cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
                                const int64_t *kernel, const int64_t *stride,
@@ -290,7 +291,7 @@ static cell_status to_dtype(cell_status s, cell_tensor *r, cell_dtype dt, cell_t
   return CELL_OK;
 }
 
-cell_status cell_k_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
+cell_status cell_cpu_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
                               const int64_t *padding, cell_tensor **out, cell_tensor **indices) {
   if (!x || !out) return cell_error(CELL_ERR_VALUE, "max_pool2d: NULL argument");
   cell_conv_geom g;
@@ -318,7 +319,7 @@ cell_status cell_k_max_pool2d(const cell_tensor *x, const int64_t *kernel, const
   return CELL_OK;
 }
 
-cell_status cell_k_max_pool2d_backward(const cell_tensor *gy, const cell_tensor *indices,
+cell_status cell_cpu_max_pool2d_backward(const cell_tensor *gy, const cell_tensor *indices,
                                        const int64_t *in_shape, cell_dtype dt,
                                        cell_tensor **gx) {
   if (!gy || !indices || !in_shape || !gx)
@@ -362,7 +363,7 @@ cell_status cell_k_max_pool2d_backward(const cell_tensor *gy, const cell_tensor 
   return to_dtype(s, r, dt, gx);
 }
 
-cell_status cell_k_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
+cell_status cell_cpu_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
                               const int64_t *padding, int count_include_pad, cell_tensor **out) {
   if (!x || !out) return cell_error(CELL_ERR_VALUE, "avg_pool2d: NULL argument");
   cell_conv_geom g;
@@ -380,7 +381,7 @@ cell_status cell_k_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const
   return to_dtype(s, r, x->dtype, out);
 }
 
-cell_status cell_k_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_shape,
+cell_status cell_cpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_shape,
                                        const int64_t *kernel, const int64_t *stride,
                                        const int64_t *padding, int count_include_pad,
                                        cell_dtype dt, cell_tensor **gx) {

@@ -30,6 +30,7 @@
 #include "ops.h"
 #ifdef _OPENMP
 #include <omp.h>
+#include "kernel_list.h"
 #endif
 
 #define CHUNK 256 /* elements loaded into a buffer at a time */
@@ -748,7 +749,7 @@ static void job_init(rjob *j, const char *name, const cell_tensor *a, const bool
 static const char *const redop_names[CELL_REDOP_COUNT] = {"sum", "mean", "prod", "max",
                                                           "min", "all",  "any"};
 
-cell_status cell_k_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims,
+cell_status cell_cpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims,
                            int keepdim, cell_tensor **out) {
   if ((unsigned)op >= CELL_REDOP_COUNT)
     return cell_error(CELL_ERR_VALUE, "reduce: unknown reduction %d", (int)op);
@@ -802,7 +803,7 @@ static cell_status arg_extreme(const char *name, const cell_tensor *a, const boo
   return finish(&j, a, red, keepdim, a->dtype, values, indices);
 }
 
-cell_status cell_k_max_dim(const cell_tensor *a, int dim, int keepdim, int is_min,
+cell_status cell_cpu_max_dim(const cell_tensor *a, int dim, int keepdim, int is_min,
                             int64_t index_base, cell_tensor **values, cell_tensor **indices) {
   const char *name = is_min ? "min" : "max";
   if (!a || (!values && !indices)) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", name);
@@ -812,7 +813,7 @@ cell_status cell_k_max_dim(const cell_tensor *a, int dim, int keepdim, int is_mi
   return arg_extreme(name, a, red, keepdim, is_min, index_base, values, indices);
 }
 
-cell_status cell_op_argmax(const cell_tensor *a, int dim, int keepdim, int is_min,
+cell_status cell_cpu_argmax(const cell_tensor *a, int dim, int keepdim, int is_min,
                            int64_t index_base, cell_tensor **out) {
   const char *name = is_min ? "argmin" : "argmax";
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", name);
@@ -825,7 +826,7 @@ cell_status cell_op_argmax(const cell_tensor *a, int dim, int keepdim, int is_mi
   return arg_extreme(name, a, red, keepdim, is_min, index_base, NULL, out);
 }
 
-cell_status cell_k_var(const cell_tensor *a, int ndims, const int *dims, int ddof, int keepdim,
+cell_status cell_cpu_var(const cell_tensor *a, int ndims, const int *dims, int ddof, int keepdim,
                         int take_sqrt, cell_tensor **out) {
   const char *name = take_sqrt ? "std" : "var";
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", name);
@@ -839,7 +840,7 @@ cell_status cell_k_var(const cell_tensor *a, int ndims, const int *dims, int ddo
   return finish(&j, a, red, keepdim, rt, out, NULL);
 }
 
-cell_status cell_k_norm(const cell_tensor *a, double p, int ndims, const int *dims, int keepdim,
+cell_status cell_cpu_norm(const cell_tensor *a, double p, int ndims, const int *dims, int keepdim,
                          cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "norm: NULL argument");
   if (!(p > 0))
@@ -1005,7 +1006,7 @@ static cell_status cumsum_run(const cell_tensor *a, int dim, cell_tensor *r) {
   return CELL_OK;
 }
 
-cell_status cell_k_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {
+cell_status cell_cpu_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "cumsum: NULL argument");
   CELL_TRY(cell_check_dim("cumsum", dim, a->ndim));
   cell_dtype rt = cell_dtype_is_float(a->dtype) ? a->dtype : CELL_DTYPE_I64;

@@ -11,6 +11,7 @@
 #include "../core/iter.h"
 #include "kernels.h"
 #include "ops.h"
+#include "kernel_list.h"
 
 /* --- helpers ------------------------------------------------------------- */
 
@@ -94,7 +95,7 @@ static cell_dtype promote_all(int n, cell_tensor *const *ts) {
   return dt;
 }
 
-cell_status cell_k_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
+cell_status cell_cpu_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
   CELL_TRY(check_list("cat", n, ts, out));
   const cell_tensor *t0 = ts[0];
   int nd = t0->ndim;
@@ -141,7 +142,7 @@ cell_status cell_k_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out
   return finish(s, r, out);
 }
 
-cell_status cell_k_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
+cell_status cell_cpu_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
   CELL_TRY(check_list("stack", n, ts, out));
   const cell_tensor *t0 = ts[0];
   int nd = t0->ndim;
@@ -246,7 +247,7 @@ static cell_status check_fits(const char *op, const cell_tensor *index, const ce
   return CELL_OK;
 }
 
-cell_status cell_k_gather(const cell_tensor *a, int dim, const cell_tensor *index,
+cell_status cell_cpu_gather(const cell_tensor *a, int dim, const cell_tensor *index,
                            int64_t index_base, cell_tensor **out) {
   if (!a || !index || !out) return cell_error(CELL_ERR_VALUE, "gather: NULL argument");
   CELL_TRY(cell_check_dim("gather", dim, a->ndim));
@@ -257,7 +258,7 @@ cell_status cell_k_gather(const cell_tensor *a, int dim, const cell_tensor *inde
   return finish(index_walk("gather", index, dim, index_base, r, a, 0), r, out);
 }
 
-cell_status cell_k_scatter(const cell_tensor *a, int dim, const cell_tensor *index,
+cell_status cell_cpu_scatter(const cell_tensor *a, int dim, const cell_tensor *index,
                             const cell_tensor *src, int64_t index_base, cell_tensor **out) {
   if (!a || !index || !src || !out) return cell_error(CELL_ERR_VALUE, "scatter: NULL argument");
   CELL_TRY(cell_check_dim("scatter", dim, a->ndim));
@@ -274,7 +275,7 @@ cell_status cell_k_scatter(const cell_tensor *a, int dim, const cell_tensor *ind
 
 /* --- index_select ------------------------------------------------------------- */
 
-cell_status cell_k_index_select(const cell_tensor *a, int dim, const cell_tensor *index,
+cell_status cell_cpu_index_select(const cell_tensor *a, int dim, const cell_tensor *index,
                                  int64_t index_base, cell_tensor **out) {
   if (!a || !index || !out) return cell_error(CELL_ERR_VALUE, "index_select: NULL argument");
   CELL_TRY(cell_check_dim("index_select", dim, a->ndim));
@@ -315,7 +316,7 @@ cell_status cell_k_index_select(const cell_tensor *a, int dim, const cell_tensor
 
 /* --- tile, repeat_interleave -------------------------------------------------- */
 
-cell_status cell_k_tile(const cell_tensor *a, int nreps, const int64_t *reps, cell_tensor **out) {
+cell_status cell_cpu_tile(const cell_tensor *a, int nreps, const int64_t *reps, cell_tensor **out) {
   if (!a || !out || (nreps > 0 && !reps))
     return cell_error(CELL_ERR_VALUE, "tile: NULL argument");
   if (nreps < 0 || nreps > CELL_MAX_DIMS)
@@ -364,7 +365,7 @@ cell_status cell_k_tile(const cell_tensor *a, int nreps, const int64_t *reps, ce
   return finish(s, r, out);
 }
 
-cell_status cell_k_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim,
+cell_status cell_cpu_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim,
                                       cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "repeat_interleave: NULL argument");
   CELL_TRY(cell_check_dim("repeat_interleave", dim, a->ndim));
@@ -407,7 +408,7 @@ cell_status cell_k_repeat_interleave(const cell_tensor *a, int64_t repeats, int 
 
 /* --- pad ------------------------------------------------------------------------- */
 
-cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value,
+cell_status cell_cpu_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value,
                         cell_tensor **out) {
   if (!a || !out || (npairs > 0 && !pads))
     return cell_error(CELL_ERR_VALUE, "pad: NULL argument");
@@ -472,7 +473,8 @@ cell_status cell_k_pad(const cell_tensor *a, int npairs, const int64_t *pads, do
 #define NULLCHECK(op, t, out) \
   if (!(t) || !(out)) return cell_error(CELL_ERR_VALUE, op ": NULL argument")
 
-cell_status cell_k_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
+/* The CPU kernel behind cell_k_reshape (src/ops/device.c dispatches). */
+cell_status cell_cpu_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
                                 cell_tensor **out) {
   NULLCHECK("reshape", t, out);
   int64_t res[CELL_MAX_DIMS], st[CELL_MAX_DIMS];

@@ -8,6 +8,7 @@
 #include "nn.h"
 #include "../core/iter.h"
 #include "kernels.h"
+#include "kernel_list.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -113,7 +114,7 @@ static cell_status check_args(const char *op, const cell_tensor *x, int dim, cel
   return cell_check_dim(op, dim, x->ndim);
 }
 
-cell_status cell_k_softmax(const cell_tensor *x, int dim, int log_, cell_tensor **out) {
+cell_status cell_cpu_softmax(const cell_tensor *x, int dim, int log_, cell_tensor **out) {
   const char *op = log_ ? "log_softmax" : "softmax";
   CELL_TRY(check_args(op, x, dim, out));
   cell_tensor *xc, *y;
@@ -165,7 +166,7 @@ static void backward_row(cell_dtype ydt, cell_dtype gdt, const char *y, const ch
   }
 }
 
-cell_status cell_k_softmax_backward(const cell_tensor *y, const cell_tensor *g, int dim, int log_,
+cell_status cell_cpu_softmax_backward(const cell_tensor *y, const cell_tensor *g, int dim, int log_,
                                     cell_tensor **gx) {
   const char *op = log_ ? "log_softmax backward" : "softmax backward";
   CELL_TRY(check_args(op, y, dim, gx));

@@ -3,6 +3,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include <tgmath.h>
+#include "kernel_list.h"
 
 #define ID(x) (x)
 #define WRAP(ST) (ST)(uint64_t)
@@ -142,7 +143,7 @@ static cell_status run_unary(cell_unop op, cell_dtype ct, cell_tensor *out, cons
   return s;
 }
 
-cell_status cell_k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
+cell_status cell_cpu_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "unary op: NULL argument");
   cell_dtype ct;
   CELL_TRY(unop_type(op, a->dtype, &ct));
@@ -157,7 +158,7 @@ cell_status cell_k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) 
   return CELL_OK;
 }
 
-cell_status cell_k_unary_(cell_unop op, cell_tensor *a) {
+cell_status cell_cpu_unary_(cell_unop op, cell_tensor *a) {
   if (!a) return cell_error(CELL_ERR_VALUE, "unary op: NULL argument");
   cell_dtype ct;
   CELL_TRY(unop_type(op, a->dtype, &ct));
@@ -169,7 +170,7 @@ cell_status cell_k_unary_(cell_unop op, cell_tensor *a) {
 }
 
 /* clamp = minimum(maximum(a, lo), hi), through the binary kernels. */
-cell_status cell_k_clamp(const cell_tensor *a, int has_lo, double lo, int has_hi, double hi,
+cell_status cell_cpu_clamp(const cell_tensor *a, int has_lo, double lo, int has_hi, double hi,
                           cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "clamp: NULL argument");
   if (a->dtype == CELL_DTYPE_BOOL)
@@ -202,7 +203,7 @@ static void where_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
   }
 }
 
-cell_status cell_k_where(const cell_tensor *cond, const cell_tensor *a, const cell_tensor *b,
+cell_status cell_cpu_where(const cell_tensor *cond, const cell_tensor *a, const cell_tensor *b,
                           cell_tensor **out) {
   if (!cond || !a || !b || !out) return cell_error(CELL_ERR_VALUE, "where: NULL argument");
   if (cond->dtype != CELL_DTYPE_BOOL)
@@ -233,7 +234,7 @@ cell_status cell_k_where(const cell_tensor *cond, const cell_tensor *a, const ce
   return CELL_OK;
 }
 
-cell_status cell_k_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value,
+cell_status cell_cpu_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value,
                                 cell_tensor **out) {
   if (!a || !mask || !out) return cell_error(CELL_ERR_VALUE, "masked_fill: NULL argument");
   if (mask->dtype != CELL_DTYPE_BOOL)

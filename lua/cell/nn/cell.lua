@@ -728,6 +728,33 @@ function Cell:get_flags()
   return out
 end
 
+--- move_to(device [, device_id]): every parameter and buffer of this cell
+-- and of the cells below it moved to the device ("CPU", "TEST", ...), in
+-- place: a Parameter keeps its identity (optimizers holding it see the
+-- moved tensor) and its requires_grad; a buffer is replaced in its cell.
+-- Optimizer state is not moved here (it is made on the parameters' device
+-- at the first step). Returns self.
+function Cell:move_to(device, device_id)
+  if type(device) ~= "string" then
+    error(("TypeError: move_to: expected a device name (a string), but got %s"):format(type_name(device)), 2)
+  end
+  local seen = {}
+  for _, e in ipairs(walk_cells(self, "", {}, {})) do
+    local st = rawget(e[2], S)
+    for _, p in R.each(st.params) do
+      if p ~= nil and not seen[p] then
+        seen[p] = true
+        local m = p:move_to(device, device_id)
+        if m ~= p then core._swap(p, m) end
+      end
+    end
+    for name, b in R.each(st.buffers) do
+      if b ~= nil then R.set(st.buffers, name, b:move_to(device, device_id)) end
+    end
+  end
+  return self
+end
+
 local float_dtypes = { float16 = true, bfloat16 = true, float32 = true }
 
 --- to_float(dtype): floating-point inputs of this cell and of every cell
