@@ -208,6 +208,9 @@ describe("train.ModelCheckpoint", function()
       err(function() train.CheckpointConfig { save_checkpoint_steps = 1.5 } end))
     assert.are.equal("TypeError: For 'ModelCheckpoint', the argument 'config' must be a CheckpointConfig (a table), but got number.",
       err(function() train.ModelCheckpoint("a", ".", 5) end))
+    -- a NaN config with a step count beside it (the misuse fuzzer, seed 51)
+    assert.are.equal("TypeError: For 'ModelCheckpoint', the argument 'config' must be a CheckpointConfig (a table), but got number.",
+      err(function() train.ModelCheckpoint("a", ".", 0 / 0, 3) end))
     assert.are.equal("TypeError: ModelCheckpoint() got an unexpected keyword argument 'dir'; the options are prefix, directory, config, save_checkpoint_steps, keep_checkpoint_max, saved_network",
       err(function() train.ModelCheckpoint { dir = "." } end))
     assert.are.equal("TypeError: ModelCheckpoint() got both 'config' and 'keep_checkpoint_max'; give the checkpoint options in one of them",

@@ -311,11 +311,15 @@ local CHECKPOINT_OPTIONS = { "prefix", "directory", "config", "save_checkpoint_s
 function ModelCheckpoint:init(...)
   local o = args_util.named("ModelCheckpoint", CHECKPOINT_OPTIONS, 3, select("#", ...), ...)
   local prefix, directory, config = o.prefix, o.directory, o.config
+  if config ~= nil and type(config) ~= "table" then
+    raise(("TypeError: For 'ModelCheckpoint', the argument 'config' must be a CheckpointConfig (a table), but got %s.")
+      :format(type_name(config)))
+  end
   for _, k in ipairs(CONFIG_OPTIONS) do
     if o[k] ~= nil then
-      if config ~= nil and config == o.config then
-        error(("TypeError: ModelCheckpoint() got both 'config' and '%s'; give the checkpoint options in one of "
-          .. "them"):format(k), 3)
+      if o.config ~= nil then
+        raise(("TypeError: ModelCheckpoint() got both 'config' and '%s'; give the checkpoint options in one of "
+          .. "them"):format(k))
       end
       config = config or {}
       config[k] = o[k]
