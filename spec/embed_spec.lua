@@ -13,14 +13,9 @@ local H = require "helpers"
 local cell = H.cell
 local nn = cell.nn
 
-local LUA = (type(jit) == "table") and "luajit" or "lua5.4"
+local LUA = H.LUA
 
---- The build folder the specs run against: the one holding cell/core.so.
-local function build_dir()
-  local so = package.searchpath("cell.core", package.cpath)
-  local dir = so and so:match("^(.-)/[^/]+/cell/core%.so$")
-  return dir or "build"
-end
+local build_dir = H.build_dir
 local BUILD = build_dir()
 local GAME = BUILD .. "/embed/game_loop"
 local HOST = BUILD .. "/" .. LUA .. "/embed/host"

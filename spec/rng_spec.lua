@@ -5,14 +5,9 @@
 local H = require "helpers"
 local cell = H.cell
 
-local LUA = (type(jit) == "table") and "luajit" or "lua5.4"
+local LUA = H.LUA
 
---- The build folder the specs run against: the one holding cell/core.so.
-local function build_dir()
-  local so = package.searchpath("cell.core", package.cpath)
-  local dir = so and so:match("^(.-)/[^/]+/cell/core%.so$")
-  return dir or "build"
-end
+local build_dir = H.build_dir
 local STATES = build_dir() .. "/" .. LUA .. "/test_states"
 
 local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end

@@ -3,12 +3,7 @@
 -- the suites, an unknown name is an error with exit status 2.
 local H = require "helpers"
 
---- The build folder the specs run against: the one holding cell/core.so.
-local function build_dir()
-  local so = package.searchpath("cell.core", package.cpath)
-  local dir = so and so:match("^(.-)/[^/]+/cell/core%.so$")
-  return dir or "build"
-end
+local build_dir = H.build_dir
 local BIN = build_dir() .. "/test_engine"
 
 describe("the C test binary", function()

@@ -19,14 +19,7 @@ local function with_dir(fn)
   if not ok then error(err, 0) end
 end
 
-local function listing(dir)
-  local p = io.popen("ls -A " .. q(dir))
-  local out = {}
-  for line in p:lines() do out[#out + 1] = line end
-  p:close()
-  table.sort(out)
-  return out
-end
+local listing = H.listing
 
 local function read_all(path)
   local f = assert(io.open(path, "rb"))

@@ -35,15 +35,7 @@ local function with_dir(fn)
   if not ok then error(err, 0) end
 end
 
---- Names in a folder (ls -A), as a sorted list.
-local function listing(dir)
-  local p = io.popen("ls -A '" .. dir .. "'")
-  local out = {}
-  for line in p:lines() do out[#out + 1] = line end
-  p:close()
-  table.sort(out)
-  return out
-end
+local listing = H.listing
 
 local ST_DTYPE = { F32 = "float32", F64 = "float64", F16 = "float16", BF16 = "bfloat16", I8 = "int8",
   U8 = "uint8", I32 = "int32", I64 = "int64", BOOL = "bool" }
