@@ -396,6 +396,62 @@ CELL_API cell_status cell_tensor_format(const cell_tensor *t, char **out);
  * ("blas" or "cpu"): for tests and benchmarks. */
 CELL_API const char *cell_gemm_backend_name(cell_dtype dt, int64_t m, int64_t n, int64_t k);
 
+/* --- ordering and rearranging ops (sort, topk, median, unique, cumprod,
+ * logsumexp, tril / triu, flip, roll, diag, trace) -------------------------------
+ * Dimensions are 0-based; index outputs are int64 counted from index_base
+ * (0 in C, 1 from Lua). Each differentiable op records its backward rule
+ * for float inputs. */
+/* Stable sort along dim (NaN sorts as the largest; -0 == +0): the values
+ * and the positions they came from. Either output may be NULL, not both. */
+CELL_API cell_status cell_op_sort(const cell_tensor *a, int dim, int descending,
+                                  int64_t index_base, cell_tensor **values,
+                                  cell_tensor **indices);
+/* The k largest (or smallest) elements along dim, in order, and their
+ * positions; ties go to the earlier element. 0 <= k <= size of dim
+ * (ValueError otherwise). indices may be NULL. */
+CELL_API cell_status cell_op_topk(const cell_tensor *a, int64_t k, int dim, int largest,
+                                  int sorted, int64_t index_base, cell_tensor **values,
+                                  cell_tensor **indices);
+/* The lower median along dim ((n-1)/2-th smallest; a NaN if the line has
+ * one) and its position; IndexError for a dimension of size 0. */
+CELL_API cell_status cell_op_median(const cell_tensor *a, int dim, int keepdim,
+                                    int64_t index_base, cell_tensor **values,
+                                    cell_tensor **indices);
+/* The lower median of all elements, 0-D (NaN for an empty float tensor);
+ * its gradient is split evenly among the elements equal to it. */
+CELL_API cell_status cell_op_median_all(const cell_tensor *a, cell_tensor **out);
+/* The distinct elements, sorted (1-D), and optionally, for each element of
+ * a, the position of its value in out (a's shape), and how many times each
+ * value occurs. NaNs are each distinct. Not differentiable. */
+CELL_API cell_status cell_op_unique(const cell_tensor *a, int64_t index_base, cell_tensor **out,
+                                    cell_tensor **inverse, cell_tensor **counts);
+/* Running product along dim (integers and bool give int64); the gradient
+ * is exact where the input holds zeros. */
+CELL_API cell_status cell_op_cumprod(const cell_tensor *a, int dim, cell_tensor **out);
+/* log(sum(exp(a))) over dims (ndims == 0: all), computed stably; integer
+ * inputs give float32. ValueError for a repeated dimension. */
+CELL_API cell_status cell_op_logsumexp(const cell_tensor *a, int ndims, const int *dims,
+                                       int keepdim, cell_tensor **out);
+/* The lower (tril) or upper (triu) triangle of the last two dimensions,
+ * the rest zero: elements with col - row <= diagonal (tril) or >= diagonal
+ * (triu) are kept. ValueError below 2-D. */
+CELL_API cell_status cell_op_tril(const cell_tensor *a, int64_t diagonal, cell_tensor **out);
+CELL_API cell_status cell_op_triu(const cell_tensor *a, int64_t diagonal, cell_tensor **out);
+/* a with the order of the elements reversed along each of dims
+ * (ValueError for a repeated dimension). */
+CELL_API cell_status cell_op_flip(const cell_tensor *a, int ndims, const int *dims,
+                                  cell_tensor **out);
+/* a with its elements shifted by shifts[i] along dims[i] (wrapping
+ * around); n == 0: shifts[0] over the flattened elements, shape kept. */
+CELL_API cell_status cell_op_roll(const cell_tensor *a, int n, const int64_t *shifts,
+                                  const int *dims, cell_tensor **out);
+/* 1-D a: a square matrix with a on diagonal `offset` (> 0 above the main
+ * one); 2-D a: that diagonal as 1-D. ValueError for other ranks. */
+CELL_API cell_status cell_op_diag(const cell_tensor *a, int64_t offset, cell_tensor **out);
+/* The sum of the main diagonal of a 2-D tensor (integers give int64);
+ * ValueError for another rank. */
+CELL_API cell_status cell_op_trace(const cell_tensor *a, cell_tensor **out);
+
 /* --- op families, each in a header of its own -------------------------------------------- */
 #include "cell_conv.h"  /* conv2d, max_pool2d, avg_pool2d */
 #include "cell_nn.h"    /* softmax, normalisation, dropout, embedding, losses */

@@ -129,6 +129,9 @@ bool lc_field(lua_State *L, int opts, const char *key);
 /* Fill the methods table (base + 1) and the metatable (base + 2). */
 void lc_open_tensor(lua_State *L, int base);
 void lc_register_ops(lua_State *L, int base);
+/* lsort.c: sort, topk, median, unique, cumprod, logsumexp, amax / amin,
+ * tril / triu, diag, trace, flip, roll. */
+void lc_register_sort(lua_State *L, int base);
 void lc_register_create(lua_State *L, int module, int base);
 void lc_register_autograd(lua_State *L, int module, int base);
 void lc_register_attrs(lua_State *L, int module, int base);

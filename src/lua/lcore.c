@@ -513,6 +513,7 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   lua_newtable(L);
   luaL_newmetatable(L, TENSOR_MT);
   lc_open_tensor(L, base);
+  lc_register_sort(L, base);
   lc_register_create(L, module, base);
   lc_register_autograd(L, module, base);
   lc_register_attrs(L, module, base);

@@ -27,6 +27,17 @@
   X(var, (const cell_tensor *a, int ndims, const int *dims, int ddof, int keepdim, int take_sqrt, cell_tensor **out), (a, ndims, dims, ddof, keepdim, take_sqrt, out), (a)) \
   X(norm, (const cell_tensor *a, double p, int ndims, const int *dims, int keepdim, cell_tensor **out), (a, p, ndims, dims, keepdim, out), (a)) \
   X(cumsum, (const cell_tensor *a, int dim, cell_tensor **out), (a, dim, out), (a)) \
+  X(cumprod, (const cell_tensor *a, int dim, cell_tensor **out), (a, dim, out), (a)) \
+  X(cumprod_backward, (const cell_tensor *g, const cell_tensor *x, int dim, cell_tensor **gx), (g, x, dim, gx), (g, x)) \
+  X(logsumexp, (const cell_tensor *a, int ndims, const int *dims, int keepdim, cell_tensor **out), (a, ndims, dims, keepdim, out), (a)) \
+  X(sort, (const cell_tensor *a, int dim, int descending, int64_t index_base, cell_tensor **values, cell_tensor **indices), (a, dim, descending, index_base, values, indices), (a)) \
+  X(topk, (const cell_tensor *a, int64_t k, int dim, int largest, int sorted, int64_t index_base, cell_tensor **values, cell_tensor **indices), (a, k, dim, largest, sorted, index_base, values, indices), (a)) \
+  X(median, (const cell_tensor *a, int dim, int keepdim, int64_t index_base, cell_tensor **values, cell_tensor **indices), (a, dim, keepdim, index_base, values, indices), (a)) \
+  X(unique, (const cell_tensor *a, int64_t index_base, cell_tensor **out, cell_tensor **inverse, cell_tensor **counts), (a, index_base, out, inverse, counts), (a)) \
+  X(triangle, (const cell_tensor *a, int64_t diagonal, int upper, cell_tensor **out), (a, diagonal, upper, out), (a)) \
+  X(diag, (const cell_tensor *a, int64_t offset, int64_t rows, int64_t cols, cell_tensor **out), (a, offset, rows, cols, out), (a)) \
+  X(flip, (const cell_tensor *a, int ndims, const int *dims, cell_tensor **out), (a, ndims, dims, out), (a)) \
+  X(roll, (const cell_tensor *a, int n, const int64_t *shifts, const int *dims, cell_tensor **out), (a, n, shifts, dims, out), (a)) \
   X(matmul, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
   X(mm, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
   X(bmm, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
