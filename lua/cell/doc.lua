@@ -180,6 +180,22 @@ M.C = {
   ["cell.ops.mse_loss"] = { "(x, y [, reduction])", "Mean squared error (reduction \"mean\", \"sum\" or \"none\")." },
   ["cell.ops.l1_loss"] = { "(x, y [, reduction])", "Mean absolute error (reduction \"mean\", \"sum\" or \"none\")." },
   ["cell.ops.bce_with_logits"] = { "(logits, target, {reduction =, weight =, pos_weight =})", "Binary cross-entropy on logits, fused with the sigmoid and numerically stable." },
+  -- ordering and rearranging
+  ["Tensor:sort"] = { "([dim = -1] [, descending = false]) | ({dim =, descending =, stable =})", "Stable sort along dim: the values and their 1-based indices (NaN sorts as the largest)." },
+  ["Tensor:argsort"] = { "([dim = -1] [, descending = false]) | ({dim =, descending =})", "The 1-based indices that sort t along dim (stable)." },
+  ["Tensor:topk"] = { "(k [, dim = -1] [, largest = true] [, sorted = true]) | (k, {dim =, largest =, sorted =})", "The k largest (or smallest) values along dim and their 1-based indices." },
+  ["Tensor:median"] = { "([dim [, keepdim]]) | ({dim =, keepdim =})", "The lower median of all elements, or along dim the values and their 1-based indices." },
+  ["Tensor:unique"] = { "([{sorted =, return_inverse =, return_counts =}])", "The sorted distinct elements, then the inverse indices and the counts when asked for." },
+  ["Tensor:cumprod"] = { "(dim [, {dtype =}])", "Running products along dim (integers give int64)." },
+  ["Tensor:logsumexp"] = { "([dim | dims] [, keepdim])", "The log of the sum of exp(t) over dims, computed without overflow." },
+  ["Tensor:amax"] = { "([dim | dims] [, keepdim])", "The largest values over dims (the gradient is split among ties)." },
+  ["Tensor:amin"] = { "([dim | dims] [, keepdim])", "The smallest values over dims (the gradient is split among ties)." },
+  ["Tensor:tril"] = { "([diagonal = 0])", "The lower triangle of the last two dimensions, the rest zero." },
+  ["Tensor:triu"] = { "([diagonal = 0])", "The upper triangle of the last two dimensions, the rest zero." },
+  ["Tensor:flip"] = { "(dims | dim, ...)", "The elements in reverse order along each of dims." },
+  ["Tensor:roll"] = { "(shifts [, dims])", "The elements shifted along dims, wrapping around (the flattened tensor without dims)." },
+  ["Tensor:diag"] = { "([diagonal = 0])", "A 1-D tensor as a diagonal matrix, or a matrix's diagonal as 1-D." },
+  ["Tensor:trace"] = { "()", "The sum of a matrix's main diagonal." },
 }
 
 -- Source comments ------------------------------------------------------------------------
