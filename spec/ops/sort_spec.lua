@@ -252,6 +252,23 @@ describe("large inputs", function()
   end)
 end)
 
+describe("extreme arguments", function()
+  it("rolls by shifts near the integer limits, forward and backward", function()
+    local big = math.maxinteger or 2 ^ 53
+    local x = cell.tensor({ 1, 2, 3, 4, 5 }, cell.float64)
+    assert_values(x:roll(big), x:roll(big % 5):totable())
+    local g = cell.grad(function(t) return (t:roll(-big, 1) * cell.tensor({ 1, 2, 3, 4, 5 }, cell.float64)):sum() end)(x)
+    assert_values(g, cell.tensor({ 1, 2, 3, 4, 5 }, cell.float64):roll(big % 5):totable())
+  end)
+  it("keeps tril / triu and diag offsets past the sizes in range", function()
+    assert_values(cell.ones({ 2, 2 }):tril(1000), { { 1, 1 }, { 1, 1 } })
+    assert_values(cell.ones({ 2, 2 }):triu(-1000), { { 1, 1 }, { 1, 1 } })
+    assert_values(cell.ones({ 2, 2 }):tril(-1000), { { 0, 0 }, { 0, 0 } })
+    assert_shape(cell.ones({ 2, 3 }):diag(7), { 0 })
+    assert_shape(cell.ones({ 2, 3 }):diag(-7), { 0 })
+  end)
+end)
+
 describe("cumprod's gradient with zeros", function()
   it("matches the product rule where one or two zeros sit in a line", function()
     local x = cell.tensor({ { 2, 0, 3, 4 }, { 0, 5, 0, 2 }, { 1, 2, 3, 0 } }, cell.float64)
@@ -297,6 +314,7 @@ describe("errors of the ordering ops", function()
     { "roll with a string shift", function() return m():roll("1") end, "TypeError", "shifts" },
     { "roll dim out of range", function() return m():roll(1, 5) end, "IndexError", "dimension 5" },
     { "diag of a 3-D tensor", function() return cell.ones({ 2, 2, 2 }):diag() end, "ValueError", "1-D or 2-D", "[2, 2, 2]" },
+    { "diag with an offset past any size", function() return cell.ones({ 2 }):diag(math.mininteger or -2 ^ 62) end, "ValueError", "diag", "offset" },
     { "trace of a 1-D tensor", function() return cell.ones({ 3 }):trace() end, "ValueError", "trace", "[3]" },
     { "sort of a non-tensor", function() return cell.ops.sort({ 1, 2 }) end, "TypeError" },
   }

@@ -345,9 +345,16 @@ cell_status cell_op_roll(const cell_tensor *a, int n, const int64_t *shifts, con
   cell_node *nd = CELL_AG_NODE("RollBackward", roll_backward, 1, in, 0, perm_args);
   if (nd) {
     perm_args *pa = CELL_AG_ARGS(nd, perm_args);
+    /* shifts reduced modulo their sizes, so the backward's negation cannot
+     * overflow (the kernel checked the dims) */
+    int64_t numel = cell_tensor_numel(a);
     pa->n = n;
-    pa->shifts[0] = shifts ? shifts[0] : 0;
-    for (int k = 0; k < n; k++) pa->dims[k] = dims[k], pa->shifts[k] = shifts[k];
+    pa->shifts[0] = shifts && numel ? shifts[0] % numel : 0;
+    for (int k = 0; k < n; k++) {
+      int64_t sz = a->ndim ? a->shape[dims[k]] : 1;
+      pa->dims[k] = dims[k];
+      pa->shifts[k] = sz ? shifts[k] % sz : 0;
+    }
   }
   return record_end(nd, s, r, out);
 }

@@ -40,7 +40,7 @@ static int dims_at(lua_State *L, int arg, int idx, int ndim, int *dims) {
                 lc_typename(L, idx));
   int n = (int)lua_rawlen(L, idx);
   if (n > CELL_MAX_DIMS) lc_argerror(L, arg, "ValueError: %d dimensions given, at most %d", n, CELL_MAX_DIMS);
-  idx = lua_absindex(L, idx);
+  if (idx < 0) idx = lua_gettop(L) + idx + 1; /* absolute (LuaJIT has no lua_absindex) */
   for (int k = 0; k < n; k++) {
     lua_rawgeti(L, idx, k + 1);
     dims[k] = lc_dim_of(L, arg, lc_check_item_int(L, arg, -1, k + 1, "dim"), ndim, 0);

@@ -42,6 +42,8 @@ cell_status cell_cpu_diag(const cell_tensor *a, int64_t offset, int64_t rows, in
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "diag: NULL argument");
   int64_t es = cell_dtype_size(a->dtype);
   cell_tensor *r;
+  if (offset > CELL_MAX_NUMEL || offset < -CELL_MAX_NUMEL)
+    return cell_error(CELL_ERR_VALUE, "diag: offset %lld is out of range", (long long)offset);
   if (a->ndim == 1) {
     int64_t n = a->shape[0], ao = offset < 0 ? -offset : offset;
     if (rows < 0) rows = cols = n + ao;
