@@ -23,7 +23,7 @@ def bench(fn):
     return best * 1e3
 
 
-print(f"torch_sort_rows_1000x1000 {bench(lambda: torch.sort(m, 1, stable=True)):.3f} ms")
-print(f"torch_sort_1e6 {bench(lambda: torch.sort(v, 0, stable=True)):.3f} ms")
+print(f"torch_sort_rows_1000x1000 {bench(lambda: torch.sort(m, dim=1, stable=True)):.3f} ms")
+print(f"torch_sort_1e6 {bench(lambda: torch.sort(v, dim=0, stable=True)):.3f} ms")
 print(f"torch_topk10_rows_1000x1000 {bench(lambda: torch.topk(m, 10, 1)):.3f} ms")
 print(f"torch_logsumexp_rows_1000x1000 {bench(lambda: torch.logsumexp(m, 1)):.3f} ms")

@@ -162,6 +162,29 @@ typedef struct {
   int64_t len;
 } lse_ctx;
 
+/* exp(x) for x <= 0 in float (Cephes' polynomial, within 2 ulp), written
+ * so that the compiler vectorises the loop around it: no libm call, the
+ * power of two built from its bits. */
+static inline float exp_nonpos(float x) {
+  float c = x + 87.0f;
+  x = (c + fabsf(c)) * 0.5f - 87.0f; /* max(x, -87), branch-free */
+  float fx = x * 1.44269504088896341f + 0.5f;
+  int n = (int)(fx + 128.0f) - 128; /* floor: fx + 128 > 0 */
+  float fn = (float)n;
+  x = x - fn * 0.693359375f + fn * 2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * x + 1.3981999507e-3f;
+  y = y * x + 8.3334519073e-3f;
+  y = y * x + 4.1665795894e-2f;
+  y = y * x + 1.6666665459e-1f;
+  y = y * x + 5.0000001201e-1f;
+  y = y * x * x + x + 1.0f;
+  int32_t bits = (n + 127) << 23;
+  float two;
+  memcpy(&two, &bits, 4);
+  return y * two;
+}
+
 static void lse_row(void *p, int64_t row, double *buf) {
   lse_ctx *c = p;
   int64_t n = c->len;
@@ -169,11 +192,20 @@ static void lse_row(void *p, int64_t row, double *buf) {
   if (c->x->dtype == CELL_DTYPE_F32) {
     const float *v = (const float *)(void *)cell_tensor_base(c->x) + row * n;
     float m = -INFINITY;
-    for (int64_t i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
-    if (isinf(m)) m = 0;
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) s += expf(v[i] - m);
-    res = log(s) + m;
+    int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int64_t i = 0; i < n; i++) {
+      m = v[i] > m ? v[i] : m;
+      nan |= v[i] != v[i];
+    }
+    if (nan || isinf(m)) {
+      res = nan ? NAN : m; /* +inf, or -inf: every element -inf (or none) */
+    } else {
+      double s = 0;
+#pragma omp simd reduction(+ : s)
+      for (int64_t i = 0; i < n; i++) s += (double)exp_nonpos(v[i] - m);
+      res = log(s) + m;
+    }
   } else {
     const char *b = cell_tensor_base(c->x) + row * n * cell_dtype_size(c->x->dtype);
     double m = -INFINITY, s = 0;

@@ -247,9 +247,48 @@ cell_status cell_cpu_sort(const cell_tensor *a, int dim, int descending, int64_t
 
 /* --- topk ---------------------------------------------------------------------- */
 
+/* Restore the max-heap h[0..n) (by the total order) below position i. */
+static void sift_down(cell_keyrec *h, int64_t n, int64_t i) {
+  cell_keyrec x = h[i];
+  for (;;) {
+    int64_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && rec_lt(&h[c], &h[c + 1])) c++;
+    if (!rec_lt(&x, &h[c])) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = x;
+}
+
+/* Small k: one pass keeping the k smallest records in a max-heap, so most
+ * elements cost one comparison with its top. */
+static void topk_heap(line_ctx *c, int64_t line, cell_keyrec *h) {
+  const char *p = line_src(c, line);
+  int64_t es = cell_dtype_size(c->a->dtype), bs = c->stride * es, k = c->k;
+  uint64_t fl = c->flip ? ~(uint64_t)0 : 0;
+  cell_dtype dt = c->a->dtype;
+  for (int64_t i = 0; i < k; i++) h[i] = (cell_keyrec){cell_key_of(dt, p + i * bs) ^ fl, i};
+  for (int64_t i = k / 2 - 1; i >= 0; i--) sift_down(h, k, i);
+  for (int64_t i = k; i < c->len; i++) {
+    uint64_t key = (dt == CELL_DTYPE_F32 ? cell_key_f64(*(const float *)(p + i * bs))
+                                         : cell_key_of(dt, p + i * bs)) ^ fl;
+    if (key < h[0].k) { /* i is larger than every index in the heap: ties stay out */
+      h[0] = (cell_keyrec){key, i};
+      sift_down(h, k, 0);
+    }
+  }
+  cell_keyrec_sort_total(h, k);
+  write_line(c, line, h, k);
+}
+
 static void topk_line(void *p, int64_t line, cell_keyrec *r, cell_keyrec *tmp) {
   line_ctx *c = p;
   (void)tmp;
+  if (c->k > 0 && c->k * 8 <= c->len) {
+    topk_heap(c, line, r);
+    return;
+  }
   load_line(c->a, line_src(c, line), c->stride, c->len, c->flip, r);
   if (c->k > 0 && c->k < c->len) cell_keyrec_select(r, c->len, c->k - 1);
   cell_keyrec_sort_total(r, c->k);
