@@ -28,6 +28,7 @@ typedef enum cell_dtype {
   CELL_DTYPE_I32,
   CELL_DTYPE_I64,
   CELL_DTYPE_BOOL,
+  CELL_DTYPE_I16, /* after BOOL: the older values keep their numbers */
   CELL_DTYPE_COUNT
 } cell_dtype;
 

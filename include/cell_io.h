@@ -12,7 +12,7 @@
  * object mapping each tensor name to {"dtype", "shape", "data_offsets"},
  * with an optional "__metadata__" map of strings), then the data section;
  * data_offsets [begin, end) count from the data section's start. Every
- * dtype of cell is supported: F32 F64 F16 BF16 I8 U8 I32 I64 BOOL. */
+ * dtype of cell is supported: F32 F64 F16 BF16 I8 U8 I16 I32 I64 BOOL. */
 
 /* What cell_safetensors_load read. Arrays are owned by the struct; free it
  * with cell_safetensors_free, which releases the tensors still in it (a

@@ -64,6 +64,7 @@ static inline int64_t ipow(int64_t x, int64_t y) {
 #define INT_TYPES(X)                               \
   X(I8, int8_t, int64_t, ID, WRAP(int8_t))         \
   X(U8, uint8_t, int64_t, ID, WRAP(uint8_t))       \
+  X(I16, int16_t, int64_t, ID, WRAP(int16_t))      \
   X(I32, int32_t, int64_t, ID, WRAP(int32_t))      \
   X(I64, int64_t, int64_t, ID, WRAP(int64_t))
 #define BOOL_TYPE(X) X(BOOL, uint8_t, int64_t, ID, TO_BOOL)

@@ -42,6 +42,7 @@
 #define INT_TYPES(X)                               \
   X(I8, int8_t, int64_t, ID, WRAP(int8_t), VEC)    \
   X(U8, uint8_t, int64_t, ID, WRAP(uint8_t), VEC)  \
+  X(I16, int16_t, int64_t, ID, WRAP(int16_t), VEC) \
   X(I32, int32_t, int64_t, ID, WRAP(int32_t), VEC) \
   X(I64, int64_t, int64_t, ID, WRAP(int64_t), VEC)
 
