@@ -90,7 +90,7 @@ CELL_API cell_status cell_error(cell_status status, const char *fmt, ...)
 /* --- dtypes ------------------------------------------------------------ */
 /* The result type of a binary op on tensors of dtypes a and b, MindSpore's
  * rules: bool < integers < floats; the wider of two floats; float16 with
- * bfloat16 gives float32; int8 with uint8 gives int32. Bad values give
+ * bfloat16 gives float32; int8 with uint8 gives int16. Bad values give
  * CELL_DTYPE_COUNT. (Names, sizes and cell_dtype_is_float: cell_ffi.h.) */
 CELL_API cell_dtype cell_dtype_promote(cell_dtype a, cell_dtype b);
 /* The result type of a tensor of dtype t against a number: a float number
