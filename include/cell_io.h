@@ -65,7 +65,7 @@ CELL_API cell_status cell_safetensors_save(const char *path, int count, const ch
 
 /* --- IDX ----------------------------------------------------------------------
  * Magic 00 00 TYPE NDIM, NDIM big-endian uint32 sizes, then the data, big
- * endian. TYPE 0x08 gives uint8, 0x09 int8, 0x0B (int16) and 0x0C int32,
+ * endian. TYPE 0x08 gives uint8, 0x09 int8, 0x0B int16, 0x0C int32,
  * 0x0D float32, 0x0E float64. The file may be gzip-compressed (read through
  * zlib: one gzip member, nothing after it) or plain. ValueError for a
  * missing file or one that is not a regular file (a FIFO is refused, not
