@@ -90,7 +90,7 @@ CELL_API cell_status cell_error(cell_status status, const char *fmt, ...)
 /* --- dtypes ------------------------------------------------------------ */
 /* The result type of a binary op on tensors of dtypes a and b, MindSpore's
  * rules: bool < integers < floats; the wider of two floats; float16 with
- * bfloat16 gives float32; int8 with uint8 gives int32. Bad values give
+ * bfloat16 gives float32; int8 with uint8 gives int16. Bad values give
  * CELL_DTYPE_COUNT. (Names, sizes and cell_dtype_is_float: cell_ffi.h.) */
 CELL_API cell_dtype cell_dtype_promote(cell_dtype a, cell_dtype b);
 /* The result type of a tensor of dtype t against a number: a float number
@@ -247,6 +247,21 @@ CELL_API cell_status cell_op_where(const cell_tensor *cond, const cell_tensor *a
 /* a with value wherever the bool mask (broadcast to a) is true. */
 CELL_API cell_status cell_op_masked_fill(const cell_tensor *a, const cell_tensor *mask,
                                          double value, cell_tensor **out);
+/* Issue 13's elementwise ops with parameters.
+ * nan_to_num: NaN, +inf and -inf replaced by nan, posinf, neginf; a NaN
+ * given for one of them stands for its default (0, the dtype's largest
+ * finite value, its lowest). Integer and bool tensors come back copied.
+ * softplus: log(1 + exp(beta x)) / beta, x itself where beta x > threshold
+ * (PyTorch); float tensors only (TypeError), beta nonzero (ValueError).
+ * lerp: start + weight (end - start), broadcasting; weight is the tensor w
+ * or, when w is NULL, the number wv. start, end (and w) share one float
+ * dtype (TypeError naming both otherwise). */
+CELL_API cell_status cell_op_nan_to_num(const cell_tensor *a, double nan, double posinf,
+                                        double neginf, cell_tensor **out);
+CELL_API cell_status cell_op_softplus(const cell_tensor *a, double beta, double threshold,
+                                      cell_tensor **out);
+CELL_API cell_status cell_op_lerp(const cell_tensor *start, const cell_tensor *end,
+                                  const cell_tensor *w, double wv, cell_tensor **out);
 /* "add", "relu", ...: the name errors use; "?" for a value out of range. */
 CELL_API const char *cell_binop_name(cell_binop op);
 CELL_API const char *cell_unop_name(cell_unop op);

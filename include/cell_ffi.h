@@ -28,6 +28,7 @@ typedef enum cell_dtype {
   CELL_DTYPE_I32,
   CELL_DTYPE_I64,
   CELL_DTYPE_BOOL,
+  CELL_DTYPE_I16, /* after BOOL: the older values keep their numbers */
   CELL_DTYPE_COUNT
 } cell_dtype;
 
@@ -62,11 +63,18 @@ typedef enum cell_binop {
   CELL_OP_GE,
   CELL_OP_LOGICAL_AND,
   CELL_OP_LOGICAL_OR,
+  /* elementwise math (issue 13): */
+  CELL_OP_ATAN2,        /* integers give float32 */
+  CELL_OP_REMAINDER,    /* the divisor's sign (Python); integer x % 0: ValueError */
+  CELL_OP_FMOD,         /* the dividend's sign (C fmod); integer x % 0: ValueError */
+  CELL_OP_FLOOR_DIVIDE, /* floor(a / b); integer division by zero: ValueError */
+  CELL_OP_LOGICAL_XOR,
   CELL_BINOP_COUNT
 } cell_binop;
 
 /* Unary elementwise ops. Math functions on integer or bool inputs give
- * float32; abs, neg, sign, floor, ceil, round, relu keep the dtype. */
+ * float32; abs, neg, sign, floor, ceil, round, relu, square keep the dtype
+ * (square of bool gives int64); isnan, isinf, isfinite give bool. */
 typedef enum cell_unop {
   CELL_OP_ABS = 0,
   CELL_OP_NEG,
@@ -87,6 +95,24 @@ typedef enum cell_unop {
   CELL_OP_ROUND,   /* half to even, as MindSpore and NumPy */
   CELL_OP_SIGN,
   CELL_OP_LOGICAL_NOT,
+  /* elementwise math (issue 13): */
+  CELL_OP_ERF,
+  CELL_OP_ERFC,
+  CELL_OP_TAN,
+  CELL_OP_ATAN,
+  CELL_OP_ASIN,
+  CELL_OP_ACOS,
+  CELL_OP_SINH,
+  CELL_OP_COSH,
+  CELL_OP_LOG2,
+  CELL_OP_LOG10,
+  CELL_OP_EXP2,
+  CELL_OP_EXPM1,
+  CELL_OP_SQUARE,
+  CELL_OP_RECIPROCAL,
+  CELL_OP_ISNAN,
+  CELL_OP_ISINF,
+  CELL_OP_ISFINITE,
   CELL_UNOP_COUNT
 } cell_unop;
 

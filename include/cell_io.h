@@ -12,7 +12,7 @@
  * object mapping each tensor name to {"dtype", "shape", "data_offsets"},
  * with an optional "__metadata__" map of strings), then the data section;
  * data_offsets [begin, end) count from the data section's start. Every
- * dtype of cell is supported: F32 F64 F16 BF16 I8 U8 I32 I64 BOOL. */
+ * dtype of cell is supported: F32 F64 F16 BF16 I8 U8 I16 I32 I64 BOOL. */
 
 /* What cell_safetensors_load read. Arrays are owned by the struct; free it
  * with cell_safetensors_free, which releases the tensors still in it (a
@@ -65,7 +65,7 @@ CELL_API cell_status cell_safetensors_save(const char *path, int count, const ch
 
 /* --- IDX ----------------------------------------------------------------------
  * Magic 00 00 TYPE NDIM, NDIM big-endian uint32 sizes, then the data, big
- * endian. TYPE 0x08 gives uint8, 0x09 int8, 0x0B (int16) and 0x0C int32,
+ * endian. TYPE 0x08 gives uint8, 0x09 int8, 0x0B int16, 0x0C int32,
  * 0x0D float32, 0x0E float64. The file may be gzip-compressed (read through
  * zlib: one gzip member, nothing after it) or plain. ValueError for a
  * missing file or one that is not a regular file (a FIFO is refused, not

@@ -53,7 +53,8 @@ extern int passed, failed;
 #define CHECK_MSG(s) CHECKF(strstr(cell_last_error(), (s)) != NULL, "message lacks \"%s\"", (s))
 #define NEAR(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol) * (1 + fabs((double)(b))))
 
-/* The nine dtypes, in enum order (defined in test_engine.c). */
+/* The nine dtypes before int16, in enum order (defined in test_engine.c;
+ * tests/test_math.c covers int16). */
 #define NDT 9
 extern const cell_dtype all_dtypes[NDT];
 
@@ -96,5 +97,6 @@ void test_shape_overflow_all(void);
 void test_layers_all(void);
 void test_device_all(void);
 void test_sort_all(void);
+void test_math_all(void);
 
 #endif

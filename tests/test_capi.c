@@ -63,7 +63,7 @@ static void test_errors_and_dtypes(void) {
   CHECK(cell_dtype_from_name("BFloat16") == CELL_DTYPE_BF16);
   CHECK(cell_dtype_promote((cell_dtype)99, CELL_DTYPE_F32) == CELL_DTYPE_COUNT);
   CHECK(cell_dtype_promote(CELL_DTYPE_F32, (cell_dtype)-3) == CELL_DTYPE_COUNT);
-  CHECK(cell_dtype_promote(CELL_DTYPE_I8, CELL_DTYPE_U8) == CELL_DTYPE_I32);
+  CHECK(cell_dtype_promote(CELL_DTYPE_I8, CELL_DTYPE_U8) == CELL_DTYPE_I16);
   CHECK(cell_dtype_promote_scalar(CELL_DTYPE_I32, 1) == CELL_DTYPE_F32);
 
   /* NULL handles: the accessors never fail and never crash. */
@@ -104,7 +104,7 @@ static void test_creation(void) {
   BAD(cell_tensor_empty(CELL_DTYPE_F64, 3, S(INT64_C(1) << 30, INT64_C(1) << 30, INT64_C(1) << 20), &out),
       CELL_ERR_VALUE, "shape [1073741824, 1073741824, 1048576] is too large");
   BAD(cell_tensor_full(CELL_DTYPE_F32, 2, NULL, 1, &out), CELL_ERR_VALUE, "NULL");
-  BAD(cell_tensor_full((cell_dtype)9, 2, sh, 1, &out), CELL_ERR_TYPE, "dtype");
+  BAD(cell_tensor_full(CELL_DTYPE_COUNT, 2, sh, 1, &out), CELL_ERR_TYPE, "dtype");
   BAD(cell_tensor_full(CELL_DTYPE_F32, 1, sh, 1, NULL), CELL_ERR_VALUE, "NULL");
   /* A scalar needs no shape. */
   CHECK_OK(cell_tensor_empty(CELL_DTYPE_I64, 0, NULL, &out));

@@ -99,7 +99,7 @@ static void test_binary_dtypes(void) {
 static void test_promotion(void) {
   CHECK(cell_dtype_promote(CELL_DTYPE_I32, CELL_DTYPE_F16) == CELL_DTYPE_F16);
   CHECK(cell_dtype_promote(CELL_DTYPE_F16, CELL_DTYPE_BF16) == CELL_DTYPE_F32);
-  CHECK(cell_dtype_promote(CELL_DTYPE_I8, CELL_DTYPE_U8) == CELL_DTYPE_I32);
+  CHECK(cell_dtype_promote(CELL_DTYPE_I8, CELL_DTYPE_U8) == CELL_DTYPE_I16);
   CHECK(cell_dtype_promote(CELL_DTYPE_BOOL, CELL_DTYPE_U8) == CELL_DTYPE_U8);
   CHECK(cell_dtype_promote(CELL_DTYPE_F32, CELL_DTYPE_F64) == CELL_DTYPE_F64);
   CHECK(cell_dtype_promote_scalar(CELL_DTYPE_I32, 1) == CELL_DTYPE_F32);
@@ -429,6 +429,7 @@ static const struct {
     {"layers", test_layers_all},
     {"device", test_device_all},
     {"sort", test_sort_all},
+    {"math", test_math_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

@@ -94,12 +94,13 @@ local B = F.binding
 --- The C element type of each dtype, by its Lua name.
 F.ctypes = {
   float32 = "float", float64 = "double", float16 = "uint16_t", bfloat16 = "uint16_t",
-  int8 = "int8_t", uint8 = "uint8_t", int32 = "int32_t", int64 = "int64_t", bool = "bool",
+  int8 = "int8_t", uint8 = "uint8_t", int16 = "int16_t", int32 = "int32_t", int64 = "int64_t", bool = "bool",
 }
 local dtype_enum = {
   float32 = C.CELL_DTYPE_F32, float64 = C.CELL_DTYPE_F64, float16 = C.CELL_DTYPE_F16,
   bfloat16 = C.CELL_DTYPE_BF16, int8 = C.CELL_DTYPE_I8, uint8 = C.CELL_DTYPE_U8,
   int32 = C.CELL_DTYPE_I32, int64 = C.CELL_DTYPE_I64, bool = C.CELL_DTYPE_BOOL,
+  int16 = C.CELL_DTYPE_I16,
 }
 local ptr_types = {} -- by the dtype's enum value
 for name, ct in pairs(F.ctypes) do ptr_types[tonumber(dtype_enum[name])] = ffi.typeof(ct .. " *") end

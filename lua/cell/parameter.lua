@@ -25,7 +25,7 @@
 --
 -- set_data converts dtypes as MindSpore's implicit_conversion_seq allows:
 -- the incoming dtype must not rank above the Parameter's in
---   bool < int8 < uint8 < int32 < int64 < float16 < float32 < float64 < bfloat16
+--   bool < int8 < uint8 < int16 < int32 < int64 < float16 < float32 < float64 < bfloat16
 -- (MindSpore 2.x's order with the dtypes cell has; bfloat16 was appended
 -- after float64 there, so a float32 Parameter refuses bfloat16 data).
 local rethrow = require("cell.errors").rethrow
@@ -105,11 +105,11 @@ end
 
 --- MindSpore's implicit conversion order (see the file comment).
 local RANK = {}
-for i, name in ipairs { "bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64", "bfloat16" } do
+for i, name in ipairs { "bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64", "bfloat16" } do
   RANK[core[name]] = i
 end
 
-local INT_DTYPES = { [core.int8] = true, [core.uint8] = true, [core.int32] = true, [core.int64] = true }
+local INT_DTYPES = { [core.int8] = true, [core.uint8] = true, [core.int16] = true, [core.int32] = true, [core.int64] = true }
 
 local function is_fractional(x) return x ~= math.floor(x) or x == math.huge or x == -math.huge end
 

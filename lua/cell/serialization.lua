@@ -362,7 +362,7 @@ end
 -- load_param_into_net ------------------------------------------------------------------
 
 local FLOATS = { [core.float16] = true, [core.float32] = true, [core.float64] = true, [core.bfloat16] = true }
-local INTS = { [core.int8] = true, [core.int32] = true, [core.int64] = true } -- MindSpore's int_type: no uint8
+local INTS = { [core.int8] = true, [core.int16] = true, [core.int32] = true, [core.int64] = true } -- MindSpore's int_type: no uint8
 
 --- Copy `new` (a Tensor or Parameter) into target t = {name =, tensor =,
 -- param =}: MindSpore's _update_param.

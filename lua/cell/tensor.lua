@@ -60,6 +60,7 @@ function M.install(Tensor, core)
   local shorthands = {
     float = core.float32, double = core.float64, half = core.float16, bfloat16 = core.bfloat16,
     int = core.int32, long = core.int64, bool = core.bool, byte = core.uint8, char = core.int8,
+    short = core.int16,
   }
   for name, dt in pairs(shorthands) do
     Tensor[name] = function(t) return check_tensor(name, "self", t):astype(dt) end

@@ -19,7 +19,7 @@ H.tol = {
 
 H.float_dtypes = { "float32", "float64", "float16", "bfloat16" }
 H.int_dtypes = { "int8", "uint8", "int32", "int64" }
-H.all_dtypes = { "float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool" }
+H.all_dtypes = { "float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool", "int16" }
 
 --- Shape of a nested table (from its first elements); a number has shape {}.
 function H.shape_of(v)

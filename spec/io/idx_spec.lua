@@ -10,7 +10,7 @@ local FX = require "fixtures.idx_fixtures"
 local DIR = "spec/fixtures/idx/"
 local FASHION = "/usr/share/datasets/fashion-mnist/"
 
-local DTYPES = { u8 = "uint8", i8 = "int8", i16 = "int32", i32 = "int32", f32 = "float32", f64 = "float64" }
+local DTYPES = { u8 = "uint8", i8 = "int8", i16 = "int16", i32 = "int32", f32 = "float32", f64 = "float64" }
 
 local function installed()
   local f = io.open(FASHION .. "train-labels-idx1-ubyte.gz", "rb")

@@ -38,7 +38,7 @@ end
 local listing = H.listing
 
 local ST_DTYPE = { F32 = "float32", F64 = "float64", F16 = "float16", BF16 = "bfloat16", I8 = "int8",
-  U8 = "uint8", I32 = "int32", I64 = "int64", BOOL = "bool" }
+  U8 = "uint8", I16 = "int16", I32 = "int32", I64 = "int64", BOOL = "bool" }
 
 --- t holds the fixture entry e: {dtype =, shape =, values = (row-major)}.
 local function holds(t, e, what)
@@ -134,7 +134,7 @@ describe("safetensors round trips", function()
         end
         if t.ndim == 0 then vals = { ("%.17g"):format(t:item()) } end
         want[#want + 1] = ("%s|%s|%s|%s"):format(hex(names[i]),
-          ({ float32 = "F32", float64 = "F64", float16 = "F16", bfloat16 = "BF16", int8 = "I8", uint8 = "U8",
+          ({ float32 = "F32", float64 = "F64", float16 = "F16", bfloat16 = "BF16", int8 = "I8", uint8 = "U8", int16 = "I16",
             int32 = "I32", int64 = "I64", bool = "BOOL" })[t.dtype.name], table.concat(t.shape, ","),
           table.concat(vals, ","))
       end

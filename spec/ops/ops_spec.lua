@@ -88,7 +88,7 @@ describe("binary arithmetic with broadcasting", function()
   it("promotes mixed dtypes", function()
     local cases = {
       { "int32", "float32", "float32" }, { "int64", "int32", "int64" }, { "float32", "float64", "float64" },
-      { "int8", "uint8", "int32" }, { "bool", "int32", "int32" }, { "float16", "bfloat16", "float32" },
+      { "int8", "uint8", "int16" }, { "bool", "int32", "int32" }, { "float16", "bfloat16", "float32" },
       { "uint8", "int64", "int64" }, { "float16", "float32", "float32" }, { "int64", "float16", "float16" },
       { "bool", "float64", "float64" },
     }

@@ -104,6 +104,12 @@ cell_status cell_ag_grad_for(const cell_node *n, int i, cell_tensor *g, cell_ten
  * every case, and the status is returned. */
 cell_status cell_ag_give(cell_node *n, int i, cell_status s, cell_tensor *t, cell_tensor **gin);
 
+/* cell_ew (src/ops/ew.h) on the device of its operands, for rules that
+ * build a gradient in one elementwise pass (rules_math.c). */
+cell_status cell_ag_ew(int op, double k0, double k1, cell_dtype dt, int ndim, const int64_t *shape,
+                       const cell_tensor *a, const cell_tensor *b, const cell_tensor *c,
+                       cell_tensor **out);
+
 /* The node names each rules file records (for the gradcheck table). */
 int cell_ag_binary_nodes(const char **names, int max);
 int cell_ag_math_nodes(const char **names, int max);
@@ -111,6 +117,7 @@ int cell_ag_shape_nodes(const char **names, int max);
 int cell_ag_conv_nodes(const char **names, int max);
 int cell_ag_nn_nodes(const char **names, int max);
 int cell_ag_sort_nodes(const char **names, int max);
+int cell_ag_math_param_nodes(const char **names, int max);
 
 /* The op-wrapper pattern: run the raw kernel with grad mode off. */
 #define CELL_AG_RAW(call)                        \

@@ -2,6 +2,7 @@
  * elementwise ops and the matrix products. */
 #include "autograd.h"
 #include "../ops/kernels.h"
+#include "../ops/ew.h"
 
 /* a op b with raw kernels, for rules (grad mode is off during backward). */
 static cell_status bin(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
@@ -128,6 +129,34 @@ static cell_status extreme_backward(cell_node *n, const cell_tensor *g, cell_ten
   return s;
 }
 
+/* atan2, remainder, fmod: one elementwise pass per input (cell_ag_ew);
+ * the gradient for a of remainder and fmod is g itself. */
+static cell_status math_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  const cell_tensor *a = n->saved[0], *b = n->saved[1];
+  cell_binop op = CELL_AG_ARGS(n, binary_args)->op;
+  cell_dtype dt = cell_dtype_is_float(g->dtype) ? g->dtype : CELL_DTYPE_F32;
+  cell_status s = CELL_OK;
+  for (int i = 0; i < 2 && s == CELL_OK; i++) {
+    if (!n->in[i].next) continue;
+    cell_tensor *t = NULL;
+    if (op != CELL_OP_ATAN2 && i == 0) {
+      s = cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]);
+      continue;
+    }
+    int rule = op == CELL_OP_ATAN2 ? (i ? EW_ATAN2_B : EW_ATAN2_A)
+                                    : op == CELL_OP_REMAINDER ? EW_REM_B : EW_FMOD_B;
+    s = cell_ag_ew(rule, 0, 0, dt, g->ndim, g->shape, g, a, b, &t);
+    s = cell_ag_give(n, i, s, t, gin);
+  }
+  return s;
+}
+
+/* floor_divide: a step function, a zero gradient (MindSpore's FloorDiv). */
+static cell_status zero_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  (void)n, (void)g, (void)gin;
+  return CELL_OK;
+}
+
 /* One row per binary op: its backward rule, or NULL where the result is
  * not differentiable (comparisons and logic give bool). The compiler
  * checks the table covers the enum. */
@@ -151,6 +180,11 @@ static const struct {
     [CELL_OP_GE] = {NULL, NULL, 0},
     [CELL_OP_LOGICAL_AND] = {NULL, NULL, 0},
     [CELL_OP_LOGICAL_OR] = {NULL, NULL, 0},
+    [CELL_OP_ATAN2] = {"Atan2Backward", math_backward, 2},
+    [CELL_OP_REMAINDER] = {"RemainderBackward", math_backward, 2},
+    [CELL_OP_FMOD] = {"FmodBackward", math_backward, 2},
+    [CELL_OP_FLOOR_DIVIDE] = {"FloorDivideBackward", zero_backward, 0},
+    [CELL_OP_LOGICAL_XOR] = {NULL, NULL, 0},
 };
 _Static_assert(sizeof rules / sizeof rules[0] == CELL_BINOP_COUNT, "a backward rule per binary op");
 

@@ -44,6 +44,12 @@ static cell_status ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
   return cell_device_run_host("autograd", 3, ts, ew_thunk, &x);
 }
 
+cell_status cell_ag_ew(int op, double k0, double k1, cell_dtype dt, int ndim, const int64_t *shape,
+                       const cell_tensor *a, const cell_tensor *b, const cell_tensor *c,
+                       cell_tensor **out) {
+  return ew((ew_op)op, k0, k1, dt, ndim, shape, a, b, c, out);
+}
+
 /* --- shared helpers ---------------------------------------------------------------- */
 
 /* The dtype a gradient for input i is computed in: the input's own. */
@@ -136,6 +142,23 @@ static const struct {
     [CELL_OP_ROUND] = {"RoundBackward", RULE_ZERO, EW_NONE, 0},
     [CELL_OP_SIGN] = {"SignBackward", RULE_ZERO, EW_NONE, 0},
     [CELL_OP_LOGICAL_NOT] = {NULL, RULE_NONE, EW_NONE, 0},
+    [CELL_OP_ERF] = {"ErfBackward", RULE_EW, EW_ERF, SAVE_X},
+    [CELL_OP_ERFC] = {"ErfcBackward", RULE_EW, EW_ERFC, SAVE_X},
+    [CELL_OP_TAN] = {"TanBackward", RULE_EW, EW_TAN, SAVE_Y},
+    [CELL_OP_ATAN] = {"AtanBackward", RULE_EW, EW_ATAN, SAVE_X},
+    [CELL_OP_ASIN] = {"AsinBackward", RULE_EW, EW_ASIN, SAVE_X},
+    [CELL_OP_ACOS] = {"AcosBackward", RULE_EW, EW_ACOS, SAVE_X},
+    [CELL_OP_SINH] = {"SinhBackward", RULE_EW, EW_SINH, SAVE_X},
+    [CELL_OP_COSH] = {"CoshBackward", RULE_EW, EW_COSH, SAVE_X},
+    [CELL_OP_LOG2] = {"Log2Backward", RULE_EW, EW_LOG2, SAVE_X},
+    [CELL_OP_LOG10] = {"Log10Backward", RULE_EW, EW_LOG10, SAVE_X},
+    [CELL_OP_EXP2] = {"Exp2Backward", RULE_EW, EW_EXP2, SAVE_Y},
+    [CELL_OP_EXPM1] = {"Expm1Backward", RULE_EW, EW_EXPM1, SAVE_Y},
+    [CELL_OP_SQUARE] = {"SquareBackward", RULE_EW, EW_SQUARE, SAVE_X},
+    [CELL_OP_RECIPROCAL] = {"ReciprocalBackward", RULE_EW, EW_RECIPROCAL, SAVE_Y},
+    [CELL_OP_ISNAN] = {NULL, RULE_NONE, EW_NONE, 0},
+    [CELL_OP_ISINF] = {NULL, RULE_NONE, EW_NONE, 0},
+    [CELL_OP_ISFINITE] = {NULL, RULE_NONE, EW_NONE, 0},
 };
 _Static_assert(sizeof unary_rules / sizeof unary_rules[0] == CELL_UNOP_COUNT,
                "a backward rule (or RULE_NONE) per unary op");

@@ -7,14 +7,15 @@ static const struct {
   int size;
   int rank; /* order within the promotion lattice */
 } info[CELL_DTYPE_COUNT] = {
-    [CELL_DTYPE_F32] = {"Float32", "float32", 4, 5},
-    [CELL_DTYPE_F64] = {"Float64", "float64", 8, 6},
-    [CELL_DTYPE_F16] = {"Float16", "float16", 2, 4},
-    [CELL_DTYPE_BF16] = {"BFloat16", "bfloat16", 2, 4},
+    [CELL_DTYPE_F32] = {"Float32", "float32", 4, 6},
+    [CELL_DTYPE_F64] = {"Float64", "float64", 8, 7},
+    [CELL_DTYPE_F16] = {"Float16", "float16", 2, 5},
+    [CELL_DTYPE_BF16] = {"BFloat16", "bfloat16", 2, 5},
     [CELL_DTYPE_I8] = {"Int8", "int8", 1, 1},
     [CELL_DTYPE_U8] = {"UInt8", "uint8", 1, 1},
-    [CELL_DTYPE_I32] = {"Int32", "int32", 4, 2},
-    [CELL_DTYPE_I64] = {"Int64", "int64", 8, 3},
+    [CELL_DTYPE_I16] = {"Int16", "int16", 2, 2},
+    [CELL_DTYPE_I32] = {"Int32", "int32", 4, 3},
+    [CELL_DTYPE_I64] = {"Int64", "int64", 8, 4},
     [CELL_DTYPE_BOOL] = {"Bool", "bool", 1, 0},
 };
 
@@ -39,9 +40,10 @@ cell_dtype cell_dtype_from_name(const char *name) {
 cell_dtype cell_dtype_promote(cell_dtype a, cell_dtype b) {
   if ((unsigned)a >= CELL_DTYPE_COUNT || (unsigned)b >= CELL_DTYPE_COUNT) return CELL_DTYPE_COUNT;
   if (a == b) return a;
-  /* Mixed signed/unsigned bytes need int16, which cell lacks: int32. */
+  /* Mixed signed/unsigned bytes: int16, the smallest type holding both
+   * (PyTorch and MindSpore). */
   if ((a == CELL_DTYPE_I8 && b == CELL_DTYPE_U8) || (a == CELL_DTYPE_U8 && b == CELL_DTYPE_I8))
-    return CELL_DTYPE_I32;
+    return CELL_DTYPE_I16;
   /* float16 with bfloat16: neither holds the other, so float32. */
   if ((a == CELL_DTYPE_F16 && b == CELL_DTYPE_BF16) || (a == CELL_DTYPE_BF16 && b == CELL_DTYPE_F16))
     return CELL_DTYPE_F32;

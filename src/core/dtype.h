@@ -83,6 +83,7 @@ static inline double cell_load_f64(cell_dtype dt, const void *p) {
   case CELL_DTYPE_BF16: return cell_bf16_to_float(*(const uint16_t *)p);
   case CELL_DTYPE_I8: return *(const int8_t *)p;
   case CELL_DTYPE_U8: return *(const uint8_t *)p;
+  case CELL_DTYPE_I16: return *(const int16_t *)p;
   case CELL_DTYPE_I32: return *(const int32_t *)p;
   case CELL_DTYPE_I64: return (double)*(const int64_t *)p;
   case CELL_DTYPE_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
@@ -94,6 +95,7 @@ static inline int64_t cell_load_i64(cell_dtype dt, const void *p) {
   switch (dt) {
   case CELL_DTYPE_I8: return *(const int8_t *)p;
   case CELL_DTYPE_U8: return *(const uint8_t *)p;
+  case CELL_DTYPE_I16: return *(const int16_t *)p;
   case CELL_DTYPE_I32: return *(const int32_t *)p;
   case CELL_DTYPE_I64: return *(const int64_t *)p;
   case CELL_DTYPE_BOOL: return *(const uint8_t *)p ? 1 : 0;
@@ -109,6 +111,7 @@ static inline void cell_store_i64(cell_dtype dt, void *p, int64_t v) {
   case CELL_DTYPE_BF16: *(uint16_t *)p = cell_float_to_bf16((float)v); break;
   case CELL_DTYPE_I8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; break;
   case CELL_DTYPE_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
+  case CELL_DTYPE_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)v; break;
   case CELL_DTYPE_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
   case CELL_DTYPE_I64: *(int64_t *)p = v; break;
   case CELL_DTYPE_BOOL: *(uint8_t *)p = v != 0; break;
@@ -158,6 +161,7 @@ static inline void cell_load_run(cell_dtype dt, const char *p, int64_t s, int64_
   case CELL_DTYPE_BF16: CELL_RUN_(uint16_t, (double)cell_bf16_to_float(v_), 0); break;
   case CELL_DTYPE_I8: CELL_RUN_(int8_t, (double)v_, 0); break;
   case CELL_DTYPE_U8: CELL_RUN_(uint8_t, (double)v_, 0); break;
+  case CELL_DTYPE_I16: CELL_RUN_(int16_t, (double)v_, 0); break;
   case CELL_DTYPE_I32: CELL_RUN_(int32_t, (double)v_, 0); break;
   case CELL_DTYPE_I64: CELL_RUN_(int64_t, (double)v_, 0); break;
   case CELL_DTYPE_BOOL: CELL_RUN_(uint8_t, v_ ? 1.0 : 0.0, 0); break;
@@ -173,6 +177,7 @@ static inline void cell_load_run_i64(cell_dtype dt, const char *p, int64_t s, in
   switch (dt) {
   case CELL_DTYPE_I8: CELL_RUN_(int8_t, (int64_t)v_, 0); break;
   case CELL_DTYPE_U8: CELL_RUN_(uint8_t, (int64_t)v_, 0); break;
+  case CELL_DTYPE_I16: CELL_RUN_(int16_t, (int64_t)v_, 0); break;
   case CELL_DTYPE_I32: CELL_RUN_(int32_t, (int64_t)v_, 0); break;
   case CELL_DTYPE_I64: CELL_RUN_(int64_t, v_, 0); break;
   case CELL_DTYPE_BOOL: CELL_RUN_(uint8_t, (int64_t)(v_ != 0), 0); break;
@@ -200,7 +205,8 @@ static inline void cell_store_run(cell_dtype dt, char *p, int64_t s, int64_t n, 
 }
 
 static inline int cell_dtype_is_int(cell_dtype d) {
-  return d == CELL_DTYPE_I8 || d == CELL_DTYPE_U8 || d == CELL_DTYPE_I32 || d == CELL_DTYPE_I64;
+  return d == CELL_DTYPE_I8 || d == CELL_DTYPE_U8 || d == CELL_DTYPE_I16 || d == CELL_DTYPE_I32 ||
+         d == CELL_DTYPE_I64;
 }
 
 /* Whether an in-place op may store a dt `from` result into a `to` tensor:

@@ -8,6 +8,7 @@ static const char *const st_names[CELL_DTYPE_COUNT] = {
     [CELL_DTYPE_F32] = "F32", [CELL_DTYPE_F64] = "F64", [CELL_DTYPE_F16] = "F16",
     [CELL_DTYPE_BF16] = "BF16", [CELL_DTYPE_I8] = "I8", [CELL_DTYPE_U8] = "U8",
     [CELL_DTYPE_I32] = "I32", [CELL_DTYPE_I64] = "I64", [CELL_DTYPE_BOOL] = "BOOL",
+    [CELL_DTYPE_I16] = "I16",
 };
 _Static_assert(sizeof st_names / sizeof st_names[0] == CELL_DTYPE_COUNT, "safetensors dtype names");
 

@@ -27,13 +27,13 @@ __attribute__((format(printf, 2, 3))) static cell_status bad(const char *path, c
   return cell_error(CELL_ERR_VALUE, "idx: %s: %s", path, msg);
 }
 
-/* The IDX type code's dtype and element size in the file (int16 widens to
- * int32); 0 when the code is not one of IDX's. */
+/* The IDX type code's dtype and element size in the file; 0 when the code
+ * is not one of IDX's. */
 static int idx_type(unsigned code, cell_dtype *dt) {
   switch (code) {
   case 0x08: *dt = CELL_DTYPE_U8; return 1;
   case 0x09: *dt = CELL_DTYPE_I8; return 1;
-  case 0x0B: *dt = CELL_DTYPE_I32; return 2;
+  case 0x0B: *dt = CELL_DTYPE_I16; return 2;
   case 0x0C: *dt = CELL_DTYPE_I32; return 4;
   case 0x0D: *dt = CELL_DTYPE_F32; return 4;
   case 0x0E: *dt = CELL_DTYPE_F64; return 8;

@@ -582,7 +582,7 @@ static cell_status parse_entry(reader *r, entry *e) {
         e->dtype = nul ? CELL_DTYPE_COUNT : (int)cell_st_dtype_from_name(dn);
         if (e->dtype == CELL_DTYPE_COUNT)
           return bad(r, "tensor '%.200s' has dtype '%.40s', which cell does not support "
-                        "(F32, F64, F16, BF16, I8, U8, I32, I64, BOOL)", nm, dn);
+                        "(F32, F64, F16, BF16, I8, U8, I16, I32, I64, BOOL)", nm, dn);
         drop_string(r, off);
       } else if (which == 1) {
         CELL_TRY(shape_list(r, e, nm));

@@ -230,7 +230,7 @@ cell_tensor *lc_check_tensor(lua_State *L, int i) {
 /* --- dtypes: one userdata per dtype, compared by identity --------------- */
 
 static const char *dtype_lua_names[CELL_DTYPE_COUNT] = {
-    "float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool"};
+    "float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool", "int16"};
 
 void lc_push_dtype(lua_State *L, cell_dtype dt) {
   lua_getfield(L, LUA_REGISTRYINDEX, "cell.dtypes");

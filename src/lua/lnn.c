@@ -90,6 +90,25 @@ static int softmax_fn(lua_State *L, int log_) {
   return lc_finish(L, log_ ? cell_op_log_softmax(x, dim, out) : cell_op_softmax(x, dim, out));
 }
 
+/* softplus(x [, beta [, threshold]]) or softplus(x, {beta = 1, threshold = 20}). */
+static int nn_softplus(lua_State *L) {
+  static const char *const keys[] = {"beta", "threshold", NULL};
+  cell_tensor *x = lc_check_tensor(L, 1);
+  double beta = 1, threshold = 20;
+  if (lua_istable(L, 2)) {
+    int opts = lc_options(L, 2, "softplus", keys);
+    if (lc_field(L, opts, "beta")) beta = top_number(L, 2, "softplus", "beta");
+    lua_pop(L, 1);
+    if (lc_field(L, opts, "threshold")) threshold = top_number(L, 2, "softplus", "threshold");
+    lua_pop(L, 1);
+  } else {
+    if (!lua_isnoneornil(L, 2)) beta = lc_check_number(L, 2);
+    if (!lua_isnoneornil(L, 3)) threshold = lc_check_number(L, 3);
+  }
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_softplus(x, beta, threshold, out));
+}
+
 static int nn_softmax(lua_State *L) { return softmax_fn(L, 0); }
 static int nn_log_softmax(lua_State *L) { return softmax_fn(L, 1); }
 
@@ -262,7 +281,7 @@ static int nn_bce_with_logits(lua_State *L) {
   return lc_finish(L, cell_op_bce_with_logits(x, t, w, pw, red, out));
 }
 
-static const luaL_Reg nn_funcs[] = {{"softmax", nn_softmax},
+static const luaL_Reg nn_funcs[] = {{"softplus", nn_softplus}, {"softmax", nn_softmax},
                                     {"log_softmax", nn_log_softmax},
                                     {"batch_norm", nn_batch_norm},
                                     {"layer_norm", nn_layer_norm},

@@ -58,6 +58,12 @@ BINARY(gt, CELL_OP_GT)
 BINARY(ge, CELL_OP_GE)
 BINARY(logical_and, CELL_OP_LOGICAL_AND)
 BINARY(logical_or, CELL_OP_LOGICAL_OR)
+/* issue 13's elementwise math */
+BINARY(atan2, CELL_OP_ATAN2)
+BINARY(remainder, CELL_OP_REMAINDER)
+BINARY(fmod, CELL_OP_FMOD)
+BINARY(floor_divide, CELL_OP_FLOOR_DIVIDE)
+BINARY(logical_xor, CELL_OP_LOGICAL_XOR)
 
 /* --- unary ------------------------------------------------------------------- */
 
@@ -95,6 +101,116 @@ UNARY(ceil, CELL_OP_CEIL)
 UNARY(round, CELL_OP_ROUND)
 UNARY(sign, CELL_OP_SIGN)
 UNARY(logical_not, CELL_OP_LOGICAL_NOT)
+/* issue 13's elementwise math */
+UNARY(erf, CELL_OP_ERF)
+UNARY(erfc, CELL_OP_ERFC)
+UNARY(tan, CELL_OP_TAN)
+UNARY(atan, CELL_OP_ATAN)
+UNARY(asin, CELL_OP_ASIN)
+UNARY(acos, CELL_OP_ACOS)
+UNARY(sinh, CELL_OP_SINH)
+UNARY(cosh, CELL_OP_COSH)
+UNARY(log2, CELL_OP_LOG2)
+UNARY(log10, CELL_OP_LOG10)
+UNARY(exp2, CELL_OP_EXP2)
+UNARY(expm1, CELL_OP_EXPM1)
+UNARY(square, CELL_OP_SQUARE)
+UNARY(reciprocal, CELL_OP_RECIPROCAL)
+static int tensor_isnan(lua_State *L) { return unary(L, CELL_OP_ISNAN); }
+static int tensor_isinf(lua_State *L) { return unary(L, CELL_OP_ISINF); }
+static int tensor_isfinite(lua_State *L) { return unary(L, CELL_OP_ISFINITE); }
+
+/* Replace self's contents with r (a result of self's shape and dtype): the
+ * in-place form of an op computed out of place. Pops r. */
+static int assign_result(lua_State *L, const char *op, cell_tensor *self, int r_idx) {
+  cell_tensor *r = lc_check_tensor(L, r_idx);
+  int nd = cell_tensor_ndim(self);
+  bool same = cell_tensor_ndim(r) == nd;
+  for (int d = 0; same && d < nd; d++) same = cell_tensor_dim(r, d) == cell_tensor_dim(self, d);
+  if (!same)
+    return luaL_error(L, "ValueError: %s_: the result's shape differs from the shape of the tensor "
+                      "updated in place (the other operands must broadcast to it)", op);
+  if (cell_tensor_copy_(self, r) != CELL_OK) return lc_raise(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* nan_to_num([nan [, posinf [, neginf]]]) or nan_to_num{nan =, posinf =, neginf =}:
+ * nil (or absent) keeps the default, passed to the engine as NaN. */
+static void nan_to_num_args(lua_State *L, double v[3]) {
+  static const char *const keys[] = {"nan", "posinf", "neginf", NULL};
+  for (int k = 0; k < 3; k++) v[k] = NAN;
+  if (lua_istable(L, 2) && !lc_test_tensor(L, 2)) {
+    int opts = lc_options(L, 2, "nan_to_num", keys);
+    for (int k = 0; k < 3; k++) {
+      if (lc_field(L, opts, keys[k])) {
+        if (lua_type(L, -1) != LUA_TNUMBER)
+          lc_argerror(L, 2, "TypeError: nan_to_num: %s must be a number, got %s", keys[k],
+                      luaL_typename(L, -1));
+        v[k] = lua_tonumber(L, -1);
+      }
+      lua_pop(L, 1);
+    }
+    return;
+  }
+  for (int k = 0; k < 3; k++) {
+    if (lua_isnoneornil(L, 2 + k)) continue;
+    if (lua_type(L, 2 + k) != LUA_TNUMBER)
+      lc_argerror(L, 2 + k, "TypeError: nan_to_num: %s must be a number or nil, got %s", keys[k],
+                  luaL_typename(L, 2 + k));
+    v[k] = lua_tonumber(L, 2 + k);
+  }
+}
+
+static int tensor_nan_to_num(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  double v[3];
+  nan_to_num_args(L, v);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_nan_to_num(a, v[0], v[1], v[2], out));
+}
+
+static int tensor_nan_to_num_(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  double v[3];
+  nan_to_num_args(L, v);
+  cell_tensor **out = lc_newtensor(L);
+  lc_finish(L, cell_op_nan_to_num(a, v[0], v[1], v[2], out));
+  return assign_result(L, "nan_to_num", a, lua_gettop(L));
+}
+
+/* lerp(end, weight): weight a Tensor or a number. */
+static cell_status lerp_call(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1), *e = lc_check_tensor(L, 2), *w = lc_test_tensor(L, 3);
+  double wv = 0;
+  if (!w) {
+    if (lua_type(L, 3) != LUA_TNUMBER)
+      return lc_argerror(L, 3, "TypeError: lerp: weight must be a Tensor or a number, got %s",
+                         luaL_typename(L, 3));
+    wv = lua_tonumber(L, 3);
+  }
+  cell_tensor **out = lc_newtensor(L);
+  return cell_op_lerp(a, e, w, wv, out);
+}
+
+static int tensor_lerp(lua_State *L) { return lc_finish(L, lerp_call(L)); }
+
+static int tensor_lerp_(lua_State *L) {
+  lc_finish(L, lerp_call(L));
+  return assign_result(L, "lerp", lc_check_tensor(L, 1), lua_gettop(L));
+}
+
+/* t:softmax([dim = -1]) and t:log_softmax([dim = -1]): cell.ops.softmax's
+ * kernels as methods. */
+static int softmax_method(lua_State *L, int log_) {
+  cell_tensor *x = lc_check_tensor(L, 1);
+  int nd = cell_tensor_ndim(x);
+  int dim = lua_isnoneornil(L, 2) ? (nd ? nd - 1 : 0) : lc_check_dim(L, 2, nd, 0);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, log_ ? cell_op_log_softmax(x, dim, out) : cell_op_softmax(x, dim, out));
+}
+static int tensor_softmax(lua_State *L) { return softmax_method(L, 0); }
+static int tensor_log_softmax(lua_State *L) { return softmax_method(L, 1); }
 
 static double opt_number(lua_State *L, int i, int *has) {
   *has = !lua_isnoneornil(L, i);
@@ -424,6 +540,12 @@ static const luaL_Reg op_methods[] = {
     B(ge) B(logical_and) B(logical_or)
     B(abs) B(neg) B(exp) B(log) B(log1p) B(sqrt) B(rsqrt) B(sin) B(cos) B(tanh) B(sigmoid)
     B(relu) B(gelu) B(silu) B(floor) B(ceil) B(round) B(sign) B(logical_not)
+    /* issue 13's elementwise math */
+    B(erf) B(erfc) B(tan) B(atan) B(asin) B(acos) B(sinh) B(cosh) B(log2) B(log10) B(exp2)
+    B(expm1) B(square) B(reciprocal) B(atan2) B(remainder) B(fmod) B(floor_divide)
+    B(logical_xor) B(nan_to_num) B(lerp)
+    {"isnan", tensor_isnan}, {"isinf", tensor_isinf}, {"isfinite", tensor_isfinite},
+    {"softmax", tensor_softmax}, {"log_softmax", tensor_log_softmax},
 #undef B
     {"clamp", tensor_clamp},
     {"masked_fill", tensor_masked_fill},

@@ -64,6 +64,7 @@ static inline int64_t ipow(int64_t x, int64_t y) {
 #define INT_TYPES(X)                               \
   X(I8, int8_t, int64_t, ID, WRAP(int8_t))         \
   X(U8, uint8_t, int64_t, ID, WRAP(uint8_t))       \
+  X(I16, int16_t, int64_t, ID, WRAP(int16_t))      \
   X(I32, int32_t, int64_t, ID, WRAP(int32_t))      \
   X(I64, int64_t, int64_t, ID, WRAP(int64_t))
 #define BOOL_TYPE(X) X(BOOL, uint8_t, int64_t, ID, TO_BOOL)
@@ -101,6 +102,49 @@ static inline int64_t ipow(int64_t x, int64_t y) {
 
 FLOAT_TYPES(DEF_FLOAT)
 INT_TYPES(DEF_INT)
+
+/* Issue 13's binary math. Floats follow PyTorch's CPU kernels (computed in
+ * double): remainder takes the divisor's sign, fmod the dividend's, and
+ * floor_divide is PyTorch's div_floor (a / b where b == 0, so +-inf or
+ * NaN). Integers: run_binary has refused a zero divisor before these run;
+ * a divisor of -1 is taken apart so INT64_MIN / -1 wraps instead of
+ * trapping. */
+static inline double f_remainder(double a, double b) {
+  double m = fmod(a, b);
+  return (m != 0 && ((b < 0) != (m < 0))) ? m + b : m;
+}
+static inline double f_floor_divide(double a, double b) {
+  if (b == 0) return a / b;
+  double m = fmod(a, b), d = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;
+  if (d == 0) return copysign(0.0, a / b);
+  double f = floor(d);
+  return d - f > 0.5 ? f + 1.0 : f;
+}
+static inline int64_t i_remainder(int64_t a, int64_t b) {
+  if (b == -1 || b == 0) return 0;
+  int64_t m = a % b;
+  return (m != 0 && ((b < 0) != (m < 0))) ? m + b : m;
+}
+static inline int64_t i_fmod(int64_t a, int64_t b) { return (b == -1 || b == 0) ? 0 : a % b; }
+static inline int64_t i_floor_divide(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return (int64_t)(0 - (uint64_t)a);
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+#define DEF_FLOAT_MATH(D, ST, CT, L, S)                                          \
+  BINARY_LOOP(atan2_##D, ST, CT, ST, L, S, (CT)atan2((double)x, (double)y))      \
+  BINARY_LOOP(rem_##D, ST, CT, ST, L, S, (CT)f_remainder((double)x, (double)y))  \
+  BINARY_LOOP(fmod_##D, ST, CT, ST, L, S, (CT)fmod((double)x, (double)y))        \
+  BINARY_LOOP(fdiv_##D, ST, CT, ST, L, S, (CT)f_floor_divide((double)x, (double)y))
+#define DEF_INT_MATH(D, ST, CT, L, S)                         \
+  BINARY_LOOP(rem_##D, ST, CT, ST, L, S, i_remainder(x, y))   \
+  BINARY_LOOP(fmod_##D, ST, CT, ST, L, S, i_fmod(x, y))       \
+  BINARY_LOOP(fdiv_##D, ST, CT, ST, L, S, i_floor_divide(x, y))
+FLOAT_TYPES(DEF_FLOAT_MATH)
+INT_TYPES(DEF_INT_MATH)
+BINARY_LOOP(xor_BOOL, uint8_t, int64_t, uint8_t, ID, TO_BOOL, x != y)
 BOOL_TYPE(DEF_BOOL)
 FLOAT_TYPES(DEF_CMP)
 INT_TYPES(DEF_CMP)
@@ -116,9 +160,16 @@ BOOL_TYPE(DEF_CMP)
 #define ROW_CMP(D, ...) K(CELL_OP_EQ, eq, D) K(CELL_OP_NE, ne, D) K(CELL_OP_LT, lt, D) \
   K(CELL_OP_LE, le, D) K(CELL_OP_GT, gt, D) K(CELL_OP_GE, ge, D)
 
+#define ROW_MATH_F(D, ...) K(CELL_OP_ATAN2, atan2, D) K(CELL_OP_REMAINDER, rem, D) \
+  K(CELL_OP_FMOD, fmod, D) K(CELL_OP_FLOOR_DIVIDE, fdiv, D)
+#define ROW_MATH_I(D, ...) K(CELL_OP_REMAINDER, rem, D) K(CELL_OP_FMOD, fmod, D) \
+  K(CELL_OP_FLOOR_DIVIDE, fdiv, D)
+
 static const cell_loop_fn kernels[CELL_BINOP_COUNT][CELL_DTYPE_COUNT] = {
     FLOAT_TYPES(ROW_ARITH_F) INT_TYPES(ROW_ARITH_I) BOOL_TYPE(ROW_BOOL)
-    FLOAT_TYPES(ROW_CMP) INT_TYPES(ROW_CMP) BOOL_TYPE(ROW_CMP)};
+    FLOAT_TYPES(ROW_CMP) INT_TYPES(ROW_CMP) BOOL_TYPE(ROW_CMP)
+    FLOAT_TYPES(ROW_MATH_F) INT_TYPES(ROW_MATH_I)
+    [CELL_OP_LOGICAL_XOR][CELL_DTYPE_BOOL] = xor_BOOL};
 
 /* The op table: one row per op, checked against the enum. */
 typedef enum { ARITH, COMPARE, LOGICAL } binop_kind;
@@ -134,6 +185,9 @@ static const struct {
     [CELL_OP_LE] = {"le", COMPARE},         [CELL_OP_GT] = {"gt", COMPARE},
     [CELL_OP_GE] = {"ge", COMPARE},         [CELL_OP_LOGICAL_AND] = {"logical_and", LOGICAL},
     [CELL_OP_LOGICAL_OR] = {"logical_or", LOGICAL},
+    [CELL_OP_ATAN2] = {"atan2", ARITH},     [CELL_OP_REMAINDER] = {"remainder", ARITH},
+    [CELL_OP_FMOD] = {"fmod", ARITH},       [CELL_OP_FLOOR_DIVIDE] = {"floor_divide", ARITH},
+    [CELL_OP_LOGICAL_XOR] = {"logical_xor", LOGICAL},
 };
 _Static_assert(sizeof binops / sizeof binops[0] == CELL_BINOP_COUNT, "binop table");
 
@@ -147,7 +201,7 @@ static cell_status binop_types(cell_binop op, cell_dtype a, cell_dtype b, cell_d
   if ((unsigned)op >= CELL_BINOP_COUNT)
     return cell_error(CELL_ERR_VALUE, "binary op: unknown op %d", (int)op);
   cell_dtype ct = cell_dtype_promote(a, b);
-  if (op == CELL_OP_DIV && !cell_dtype_is_float(ct)) ct = CELL_DTYPE_F32;
+  if ((op == CELL_OP_DIV || op == CELL_OP_ATAN2) && !cell_dtype_is_float(ct)) ct = CELL_DTYPE_F32;
   if (binops[op].kind == LOGICAL) ct = CELL_DTYPE_BOOL;
   if (!kernels[op][ct])
     return cell_error(CELL_ERR_TYPE, "%s: not supported for %s tensors", binops[op].name,
@@ -167,11 +221,39 @@ cell_status cell_as_dtype(const cell_tensor *t, cell_dtype dt, cell_tensor **out
   return cell_k_astype(t, dt, out);
 }
 
+/* Whether an integer tensor holds a zero (integer division's divisor). */
+typedef struct {
+  cell_dtype dt;
+  int found;
+} zero_scan_ctx;
+
+static void zero_scan(void *vctx, int64_t n, char **p, const int64_t *s) {
+  zero_scan_ctx *c = vctx;
+  for (int64_t i = 0; i < n; i++)
+    if (cell_load_i64(c->dt, p[0] + i * s[0]) == 0) c->found = 1;
+}
+
+static cell_status check_divisor(cell_binop op, const cell_tensor *b) {
+  if ((op != CELL_OP_REMAINDER && op != CELL_OP_FMOD && op != CELL_OP_FLOOR_DIVIDE) ||
+      !cell_dtype_is_int(b->dtype))
+    return CELL_OK;
+  zero_scan_ctx c = {b->dtype, 0};
+  cell_iter it;
+  cell_iter_init(&it, b->ndim, b->shape);
+  cell_iter_add(&it, b);
+  CELL_TRY(cell_iter_run(&it, zero_scan, &c));
+  if (c.found)
+    return cell_error(CELL_ERR_VALUE, "%s: integer division by zero (the divisor, a %s tensor, "
+                      "holds a 0)", binops[op].name, cell_dtype_name(b->dtype));
+  return CELL_OK;
+}
+
 static cell_status run_binary(cell_binop op, cell_dtype ct, cell_tensor *out,
                               const cell_tensor *a, const cell_tensor *b) {
   cell_tensor *ca = NULL, *cb = NULL;
   cell_status s = cell_as_dtype(a, ct, &ca);
   if (s == CELL_OK) s = cell_as_dtype(b, ct, &cb);
+  if (s == CELL_OK) s = check_divisor(op, cb);
   if (s == CELL_OK) {
     cell_iter it;
     cell_iter_init(&it, out->ndim, out->shape);

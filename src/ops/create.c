@@ -265,6 +265,7 @@ cell_status cell_cpu_randint(int64_t low, int64_t high, cell_dtype dt, int ndim,
   switch (dt) {
   case CELL_DTYPE_I8: lo_ok = INT8_MIN, hi_ok = INT8_MAX; break;
   case CELL_DTYPE_U8: lo_ok = 0, hi_ok = UINT8_MAX; break;
+  case CELL_DTYPE_I16: lo_ok = INT16_MIN, hi_ok = INT16_MAX; break;
   case CELL_DTYPE_I32: lo_ok = INT32_MIN, hi_ok = INT32_MAX; break;
   case CELL_DTYPE_I64: lo_ok = INT64_MIN, hi_ok = INT64_MAX; break;
   default: /* floats: integers are exact up to 2^digits */

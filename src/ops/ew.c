@@ -18,6 +18,16 @@ static inline double sigmoid(double x) {
   return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
 }
 
+/* PyTorch's div(a, b, rounding_mode = "floor") for floats. */
+static inline double floor_div(double a, double b) {
+  if (b == 0) return a / b;
+  double m = fmod(a, b), d = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;
+  if (d == 0) return copysign(0.0, a / b);
+  double f = floor(d);
+  return d - f > 0.5 ? f + 1.0 : f;
+}
+
 #define EW_FOR(EXPR)                                  \
   do {                                                \
     for (int64_t i = 0; i < n; i++) r[i] = (EXPR);    \
@@ -76,6 +86,26 @@ static void ew_apply(const ew_ctx *c, int64_t n, const double *a, const double *
     else if (k0 == 2.0) EW_FOR(a[i] * b[i]);
     else EW_FOR(b[i] == 0 ? 0.0 : a[i] * sgn(b[i]) * pow(fabs(b[i]), k0 - 1.0));
     break;
+  case EW_ERF: EW_FOR(a[i] * 1.12837916709551257390 * exp(-b[i] * b[i])); break;
+  case EW_ERFC: EW_FOR(-a[i] * 1.12837916709551257390 * exp(-b[i] * b[i])); break;
+  case EW_TAN: EW_FOR(a[i] * (1.0 + cc[i] * cc[i])); break;
+  case EW_ATAN: EW_FOR(a[i] / (1.0 + b[i] * b[i])); break;
+  case EW_ASIN: EW_FOR(a[i] / sqrt(1.0 - b[i] * b[i])); break;
+  case EW_ACOS: EW_FOR(-a[i] / sqrt(1.0 - b[i] * b[i])); break;
+  case EW_SINH: EW_FOR(a[i] * cosh(b[i])); break;
+  case EW_COSH: EW_FOR(a[i] * sinh(b[i])); break;
+  case EW_LOG2: EW_FOR(a[i] / (b[i] * 0.69314718055994530942)); break;
+  case EW_LOG10: EW_FOR(a[i] / (b[i] * 2.30258509299404568402)); break;
+  case EW_EXP2: EW_FOR(a[i] * cc[i] * 0.69314718055994530942); break;
+  case EW_EXPM1: EW_FOR(a[i] * (cc[i] + 1.0)); break;
+  case EW_SQUARE: EW_FOR(2.0 * b[i] * a[i]); break;
+  case EW_RECIPROCAL: EW_FOR(-a[i] * cc[i] * cc[i]); break;
+  case EW_SOFTPLUS: EW_FOR(b[i] * k0 > k1 ? a[i] : a[i] * sigmoid(b[i] * k0)); break;
+  case EW_FINITE: EW_FOR(isfinite(b[i]) ? a[i] : 0.0); break;
+  case EW_ATAN2_A: EW_FOR(a[i] * cc[i] / (b[i] * b[i] + cc[i] * cc[i])); break;
+  case EW_ATAN2_B: EW_FOR(-a[i] * b[i] / (b[i] * b[i] + cc[i] * cc[i])); break;
+  case EW_REM_B: EW_FOR(-a[i] * floor_div(b[i], cc[i])); break;
+  case EW_FMOD_B: EW_FOR(-a[i] * trunc(b[i] / cc[i])); break;
   default: EW_FOR(0.0); break;
   }
 }

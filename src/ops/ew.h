@@ -45,7 +45,29 @@ typedef enum {
   EW_STD_SCALE,  /* (g, std): std == 0 ? 0 : g / (k0 * std) */
   EW_DEV,        /* (gs, x, mean): gs * (x - mean) */
   EW_NORM_SCALE, /* (g, norm): norm == 0 ? 0 : g / norm^(k0 - 1) */
-  EW_NORM        /* (gs, x): x == 0 ? 0 : gs * sign(x) |x|^(k0 - 1) */
+  EW_NORM,       /* (gs, x): x == 0 ? 0 : gs * sign(x) |x|^(k0 - 1) */
+  /* issue 13's elementwise math: unary (g, x, y) as above */
+  EW_ERF,
+  EW_ERFC,
+  EW_TAN,        /* uses y */
+  EW_ATAN,
+  EW_ASIN,
+  EW_ACOS,
+  EW_SINH,
+  EW_COSH,
+  EW_LOG2,
+  EW_LOG10,
+  EW_EXP2,       /* uses y */
+  EW_EXPM1,      /* uses y */
+  EW_SQUARE,
+  EW_RECIPROCAL, /* uses y */
+  EW_SOFTPLUS,   /* (g, x): k0 = beta, k1 = threshold */
+  EW_FINITE,     /* (g, x): g where x is finite (nan_to_num) */
+  /* binary (g, a, b): the gradient for a or for b */
+  EW_ATAN2_A,    /* g b / (a^2 + b^2) */
+  EW_ATAN2_B,    /* -g a / (a^2 + b^2) */
+  EW_REM_B,      /* -g floor(a / b) (remainder) */
+  EW_FMOD_B      /* -g trunc(a / b) (fmod) */
 } ew_op;
 
 /* A new contiguous tensor of dtype dt and the given shape: op over the

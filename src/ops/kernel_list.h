@@ -89,7 +89,9 @@
   X(rand, (cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out), (dt, ndim, shape, out), (NULL)) \
   X(randn, (cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out), (dt, ndim, shape, out), (NULL)) \
   X(randint, (int64_t low, int64_t high, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out), (low, high, dt, ndim, shape, out), (NULL)) \
-  X(full, (cell_dtype dt, int ndim, const int64_t *shape, double value, cell_tensor **out), (dt, ndim, shape, value, out), (NULL))
+  X(full, (cell_dtype dt, int ndim, const int64_t *shape, double value, cell_tensor **out), (dt, ndim, shape, value, out), (NULL)) \
+  X(nan_to_num, (const cell_tensor *a, double nan, double posinf, double neginf, cell_tensor **out), (a, nan, posinf, neginf, out), (a)) \
+  X(softplus, (const cell_tensor *a, double beta, double threshold, cell_tensor **out), (a, beta, threshold, out), (a))
 
 /* Kernels outside the list, by hand in device.c: cat and stack (a tensor
  * array) and batch_norm_update (no status). Their ids follow the list's. */

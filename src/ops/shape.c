@@ -48,7 +48,7 @@ static cell_status finish(cell_status s, cell_tensor *r, cell_tensor **out) {
 }
 
 static int is_index_dtype(cell_dtype d) {
-  return d == CELL_DTYPE_I8 || d == CELL_DTYPE_U8 || d == CELL_DTYPE_I32 || d == CELL_DTYPE_I64;
+  return cell_dtype_is_int(d);
 }
 
 static cell_status check_index_dtype(const char *op, const cell_tensor *index) {

@@ -42,6 +42,7 @@
 #define INT_TYPES(X)                               \
   X(I8, int8_t, int64_t, ID, WRAP(int8_t), VEC)    \
   X(U8, uint8_t, int64_t, ID, WRAP(uint8_t), VEC)  \
+  X(I16, int16_t, int64_t, ID, WRAP(int16_t), VEC) \
   X(I32, int32_t, int64_t, ID, WRAP(int32_t), VEC) \
   X(I64, int64_t, int64_t, ID, WRAP(int64_t), VEC)
 
@@ -81,6 +82,52 @@ FLOAT_TYPES(DEF_FLOAT)
 INT_TYPES(DEF_INT)
 UNARY_LOOP(not_BOOL, uint8_t, int, ID, ID, !x, VEC)
 
+/* Elementwise math of issue 13. Integers reach the transcendental ones as
+ * float32 (unop_type); square keeps integers, wrapping as PyTorch does. */
+#define DEF_FLOAT_MATH(D, ST, CT, L, S, V)                              \
+  UNARY_LOOP(erf_##D, ST, CT, L, S, erf(x), SCALAR)                     \
+  UNARY_LOOP(erfc_##D, ST, CT, L, S, erfc(x), SCALAR)                   \
+  UNARY_LOOP(tan_##D, ST, CT, L, S, tan(x), SCALAR)                     \
+  UNARY_LOOP(atan_##D, ST, CT, L, S, atan(x), SCALAR)                   \
+  UNARY_LOOP(asin_##D, ST, CT, L, S, asin(x), SCALAR)                   \
+  UNARY_LOOP(acos_##D, ST, CT, L, S, acos(x), SCALAR)                   \
+  UNARY_LOOP(sinh_##D, ST, CT, L, S, sinh(x), SCALAR)                   \
+  UNARY_LOOP(cosh_##D, ST, CT, L, S, cosh(x), SCALAR)                   \
+  UNARY_LOOP(log2_##D, ST, CT, L, S, log2(x), SCALAR)                   \
+  UNARY_LOOP(log10_##D, ST, CT, L, S, log10(x), SCALAR)                 \
+  UNARY_LOOP(exp2_##D, ST, CT, L, S, exp2(x), SCALAR)                   \
+  UNARY_LOOP(expm1_##D, ST, CT, L, S, expm1(x), SCALAR)                 \
+  UNARY_LOOP(square_##D, ST, CT, L, S, x * x, V)                        \
+  UNARY_LOOP(reciprocal_##D, ST, CT, L, S, ONE / x, V)
+#define DEF_INT_MATH(D, ST, CT, L, S, V) \
+  UNARY_LOOP(square_##D, ST, CT, L, S, (int64_t)((uint64_t)x * (uint64_t)x), V)
+FLOAT_TYPES(DEF_FLOAT_MATH)
+INT_TYPES(DEF_INT_MATH)
+
+/* isnan / isinf / isfinite: any dtype in, bool out. Integers and bool are
+ * never NaN or infinite. */
+#define PRED_LOOP(name, ST, CT, LOAD, EXPR)                              \
+  static void name(void *ctx, int64_t n, char **p, const int64_t *s) {   \
+    (void)ctx;                                                           \
+    for (int64_t i = 0; i < n; i++) {                                    \
+      CT x = LOAD(*(const ST *)(p[1] + i * s[1]));                       \
+      *(uint8_t *)(p[0] + i * s[0]) = (uint8_t)(EXPR);                   \
+    }                                                                    \
+  }
+#define DEF_PRED(D, ST, CT, L, S, V)                 \
+  PRED_LOOP(isnan_##D, ST, CT, L, isnan(x) != 0)     \
+  PRED_LOOP(isinf_##D, ST, CT, L, isinf(x) != 0)     \
+  PRED_LOOP(isfinite_##D, ST, CT, L, isfinite(x) != 0)
+FLOAT_TYPES(DEF_PRED)
+static void pred_false(void *ctx, int64_t n, char **p, const int64_t *s) {
+  (void)ctx;
+  for (int64_t i = 0; i < n; i++) *(uint8_t *)(p[0] + i * s[0]) = 0;
+}
+static void pred_true(void *ctx, int64_t n, char **p, const int64_t *s) {
+  (void)ctx;
+  for (int64_t i = 0; i < n; i++) *(uint8_t *)(p[0] + i * s[0]) = 1;
+}
+
 #define K(op, fn, D) [op][CELL_DTYPE_##D] = fn##_##D,
 #define ROW_F(D, ...)                                                                         \
   K(CELL_OP_ABS, abs, D) K(CELL_OP_NEG, neg, D) K(CELL_OP_EXP, exp, D) K(CELL_OP_LOG, log, D) \
@@ -93,13 +140,28 @@ UNARY_LOOP(not_BOOL, uint8_t, int, ID, ID, !x, VEC)
   K(CELL_OP_ABS, abs, D) K(CELL_OP_NEG, neg, D) K(CELL_OP_RELU, relu, D)         \
   K(CELL_OP_FLOOR, floor, D) K(CELL_OP_CEIL, ceil, D) K(CELL_OP_ROUND, round, D) \
   K(CELL_OP_SIGN, sign, D)
+#define ROW_F_MATH(D, ...)                                                              \
+  K(CELL_OP_ERF, erf, D) K(CELL_OP_ERFC, erfc, D) K(CELL_OP_TAN, tan, D)                \
+  K(CELL_OP_ATAN, atan, D) K(CELL_OP_ASIN, asin, D) K(CELL_OP_ACOS, acos, D)            \
+  K(CELL_OP_SINH, sinh, D) K(CELL_OP_COSH, cosh, D) K(CELL_OP_LOG2, log2, D)            \
+  K(CELL_OP_LOG10, log10, D) K(CELL_OP_EXP2, exp2, D) K(CELL_OP_EXPM1, expm1, D)        \
+  K(CELL_OP_SQUARE, square, D) K(CELL_OP_RECIPROCAL, reciprocal, D)                     \
+  K(CELL_OP_ISNAN, isnan, D) K(CELL_OP_ISINF, isinf, D) K(CELL_OP_ISFINITE, isfinite, D)
+#define ROW_I_MATH(D, ...) K(CELL_OP_SQUARE, square, D) ROW_PRED_CONST(D)
+#define ROW_PRED_CONST(D)                                                   \
+  [CELL_OP_ISNAN][CELL_DTYPE_##D] = pred_false,                             \
+  [CELL_OP_ISINF][CELL_DTYPE_##D] = pred_false,                             \
+  [CELL_OP_ISFINITE][CELL_DTYPE_##D] = pred_true,
 static const cell_loop_fn kernels[CELL_UNOP_COUNT][CELL_DTYPE_COUNT] = {
-    FLOAT_TYPES(ROW_F) INT_TYPES(ROW_I)[CELL_OP_LOGICAL_NOT][CELL_DTYPE_BOOL] = not_BOOL};
+    FLOAT_TYPES(ROW_F) INT_TYPES(ROW_I)[CELL_OP_LOGICAL_NOT][CELL_DTYPE_BOOL] = not_BOOL,
+    FLOAT_TYPES(ROW_F_MATH) INT_TYPES(ROW_I_MATH) ROW_PRED_CONST(BOOL)};
 
-/* The op table: name, and whether integer inputs are computed in float32. */
+/* The op table: name, whether integer inputs are computed in float32, and
+ * whether the result is bool (predicates, which run on the input's dtype). */
 static const struct {
   const char *name;
   bool to_float;
+  bool pred;
 } unops[] = {
     [CELL_OP_ABS] = {"abs", false},       [CELL_OP_NEG] = {"neg", false},
     [CELL_OP_EXP] = {"exp", true},        [CELL_OP_LOG] = {"log", true},
@@ -111,6 +173,15 @@ static const struct {
     [CELL_OP_FLOOR] = {"floor", false},   [CELL_OP_CEIL] = {"ceil", false},
     [CELL_OP_ROUND] = {"round", false},   [CELL_OP_SIGN] = {"sign", false},
     [CELL_OP_LOGICAL_NOT] = {"logical_not", false},
+    [CELL_OP_ERF] = {"erf", true},        [CELL_OP_ERFC] = {"erfc", true},
+    [CELL_OP_TAN] = {"tan", true},        [CELL_OP_ATAN] = {"atan", true},
+    [CELL_OP_ASIN] = {"asin", true},      [CELL_OP_ACOS] = {"acos", true},
+    [CELL_OP_SINH] = {"sinh", true},      [CELL_OP_COSH] = {"cosh", true},
+    [CELL_OP_LOG2] = {"log2", true},      [CELL_OP_LOG10] = {"log10", true},
+    [CELL_OP_EXP2] = {"exp2", true},      [CELL_OP_EXPM1] = {"expm1", true},
+    [CELL_OP_SQUARE] = {"square", false}, [CELL_OP_RECIPROCAL] = {"reciprocal", true},
+    [CELL_OP_ISNAN] = {"isnan", false, true}, [CELL_OP_ISINF] = {"isinf", false, true},
+    [CELL_OP_ISFINITE] = {"isfinite", false, true},
 };
 _Static_assert(sizeof unops / sizeof unops[0] == CELL_UNOP_COUNT, "unop table");
 
@@ -118,16 +189,19 @@ const char *cell_unop_name(cell_unop op) {
   return (unsigned)op < CELL_UNOP_COUNT ? unops[op].name : "?";
 }
 
-static cell_status unop_type(cell_unop op, cell_dtype in, cell_dtype *ct) {
+/* The dtype the kernel computes in (*ct) and the result's (*rt). */
+static cell_status unop_type(cell_unop op, cell_dtype in, cell_dtype *ct, cell_dtype *rt) {
   if ((unsigned)op >= CELL_UNOP_COUNT)
     return cell_error(CELL_ERR_VALUE, "unary op: unknown op %d", (int)op);
   cell_dtype t = in;
   if (op == CELL_OP_LOGICAL_NOT) t = CELL_DTYPE_BOOL;
+  else if (op == CELL_OP_SQUARE && in == CELL_DTYPE_BOOL) t = CELL_DTYPE_I64; /* as PyTorch */
   else if (unops[op].to_float && !cell_dtype_is_float(in)) t = CELL_DTYPE_F32;
   if (!kernels[op][t])
     return cell_error(CELL_ERR_TYPE, "%s: not supported for %s tensors", unops[op].name,
                       cell_dtype_name(in));
   *ct = t;
+  *rt = unops[op].pred ? CELL_DTYPE_BOOL : t;
   return CELL_OK;
 }
 
@@ -145,10 +219,10 @@ static cell_status run_unary(cell_unop op, cell_dtype ct, cell_tensor *out, cons
 
 cell_status cell_cpu_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "unary op: NULL argument");
-  cell_dtype ct;
-  CELL_TRY(unop_type(op, a->dtype, &ct));
+  cell_dtype ct, rt;
+  CELL_TRY(unop_type(op, a->dtype, &ct, &rt));
   cell_tensor *r;
-  CELL_TRY(cell_tensor_new_contig(ct, a->ndim, a->shape, &r));
+  CELL_TRY(cell_tensor_new_contig(rt, a->ndim, a->shape, &r));
   cell_status s = run_unary(op, ct, r, a);
   if (s != CELL_OK) {
     cell_tensor_release(r);
@@ -160,11 +234,11 @@ cell_status cell_cpu_unary(cell_unop op, const cell_tensor *a, cell_tensor **out
 
 cell_status cell_cpu_unary_(cell_unop op, cell_tensor *a) {
   if (!a) return cell_error(CELL_ERR_VALUE, "unary op: NULL argument");
-  cell_dtype ct;
-  CELL_TRY(unop_type(op, a->dtype, &ct));
-  if (ct != a->dtype)
+  cell_dtype ct, rt;
+  CELL_TRY(unop_type(op, a->dtype, &ct, &rt));
+  if (ct != a->dtype || rt != a->dtype)
     return cell_error(CELL_ERR_TYPE, "%s_: result type %s cannot be stored in a %s tensor",
-                      unops[op].name, cell_dtype_name(ct), cell_dtype_name(a->dtype));
+                      unops[op].name, cell_dtype_name(rt), cell_dtype_name(a->dtype));
   cell_tensor_bump(a);
   return run_unary(op, ct, a, a);
 }
