@@ -129,6 +129,8 @@ bool lc_field(lua_State *L, int opts, const char *key);
 /* Fill the methods table (base + 1) and the metatable (base + 2). */
 void lc_open_tensor(lua_State *L, int base);
 void lc_register_ops(lua_State *L, int base);
+/* lindex.c: nonzero, masked_select, masked_scatter (tensor methods). */
+void lc_register_index(lua_State *L, int base);
 void lc_register_create(lua_State *L, int module, int base);
 void lc_register_autograd(lua_State *L, int module, int base);
 void lc_register_attrs(lua_State *L, int module, int base);
