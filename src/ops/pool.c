@@ -11,6 +11,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include <stdio.h>
 
 cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
                                const int64_t *kernel, const int64_t *stride,
@@ -54,12 +55,15 @@ cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
   /* The extent of a dilated window (sizes are small: kernel, dilation and
    * padding come from arguments checked above, the input from a tensor). */
   int64_t ekh = g->dh * (g->kh - 1) + 1, ekw = g->dw * (g->kw - 1) + 1;
-  if (ekh > ph || ekw > pw)
+  if (ekh > ph || ekw > pw) {
+    char dil[80] = "";
+    if (g->dh != 1 || g->dw != 1)
+      snprintf(dil, sizeof dil, ", dilated %lld x %lld", (long long)ekh, (long long)ekw);
     return cell_error(CELL_ERR_VALUE,
-                      "%s: the kernel (%lld x %lld, dilated %lld x %lld) is larger than the padded "
-                      "input (%lld x %lld): input %s",
-                      op, (long long)g->kh, (long long)g->kw, (long long)ekh, (long long)ekw,
-                      (long long)ph, (long long)pw, sx);
+                      "%s: the kernel (%lld x %lld%s) is larger than the padded input (%lld x "
+                      "%lld): input %s",
+                      op, (long long)g->kh, (long long)g->kw, dil, (long long)ph, (long long)pw, sx);
+  }
   /* ceil_mode (PyTorch's rule): round the count of strides up, but a last
    * window must start inside the input or its top/left padding. */
   g->oh = (ph - ekh + (ceil_mode ? g->sh - 1 : 0)) / g->sh + 1;
