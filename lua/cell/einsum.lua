@@ -149,15 +149,18 @@ local function einsum(equation, operands)
   local size, count, first_op = {}, {}, {}
   for k, labels in ipairs(ops_labels) do
     local shape = ts[k].shape
+    local here = {}
+    for d, l in ipairs(labels) do
+      if here[l] and shape[here[l]] ~= shape[d] then
+        fail("subscript '%s' is repeated in operand %d with sizes %d and %d", l, k, shape[here[l]], shape[d])
+      end
+      here[l] = here[l] or d
+    end
     for d, l in ipairs(labels) do
       count[l] = (count[l] or 0) + 1
       local n = shape[d]
-      if size[l] == nil or size[l] == 1 then
-        if size[l] ~= nil and n ~= 1 and size[l] ~= n then
-          fail("subscript '%s' has size %d in operand %d but %d before", l, n, k, size[l])
-        end
-        if size[l] == nil then first_op[l] = k end
-        if size[l] == nil or n ~= 1 then size[l] = n end
+      if size[l] == nil or (size[l] == 1 and n ~= 1) then
+        size[l], first_op[l] = n, k
       elseif n ~= size[l] and n ~= 1 then
         local shown = l:sub(1, 1) == "\1" and "..." or l
         fail("subscript '%s' has size %d in operand %d but %d in operand %d", shown, n, k, size[l], first_op[l])
