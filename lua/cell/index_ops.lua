@@ -11,15 +11,9 @@ local core = require "cell.core"
 
 local M = {}
 
-local function shape_str(shape)
-  local parts = {}
-  for i = 1, #shape do parts[i] = tostring(shape[i]) end
-  return "[" .. table.concat(parts, ", ") .. "]"
-end
-
-local function is_int(v)
-  return type(v) == "number" and v == math.floor(v) and v > -math.huge and v < math.huge
-end
+local types = require "cell.util.types"
+local shape_str = types.shape_list -- "[2, 3]", as the engine's messages print shapes
+local is_int = types.is_int
 
 --- addmm(input, mat1, mat2 [, {beta = 1, alpha = 1}]) or
 -- addmm(input, mat1, mat2, beta, alpha): beta * input + alpha * (mat1 @ mat2).
