@@ -161,6 +161,7 @@ DEVICE_SPECS = spec/tensor_spec.lua spec/ops/ops_spec.lua spec/autograd_spec.lua
   spec/autograd_composite_spec.lua spec/ops/nn_ops_spec.lua spec/ops/nn_ops_loss_spec.lua \
   spec/ops/conv_spec.lua spec/ops/sort_spec.lua spec/device_spec.lua spec/parameter_spec.lua spec/initializer_spec.lua \
   spec/ops/math_spec.lua spec/ops/int16_spec.lua \
+  spec/ops/index_ops_spec.lua \
   spec/serialization_spec.lua $(wildcard spec/nn/*_spec.lua spec/io/*_spec.lua) \
   spec/train/callbacks_spec.lua spec/train/metrics_spec.lua spec/train/terminal_spec.lua
 test-device: all

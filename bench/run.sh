@@ -64,6 +64,8 @@ run "$LUA_BIN" bench/train.lua
 
 echo "# ordering ops ($LUA_BIN: sort, topk, logsumexp of 1e6 float32)"
 run "$LUA_BIN" bench/sort_ops.lua
+echo "# einsum ($LUA_BIN: batched contractions, float32)"
+run "$LUA_BIN" bench/einsum.lua
 
 echo "# PyTorch"
 if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
@@ -73,6 +75,7 @@ if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
   run "$PYTHON" bench/torch/cell_state.py 200000
   run "$PYTHON" bench/torch/train.py
   run "$PYTHON" bench/torch/sort_ops.py
+  run "$PYTHON" bench/torch/einsum.py
   if [ -d /usr/share/datasets/fashion-mnist ]; then run "$PYTHON" bench/torch/fashion_lenet.py 1; fi
 else
   echo "torch: not available, skipped"
@@ -105,6 +108,8 @@ END {
   ratio("ratio_sort_1e6_torch_over_cell", "torch_sort_1e6", "cell_sort_1e6")
   ratio("ratio_topk10_rows_torch_over_cell", "torch_topk10_rows_1000x1000", "cell_topk10_rows_1000x1000")
   ratio("ratio_logsumexp_rows_torch_over_cell", "torch_logsumexp_rows_1000x1000", "cell_logsumexp_rows_1000x1000")
+  ratio("ratio_einsum_bmm_torch_over_cell", "torch_einsum_bmm_ms", "cell_einsum_bmm_ms")
+  ratio("ratio_einsum_attention_torch_over_cell", "torch_einsum_attention_ms", "cell_einsum_attention_ms")
   ratio("ratio_load_state_dict_torch_over_cell", "torch_load_state_dict_1000_params_ms",
     "cell_load_state_dict_1000_params_ms")
 }' "$results" >"$tmp"

@@ -312,6 +312,21 @@ CELL_API cell_status cell_op_scatter(const cell_tensor *a, int dim, const cell_t
 CELL_API cell_status cell_op_index_select(const cell_tensor *a, int dim,
                                           const cell_tensor *index, int64_t index_base,
                                           cell_tensor **out);
+/* The ops whose output size depends on the data (elements taken in
+ * row-major order). nonzero: the positions of a's non-zero elements (NaN
+ * counts, -0.0 does not) as int64 {k, ndim}, counting from index_base.
+ * masked_select: the elements of a where mask (Bool, broadcast with a) is
+ * true, 1-D. masked_scatter: a copy of a (broadcast with mask) whose
+ * masked positions take src's elements in order; src has a's dtype
+ * (TypeError) and at least as many elements as the mask selects
+ * (ValueError). masked_select and masked_scatter record backward nodes
+ * ("MaskedSelectBackward", "MaskedScatterBackward"). */
+CELL_API cell_status cell_op_nonzero(const cell_tensor *a, int64_t index_base,
+                                     cell_tensor **out);
+CELL_API cell_status cell_op_masked_select(const cell_tensor *a, const cell_tensor *mask,
+                                           cell_tensor **out);
+CELL_API cell_status cell_op_masked_scatter(const cell_tensor *a, const cell_tensor *mask,
+                                            const cell_tensor *src, cell_tensor **out);
 /* Repeat the whole tensor reps[i] times along each dim (nreps may exceed
  * ndim: leading dims are added; ValueError for a negative count). */
 CELL_API cell_status cell_op_tile(const cell_tensor *a, int nreps, const int64_t *reps,

@@ -43,4 +43,26 @@ CELL_API cell_status cell_op_avg_pool2d(const cell_tensor *x, const int64_t *ker
                                         const int64_t *stride, const int64_t *padding,
                                         int count_include_pad, cell_tensor **out);
 
+/* Max pooling with PyTorch's full options. dilation {dh, dw} >= 1 (or
+ * NULL: 1) spaces a window's positions; with ceil_mode the output sizes
+ * round up, OH = ceil((H + top + bottom - dh * (kh - 1) - 1) / sh) + 1,
+ * less one when the last window would start past the input and its top
+ * padding (likewise OW), and windows past the padded input are clipped.
+ * indices (or NULL) gets, per output element, the 0-based position
+ * h * W + w of its maximum in its input plane (int64 {N, C, OH, OW}; it
+ * never requires grad). Other arguments as cell_op_max_pool2d. */
+CELL_API cell_status cell_op_max_pool2d_ex(const cell_tensor *x, const int64_t *kernel,
+                                           const int64_t *stride, const int64_t *padding,
+                                           const int64_t *dilation, int ceil_mode,
+                                           cell_tensor **out, cell_tensor **indices);
+
+/* Average pooling with ceil_mode (output sizes as cell_op_max_pool2d_ex
+ * with dilation 1). A window that reaches past the padded input divides,
+ * with count_include_pad, by its size clipped to the padded input (as
+ * PyTorch); without it, by its positions inside the input. */
+CELL_API cell_status cell_op_avg_pool2d_ex(const cell_tensor *x, const int64_t *kernel,
+                                           const int64_t *stride, const int64_t *padding,
+                                           int ceil_mode, int count_include_pad,
+                                           cell_tensor **out);
+
 #endif

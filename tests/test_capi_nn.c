@@ -49,6 +49,17 @@ static void null_handles(void) {
   MISUSE(cell_op_max_pool2d(NULL, k, NULL, NULL, &out), out);
   MISUSE(cell_op_max_pool2d(img, NULL, NULL, NULL, &out), out);
   MISUSE(cell_op_avg_pool2d(NULL, k, NULL, NULL, 1, &out), out);
+  const int64_t d0[2] = {0, 1}, d4[2] = {4, 4};
+  MISUSE(cell_op_max_pool2d_ex(NULL, k, NULL, NULL, NULL, 0, &out, NULL), out);
+  MISUSE(cell_op_max_pool2d_ex(img, k, NULL, NULL, d0, 1, &out, NULL), out); /* dilation 0 */
+  MISUSE(cell_op_max_pool2d_ex(img, k, NULL, NULL, d4, 0, &out, NULL), out); /* dilated past the input */
+  MISUSE(cell_op_avg_pool2d_ex(NULL, k, NULL, NULL, 1, 1, &out), out);
+  MISUSE(cell_op_avg_pool2d_ex(img, k, NULL, NULL, 1, 1, NULL), out);
+  MISUSE(cell_op_nonzero(NULL, 0, &out), out);
+  MISUSE(cell_op_masked_select(NULL, x, &out), out);
+  MISUSE(cell_op_masked_select(x, x, &out), out); /* a mask that is not Bool */
+  MISUSE(cell_op_masked_scatter(x, NULL, x, &out), out);
+  MISUSE(cell_op_masked_scatter(x, x, NULL, &out), out);
   cell_sgd_config sgd = {0.1, 0, 0, 0, 1, 0, 1};
   cell_adam_config adam = {1e-3, 0.9, 0.999, 1e-8, 0, 1, 1, 0};
   CHECK(cell_optim_sgd_step(NULL, x, NULL, &sgd) != CELL_OK);

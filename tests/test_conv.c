@@ -269,7 +269,7 @@ static void test_conv_threads(void) {
     cell_set_num_threads(t ? 2 : 1);
     CHECK_OK(cell_k_conv2d(x, w, NULL, NULL, pd, NULL, 1, &y[t]));
     CHECK_OK(cell_k_conv2d_backward(gy, x, w, NULL, pd, NULL, 1, &gx[t], &gw[t], NULL));
-    CHECK_OK(cell_k_max_pool2d(gy, S(3, 3), S(1, 1), S(1, 1, 1, 1), &m[t], &mi));
+    CHECK_OK(cell_k_max_pool2d(gy, S(3, 3), S(1, 1), S(1, 1, 1, 1), NULL, 0, &m[t], &mi));
     if (mi) CHECK_OK(cell_k_max_pool2d_backward(m[t], mi, S(32, 32, 32, 32), CELL_DTYPE_F32, &mg[t]));
     cell_tensor_release(mi);
     mi = NULL;
@@ -351,11 +351,11 @@ static void check_pool(const pcfg *p, int is_max, cell_dtype dt, double tol, int
   ref_pool(p, is_max, xr, gyr, y, gx);
   cell_tensor *r = NULL, *idx = NULL, *rx = NULL;
   if (is_max) {
-    CHECK_OK(cell_k_max_pool2d(x, p->k, p->st, p->pd, &r, &idx));
+    CHECK_OK(cell_k_max_pool2d(x, p->k, p->st, p->pd, NULL, 0, &r, &idx));
     if (idx) CHECK_OK(cell_k_max_pool2d_backward(gy, idx, xs, dt, &rx));
   } else {
-    CHECK_OK(cell_k_avg_pool2d(x, p->k, p->st, p->pd, p->cip, &r));
-    CHECK_OK(cell_k_avg_pool2d_backward(gy, xs, p->k, p->st, p->pd, p->cip, dt, &rx));
+    CHECK_OK(cell_k_avg_pool2d(x, p->k, p->st, p->pd, 0, p->cip, &r));
+    CHECK_OK(cell_k_avg_pool2d_backward(gy, xs, p->k, p->st, p->pd, 0, p->cip, dt, &rx));
   }
   if (r && rx) {
     double *a = values(r), *ax = values(rx);

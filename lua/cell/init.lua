@@ -12,6 +12,7 @@ end
 cell.core = core
 cell.OrderedDict = require "cell.ordered_dict"
 tensor.install(core.Tensor, core)
+require("cell.index_ops").install(core.Tensor) -- addmm, outer
 
 local autograd = require "cell.autograd"
 for _, k in ipairs { "grad", "value_and_grad", "no_grad", "enable_grad", "checkpoint" } do

@@ -87,10 +87,6 @@ describe("nn.MaxPool2d and nn.AvgPool2d", function()
       "ValueError", "'padding'", "1 or 2")
     H.expect_error(function() nn.MaxPool2d { kernel_size = 3, pad_mode = "pad", padding = -1 } end, "ValueError",
       "non-negative")
-    H.expect_error(function() nn.MaxPool2d { kernel_size = 3, pad_mode = "pad", dilation = 2 } end,
-      "NotImplementedError", "'dilation'")
-    H.expect_error(function() nn.MaxPool2d { kernel_size = 3, pad_mode = "pad", return_indices = true } end,
-      "NotImplementedError", "'return_indices'")
     H.expect_error(function() nn.MaxPool2d { kernel_size = 3, pad_mode = "pad", ceil_mode = 1 } end, "TypeError",
       "'ceil_mode' must be a boolean")
     H.expect_error(function() nn.AvgPool2d { count_include_pad = "no" } end, "TypeError", "'count_include_pad'")

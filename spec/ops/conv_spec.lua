@@ -329,7 +329,8 @@ local function pool_spec(name, cases, avg)
             "avg_pool2d: count_include_pad must be a boolean, got number")
         else
           H.expect_error(function() return op(x, 2, { count_include_pad = true }) end, "TypeError",
-            "max_pool2d: unknown option 'count_include_pad' (the options are stride, padding)")
+            "max_pool2d: unknown option 'count_include_pad' (the options are stride, padding, dilation, ceil_mode, "
+            .. "return_indices)")
         end
       end)
     end)

@@ -83,16 +83,29 @@ describe("softmax and log_softmax", function()
 end)
 
 describe("batch_norm", function()
-  it("training: batch statistics, running statistics updated with MindSpore's momentum", function()
+  it("training: batch statistics, running statistics updated with MindSpore's functional momentum", function()
     local x = cell.tensor({ { 1, 2 }, { 3, 6 } }, f64)
     local rm, rv = cell.tensor({ 0, 1 }, f64), cell.tensor({ 1, 2 }, f64)
-    local y = ops.batch_norm(x, rm, rv, nil, nil, { training = true, momentum = 0.8, eps = 0 })
+    -- ops.batch_norm: running = (1 - momentum) * running + momentum * batch
+    local y = ops.batch_norm(x, rm, rv, nil, nil, { training = true, momentum = 0.2, eps = 0 })
     assert_close(y, { { -1, -1 }, { 1, 1 } }, 1e-12)
     -- batch means {2, 4}, unbiased variances {2, 8}
     assert_close(rm, { 0.8 * 0 + 0.2 * 2, 0.8 * 1 + 0.2 * 4 }, 1e-14)
     assert_close(rv, { 0.8 * 1 + 0.2 * 2, 0.8 * 2 + 0.2 * 8 }, 1e-14)
-    ops.batch_norm(x, rm, rv, nil, nil, { training = true }) -- default momentum 0.9
+    ops.batch_norm(x, rm, rv, nil, nil, { training = true }) -- default momentum 0.1
     assert_close(rm, { 0.9 * 0.4 + 0.1 * 2, 0.9 * 1.6 + 0.1 * 4 }, 1e-14)
+  end)
+  it("nn.BatchNorm keeps its own convention: momentum weighs the running value (default 0.9)", function()
+    local x = cell.tensor({ { 1, 2 }, { 3, 6 } }, f64)
+    local bn = cell.nn.BatchNorm1d(2, nil, 0.8)
+    bn:set_train(true)
+    bn(x:float()) -- moving_mean starts at zeros
+    assert_close(bn.moving_mean, { 0.8 * 0 + 0.2 * 2, 0.8 * 0 + 0.2 * 4 }, 1e-6)
+    local bn2 = cell.nn.BatchNorm1d(2)
+    assert.are.equal(0.9, bn2.momentum)
+    bn2:set_train(true)
+    bn2(x:float())
+    assert_close(bn2.moving_mean, { 0.1 * 2, 0.1 * 4 }, 1e-6)
   end)
   it("inference: running statistics, untouched; weight and bias", function()
     local x = cell.tensor({ { 1, 2 }, { 3, 6 } }, f64)

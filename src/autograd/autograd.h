@@ -118,6 +118,7 @@ int cell_ag_conv_nodes(const char **names, int max);
 int cell_ag_nn_nodes(const char **names, int max);
 int cell_ag_sort_nodes(const char **names, int max);
 int cell_ag_math_param_nodes(const char **names, int max);
+int cell_ag_index_nodes(const char **names, int max);
 
 /* The op-wrapper pattern: run the raw kernel with grad mode off. */
 #define CELL_AG_RAW(call)                        \

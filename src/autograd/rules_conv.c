@@ -18,6 +18,7 @@ typedef struct {
   int64_t stride[2], padding[4]; /* padding: top, bottom, left, right */
   int64_t pair[2];               /* dilation (conv) or kernel (pools) */
   int64_t last;                  /* groups (conv), count_include_pad (avg pool) */
+  int64_t ceil;                  /* ceil_mode (avg pool) */
 } geom_args;
 
 static void put_geom(cell_node *n, const cell_conv_geom *g, int64_t a, int64_t b, int64_t last) {
@@ -80,51 +81,77 @@ static cell_status max_pool2d_backward(cell_node *n, const cell_tensor *gy, cell
   return cell_ag_give(n, 0, s, gx, gin);
 }
 
-cell_status cell_op_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
-                               const int64_t *padding, cell_tensor **out) {
+cell_status cell_op_max_pool2d_ex(const cell_tensor *x, const int64_t *kernel,
+                                  const int64_t *stride, const int64_t *padding,
+                                  const int64_t *dilation, int ceil_mode, cell_tensor **out,
+                                  cell_tensor **indices) {
   const cell_tensor *in[1] = {x};
   if (!x || !out || !cell_ag_wants(1, in))
-    return cell_k_max_pool2d(x, kernel, stride, padding, out, NULL);
+    return cell_k_max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, out, indices);
   cell_conv_geom g;
-  CELL_TRY(cell_k_pool2d_geom("max_pool2d", x->ndim, x->shape, kernel, stride, padding, &g));
+  CELL_TRY(cell_k_pool2d_geom("max_pool2d", x->ndim, x->shape, kernel, stride, padding, dilation,
+                              ceil_mode, &g));
   cell_tensor *r = NULL, *idx = NULL;
-  cell_status s = CELL_AG_RAW(cell_k_max_pool2d(x, kernel, stride, padding, &r, &idx));
+  cell_status s = CELL_AG_RAW(
+      cell_k_max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, &r, &idx));
   if (s != CELL_OK) return s;
   cell_node *n = CELL_AG_NODE("MaxPool2dBackward", max_pool2d_backward, 1, in, 1, geom_args);
   if (n) {
     put_geom(n, &g, g.kh, g.kw, 0);
     s = cell_ag_save(n, idx);
   }
-  cell_tensor_release(idx);
   s = cell_ag_finish(n, s, &r);
-  if (s == CELL_OK) *out = r;
+  if (s == CELL_OK) {
+    *out = r;
+    if (indices) *indices = idx;
+    else cell_tensor_release(idx);
+  } else {
+    cell_tensor_release(idx);
+  }
   return s;
+}
+
+cell_status cell_op_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
+                               const int64_t *padding, cell_tensor **out) {
+  return cell_op_max_pool2d_ex(x, kernel, stride, padding, NULL, 0, out, NULL);
 }
 
 static cell_status avg_pool2d_backward(cell_node *n, const cell_tensor *gy, cell_tensor **gin) {
   if (!n->in[0].next) return CELL_OK;
   const geom_args *ga = CELL_AG_ARGS(n, geom_args);
   cell_tensor *gx = NULL;
-  cell_status s = cell_k_avg_pool2d_backward(gy, n->in[0].shape, ga->pair, ga->stride, ga->padding,
-                                             (int)ga->last, n->in[0].dtype, &gx);
+  cell_status s =
+      cell_k_avg_pool2d_backward(gy, n->in[0].shape, ga->pair, ga->stride, ga->padding,
+                                 (int)ga->ceil, (int)ga->last, n->in[0].dtype, &gx);
   return cell_ag_give(n, 0, s, gx, gin);
+}
+
+cell_status cell_op_avg_pool2d_ex(const cell_tensor *x, const int64_t *kernel,
+                                  const int64_t *stride, const int64_t *padding, int ceil_mode,
+                                  int count_include_pad, cell_tensor **out) {
+  const cell_tensor *in[1] = {x};
+  if (!x || !out || !cell_ag_wants(1, in))
+    return cell_k_avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, out);
+  cell_conv_geom g;
+  CELL_TRY(cell_k_pool2d_geom("avg_pool2d", x->ndim, x->shape, kernel, stride, padding, NULL,
+                              ceil_mode, &g));
+  cell_tensor *r = NULL;
+  cell_status s = CELL_AG_RAW(
+      cell_k_avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, &r));
+  if (s != CELL_OK) return s;
+  cell_node *n = CELL_AG_NODE("AvgPool2dBackward", avg_pool2d_backward, 1, in, 0, geom_args);
+  if (n) {
+    put_geom(n, &g, g.kh, g.kw, count_include_pad != 0);
+    CELL_AG_ARGS(n, geom_args)->ceil = ceil_mode != 0;
+  }
+  s = cell_ag_finish(n, s, &r);
+  if (s == CELL_OK) *out = r;
+  return s;
 }
 
 cell_status cell_op_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
                                const int64_t *padding, int count_include_pad, cell_tensor **out) {
-  const cell_tensor *in[1] = {x};
-  if (!x || !out || !cell_ag_wants(1, in))
-    return cell_k_avg_pool2d(x, kernel, stride, padding, count_include_pad, out);
-  cell_conv_geom g;
-  CELL_TRY(cell_k_pool2d_geom("avg_pool2d", x->ndim, x->shape, kernel, stride, padding, &g));
-  cell_tensor *r = NULL;
-  cell_status s = CELL_AG_RAW(cell_k_avg_pool2d(x, kernel, stride, padding, count_include_pad, &r));
-  if (s != CELL_OK) return s;
-  cell_node *n = CELL_AG_NODE("AvgPool2dBackward", avg_pool2d_backward, 1, in, 0, geom_args);
-  if (n) put_geom(n, &g, g.kh, g.kw, count_include_pad != 0);
-  s = cell_ag_finish(n, s, &r);
-  if (s == CELL_OK) *out = r;
-  return s;
+  return cell_op_avg_pool2d_ex(x, kernel, stride, padding, 0, count_include_pad, out);
 }
 
 /* The names of the backward nodes this file records, for

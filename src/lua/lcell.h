@@ -132,6 +132,8 @@ void lc_register_ops(lua_State *L, int base);
 /* lsort.c: sort, topk, median, unique, cumprod, logsumexp, amax / amin,
  * tril / triu, diag, trace, flip, roll. */
 void lc_register_sort(lua_State *L, int base);
+/* lindex.c: nonzero, masked_select, masked_scatter (tensor methods). */
+void lc_register_index(lua_State *L, int base);
 void lc_register_create(lua_State *L, int module, int base);
 void lc_register_autograd(lua_State *L, int module, int base);
 void lc_register_attrs(lua_State *L, int module, int base);

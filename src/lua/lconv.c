@@ -2,8 +2,9 @@
  * table core.nnops, which cell.ops (lua/cell/ops.lua) exposes.
  *
  *   conv2d(x, w [, b] [, {stride =, padding =, dilation =, groups =}])
- *   max_pool2d(x, kernel [, {stride =, padding =}])
- *   avg_pool2d(x, kernel [, {stride =, padding =, count_include_pad =}])
+ *   max_pool2d(x, kernel [, {stride =, padding =, dilation =, ceil_mode =,
+ *                            return_indices =}])
+ *   avg_pool2d(x, kernel [, {stride =, padding =, ceil_mode =, count_include_pad =}])
  *
  * A size pair (stride, dilation, kernel) is n or {h, w}; padding is n,
  * {h, w} (both sides of each) or {top, bottom, left, right}. Sizes are not
@@ -127,30 +128,56 @@ static int pool_args(lua_State *L, const char *op, const char *const *keys, int6
   return opts;
 }
 
+/* A boolean option at the top of the stack (popped), default def. */
+static int opt_bool(lua_State *L, int opts, const char *op, const char *key, int def) {
+  int v = def;
+  if (lc_field(L, opts, key)) {
+    if (!lua_isboolean(L, -1))
+      lc_argerror(L, 3, "TypeError: %s: %s must be a boolean, got %s", op, key,
+                  luaL_typename(L, -1));
+    v = lua_toboolean(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
 static int nn_max_pool2d(lua_State *L) {
-  static const char *const keys[] = {"stride", "padding", NULL};
+  static const char *const keys[] = {"stride", "padding", "dilation", "ceil_mode",
+                                     "return_indices", NULL};
   cell_tensor *x = lc_check_tensor(L, 1);
-  int64_t kernel[2], stride[2], padding[4];
-  pool_args(L, "max_pool2d", keys, kernel, stride, padding);
+  int64_t kernel[2], stride[2], padding[4], dilation[2] = {1, 1};
+  int opts = pool_args(L, "max_pool2d", keys, kernel, stride, padding);
+  if (lc_field(L, opts, "dilation")) pair_at(L, 3, -1, "max_pool2d", "dilation", dilation);
+  lua_pop(L, 1);
+  int ceil_mode = opt_bool(L, opts, "max_pool2d", "ceil_mode", 0);
+  int with_indices = opt_bool(L, opts, "max_pool2d", "return_indices", 0);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_op_max_pool2d(x, kernel, stride, padding, out));
+  if (!with_indices)
+    return lc_finish(L, cell_op_max_pool2d_ex(x, kernel, stride, padding, dilation, ceil_mode,
+                                              out, NULL));
+  cell_tensor **idx = lc_newtensor(L);
+  cell_tensor *raw = NULL;
+  cell_status s = cell_op_max_pool2d_ex(x, kernel, stride, padding, dilation, ceil_mode, out, &raw);
+  if (s != CELL_OK) return lc_raise(L);
+  /* 1-based positions in the plane, as every index cell hands to Lua */
+  s = cell_op_binary_scalar(CELL_OP_ADD, raw, 1, 0, 0, idx);
+  cell_tensor_release(raw);
+  lc_finish(L, s);
+  lua_pushvalue(L, -2); /* the output, for the collector's count */
+  lc_finish(L, CELL_OK);
+  lua_pop(L, 1);
+  return 2;
 }
 
 static int nn_avg_pool2d(lua_State *L) {
-  static const char *const keys[] = {"stride", "padding", "count_include_pad", NULL};
+  static const char *const keys[] = {"stride", "padding", "ceil_mode", "count_include_pad", NULL};
   cell_tensor *x = lc_check_tensor(L, 1);
   int64_t kernel[2], stride[2], padding[4];
   int opts = pool_args(L, "avg_pool2d", keys, kernel, stride, padding);
-  int cip = 1;
-  if (lc_field(L, opts, "count_include_pad")) {
-    if (!lua_isboolean(L, -1))
-      lc_argerror(L, 3, "TypeError: avg_pool2d: count_include_pad must be a boolean, got %s",
-                  luaL_typename(L, -1));
-    cip = lua_toboolean(L, -1);
-  }
-  lua_pop(L, 1);
+  int ceil_mode = opt_bool(L, opts, "avg_pool2d", "ceil_mode", 0);
+  int cip = opt_bool(L, opts, "avg_pool2d", "count_include_pad", 1);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_op_avg_pool2d(x, kernel, stride, padding, cip, out));
+  return lc_finish(L, cell_op_avg_pool2d_ex(x, kernel, stride, padding, ceil_mode, cip, out));
 }
 
 static const luaL_Reg conv_funcs[] = {{"conv2d", nn_conv2d},

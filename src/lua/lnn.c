@@ -3,7 +3,10 @@
  *
  *   softmax(x [, dim = -1]), log_softmax(x [, dim = -1])
  *   batch_norm(x, running_mean, running_var, weight, bias
- *              [, {training = false, momentum = 0.9, eps = 1e-5}])
+ *              [, {training = false, momentum = 0.1, eps = 1e-5}])
+ *     momentum as MindSpore's functional ops.batch_norm: running =
+ *     (1 - momentum) * running + momentum * batch (nn.BatchNorm* pass
+ *     1 - their own momentum, which weighs the running value)
  *   layer_norm(x, normalized_ndim | normalized_shape [, weight [, bias [, eps = 1e-5]]])
  *   dropout(x [, p = 0.5 [, training = true]])
  *   embedding(ids, weight [, {padding_idx =}])
@@ -124,15 +127,18 @@ static int nn_batch_norm(lua_State *L) {
   cell_tensor *b = opt_tensor(L, 5, 5, op, "bias");
   int opts = lc_options(L, 6, op, keys);
   int training = 0;
-  double momentum = 0.9, eps = 1e-5;
+  double momentum = 0.1, eps = 1e-5;
   if (lc_field(L, opts, "training")) training = top_boolean(L, 6, op, "training");
   lua_pop(L, 1);
   if (lc_field(L, opts, "momentum")) momentum = top_number(L, 6, op, "momentum");
   lua_pop(L, 1);
+  if (!(momentum >= 0 && momentum <= 1))
+    return lc_argerror(L, 6, "ValueError: batch_norm: momentum must lie in [0, 1], got %g", momentum);
   if (lc_field(L, opts, "eps")) eps = top_number(L, 6, op, "eps");
   lua_pop(L, 1);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_op_batch_norm(x, rm, rv, w, b, training, momentum, eps, out));
+  /* the engine's momentum weighs the running value (cell_nn.h) */
+  return lc_finish(L, cell_op_batch_norm(x, rm, rv, w, b, training, 1.0 - momentum, eps, out));
 }
 
 static int nn_layer_norm(lua_State *L) {

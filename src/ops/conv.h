@@ -89,26 +89,30 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
                                       const void *x, const void *w, void *gx, void *gw);
 
 /* Validate a pool's arguments for input shape (ndim, shape); op names the
- * pool in messages. */
+ * pool in messages. dilation NULL: 1. ceil_mode: output sizes rounded up,
+ * a last window starting inside the input or its top/left padding. */
 cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
                                const int64_t *kernel, const int64_t *stride,
-                               const int64_t *padding, cell_conv_geom *g);
+                               const int64_t *padding, const int64_t *dilation, int ceil_mode,
+                               cell_conv_geom *g);
 /* Max pooling; *indices (when not NULL) gets, per output element, the
  * 0-based position h * W + w of its maximum in its input plane (int64). */
 cell_status cell_k_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
-                              const int64_t *padding, cell_tensor **out, cell_tensor **indices);
+                              const int64_t *padding, const int64_t *dilation, int ceil_mode,
+                              cell_tensor **out, cell_tensor **indices);
 /* The input gradient of max pooling: gy scattered (added) to the saved
  * positions, into a tensor of dtype dt and shape in_shape {N, C, H, W}. */
 cell_status cell_k_max_pool2d_backward(const cell_tensor *gy, const cell_tensor *indices,
                                        const int64_t *in_shape, cell_dtype dt,
                                        cell_tensor **gx);
 cell_status cell_k_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
-                              const int64_t *padding, int count_include_pad, cell_tensor **out);
+                              const int64_t *padding, int ceil_mode, int count_include_pad,
+                              cell_tensor **out);
 /* The input gradient of average pooling over an input of shape in_shape. */
 cell_status cell_k_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_shape,
                                        const int64_t *kernel, const int64_t *stride,
-                                       const int64_t *padding, int count_include_pad,
-                                       cell_dtype dt, cell_tensor **gx);
+                                       const int64_t *padding, int ceil_mode,
+                                       int count_include_pad, cell_dtype dt, cell_tensor **gx);
 
 /* Helpers shared by conv.c and pool.c. */
 /* A shape as "(2, 3, 8, 8)", the way MindSpore's messages print shapes. */

@@ -45,6 +45,9 @@
   X(gather, (const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base, cell_tensor **out), (a, dim, index, index_base, out), (a, index)) \
   X(scatter, (const cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src, int64_t index_base, cell_tensor **out), (a, dim, index, src, index_base, out), (a, index, src)) \
   X(index_select, (const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base, cell_tensor **out), (a, dim, index, index_base, out), (a, index)) \
+  X(nonzero, (const cell_tensor *a, int64_t index_base, cell_tensor **out), (a, index_base, out), (a)) \
+  X(masked_select, (const cell_tensor *a, const cell_tensor *mask, cell_tensor **out), (a, mask, out), (a, mask)) \
+  X(masked_scatter, (const cell_tensor *a, const cell_tensor *mask, const cell_tensor *src, cell_tensor **out), (a, mask, src, out), (a, mask, src)) \
   X(tile, (const cell_tensor *a, int nreps, const int64_t *reps, cell_tensor **out), (a, nreps, reps, out), (a)) \
   X(repeat_interleave, (const cell_tensor *a, int64_t repeats, int dim, cell_tensor **out), (a, repeats, dim, out), (a)) \
   X(pad, (const cell_tensor *a, int npairs, const int64_t *pads, double value, cell_tensor **out), (a, npairs, pads, value, out), (a)) \
@@ -77,10 +80,10 @@
   X(bce_with_logits_backward, (const cell_tensor *g, const cell_tensor *x, const cell_tensor *y, const cell_tensor *weight, const cell_tensor *pos_weight, cell_reduction red, cell_tensor **gx, cell_tensor **gy, cell_tensor **gw, cell_tensor **gpw), (g, x, y, weight, pos_weight, red, gx, gy, gw, gpw), (g, x, y, weight, pos_weight)) \
   X(conv2d_lowered, (cell_conv_lowering how, const cell_tensor *x, const cell_tensor *w, const cell_tensor *b, const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups, cell_tensor **out), (how, x, w, b, stride, padding, dilation, groups, out), (x, w, b)) \
   X(conv2d_backward_lowered, (cell_conv_lowering how, const cell_tensor *gy, const cell_tensor *x, const cell_tensor *w, const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups, cell_tensor **gx, cell_tensor **gw, cell_tensor **gb), (how, gy, x, w, stride, padding, dilation, groups, gx, gw, gb), (gy, x, w)) \
-  X(max_pool2d, (const cell_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding, cell_tensor **out, cell_tensor **indices), (x, kernel, stride, padding, out, indices), (x)) \
+  X(max_pool2d, (const cell_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding, const int64_t *dilation, int ceil_mode, cell_tensor **out, cell_tensor **indices), (x, kernel, stride, padding, dilation, ceil_mode, out, indices), (x)) \
   X(max_pool2d_backward, (const cell_tensor *gy, const cell_tensor *indices, const int64_t *in_shape, cell_dtype dt, cell_tensor **gx), (gy, indices, in_shape, dt, gx), (gy, indices)) \
-  X(avg_pool2d, (const cell_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding, int count_include_pad, cell_tensor **out), (x, kernel, stride, padding, count_include_pad, out), (x)) \
-  X(avg_pool2d_backward, (const cell_tensor *gy, const int64_t *in_shape, const int64_t *kernel, const int64_t *stride, const int64_t *padding, int count_include_pad, cell_dtype dt, cell_tensor **gx), (gy, in_shape, kernel, stride, padding, count_include_pad, dt, gx), (gy)) \
+  X(avg_pool2d, (const cell_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding, int ceil_mode, int count_include_pad, cell_tensor **out), (x, kernel, stride, padding, ceil_mode, count_include_pad, out), (x)) \
+  X(avg_pool2d_backward, (const cell_tensor *gy, const int64_t *in_shape, const int64_t *kernel, const int64_t *stride, const int64_t *padding, int ceil_mode, int count_include_pad, cell_dtype dt, cell_tensor **gx), (gy, in_shape, kernel, stride, padding, ceil_mode, count_include_pad, dt, gx), (gy)) \
   X(sgd_step, (cell_tensor *param, const cell_tensor *grad, cell_tensor *buf, const cell_sgd_config *cfg), (param, grad, buf, cfg), (param, grad, buf)) \
   X(adam_step, (cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg, cell_tensor *exp_avg_sq, const cell_adam_config *cfg), (param, grad, exp_avg, exp_avg_sq, cfg), (param, grad, exp_avg, exp_avg_sq)) \
   X(arange, (double start, double stop, double step, cell_dtype dt, cell_tensor **out), (start, stop, step, dt, out), (NULL)) \

@@ -11,18 +11,21 @@
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include <stdio.h>
 
 cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
                                const int64_t *kernel, const int64_t *stride,
-                               const int64_t *padding, cell_conv_geom *g) {
+                               const int64_t *padding, const int64_t *dilation, int ceil_mode,
+                               cell_conv_geom *g) {
   char sx[160];
   cell_conv_shape_str(ndim, shape, sx, sizeof sx);
   if (ndim != 4)
     return cell_error(CELL_ERR_VALUE, "%s: input must be 4-D (N, C, H, W), got input %s", op, sx);
   if (!kernel) return cell_error(CELL_ERR_VALUE, "%s: NULL kernel size", op);
-  int64_t k[2], st[2], pd[4];
+  int64_t k[2], st[2], pd[4], dl[2];
   CELL_TRY(cell_conv_pair(op, "kernel size", kernel, 1, 1, k));
   CELL_TRY(cell_conv_pair(op, "stride", stride ? stride : k, 1, 1, st));
+  CELL_TRY(cell_conv_pair(op, "dilation", dilation, 1, 1, dl));
   CELL_TRY(cell_conv_pads(op, padding, pd));
   if (pd[0] > k[0] / 2 || pd[1] > k[0] / 2 || pd[2] > k[1] / 2 || pd[3] > k[1] / 2)
     return cell_error(CELL_ERR_VALUE,
@@ -42,19 +45,31 @@ cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
   g->groups = 1;
   g->sh = st[0];
   g->sw = st[1];
-  g->dh = g->dw = 1;
+  g->dh = dl[0];
+  g->dw = dl[1];
   g->pt = pd[0];
   g->pb = pd[1];
   g->pl = pd[2];
   g->pr = pd[3];
   int64_t ph = g->h + g->pt + g->pb, pw = g->w + g->pl + g->pr;
-  if (g->kh > ph || g->kw > pw)
+  /* The extent of a dilated window (sizes are small: kernel, dilation and
+   * padding come from arguments checked above, the input from a tensor). */
+  int64_t ekh = g->dh * (g->kh - 1) + 1, ekw = g->dw * (g->kw - 1) + 1;
+  if (ekh > ph || ekw > pw) {
+    char dil[80] = "";
+    if (g->dh != 1 || g->dw != 1)
+      snprintf(dil, sizeof dil, ", dilated %lld x %lld", (long long)ekh, (long long)ekw);
     return cell_error(CELL_ERR_VALUE,
-                      "%s: the kernel (%lld x %lld) is larger than the padded input (%lld x %lld): "
-                      "input %s",
-                      op, (long long)g->kh, (long long)g->kw, (long long)ph, (long long)pw, sx);
-  g->oh = (ph - g->kh) / g->sh + 1;
-  g->ow = (pw - g->kw) / g->sw + 1;
+                      "%s: the kernel (%lld x %lld%s) is larger than the padded input (%lld x "
+                      "%lld): input %s",
+                      op, (long long)g->kh, (long long)g->kw, dil, (long long)ph, (long long)pw, sx);
+  }
+  /* ceil_mode (PyTorch's rule): round the count of strides up, but a last
+   * window must start inside the input or its top/left padding. */
+  g->oh = (ph - ekh + (ceil_mode ? g->sh - 1 : 0)) / g->sh + 1;
+  g->ow = (pw - ekw + (ceil_mode ? g->sw - 1 : 0)) / g->sw + 1;
+  if (ceil_mode && (g->oh - 1) * g->sh >= g->h + g->pt) g->oh--;
+  if (ceil_mode && (g->ow - 1) * g->sw >= g->w + g->pl) g->ow--;
   return CELL_OK;
 }
 
@@ -214,10 +229,39 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
     }                                                                                        \
   }                                                                                          \
                                                                                              \
+  /* A dilated window, one output at a time: positions hs + i * dh inside the input. */      \
+  static void max_dilated_##S(const cell_conv_geom *g, const T *src, T *dst, int64_t *id) {  \
+    for (int64_t oh = 0; oh < g->oh; oh++)                                                   \
+      for (int64_t ow = 0; ow < g->ow; ow++) {                                               \
+        int64_t hs = oh * g->sh - g->pt, ws = ow * g->sw - g->pl, bi = -1;                   \
+        T best = -INFINITY;                                                                  \
+        for (int64_t i = 0; i < g->kh; i++) {                                                \
+          int64_t ih = hs + i * g->dh;                                                       \
+          if (ih < 0 || ih >= g->h) continue;                                                \
+          for (int64_t j = 0; j < g->kw; j++) {                                              \
+            int64_t iw = ws + j * g->dw;                                                     \
+            if (iw < 0 || iw >= g->w) continue;                                              \
+            T v = src[ih * g->w + iw];                                                       \
+            if (bi < 0 || v > best || v != v) {                                              \
+              best = v;                                                                      \
+              bi = ih * g->w + iw;                                                           \
+            }                                                                                \
+          }                                                                                  \
+        }                                                                                    \
+        if (bi < 0) bi = 0; /* a window wholly in the padding (not reachable) */             \
+        dst[oh * g->ow + ow] = best;                                                         \
+        id[oh * g->ow + ow] = bi;                                                            \
+      }                                                                                      \
+  }                                                                                          \
+                                                                                             \
   static void max_fwd_##S(const cell_conv_geom *g, const T *x, T *y, int64_t *idx) {         \
     const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
+    int dil = g->dh != 1 || g->dw != 1;                                                      \
     CELL_FOR(cell_conv_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
-             g->n * g->c, { max_plane_##S(g, x + pl * HW, y + pl * OP, idx + pl * OP); });   \
+             g->n * g->c, {                                                                  \
+      if (dil) max_dilated_##S(g, x + pl * HW, y + pl * OP, idx + pl * OP);                  \
+      else max_plane_##S(g, x + pl * HW, y + pl * OP, idx + pl * OP);                        \
+    });                                                                                      \
   }                                                                                          \
                                                                                              \
   /* gx (zeroed) += gy at the saved positions. */                                            \
@@ -292,10 +336,12 @@ static cell_status to_dtype(cell_status s, cell_tensor *r, cell_dtype dt, cell_t
 }
 
 cell_status cell_cpu_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
-                              const int64_t *padding, cell_tensor **out, cell_tensor **indices) {
+                              const int64_t *padding, const int64_t *dilation, int ceil_mode,
+                              cell_tensor **out, cell_tensor **indices) {
   if (!x || !out) return cell_error(CELL_ERR_VALUE, "max_pool2d: NULL argument");
   cell_conv_geom g;
-  CELL_TRY(cell_k_pool2d_geom("max_pool2d", x->ndim, x->shape, kernel, stride, padding, &g));
+  CELL_TRY(cell_k_pool2d_geom("max_pool2d", x->ndim, x->shape, kernel, stride, padding, dilation,
+                              ceil_mode, &g));
   CELL_TRY(check_float("max_pool2d", x));
   cell_dtype ct = cell_conv_compute_dtype(x->dtype);
   int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
@@ -364,10 +410,12 @@ cell_status cell_cpu_max_pool2d_backward(const cell_tensor *gy, const cell_tenso
 }
 
 cell_status cell_cpu_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
-                              const int64_t *padding, int count_include_pad, cell_tensor **out) {
+                              const int64_t *padding, int ceil_mode, int count_include_pad,
+                              cell_tensor **out) {
   if (!x || !out) return cell_error(CELL_ERR_VALUE, "avg_pool2d: NULL argument");
   cell_conv_geom g;
-  CELL_TRY(cell_k_pool2d_geom("avg_pool2d", x->ndim, x->shape, kernel, stride, padding, &g));
+  CELL_TRY(cell_k_pool2d_geom("avg_pool2d", x->ndim, x->shape, kernel, stride, padding, NULL,
+                              ceil_mode, &g));
   CELL_TRY(check_float("avg_pool2d", x));
   cell_dtype ct = cell_conv_compute_dtype(x->dtype);
   int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
@@ -383,12 +431,13 @@ cell_status cell_cpu_avg_pool2d(const cell_tensor *x, const int64_t *kernel, con
 
 cell_status cell_cpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_shape,
                                        const int64_t *kernel, const int64_t *stride,
-                                       const int64_t *padding, int count_include_pad,
-                                       cell_dtype dt, cell_tensor **gx) {
+                                       const int64_t *padding, int ceil_mode,
+                                       int count_include_pad, cell_dtype dt, cell_tensor **gx) {
   if (!gy || !in_shape || !gx)
     return cell_error(CELL_ERR_VALUE, "avg_pool2d backward: NULL argument");
   cell_conv_geom g;
-  CELL_TRY(cell_k_pool2d_geom("avg_pool2d", 4, in_shape, kernel, stride, padding, &g));
+  CELL_TRY(cell_k_pool2d_geom("avg_pool2d", 4, in_shape, kernel, stride, padding, NULL, ceil_mode,
+                              &g));
   int64_t yshape[4] = {g.n, g.c, g.oh, g.ow};
   if (!cell_shape_equal(gy->ndim, gy->shape, 4, yshape)) {
     char s1[160], s2[160];

@@ -100,7 +100,8 @@ local function batch_norm_class(name, dims, layout)
     end
     local x4 = #shape == 3 and x:unsqueeze(4) or x
     local y = ops.batch_norm(x4, self.moving_mean, self.moving_variance, self.gamma, self.beta,
-      { training = training, momentum = self.momentum, eps = self.eps })
+      -- the functional op's momentum weighs the batch value (MindSpore's ops.batch_norm)
+      { training = training, momentum = 1 - self.momentum, eps = self.eps })
     if #shape == 3 then y = y:squeeze(4) end
     return y
   end

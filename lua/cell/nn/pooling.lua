@@ -8,10 +8,11 @@
 -- input pixels) or "pad" (`padding` an int or {top_bottom, left_right}
 -- pixels on each side; padding, ceil_mode and, for MaxPool2d, dilation and
 -- return_indices belong to this mode). ceil_mode follows PyTorch's rule (a
--- last window must start inside the input or its top/left padding) and
+-- last window must start inside the input or its top/left padding; the
+-- kernels take it as an option) and MaxPool2d's dilation and
+-- return_indices (1-based positions h * W + w + 1 in each input plane) and
 -- AvgPool2d's count_include_pad and divisor_override mean what they mean in
--- PyTorch. MaxPool2d's dilation other than 1 and return_indices are not
--- implemented (NotImplementedError).
+-- PyTorch.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
@@ -78,25 +79,15 @@ local function common(self, cls, kernel_size, stride, pad_mode, padding, data_fo
   self.padding, self._p = padding, p
 end
 
---- The padding of one spatial dimension of size n and the extra pixels
--- ceil_mode adds after it: before, after, extra.
-local function dim_pads(mode, n, k, s, p, ceil)
+--- The padding of one spatial dimension of size n: before, after.
+local function dim_pads(mode, n, k, s, p)
   if mode == "SAME" then
     local out = math.ceil(n / s)
     local total = math.max((out - 1) * s + k - n, 0)
     local before = math.floor(total / 2)
-    return before, total - before, 0
+    return before, total - before
   end
-  local padded = n + 2 * p
-  if padded < k then return p, p, 0 end
-  local out
-  if ceil then
-    out = math.ceil((padded - k) / s) + 1
-    if (out - 1) * s >= n + p then out = out - 1 end
-  else
-    out = math.floor((padded - k) / s) + 1
-  end
-  return p, p, math.max(0, (out - 1) * s + k - padded)
+  return p, p
 end
 
 --- The input as 4-D (and whether it was 3-D), or a ValueError naming the layer.
@@ -110,18 +101,30 @@ local function as_4d(cls, x, lvl)
   return x, #shape == 3
 end
 
---- Padding for this input: pads {t, b, l, r} without and with ceil_mode's
--- extra pixels, and the extras.
-local function layer_pads(self, cls, x, lvl)
+--- Padding for this input: pads {t, b, l, r}; d: the dilation pair (or nil).
+local function layer_pads(self, cls, x, d)
   local shape = x.shape
   local k, s, p = self._k, self._s, self._p
-  local t, b, eh = dim_pads(self.pad_mode, shape[3], k[1], s[1], p[1], self.ceil_mode)
-  local l, r, ew = dim_pads(self.pad_mode, shape[4], k[2], s[2], p[2], self.ceil_mode)
-  if shape[3] + t + b < k[1] or shape[4] + l + r < k[2] then
+  local t, b = dim_pads(self.pad_mode, shape[3], k[1], s[1], p[1])
+  local l, r = dim_pads(self.pad_mode, shape[4], k[2], s[2], p[2])
+  local ek = { k[1], k[2] }
+  if d then ek = { d[1] * (k[1] - 1) + 1, d[2] * (k[2] - 1) + 1 } end
+  if shape[3] + t + b < ek[1] or shape[4] + l + r < ek[2] then
     raise(("ValueError: For '%s', the padded input (%d, %d) is smaller than the kernel_size %s; the input has "
-      .. "shape %s."):format(cls, shape[3] + t + b, shape[4] + l + r, T.tuple_str(k), T.shape_str(shape)))
+      .. "shape %s."):format(cls, shape[3] + t + b, shape[4] + l + r, T.tuple_str(ek), T.shape_str(shape)))
   end
-  return { t, b, l, r }, { t, b + eh, l, r + ew }, eh, ew
+  return { t, b, l, r }
+end
+
+--- The size of each window of one dimension, clipped to the padded input
+-- (what a count_include_pad average divides by), as a Lua list.
+local function window_sizes(n, k, s, pb, pa, outn)
+  local sizes = {}
+  for o = 0, outn - 1 do
+    local hs = o * s - pb
+    sizes[o + 1] = math.min(hs + k, n + pa) - hs
+  end
+  return sizes
 end
 
 local function pool_repr(self)
@@ -151,20 +154,22 @@ function MaxPool2d:init(...)
     raise(("ValueError: For 'MaxPool2d', the parameter 'padding', 'dilation', 'return_indices', 'ceil_mode' can not "
       .. "be set to non-default value when pad_mode is not 'pad', but got pad_mode:%s."):format(self.pad_mode))
   end
-  if d[1] ~= 1 or d[2] ~= 1 then
-    raise("NotImplementedError: For 'MaxPool2d', a 'dilation' other than 1 is not supported.")
-  end
-  if return_indices then
-    raise("NotImplementedError: For 'MaxPool2d', 'return_indices' = true is not supported.")
-  end
   self.dilation, self.return_indices, self.ceil_mode = dilation == nil and 1 or dilation, return_indices, ceil_mode
+  self._d = d
 end
 
+--- The pooled input; with return_indices also the 1-based positions of
+-- the maxima in each input plane (int64).
 function MaxPool2d:construct(x)
   local x4, squeeze = as_4d("MaxPool2d", x, 2)
-  local _, pads = layer_pads(self, "MaxPool2d", x4, 2)
-  local y = ops.max_pool2d(x4, self._k, { stride = self._s, padding = pads })
-  if squeeze then y = y:squeeze(1) end
+  local pads = layer_pads(self, "MaxPool2d", x4, self._d)
+  local y, idx = ops.max_pool2d(x4, self._k, { stride = self._s, padding = pads, dilation = self._d,
+    ceil_mode = self.ceil_mode, return_indices = self.return_indices })
+  if squeeze then
+    y = y:squeeze(1)
+    if idx then idx = idx:squeeze(1) end
+  end
+  if self.return_indices then return y, idx end
   return y
 end
 
@@ -202,23 +207,19 @@ end
 
 function AvgPool2d:construct(x)
   local x4, squeeze = as_4d("AvgPool2d", x, 2)
-  local pads, ext, eh, ew = layer_pads(self, "AvgPool2d", x4, 2)
+  local pads = layer_pads(self, "AvgPool2d", x4)
   local k, s = self._k, self._s
-  local y
+  local ceil = self.ceil_mode
+  -- with divisor_override: the window sums (each count_include_pad average
+  -- times the window size it divided by) over the divisor
+  local cip = self.divisor_override ~= nil or (self.pad_mode ~= "SAME" and self.count_include_pad)
+  local y = ops.avg_pool2d(x4, k, { stride = s, padding = pads, ceil_mode = ceil, count_include_pad = cip })
   if self.divisor_override then
-    y = ops.avg_pool2d(x4, k, { stride = s, padding = ext, count_include_pad = true }) *
-      (k[1] * k[2] / self.divisor_override)
-  elseif self.pad_mode == "SAME" or not self.count_include_pad then
-    y = ops.avg_pool2d(x4, k, { stride = s, padding = ext, count_include_pad = false })
-  elseif eh == 0 and ew == 0 then
-    y = ops.avg_pool2d(x4, k, { stride = s, padding = pads, count_include_pad = true })
-  else
-    -- ceil_mode's extra pixels are not counted, the padding is: divide by the
-    -- share of each window that lies inside the padded input
-    local shape = x4.shape
-    local inside = core.ones({ 1, 1, shape[3] + pads[1] + pads[2], shape[4] + pads[3] + pads[4] }, x4.dtype)
-    local share = ops.avg_pool2d(inside, k, { stride = s, padding = { 0, eh, 0, ew }, count_include_pad = true })
-    y = ops.avg_pool2d(x4, k, { stride = s, padding = ext, count_include_pad = true }) / share
+    local shape, ys = x4.shape, y.shape
+    local fh = window_sizes(shape[3], k[1], s[1], pads[1], pads[2], ys[3])
+    local fw = window_sizes(shape[4], k[2], s[2], pads[3], pads[4], ys[4])
+    local full = core.tensor(fh, y.dtype):reshape({ #fh, 1 }) * core.tensor(fw, y.dtype):reshape({ 1, #fw })
+    y = y * (full / self.divisor_override)
   end
   if squeeze then y = y:squeeze(1) end
   return y
