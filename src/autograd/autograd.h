@@ -110,6 +110,7 @@ int cell_ag_math_nodes(const char **names, int max);
 int cell_ag_shape_nodes(const char **names, int max);
 int cell_ag_conv_nodes(const char **names, int max);
 int cell_ag_nn_nodes(const char **names, int max);
+int cell_ag_sample_nodes(const char **names, int max);
 
 /* The op-wrapper pattern: run the raw kernel with grad mode off. */
 #define CELL_AG_RAW(call)                        \

@@ -560,6 +560,7 @@ int cell_autograd_node_names(const char **names, int max) {
   n += cell_ag_shape_nodes(names + n, max - n);
   n += cell_ag_conv_nodes(names + n, max - n);
   n += cell_ag_nn_nodes(names + n, max - n);
+  n += cell_ag_sample_nodes(names + n, max - n);
   return n;
 }
 
