@@ -62,6 +62,9 @@ run "$LUA_BIN" bench/cell.lua "$ITERS"
 echo "# training steps ($LUA_BIN: MLP and LeNet-5 at batch 64, Adam)"
 run "$LUA_BIN" bench/train.lua
 
+echo "# interpolate ($LUA_BIN: bilinear 16x3x64x64 -> 128x128, float32)"
+run "$LUA_BIN" bench/interpolate.lua
+
 echo "# PyTorch"
 if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
   run "$PYTHON" bench/torch/small_ops.py "$ITERS"
@@ -69,6 +72,7 @@ if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
   run "$PYTHON" bench/torch/autograd.py
   run "$PYTHON" bench/torch/cell_state.py 200000
   run "$PYTHON" bench/torch/train.py
+  run "$PYTHON" bench/torch/interpolate.py
   if [ -d /usr/share/datasets/fashion-mnist ]; then run "$PYTHON" bench/torch/fashion_lenet.py 1; fi
 else
   echo "torch: not available, skipped"
@@ -96,6 +100,9 @@ END {
   ratio("ratio_train_step_mlp_torch_over_cell", "torch_train_step_mlp_ms", "cell_train_step_mlp_ms")
   ratio("ratio_train_step_lenet_torch_over_cell", "torch_train_step_lenet_ms", "cell_train_step_lenet_ms")
   ratio("ratio_lenet_epoch_torch_over_cell", "torch_lenet_epoch_s", "cell_lenet_epoch_s")
+  ratio("ratio_interpolate_bilinear_torch_over_cell", "torch_interpolate_bilinear_ms", "cell_interpolate_bilinear_ms")
+  ratio("ratio_interpolate_bilinear_fwd_bwd_torch_over_cell", "torch_interpolate_bilinear_fwd_bwd_ms",
+    "cell_interpolate_bilinear_fwd_bwd_ms")
   ratio("ratio_state_dict_torch_over_cell", "torch_state_dict_1000_params_ms", "cell_state_dict_1000_params_ms")
   ratio("ratio_load_state_dict_torch_over_cell", "torch_load_state_dict_1000_params_ms",
     "cell_load_state_dict_1000_params_ms")

@@ -114,49 +114,118 @@ static void free_tab(axis_tab *t) {
   free(t->w);
 }
 
+/* Separable: a pass along W into a scratch of H x OW rows, then one along
+ * H whose inner loop runs over contiguous outputs (vectorised). Each output
+ * is sum_a wh[a] * (sum_b ww[b] * x[hi[a]][wi[b]]), in that order.
+ * Backward runs the two passes' adjoints in reverse order. Returns 0, or -1
+ * when the scratch cannot be allocated. */
 #define INTERP_LOOPS(T, S)                                                                   \
-  static void fwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,     \
-                      int64_t w, const T *x, T *y) {                                         \
+  static T *weights_##S(const axis_tab *t) {                                                 \
+    T *w = malloc(sizeof(T) * (size_t)(t->n * t->k + 1));                                    \
+    if (w)                                                                                   \
+      for (int64_t i = 0; i < t->n * t->k; i++) w[i] = (T)t->w[i];                           \
+    return w;                                                                                \
+  }                                                                                          \
+  static int fwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,      \
+                     int64_t w, const T *x, T *y) {                                          \
     int64_t oh = th->n, ow = tw->n;                                                          \
-    CELL_FOR(cell_conv_parallel(planes * oh * ow * th->k * tw->k), int64_t, p, planes, {     \
+    const int kh = th->k, kw = tw->k;                                                        \
+    T *wh = weights_##S(th), *ww = weights_##S(tw);                                          \
+    volatile int failed = !wh || !ww;                                                        \
+    CELL_FOR(!failed && cell_conv_parallel(planes * (h + oh) * ow * (kh + kw)), int64_t, p,  \
+             failed ? 0 : planes, {                                                          \
+      T *tmp = malloc(sizeof(T) * (size_t)(h * ow + 1));                                     \
+      if (!tmp) {                                                                            \
+        failed = 1;                                                                          \
+        continue;                                                                            \
+      }                                                                                      \
       const T *xp = x + p * h * w;                                                           \
       T *yp = y + p * oh * ow;                                                               \
-      for (int64_t i = 0; i < oh; i++) {                                                     \
-        const int64_t *hi = th->idx + i * th->k;                                             \
-        const double *hw = th->w + i * th->k;                                                \
-        for (int64_t j = 0; j < ow; j++) {                                                   \
-          const int64_t *wi = tw->idx + j * tw->k;                                           \
-          const double *ww = tw->w + j * tw->k;                                              \
-          T acc = 0;                                                                         \
-          for (int a = 0; a < th->k; a++) {                                                  \
-            T row = 0;                                                                       \
-            for (int b = 0; b < tw->k; b++) row += (T)ww[b] * xp[hi[a] * w + wi[b]];         \
-            acc += (T)hw[a] * row;                                                           \
+      for (int64_t r = 0; r < h; r++) {                                                      \
+        const T *xr = xp + r * w;                                                            \
+        T *tr = tmp + r * ow;                                                                \
+        if (kw == 2)                                                                         \
+          for (int64_t j = 0; j < ow; j++)                                                   \
+            tr[j] = ww[2 * j] * xr[tw->idx[2 * j]] + ww[2 * j + 1] * xr[tw->idx[2 * j + 1]]; \
+        else                                                                                 \
+          for (int64_t j = 0; j < ow; j++) {                                                 \
+            const int64_t *wi = tw->idx + j * kw;                                            \
+            const T *wj = ww + j * kw;                                                       \
+            T acc = 0;                                                                       \
+            for (int b = 0; b < kw; b++) acc += wj[b] * xr[wi[b]];                           \
+            tr[j] = acc;                                                                     \
           }                                                                                  \
-          yp[i * ow + j] = acc;                                                              \
-        }                                                                                    \
       }                                                                                      \
-    });                                                                                      \
-  }                                                                                          \
-  static void bwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,     \
-                      int64_t w, const T *g, T *gx) {                                        \
-    int64_t oh = th->n, ow = tw->n;                                                          \
-    CELL_FOR(cell_conv_parallel(planes * oh * ow * th->k * tw->k), int64_t, p, planes, {     \
-      T *gp = gx + p * h * w;                                                                \
-      const T *yp = g + p * oh * ow;                                                         \
       for (int64_t i = 0; i < oh; i++) {                                                     \
-        const int64_t *hi = th->idx + i * th->k;                                             \
-        const double *hw = th->w + i * th->k;                                                \
-        for (int64_t j = 0; j < ow; j++) {                                                   \
-          const int64_t *wi = tw->idx + j * tw->k;                                           \
-          const double *ww = tw->w + j * tw->k;                                              \
-          T v = yp[i * ow + j];                                                              \
-          for (int a = 0; a < th->k; a++)                                                    \
-            for (int b = 0; b < tw->k; b++)                                                  \
-              gp[hi[a] * w + wi[b]] += (T)hw[a] * (T)ww[b] * v;                              \
+        const int64_t *hi = th->idx + i * kh;                                                \
+        const T *wi = wh + i * kh;                                                           \
+        T *restrict yr = yp + i * ow;                                                        \
+        const T *restrict t0 = tmp + hi[0] * ow;                                             \
+        const T w0 = wi[0];                                                                  \
+        if (kh == 2) {                                                                       \
+          const T *restrict t1 = tmp + hi[1] * ow;                                           \
+          const T w1 = wi[1];                                                                \
+          for (int64_t j = 0; j < ow; j++) yr[j] = w0 * t0[j] + w1 * t1[j];                  \
+          continue;                                                                          \
+        }                                                                                    \
+        for (int64_t j = 0; j < ow; j++) yr[j] = w0 * t0[j];                                 \
+        for (int a = 1; a < kh; a++) {                                                       \
+          const T *restrict ta = tmp + hi[a] * ow;                                           \
+          const T wa = wi[a];                                                                \
+          for (int64_t j = 0; j < ow; j++) yr[j] += wa * ta[j];                              \
         }                                                                                    \
       }                                                                                      \
+      free(tmp);                                                                             \
     });                                                                                      \
+    free(wh);                                                                                \
+    free(ww);                                                                                \
+    return failed ? -1 : 0;                                                                  \
+  }                                                                                          \
+  static int bwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,      \
+                     int64_t w, const T *g, T *gx) {                                         \
+    int64_t oh = th->n, ow = tw->n;                                                          \
+    const int kh = th->k, kw = tw->k;                                                        \
+    T *wh = weights_##S(th), *ww = weights_##S(tw);                                          \
+    volatile int failed = !wh || !ww;                                                        \
+    CELL_FOR(!failed && cell_conv_parallel(planes * (h + oh) * ow * (kh + kw)), int64_t, p,  \
+             failed ? 0 : planes, {                                                          \
+      T *tmp = calloc((size_t)(h * ow + 1), sizeof(T));                                      \
+      if (!tmp) {                                                                            \
+        failed = 1;                                                                          \
+        continue;                                                                            \
+      }                                                                                      \
+      const T *gp = g + p * oh * ow;                                                         \
+      T *xp = gx + p * h * w;                                                                \
+      for (int64_t i = 0; i < oh; i++) {                                                     \
+        const int64_t *hi = th->idx + i * kh;                                                \
+        const T *wi = wh + i * kh;                                                           \
+        const T *restrict gr = gp + i * ow;                                                  \
+        for (int a = 0; a < kh; a++) {                                                       \
+          T *restrict ta = tmp + hi[a] * ow;                                                 \
+          const T wa = wi[a];                                                                \
+          for (int64_t j = 0; j < ow; j++) ta[j] += wa * gr[j];                              \
+        }                                                                                    \
+      }                                                                                      \
+      for (int64_t r = 0; r < h; r++) {                                                      \
+        T *xr = xp + r * w;                                                                  \
+        const T *tr = tmp + r * ow;                                                          \
+        if (kw == 2)                                                                         \
+          for (int64_t j = 0; j < ow; j++) {                                                 \
+            xr[tw->idx[2 * j]] += ww[2 * j] * tr[j];                                         \
+            xr[tw->idx[2 * j + 1]] += ww[2 * j + 1] * tr[j];                                 \
+          }                                                                                  \
+        else                                                                                 \
+          for (int64_t j = 0; j < ow; j++) {                                                 \
+            const int64_t *wi = tw->idx + j * kw;                                            \
+            const T *wj = ww + j * kw;                                                       \
+            for (int b = 0; b < kw; b++) xr[wi[b]] += wj[b] * tr[j];                         \
+          }                                                                                  \
+      }                                                                                      \
+      free(tmp);                                                                             \
+    });                                                                                      \
+    free(wh);                                                                                \
+    free(ww);                                                                                \
+    return failed ? -1 : 0;                                                                  \
   }
 
 INTERP_LOOPS(float, f32)
@@ -255,8 +324,9 @@ cell_status cell_cpu_interpolate(const cell_tensor *x, int mode, int align_corne
   if (s == CELL_OK) s = cell_tensor_new_contig(ct, nd, oshape, &r);
   if (s == CELL_OK) {
     int64_t h = nd == 4 ? x->shape[2] : 1;
-    DISPATCH(ct, fwd, &th, &tw, x->shape[0] * x->shape[1], h, x->shape[nd - 1],
-             (const void *)cell_tensor_base(xc), (void *)cell_tensor_base(r));
+    if (DISPATCH(ct, fwd, &th, &tw, x->shape[0] * x->shape[1], h, x->shape[nd - 1],
+                 (const void *)cell_tensor_base(xc), (void *)cell_tensor_base(r)))
+      s = cell_error(CELL_ERR_MEMORY, "interpolate: out of memory");
     cell_tensor_bump(r);
   }
   free_tab(&th);
@@ -289,8 +359,9 @@ cell_status cell_cpu_interpolate_backward(const cell_tensor *g, int mode, int al
   if (s == CELL_OK) s = cell_tensor_full(ct, ndim, in_shape, 0, &r);
   if (s == CELL_OK) {
     int64_t h = ndim == 4 ? in_shape[2] : 1;
-    DISPATCH(ct, bwd, &th, &tw, in_shape[0] * in_shape[1], h, in_shape[ndim - 1],
-             (const void *)cell_tensor_base(gc), (void *)cell_tensor_base(r));
+    if (DISPATCH(ct, bwd, &th, &tw, in_shape[0] * in_shape[1], h, in_shape[ndim - 1],
+                 (const void *)cell_tensor_base(gc), (void *)cell_tensor_base(r)))
+      s = cell_error(CELL_ERR_MEMORY, "interpolate backward: out of memory");
     cell_tensor_bump(r);
   }
   free_tab(&th);
