@@ -114,6 +114,61 @@ static void free_tab(axis_tab *t) {
   free(t->w);
 }
 
+/* Direct: each output from its K x K window, no scratch. Taken when the
+ * separable passes' scratch (H x OW per plane) would be far larger than
+ * the input and the output. */
+#define DIRECT_LOOPS(T, S)                                                                   \
+  static void dfwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,     \
+                      int64_t w, const T *x, T *y) {                                         \
+    int64_t oh = th->n, ow = tw->n;                                                          \
+    CELL_FOR(cell_conv_parallel(planes * oh * ow * th->k * tw->k), int64_t, p, planes, {     \
+      const T *xp = x + p * h * w;                                                           \
+      T *yp = y + p * oh * ow;                                                               \
+      for (int64_t i = 0; i < oh; i++) {                                                     \
+        const int64_t *hi = th->idx + i * th->k;                                             \
+        const double *hw = th->w + i * th->k;                                                \
+        for (int64_t j = 0; j < ow; j++) {                                                   \
+          const int64_t *wi = tw->idx + j * tw->k;                                           \
+          const double *ww = tw->w + j * tw->k;                                              \
+          T acc = 0;                                                                         \
+          for (int a = 0; a < th->k; a++) {                                                  \
+            T row = 0;                                                                       \
+            for (int b = 0; b < tw->k; b++) row += (T)ww[b] * xp[hi[a] * w + wi[b]];         \
+            acc += (T)hw[a] * row;                                                           \
+          }                                                                                  \
+          yp[i * ow + j] = acc;                                                              \
+        }                                                                                    \
+      }                                                                                      \
+    });                                                                                      \
+  }                                                                                          \
+  static void dbwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,     \
+                      int64_t w, const T *g, T *gx) {                                        \
+    int64_t oh = th->n, ow = tw->n;                                                          \
+    CELL_FOR(cell_conv_parallel(planes * oh * ow * th->k * tw->k), int64_t, p, planes, {     \
+      T *gp = gx + p * h * w;                                                                \
+      const T *yp = g + p * oh * ow;                                                         \
+      for (int64_t i = 0; i < oh; i++) {                                                     \
+        const int64_t *hi = th->idx + i * th->k;                                             \
+        const double *hw = th->w + i * th->k;                                                \
+        for (int64_t j = 0; j < ow; j++) {                                                   \
+          const int64_t *wi = tw->idx + j * tw->k;                                           \
+          const double *ww = tw->w + j * tw->k;                                              \
+          T v = yp[i * ow + j];                                                              \
+          for (int a = 0; a < th->k; a++)                                                    \
+            for (int b = 0; b < tw->k; b++)                                                  \
+              gp[hi[a] * w + wi[b]] += (T)hw[a] * (T)ww[b] * v;                              \
+        }                                                                                    \
+      }                                                                                      \
+    });                                                                                      \
+  }
+
+DIRECT_LOOPS(float, f32)
+DIRECT_LOOPS(double, f64)
+
+static int scratch_too_big(int64_t h, int64_t w, int64_t oh, int64_t ow) {
+  return h * ow > 4 * (h * w + oh * ow) + ((int64_t)1 << 16);
+}
+
 /* Separable: a pass along W into a scratch of H x OW rows, then one along
  * H whose inner loop runs over contiguous outputs (vectorised). Each output
  * is sum_a wh[a] * (sum_b ww[b] * x[hi[a]][wi[b]]), in that order.
@@ -130,6 +185,10 @@ static void free_tab(axis_tab *t) {
                      int64_t w, const T *x, T *y) {                                          \
     int64_t oh = th->n, ow = tw->n;                                                          \
     const int kh = th->k, kw = tw->k;                                                        \
+    if (scratch_too_big(h, w, oh, ow)) {                                                     \
+      dfwd_##S(th, tw, planes, h, w, x, y);                                                  \
+      return 0;                                                                              \
+    }                                                                                        \
     T *wh = weights_##S(th), *ww = weights_##S(tw);                                          \
     volatile int failed = !wh || !ww;                                                        \
     CELL_FOR(!failed && cell_conv_parallel(planes * (h + oh) * ow * (kh + kw)), int64_t, p,  \
@@ -185,6 +244,10 @@ static void free_tab(axis_tab *t) {
                      int64_t w, const T *g, T *gx) {                                         \
     int64_t oh = th->n, ow = tw->n;                                                          \
     const int kh = th->k, kw = tw->k;                                                        \
+    if (scratch_too_big(h, w, oh, ow)) {                                                     \
+      dbwd_##S(th, tw, planes, h, w, g, gx);                                                 \
+      return 0;                                                                              \
+    }                                                                                        \
     T *wh = weights_##S(th), *ww = weights_##S(tw);                                          \
     volatile int failed = !wh || !ww;                                                        \
     CELL_FOR(!failed && cell_conv_parallel(planes * (h + oh) * ow * (kh + kw)), int64_t, p,  \
@@ -317,11 +380,14 @@ cell_status cell_cpu_interpolate(const cell_tensor *x, int mode, int align_corne
   int64_t oshape[4] = {x->shape[0], x->shape[1], size[0], nd == 4 ? size[1] : 0};
   CELL_TRY(cell_check_shape("interpolate", nd, oshape));
   cell_dtype ct = cell_conv_compute_dtype(x->dtype);
-  axis_tab th, tw;
-  CELL_TRY(tabs(mode, align_corners, nd, x->shape, size, scales, ct != CELL_DTYPE_F64, &th, &tw));
+  /* the output first: the tables are no larger than its last dimensions */
   cell_tensor *xc = NULL, *r = NULL;
-  cell_status s = cell_conv_operand(x, ct, &xc);
-  if (s == CELL_OK) s = cell_tensor_new_contig(ct, nd, oshape, &r);
+  cell_status s = cell_tensor_new_contig(ct, nd, oshape, &r);
+  if (s == CELL_OK && cell_shape_numel(nd, oshape) == 0) return to_dtype(s, r, x->dtype, out);
+  if (s == CELL_OK) s = cell_conv_operand(x, ct, &xc);
+  axis_tab th = {0, 0, NULL, NULL}, tw = {0, 0, NULL, NULL};
+  if (s == CELL_OK)
+    s = tabs(mode, align_corners, nd, x->shape, size, scales, ct != CELL_DTYPE_F64, &th, &tw);
   if (s == CELL_OK) {
     int64_t h = nd == 4 ? x->shape[2] : 1;
     if (DISPATCH(ct, fwd, &th, &tw, x->shape[0] * x->shape[1], h, x->shape[nd - 1],
@@ -351,12 +417,15 @@ cell_status cell_cpu_interpolate_backward(const cell_tensor *g, int mode, int al
   }
   CELL_TRY(check(mode, ndim, in_shape, g->shape + 2));
   cell_dtype ct = cell_conv_compute_dtype(dt);
-  axis_tab th, tw;
-  CELL_TRY(tabs(mode, align_corners, ndim, in_shape, g->shape + 2, scales, ct != CELL_DTYPE_F64,
-                &th, &tw));
   cell_tensor *gc = NULL, *r = NULL;
-  cell_status s = cell_conv_operand(g, ct, &gc);
-  if (s == CELL_OK) s = cell_tensor_full(ct, ndim, in_shape, 0, &r);
+  cell_status s = cell_tensor_full(ct, ndim, in_shape, 0, &r);
+  if (s == CELL_OK && (cell_shape_numel(ndim, in_shape) == 0 || cell_shape_numel(g->ndim, g->shape) == 0))
+    return to_dtype(s, r, dt, gx);
+  if (s == CELL_OK) s = cell_conv_operand(g, ct, &gc);
+  axis_tab th = {0, 0, NULL, NULL}, tw = {0, 0, NULL, NULL};
+  if (s == CELL_OK)
+    s = tabs(mode, align_corners, ndim, in_shape, g->shape + 2, scales, ct != CELL_DTYPE_F64, &th,
+             &tw);
   if (s == CELL_OK) {
     int64_t h = ndim == 4 ? in_shape[2] : 1;
     if (DISPATCH(ct, bwd, &th, &tw, in_shape[0] * in_shape[1], h, in_shape[ndim - 1],
