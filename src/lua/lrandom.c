@@ -2,8 +2,8 @@
  * of the generator state: functions of core.nnops (which cell.ops exposes)
  * and of the module itself.
  *
- *   multinomial(probs, num_samples [, replacement | {replacement =, seed =}])
- *   bernoulli(x [, p | {p =, seed =}])
+ *   multinomial(probs, num_samples [, replacement [, seed] | {replacement =, seed =}])
+ *   bernoulli(x [, p [, seed] | {p =, seed =}])
  *   normal(shape, mean, stddev [, seed])     MindSpore's form
  *   normal(mean, stddev [, shape])           PyTorch's form (mean a Tensor or number)
  *   cell.get_rng_state() -> uint8 Tensor; cell.set_rng_state(state)
@@ -63,8 +63,12 @@ static int l_multinomial(lua_State *L) {
   lua_Integer n = lc_check_int(L, 2);
   int replacement = 1, has_seed = 0;
   lua_Integer seed = 0;
-  if (lua_isboolean(L, 3)) {
+  if (lua_isboolean(L, 3)) { /* MindSpore's positional form: replacement [, seed] */
     replacement = lua_toboolean(L, 3);
+    if (!lua_isnoneornil(L, 4)) {
+      seed = seed_at(L, 4, 4, "multinomial");
+      has_seed = 1;
+    }
   } else {
     int opts = lc_options(L, 3, "multinomial", keys);
     if (lc_field(L, opts, "replacement")) replacement = bool_at(L, 3, -1, "multinomial", "replacement");
@@ -92,8 +96,12 @@ static int l_bernoulli(lua_State *L) {
   double ps = 0;
   int has_seed = 0, pidx = 0;
   lua_Integer seed = 0;
-  if (lua_type(L, 2) == LUA_TNUMBER || lc_test_tensor(L, 2)) {
+  if (lua_type(L, 2) == LUA_TNUMBER || lc_test_tensor(L, 2)) { /* p [, seed] */
     pidx = 2;
+    if (!lua_isnoneornil(L, 3)) {
+      seed = seed_at(L, 3, 3, "bernoulli");
+      has_seed = 1;
+    }
   } else {
     int opts = lc_options(L, 2, "bernoulli", keys);
     if (lc_field(L, opts, "p")) pidx = lua_gettop(L);
