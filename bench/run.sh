@@ -66,6 +66,8 @@ echo "# ordering ops ($LUA_BIN: sort, topk, logsumexp of 1e6 float32)"
 run "$LUA_BIN" bench/sort_ops.lua
 echo "# einsum ($LUA_BIN: batched contractions, float32)"
 run "$LUA_BIN" bench/einsum.lua
+echo "# interpolate ($LUA_BIN: bilinear 16x3x64x64 -> 128x128, float32)"
+run "$LUA_BIN" bench/interpolate.lua
 
 echo "# PyTorch"
 if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
@@ -76,6 +78,7 @@ if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
   run "$PYTHON" bench/torch/train.py
   run "$PYTHON" bench/torch/sort_ops.py
   run "$PYTHON" bench/torch/einsum.py
+  run "$PYTHON" bench/torch/interpolate.py
   if [ -d /usr/share/datasets/fashion-mnist ]; then run "$PYTHON" bench/torch/fashion_lenet.py 1; fi
 else
   echo "torch: not available, skipped"
@@ -103,6 +106,9 @@ END {
   ratio("ratio_train_step_mlp_torch_over_cell", "torch_train_step_mlp_ms", "cell_train_step_mlp_ms")
   ratio("ratio_train_step_lenet_torch_over_cell", "torch_train_step_lenet_ms", "cell_train_step_lenet_ms")
   ratio("ratio_lenet_epoch_torch_over_cell", "torch_lenet_epoch_s", "cell_lenet_epoch_s")
+  ratio("ratio_interpolate_bilinear_torch_over_cell", "torch_interpolate_bilinear_ms", "cell_interpolate_bilinear_ms")
+  ratio("ratio_interpolate_bilinear_fwd_bwd_torch_over_cell", "torch_interpolate_bilinear_fwd_bwd_ms",
+    "cell_interpolate_bilinear_fwd_bwd_ms")
   ratio("ratio_state_dict_torch_over_cell", "torch_state_dict_1000_params_ms", "cell_state_dict_1000_params_ms")
   ratio("ratio_sort_rows_torch_over_cell", "torch_sort_rows_1000x1000", "cell_sort_rows_1000x1000")
   ratio("ratio_sort_1e6_torch_over_cell", "torch_sort_1e6", "cell_sort_1e6")

@@ -170,6 +170,16 @@ CELL_API void cell_generator_seed(cell_generator *g, unsigned long long seed);
 /* Make g the calling thread's current generator (NULL: the thread's own);
  * returns the one it replaces (NULL for the thread's own), to restore. */
 CELL_API cell_generator *cell_generator_use(cell_generator *g);
+/* The state of g (NULL: the calling thread's current generator) as
+ * CELL_RNG_STATE_BYTES bytes written to state: a header, the seed and the
+ * counter (little-endian). cell_generator_set_state puts such bytes back,
+ * so the draws after it are those that followed the saved state; n other
+ * than CELL_RNG_STATE_BYTES, or bytes without the header: ValueError, and
+ * g is left as it was. */
+#define CELL_RNG_STATE_BYTES 24
+CELL_API void cell_generator_get_state(const cell_generator *g, unsigned char *state);
+CELL_API cell_status cell_generator_set_state(cell_generator *g, const unsigned char *state,
+                                              size_t n);
 
 /* --- shape and elements ----------------------------------------------- */
 /* The tensor's sizes and strides, ndim entries each, owned by the tensor
@@ -488,5 +498,6 @@ CELL_API cell_status cell_op_trace(const cell_tensor *a, cell_tensor **out);
 #include "cell_optim.h" /* fused optimizer steps */
 #include "cell_io.h"    /* safetensors checkpoints, IDX data sets */
 #include "cell_device.h" /* devices: registry, default device, move_to */
+#include "cell_sample.h" /* multinomial, bernoulli, normal, interpolate, fold, unfold */
 
 #endif

@@ -98,5 +98,6 @@ void test_layers_all(void);
 void test_device_all(void);
 void test_sort_all(void);
 void test_math_all(void);
+void test_sample_all(void);
 
 #endif

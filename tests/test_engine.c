@@ -430,6 +430,7 @@ static const struct {
     {"device", test_device_all},
     {"sort", test_sort_all},
     {"math", test_math_all},
+    {"sample", test_sample_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

@@ -45,6 +45,10 @@ M.C = {
   ["cell.where"] = { "(cond, a, b)", "Elementwise a where cond is true, else b (a and b may be numbers); broadcasts." },
   -- settings and queries
   ["cell.set_seed"] = { "(n)", "Seed this Lua state's random generator, so rand, randn, randint, dropout and initializers repeat (other states keep theirs)." },
+  ["cell.get_rng_state"] = { "()", "The state of this Lua state's random generator, as a uint8 Tensor of 24 bytes." },
+  ["cell.set_rng_state"] = { "(state)", "Put back a state from get_rng_state: the draws after it repeat those that followed it." },
+  ["Tensor:multinomial"] = { "(num_samples [, replacement | {replacement =, seed =}])", "Category indices (1-based, int64) drawn from the weights of each row." },
+  ["Tensor:bernoulli"] = { "([p | {p =, seed =}])", "0 or 1 per element in t's shape and dtype, 1 with probability p (default: t's values)." },
   ["cell.set_num_threads"] = { "(n)", "Bound the threads kernels and OpenBLAS use (1 in a game loop); n is an integer in [1, 1024]." },
   ["cell.get_num_threads"] = { "()", "The number of threads kernels may use." },
   ["cell.set_device"] = { "(name [, device_id])", "Make a registered device (\"CPU\", ...) where new tensors go." },

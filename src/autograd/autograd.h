@@ -119,6 +119,7 @@ int cell_ag_nn_nodes(const char **names, int max);
 int cell_ag_sort_nodes(const char **names, int max);
 int cell_ag_math_param_nodes(const char **names, int max);
 int cell_ag_index_nodes(const char **names, int max);
+int cell_ag_sample_nodes(const char **names, int max);
 
 /* The op-wrapper pattern: run the raw kernel with grad mode off. */
 #define CELL_AG_RAW(call)                        \

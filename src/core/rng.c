@@ -10,6 +10,7 @@
  * nothing here is shared between threads. */
 #include "rng.h"
 #include "alloc.h"
+#include <string.h>
 
 /* The calling thread's own generator, and the one its draws use (NULL: its
  * own). Static TLS initialisers, so no thread needs a setup call. */
@@ -73,4 +74,41 @@ void cell_philox(uint64_t key, uint64_t counter, uint32_t out[4]) {
   out[1] = c1;
   out[2] = c2;
   out[3] = c3;
+}
+
+/* --- saved states -------------------------------------------------------------- */
+
+static const unsigned char state_magic[8] = {'c', 'e', 'l', 'l', 'r', 'n', 'g', '1'};
+
+static void put_u64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint64_t get_u64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+void cell_generator_get_state(const cell_generator *g, unsigned char *state) {
+  if (!state) return;
+  if (!g) g = current_gen();
+  memcpy(state, state_magic, sizeof state_magic);
+  put_u64(state + 8, g->seed);
+  put_u64(state + 16, g->counter);
+}
+
+cell_status cell_generator_set_state(cell_generator *g, const unsigned char *state, size_t n) {
+  if (!state) return cell_error(CELL_ERR_VALUE, "set_rng_state: NULL state");
+  if (n != CELL_RNG_STATE_BYTES)
+    return cell_error(CELL_ERR_VALUE,
+                      "set_rng_state: a generator state holds %d bytes, got %zu",
+                      CELL_RNG_STATE_BYTES, n);
+  if (memcmp(state, state_magic, sizeof state_magic))
+    return cell_error(CELL_ERR_VALUE,
+                      "set_rng_state: the bytes are not a generator state (their header is not "
+                      "the one get_rng_state writes)");
+  if (!g) g = current_gen();
+  g->seed = get_u64(state + 8);
+  g->counter = get_u64(state + 16);
+  return CELL_OK;
 }

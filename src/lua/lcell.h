@@ -153,6 +153,11 @@ void lc_register_embed(lua_State *L, int module, int base);
 void lc_register_conv(lua_State *L, int nnops, int base);
 void lc_register_nn(lua_State *L, int nnops, int base);
 void lc_register_optim(lua_State *L, int nnops, int base);
+/* lrandom.c: multinomial, bernoulli, normal (core.nnops; the first two as
+ * methods too) and cell.get_rng_state / set_rng_state; lresample.c:
+ * interpolate, unfold, fold (core.nnops). */
+void lc_register_random(lua_State *L, int module, int nnops, int base);
+void lc_register_resample(lua_State *L, int nnops, int base);
 /* For the attributed tensor at 1 (ud->attrs set), with the key at 2:
  * lc_attrs_get pushes attrs[key] when it is not nil; lc_attrs_meta pushes
  * the attrs metatable's field `name` when there is one. Each returns

@@ -294,6 +294,16 @@ CONV_KERNELS(double, f64)
 #define DISPATCH(ct, fn, ...) \
   ((ct) == CELL_DTYPE_F64 ? fn##_f64(__VA_ARGS__) : fn##_f32(__VA_ARGS__))
 
+/* fold.c's unfold and fold run on these (conv.h). */
+void cell_conv_im2col(cell_dtype ct, const cell_conv_geom *g, const void *x, int64_t n0,
+                      int64_t nb, void *cols) {
+  DISPATCH(ct, im2col, g, x, n0, nb, cols);
+}
+void cell_conv_col2im(cell_dtype ct, const cell_conv_geom *g, const void *cols, int64_t n0,
+                      int64_t nb, void *gx) {
+  DISPATCH(ct, col2im, g, cols, n0, nb, gx);
+}
+
 /* --- chunking and gemm ------------------------------------------------------------------- */
 
 /* Samples per chunk: enough output positions for a large gemm, within the

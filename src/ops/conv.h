@@ -129,5 +129,14 @@ cell_status cell_conv_pair(const char *op, const char *what, const int64_t *v, i
 cell_status cell_conv_pads(const char *op, const int64_t *v, int64_t *out);
 /* Whether a loop over this many elements is worth threads. */
 int cell_conv_parallel(int64_t work);
+/* im2col and col2im in the compute dtype ct (contiguous operands): the
+ * rows r = (c * kh + i) * kw + j of cols hold, at n * P + p for the nb
+ * samples from n0 (P = oh * ow), the input under tap (i, j) of block p;
+ * col2im adds such columns back into gx. With nb = 1 a sample's cols are
+ * its unfold (fold.c). */
+void cell_conv_im2col(cell_dtype ct, const cell_conv_geom *g, const void *x, int64_t n0,
+                      int64_t nb, void *cols);
+void cell_conv_col2im(cell_dtype ct, const cell_conv_geom *g, const void *cols, int64_t n0,
+                      int64_t nb, void *gx);
 
 #endif

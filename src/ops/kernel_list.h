@@ -94,7 +94,14 @@
   X(randint, (int64_t low, int64_t high, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out), (low, high, dt, ndim, shape, out), (NULL)) \
   X(full, (cell_dtype dt, int ndim, const int64_t *shape, double value, cell_tensor **out), (dt, ndim, shape, value, out), (NULL)) \
   X(nan_to_num, (const cell_tensor *a, double nan, double posinf, double neginf, cell_tensor **out), (a, nan, posinf, neginf, out), (a)) \
-  X(softplus, (const cell_tensor *a, double beta, double threshold, cell_tensor **out), (a, beta, threshold, out), (a))
+  X(softplus, (const cell_tensor *a, double beta, double threshold, cell_tensor **out), (a, beta, threshold, out), (a)) \
+  X(multinomial, (const cell_tensor *probs, int64_t num_samples, int replacement, int64_t index_base, cell_tensor **out), (probs, num_samples, replacement, index_base, out), (probs)) \
+  X(bernoulli, (const cell_tensor *x, const cell_tensor *p, double ps, cell_tensor **out), (x, p, ps, out), (x, p)) \
+  X(normal, (int ndim, const int64_t *shape, const cell_tensor *mean, const cell_tensor *std, cell_tensor **out), (ndim, shape, mean, std, out), (mean, std)) \
+  X(interpolate, (const cell_tensor *x, int mode, int align_corners, const int64_t *size, const double *scales, cell_tensor **out), (x, mode, align_corners, size, scales, out), (x)) \
+  X(interpolate_backward, (const cell_tensor *g, int mode, int align_corners, int ndim, const int64_t *in_shape, const double *scales, cell_dtype dt, cell_tensor **gx), (g, mode, align_corners, ndim, in_shape, scales, dt, gx), (g)) \
+  X(unfold, (const cell_tensor *x, const int64_t *kernel, const int64_t *dilation, const int64_t *padding, const int64_t *stride, cell_tensor **out), (x, kernel, dilation, padding, stride, out), (x)) \
+  X(fold, (const cell_tensor *x, const int64_t *output_size, const int64_t *kernel, const int64_t *dilation, const int64_t *padding, const int64_t *stride, cell_tensor **out), (x, output_size, kernel, dilation, padding, stride, out), (x))
 
 /* Kernels outside the list, by hand in device.c: cat and stack (a tensor
  * array) and batch_norm_update (no status). Their ids follow the list's. */
