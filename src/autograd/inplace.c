@@ -32,6 +32,14 @@ cell_status cell_ag_view(const cell_tensor *t, cell_status s, cell_tensor **out)
   return CELL_OK;
 }
 
+/* The storage's other reference may be the base that t alone keeps. */
+size_t cell_tensor_owned_bytes(const cell_tensor *t) {
+  if (!t) return 0;
+  const cell_tensor *b = t->autograd ? meta(t)->base : NULL;
+  int mine = b && b->refcount == 1 && b->storage == t->storage ? 2 : 1;
+  return t->storage->refcount == mine ? t->storage->nbytes : 0;
+}
+
 bool cell_ag_view_stale(const cell_tensor *t) {
   const cell_ag_meta *m = meta(t);
   return m->base && m->view_version != t->storage->version &&
