@@ -6,6 +6,7 @@ local check_callable = require("cell.errors").check_callable
 local raise = require("cell.errors").raise
 local core = require "cell.core"
 local args_util = require "cell.util.args"
+local same_tensor_shape = require("cell.util.types").same_tensor_shape
 
 local M = {}
 local unpack = table.unpack or unpack
@@ -165,7 +166,8 @@ local function outputs_of(res, has_aux)
   return outs
 end
 
-local function shape_str(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
+--- "[2, 3]": a shape as the engine's messages write it.
+local function bracketed(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
 
 --- One root for the backward pass and its sens (nil: ones, as MindSpore
 -- attaches ones_like(output) when sens_param is false). Several outputs
@@ -190,9 +192,9 @@ local function combine(outs, sens)
       if not core.is_tensor(sens[i]) then
         raise(("TypeError: grad: sens %d is a %s, not a Tensor"):format(i, type(sens[i])))
       end
-      if shape_str(sens[i]) ~= shape_str(outs[i]) then
+      if not same_tensor_shape(sens[i], outs[i]) then
         raise(("ValueError: grad: sens %d has shape %s but output %d has shape %s")
-          :format(i, shape_str(sens[i]), i, shape_str(outs[i])))
+          :format(i, bracketed(sens[i]), i, bracketed(outs[i])))
       end
     end
   end
