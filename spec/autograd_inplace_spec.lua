@@ -204,6 +204,19 @@ describe("the history of a tensor changed in place", function()
     end)
   end)
 
+  it("refuses a view made under no_grad, changed while recording (ambiguous, as in PyTorch)", function()
+    local w = cell.tensor({ 1, 2 }):requires_grad_(true)
+    local y = w * 1
+    local v = cell.no_grad(function() return y:narrow(1, 1, 1) end)
+    assert.is_false(v.requires_grad)
+    H.expect_error(function() v:mul_(2) end, "RuntimeError", "mul_: a Float32 tensor of shape [1] is a "
+      .. "view made under no_grad, and changing it in place while gradients are recorded is ambiguous; "
+      .. "make the view and the change both under no_grad, or both outside it")
+    cell.no_grad(function() v:mul_(2) end)
+    H.assert_close(y, { 2, 2 })
+    assert.is_false(v.requires_grad) -- it never takes its base's history
+  end)
+
   it("runs once per graph, as any graph", function()
     local w = cell.tensor({ 1, 2 }):requires_grad_(true)
     local y = w * 1

@@ -68,6 +68,7 @@ typedef struct cell_ag_meta {
    * version is behind gets its history again from its base (inplace.c). */
   cell_tensor *base;
   unsigned view_version;
+  bool view_no_grad;             /* made under no_grad: never takes its base's history */
 } cell_ag_meta;
 
 typedef struct cell_ag_hook {

@@ -29,6 +29,7 @@ cell_status cell_ag_view(const cell_tensor *t, cell_status s, cell_tensor **out)
   cell_tensor_release(m->base);
   m->base = base;
   m->view_version = t->storage->version;
+  m->view_no_grad = !cell_grad_is_enabled();
   return CELL_OK;
 }
 
@@ -42,7 +43,7 @@ size_t cell_tensor_owned_bytes(const cell_tensor *t) {
 
 bool cell_ag_view_stale(const cell_tensor *t) {
   const cell_ag_meta *m = meta(t);
-  return m->base && m->view_version != t->storage->version &&
+  return m->base && !m->view_no_grad && m->view_version != t->storage->version &&
          cell_tensor_requires_grad(m->base);
 }
 
@@ -367,6 +368,12 @@ static cell_status check(const ip_op *o, cell_tensor *t, bool *rec) {
     return cell_error(CELL_ERR_RUNTIME,
                       "%s_: a view of a leaf Variable that requires grad is being used in an "
                       "in-place operation (%s); change it under no_grad, or change a clone() of it",
+                      name, describe(t, b, sizeof b));
+  if (base && meta(t)->view_no_grad)
+    return cell_error(CELL_ERR_RUNTIME,
+                      "%s_: %s is a view made under no_grad, and changing it in place while "
+                      "gradients are recorded is ambiguous; make the view and the change both "
+                      "under no_grad, or both outside it",
                       name, describe(t, b, sizeof b));
   if (overlaps(t))
     return cell_error(CELL_ERR_RUNTIME,
