@@ -243,8 +243,9 @@ CELL_API cell_status cell_tensor_astype(const cell_tensor *t, cell_dtype dt, cel
 /* --- elementwise ------------------------------------------------------------ */
 /* (cell_op_binary, cell_op_binary_, cell_op_binary_scalar, cell_op_unary and
  * cell_op_unary_ are in cell_ffi.h.)
- * t = t op s, in place; s must not change t's dtype (TypeError), and t
- * must not require grad while grad mode is on (RuntimeError). */
+ * t = t op s, in place; s must not change t's dtype (TypeError). Recorded
+ * while grad mode is on (t's history moves onto the op; on a view, its
+ * base's too); RuntimeError on a leaf that requires grad, or a view of one. */
 CELL_API cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s,
                                             int s_is_float);
 /* min(max(a, lo), hi), each bound only when its has_ flag is set. */
@@ -365,7 +366,7 @@ CELL_API const char *cell_tensor_grad_fn_name(const cell_tensor *t);
  * that does not require grad. */
 CELL_API cell_status cell_tensor_detach(const cell_tensor *t, cell_tensor **out);
 /* Gradients of root with respect to the leaves inputs[0..n). sens is the
- * gradient of root (NULL: root must have one element, and it is 1).
+ * gradient of root (NULL: ones of root's shape, the gradient of its sum).
  * grads[i] gets a new tensor, zeros where inputs[i] did not contribute.
  * The graph's saved tensors are freed afterwards: a second call on the same
  * graph is a RuntimeError, as is a root that does not require grad. On

@@ -216,9 +216,13 @@ cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1, cell_ten
 /* t itself (one more reference) when contiguous, else a contiguous copy. */
 cell_status cell_tensor_contiguous(const cell_tensor *t, cell_tensor **out);
 /* dst = src, broadcasting src to dst's shape and converting its dtype.
- * ValueError when src does not broadcast to dst. */
+ * ValueError when src does not broadcast to dst. Recorded while grad mode
+ * is on (differentiable in src; on a view, in the rest of its base);
+ * RuntimeError on a leaf that requires grad, or a view of one. */
 cell_status cell_tensor_copy_(cell_tensor *dst, const cell_tensor *src);
-/* Every element of t set to v. */
+/* Every element of t set to v. Recorded while grad mode is on (t's old
+ * values get no gradient); RuntimeError on a leaf that requires grad, or
+ * a view of one. */
 cell_status cell_tensor_fill_(cell_tensor *t, double v);
 
 /* --- elementwise, matmul, reductions: the inference path ------------------ */
@@ -229,15 +233,17 @@ cell_status cell_tensor_fill_(cell_tensor *t, double v);
 cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
                            cell_tensor **out);
 /* a = a op b: b must broadcast to a's shape and the result dtype must
- * convert to a's (TypeError otherwise). RuntimeError on a tensor that
- * requires grad while grad mode is on. */
+ * convert to a's (TypeError otherwise). Recorded while grad mode is on
+ * (a's history moves onto the op; on a view, its base's too); RuntimeError
+ * on a leaf that requires grad, or a view of one. */
 cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b);
 /* t op s (s op t when reversed); s is a number, float when s_is_float. */
 cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double s,
                                   int s_is_float, int reversed, cell_tensor **out);
 /* out = op(a). ValueError for an op out of range. */
 cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out);
-/* a = op(a); op must keep a's dtype (TypeError otherwise). */
+/* a = op(a); op must keep a's dtype (TypeError otherwise). Recorded while
+ * grad mode is on, as cell_op_binary_. */
 cell_status cell_op_unary_(cell_unop op, cell_tensor *a);
 /* NumPy matmul: 1-D operands promoted and squeezed, batch dims broadcast;
  * float32/float64 go to OpenBLAS (a single row or column to gemv). Errors:

@@ -143,7 +143,7 @@ local cases = {
 -- family (spec/helpers/cases_<family>.lua), each a function of the
 -- builders here returning more entries of the same form.
 local builders = { cell = cell, input = input, r = r, idx = idx, mask = mask, T = T, I = I }
-for _, family in ipairs { "nn", "conv", "sort", "math", "index", "sample" } do
+for _, family in ipairs { "nn", "conv", "sort", "math", "index", "sample", "inplace" } do
   for name, c in pairs(require("helpers.cases_" .. family)(builders)) do
     assert(cases[name] == nil, "two gradient checks for " .. name)
     cases[name] = c
@@ -277,9 +277,11 @@ describe("autograd", function()
   end)
 
   describe("errors", function()
-    it("a non-scalar output without sens", function()
-      H.expect_error(function() return cell.grad(function(x) return x * 2 end)(cell.ones({ 2, 3 })) end,
-        "RuntimeError", "shape [2, 3]", "sens")
+    it("a sens whose shape is not the output's", function()
+      H.expect_error(function()
+        return cell.grad(function(x) return x * 2 end, { grad_position = 1, sens_param = true })(
+          cell.ones({ 2, 3 }), cell.ones({ 3 }))
+      end, "ValueError", "sens has shape [3] but the output has shape [2, 3]")
     end)
     it("a non-differentiable input", function()
       H.expect_error(function() return cell.grad(function(x) return x end)(cell.ones({ 2 }, cell.int64)) end,
@@ -299,10 +301,13 @@ describe("autograd", function()
         end)(cell.ones({ 2 }))
       end, "RuntimeError", "MulBackward", "modified in place")
     end)
-    it("an in-place op on a tensor that requires grad, while recording", function()
+    it("an in-place op on a leaf that requires grad, while recording", function()
       local w = cell.ones({ 2 }):requires_grad_(true)
-      H.expect_error(function() return w:add_(1) end, "RuntimeError", "add", "in place", "no_grad")
-      H.expect_error(function() return (w * 2):fill_(0) end, "RuntimeError", "fill_", "in place")
+      H.expect_error(function() return w:add_(1) end, "RuntimeError", "add_: a leaf Variable that "
+        .. "requires grad is being used in an in-place operation", "no_grad")
+      H.expect_error(function() return w:narrow(1, 1, 1):fill_(0) end, "RuntimeError", "fill_: a view of "
+        .. "a leaf Variable that requires grad is being used in an in-place operation")
+      assert.are.equal("FillBackward", (w * 2):fill_(0).grad_fn) -- not a leaf: recorded
       cell.no_grad(function() w:add_(1) end) -- an optimizer step
       H.assert_close(w, { 2, 2 })
     end)

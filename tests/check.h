@@ -99,5 +99,6 @@ void test_device_all(void);
 void test_sort_all(void);
 void test_math_all(void);
 void test_sample_all(void);
+void test_inplace_all(void);
 
 #endif

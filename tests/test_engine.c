@@ -431,6 +431,7 @@ static const struct {
     {"sort", test_sort_all},
     {"math", test_math_all},
     {"sample", test_sample_all},
+    {"inplace", test_inplace_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

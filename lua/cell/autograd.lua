@@ -6,6 +6,7 @@ local check_callable = require("cell.errors").check_callable
 local raise = require("cell.errors").raise
 local core = require "cell.core"
 local args_util = require "cell.util.args"
+local same_tensor_shape = require("cell.util.types").same_tensor_shape
 
 local M = {}
 local unpack = table.unpack or unpack
@@ -139,6 +140,75 @@ local function check_weights(weights)
   return weights
 end
 
+--- The outputs to differentiate: the first result with has_aux;
+-- otherwise every result (a tuple), or the Tensors of a returned list.
+local function outputs_of(res, has_aux)
+  local out = res[1]
+  if core.is_tensor(out) and (has_aux or res.n == 1) then return { out } end
+  local outs
+  if has_aux or (res.n <= 1 and type(out) ~= "table") then
+    raise(("TypeError: grad: the function must return a Tensor%s, got %s")
+      :format(has_aux and " first" or "", type(out)))
+  end
+  if res.n > 1 then
+    outs = {}
+    for i = 1, res.n do outs[i] = res[i] end
+  else
+    outs = out
+  end
+  if #outs == 0 then raise("TypeError: grad: the function returned an empty list; it must return a Tensor") end
+  for i = 1, #outs do
+    if not core.is_tensor(outs[i]) then
+      raise(("TypeError: grad: output %d of the function is a %s; every output is differentiated, "
+        .. "so each must be a Tensor (return other values with has_aux)"):format(i, type(outs[i])))
+    end
+  end
+  return outs
+end
+
+--- "[2, 3]": a shape as the engine's messages write it.
+local function bracketed(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
+
+--- One root for the backward pass and its sens (nil: ones, as MindSpore
+-- attaches ones_like(output) when sens_param is false). Several outputs
+-- (a tuple) are differentiated together: the root is the sum of each
+-- output times its sens (ones without sens_param). nil when no output
+-- requires grad.
+local function combine(outs, sens)
+  if #outs == 1 then
+    if sens ~= nil and not core.is_tensor(sens) then
+      raise(("TypeError: grad: the function returns one Tensor, so sens must be a Tensor, got %s")
+        :format(type(sens)))
+    end
+    return outs[1].requires_grad and outs[1] or nil, sens
+  end
+  if sens ~= nil then
+    if core.is_tensor(sens) or type(sens) ~= "table" or #sens ~= #outs then
+      raise(("TypeError: grad: the function returns %d outputs, so sens must be a list of %d Tensors, got %s")
+        :format(#outs, #outs, core.is_tensor(sens) and "a Tensor" or type(sens) == "table"
+          and ("a list of " .. #sens) or type(sens)))
+    end
+    for i = 1, #outs do
+      if not core.is_tensor(sens[i]) then
+        raise(("TypeError: grad: sens %d is a %s, not a Tensor"):format(i, type(sens[i])))
+      end
+      if not same_tensor_shape(sens[i], outs[i]) then
+        raise(("ValueError: grad: sens %d has shape %s but output %d has shape %s")
+          :format(i, bracketed(sens[i]), i, bracketed(outs[i])))
+      end
+    end
+  end
+  local root
+  for i = 1, #outs do
+    local o = outs[i]
+    if o.requires_grad then
+      local part = (sens and o * sens[i] or o):sum()
+      root = root and root + part or part
+    end
+  end
+  return root, nil
+end
+
 --- The differentiating function behind grad and value_and_grad. Options:
 -- grad_position, weights, has_aux, sens_param (sens is the last argument).
 local function differentiate(fn, opts, with_value)
@@ -159,8 +229,9 @@ local function differentiate(fn, opts, with_value)
     local sens
     if opts.sens_param then
       sens = args[args.n]
-      if not core.is_tensor(sens) then
-        raise("TypeError: grad: with sens_param the last argument must be the sens Tensor")
+      if not core.is_tensor(sens) and (type(sens) ~= "table" or getmetatable(sens)) then
+        raise("TypeError: grad: with sens_param the last argument must be the sens Tensor "
+          .. "(a list of Tensors when the function returns several)")
       end
       args[args.n] = nil
       args.n = args.n - 1
@@ -182,16 +253,15 @@ local function differentiate(fn, opts, with_value)
     end
     local res = pack(with_grad_mode(true, fn, unpack(args, 1, args.n)))
     local out = res[1]
-    if not core.is_tensor(out) then
-      raise(("TypeError: grad: the function must return a Tensor%s, got %s")
-        :format(opts.has_aux and " first" or "", type(out)))
-    end
+    local outs = outputs_of(res, opts.has_aux)
+    local root
+    root, sens = with_grad_mode(true, combine, outs, sens)
     local targets = {}
     for _, t in ipairs(leaves) do targets[#targets + 1] = t end
     for _, w in ipairs(weights) do targets[#targets + 1] = w end
     local all
-    if out.requires_grad then
-      all = core._backward(out, sens, targets)
+    if root then
+      all = core._backward(root, sens, targets)
     else -- nothing being differentiated reached the output: zeros, as MindSpore
       all = {}
       for k, t in ipairs(targets) do all[k] = core.zeros_like(t) end

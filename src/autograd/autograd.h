@@ -62,6 +62,13 @@ typedef struct cell_ag_meta {
   bool requires_grad;
   cell_node *grad_fn;            /* producer; NULL for leaves */
   cell_node *accumulator;        /* leaves: their node, made on first use */
+  /* A view made by a view op (narrow, select, transpose, ...): the tensor
+   * whose storage it views (never itself a view), and the storage version
+   * its grad_fn was made at. An in-place op bumps the version; a view whose
+   * version is behind gets its history again from its base (inplace.c). */
+  cell_tensor *base;
+  unsigned view_version;
+  bool view_no_grad;             /* made under no_grad: never takes its base's history */
 } cell_ag_meta;
 
 typedef struct cell_ag_hook {
@@ -84,7 +91,8 @@ cell_node *cell_ag_node_new(const char *name, cell_backward_fn fn, int n,
   cell_ag_node_new(name, fn, n, inputs, max_saved, sizeof(T))
 /* Keep t for the backward rule (an alias without autograd state, so an
  * output saved by its own node makes no cycle), remembering its version;
- * at most the max_saved given at creation. */
+ * at most the max_saved given at creation. t NULL fills a slot the rule
+ * will not read (saved[i] stays NULL). */
 cell_status cell_ag_save(cell_node *n, const cell_tensor *t);
 /* End of a recording wrapper: with s == CELL_OK, make n the producer of
  * *out; otherwise (or if that fails) release n and *out and return the
@@ -120,6 +128,22 @@ int cell_ag_sort_nodes(const char **names, int max);
 int cell_ag_math_param_nodes(const char **names, int max);
 int cell_ag_index_nodes(const char **names, int max);
 int cell_ag_sample_nodes(const char **names, int max);
+int cell_ag_inplace_nodes(const char **names, int max);
+
+/* --- views and in-place ops (inplace.c) --- */
+/* End of a view op on t: when s is CELL_OK and *out shares t's storage,
+ * *out remembers t's base (t itself when t is no view), so that an
+ * in-place op on it rewrites the base's history. On failure *out is
+ * released and set to NULL. Returns the status. */
+cell_status cell_ag_view(const cell_tensor *t, cell_status s, cell_tensor **out);
+/* Whether view t's history is behind its storage (an in-place op changed
+ * it since) and its base requires grad. */
+bool cell_ag_view_stale(const cell_tensor *t);
+/* Give view t its history again: the part of its base's current history
+ * it views (AsStridedBackward). */
+cell_status cell_ag_view_regen(cell_tensor *t);
+/* RuntimeError when a tensor n saved was changed in place since. */
+cell_status cell_ag_check_saved(const cell_node *n);
 
 /* The op-wrapper pattern: run the raw kernel with grad mode off. */
 #define CELL_AG_RAW(call)                        \

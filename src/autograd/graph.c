@@ -60,6 +60,7 @@ static void meta_free(cell_tensor *t) {
     CELL_AG_ARGS(m->accumulator, acc_args)->leaf = NULL;
     cell_node_release(m->accumulator);
   }
+  cell_tensor_release(m->base);
   cell_dealloc(m);
 }
 
@@ -72,7 +73,9 @@ cell_ag_meta *cell_ag_meta_of(cell_tensor *t) {
   return m;
 }
 
-static bool requires(const cell_tensor *t) { return t && t->autograd && meta(t)->requires_grad; }
+static bool requires(const cell_tensor *t) {
+  return t && t->autograd && (meta(t)->requires_grad || cell_ag_view_stale(t));
+}
 
 bool cell_ag_wants(int n, const cell_tensor *const *inputs) {
   if (!cell_tctx()->grad_enabled) return false;
@@ -82,8 +85,11 @@ bool cell_ag_wants(int n, const cell_tensor *const *inputs) {
 }
 
 int cell_tensor_requires_grad(const cell_tensor *t) { return requires(t); }
-int cell_tensor_is_leaf(const cell_tensor *t) { return !t || !t->autograd || !meta(t)->grad_fn; }
+int cell_tensor_is_leaf(const cell_tensor *t) {
+  return !t || !t->autograd || (!meta(t)->grad_fn && !cell_ag_view_stale(t));
+}
 const char *cell_tensor_grad_fn_name(const cell_tensor *t) {
+  if (t && t->autograd && cell_ag_view_stale(t)) return "AsStridedBackward";
   return t && t->autograd && meta(t)->grad_fn ? meta(t)->grad_fn->name : NULL;
 }
 
@@ -99,6 +105,10 @@ cell_status cell_tensor_set_requires_grad(cell_tensor *t, int on) {
   cell_ag_meta *m = cell_ag_meta_of(t);
   if (!m) return cell_error(CELL_ERR_MEMORY, "requires_grad: out of memory");
   m->requires_grad = on != 0;
+  if (on && m->base) { /* a leaf of its own now: its base's history is no longer its */
+    cell_tensor_release(m->base);
+    m->base = NULL;
+  }
   return CELL_OK;
 }
 
@@ -125,6 +135,7 @@ static cell_node *node_alloc(int n_inputs, int max_saved, size_t args_size, int 
  * accumulator, made on first use. */
 static cell_node *producer(cell_tensor *t) {
   cell_ag_meta *m = meta(t);
+  if (cell_ag_view_stale(t) && cell_ag_view_regen(t) != CELL_OK) return NULL;
   if (m->grad_fn) return m->grad_fn;
   if (!m->accumulator) {
     cell_node *a = node_alloc(0, 0, sizeof(acc_args), 0);
@@ -175,6 +186,10 @@ cell_node *cell_ag_node_new(const char *name, cell_backward_fn fn, int n,
 cell_status cell_ag_save(cell_node *n, const cell_tensor *t) {
   if (n->n_saved >= n->max_saved)
     return cell_error(CELL_ERR_RUNTIME, "%s: too many saved tensors", n->name);
+  if (!t) { /* a slot the rule will not read */
+    n->saved[n->n_saved++] = NULL;
+    return CELL_OK;
+  }
   cell_tensor *alias;
   CELL_TRY(cell_tensor_new_view(t, t->ndim, t->shape, t->stride, t->offset, &alias));
   n->saved_version[n->n_saved] = t->storage->version;
@@ -409,14 +424,20 @@ static cell_status run_hooks(const cell_node *n, pass_entry *e) {
   return CELL_OK;
 }
 
-static cell_status check_versions(const cell_node *n) {
-  for (int i = 0; i < n->n_saved; i++)
-    if (n->saved[i]->storage->version != n->saved_version[i])
-      return cell_error(CELL_ERR_RUNTIME,
-                        "grad: a tensor saved by %s for the backward pass was modified in place "
-                        "afterwards (version %u, now %u); compute it again or use clone() before "
-                        "changing it",
-                        n->name, n->saved_version[i], n->saved[i]->storage->version);
+/* The tensor, the node that saved it and both versions, as PyTorch's
+ * message has them. */
+cell_status cell_ag_check_saved(const cell_node *n) {
+  for (int i = 0; i < n->n_saved; i++) {
+    const cell_tensor *t = n->saved[i];
+    if (!t || t->storage->version == n->saved_version[i]) continue;
+    char b[256];
+    return cell_error(CELL_ERR_RUNTIME,
+                      "grad: a %s tensor of shape %s that %s saved for the backward pass was "
+                      "modified in place afterwards: it is at version %u, %s saved it at version "
+                      "%u; compute it again, or change a clone() of it instead",
+                      cell_dtype_name(t->dtype), cell_shape_str(t->ndim, t->shape, b, sizeof b),
+                      n->name, t->storage->version, n->name, n->saved_version[i]);
+  }
   return CELL_OK;
 }
 
@@ -433,7 +454,7 @@ static cell_status propagate(struct cell_ag_pass *p) {
     cell_node *n = p->ent[k].node;
     s = run_hooks(n, &p->ent[k]);
     if (s != CELL_OK || !n->backward) continue; /* an accumulator: its grad is the result */
-    s = check_versions(n);
+    s = cell_ag_check_saved(n);
     if (s != CELL_OK) break;
     if (n->n_inputs > gin_cap) {
       if (gin != gin_small) cell_dealloc(gin);
@@ -491,11 +512,6 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
                       "grad: the output does not require grad: it does not depend on an input "
                       "being differentiated, or it was computed under no_grad");
   char b1[256], b2[256];
-  if (!sens && cell_tensor_numel(root) != 1)
-    return cell_error(CELL_ERR_RUNTIME,
-                      "grad: the output has shape %s; a non-scalar output needs sens, the "
-                      "gradient to start from, of that shape",
-                      cell_shape_str(root->ndim, root->shape, b1, sizeof b1));
   if (sens && !cell_shape_equal(sens->ndim, sens->shape, root->ndim, root->shape))
     return cell_error(CELL_ERR_VALUE, "grad: sens has shape %s but the output has shape %s",
                       cell_shape_str(sens->ndim, sens->shape, b1, sizeof b1),
@@ -564,43 +580,6 @@ int cell_autograd_node_names(const char **names, int max) {
   n += cell_ag_math_param_nodes(names + n, max - n);
   n += cell_ag_index_nodes(names + n, max - n);
   n += cell_ag_sample_nodes(names + n, max - n);
+  n += cell_ag_inplace_nodes(names + n, max - n);
   return n;
-}
-
-/* --- in-place ops ---------------------------------------------------------------- */
-
-/* In-place changes are not recorded, so on a tensor that requires grad
- * (while recording) they would make gradients silently wrong: refuse. */
-static cell_status inplace_check(const char *op, const cell_tensor *t) {
-  if (t && cell_tctx()->grad_enabled && requires(t))
-    return cell_error(CELL_ERR_RUNTIME,
-                      "%s: a tensor that requires grad cannot be changed in place while "
-                      "gradients are recorded; use the out-of-place form, or run it under no_grad",
-                      op);
-  return CELL_OK;
-}
-
-cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
-  CELL_TRY(inplace_check(cell_binop_name(op), a));
-  return cell_k_binary_(op, a, b);
-}
-
-cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
-  CELL_TRY(inplace_check(cell_binop_name(op), t));
-  return cell_k_binary_scalar_(op, t, s, s_is_float);
-}
-
-cell_status cell_op_unary_(cell_unop op, cell_tensor *a) {
-  CELL_TRY(inplace_check(cell_unop_name(op), a));
-  return cell_k_unary_(op, a);
-}
-
-cell_status cell_tensor_copy_(cell_tensor *dst, const cell_tensor *src) {
-  CELL_TRY(inplace_check("copy_", dst));
-  return cell_k_copy_(dst, src);
-}
-
-cell_status cell_tensor_fill_(cell_tensor *t, double v) {
-  CELL_TRY(inplace_check("fill_", t));
-  return cell_k_fill_(t, v);
 }

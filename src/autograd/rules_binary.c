@@ -199,8 +199,13 @@ cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tenso
   if (n) {
     CELL_AG_ARGS(n, binary_args)->op = op;
     if (rules[op].nsaved >= 2) {
-      s = cell_ag_save(n, a);
-      if (s == CELL_OK) s = cell_ag_save(n, b);
+      /* mul reads a only for b's gradient and b only for a's, div a only
+       * for b's: as PyTorch, nothing more is saved (so an in-place change
+       * of an operand that needs no saving is no error). */
+      bool skip_a = (op == CELL_OP_MUL || op == CELL_OP_DIV) && !cell_tensor_requires_grad(b);
+      bool skip_b = op == CELL_OP_MUL && !cell_tensor_requires_grad(a);
+      s = cell_ag_save(n, skip_a ? NULL : a);
+      if (s == CELL_OK) s = cell_ag_save(n, skip_b ? NULL : b);
     }
     if (s == CELL_OK && rules[op].nsaved == 3) s = cell_ag_save(n, *out);
   }

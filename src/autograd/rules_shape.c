@@ -56,39 +56,39 @@ static cell_status reshape_backward(cell_node *n, const cell_tensor *g, cell_ten
 
 cell_status cell_tensor_reshape(const cell_tensor *t, int ndim, const int64_t *shape,
                                 cell_tensor **out) {
-  if (!wants1(t)) return cell_k_reshape(t, ndim, shape, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_reshape(t, ndim, shape, out), out);
   cell_status s = CELL_AG_RAW(cell_k_reshape(t, ndim, shape, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("ReshapeBackward", reshape_backward, t, 0, 0), s, out);
+  return cell_ag_view(t, cell_ag_finish(node1("ReshapeBackward", reshape_backward, t, 0, 0), s, out), out);
 }
 
 cell_status cell_tensor_view(const cell_tensor *t, int ndim, const int64_t *shape,
                              cell_tensor **out) {
-  if (!wants1(t)) return cell_k_view(t, ndim, shape, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_view(t, ndim, shape, out), out);
   cell_status s = CELL_AG_RAW(cell_k_view(t, ndim, shape, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("ViewBackward", reshape_backward, t, 0, 0), s, out);
+  return cell_ag_view(t, cell_ag_finish(node1("ViewBackward", reshape_backward, t, 0, 0), s, out), out);
 }
 
 cell_status cell_tensor_flatten(const cell_tensor *t, int start, int end, cell_tensor **out) {
-  if (!wants1(t)) return cell_k_flatten(t, start, end, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_flatten(t, start, end, out), out);
   cell_status s = CELL_AG_RAW(cell_k_flatten(t, start, end, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("FlattenBackward", reshape_backward, t, 0, 0), s, out);
+  return cell_ag_view(t, cell_ag_finish(node1("FlattenBackward", reshape_backward, t, 0, 0), s, out), out);
 }
 
 cell_status cell_tensor_squeeze(const cell_tensor *t, int dim, cell_tensor **out) {
-  if (!wants1(t)) return cell_k_squeeze(t, dim, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_squeeze(t, dim, out), out);
   cell_status s = CELL_AG_RAW(cell_k_squeeze(t, dim, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("SqueezeBackward", reshape_backward, t, 0, 0), s, out);
+  return cell_ag_view(t, cell_ag_finish(node1("SqueezeBackward", reshape_backward, t, 0, 0), s, out), out);
 }
 
 cell_status cell_tensor_unsqueeze(const cell_tensor *t, int dim, cell_tensor **out) {
-  if (!wants1(t)) return cell_k_unsqueeze(t, dim, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_unsqueeze(t, dim, out), out);
   cell_status s = CELL_AG_RAW(cell_k_unsqueeze(t, dim, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("UnsqueezeBackward", reshape_backward, t, 0, 0), s, out);
+  return cell_ag_view(t, cell_ag_finish(node1("UnsqueezeBackward", reshape_backward, t, 0, 0), s, out), out);
 }
 
 static cell_status transpose_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
@@ -100,7 +100,7 @@ static cell_status transpose_backward(cell_node *n, const cell_tensor *g, cell_t
 }
 
 cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1, cell_tensor **out) {
-  if (!wants1(t)) return cell_k_transpose(t, d0, d1, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_transpose(t, d0, d1, out), out);
   cell_status s = CELL_AG_RAW(cell_k_transpose(t, d0, d1, out));
   if (s != CELL_OK) return s;
   cell_node *n = node1("TransposeBackward", transpose_backward, t, 0, 2 * sizeof(int));
@@ -108,7 +108,7 @@ cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1, cell_ten
     CELL_AG_ARGS(n, int)[0] = d0; /* the two dims */
     CELL_AG_ARGS(n, int)[1] = d1;
   }
-  return cell_ag_finish(n, s, out);
+  return cell_ag_view(t, cell_ag_finish(n, s, out), out);
 }
 
 /* args: the permutation (int[ndim]); the gradient takes its inverse. */
@@ -124,13 +124,13 @@ static cell_status permute_backward(cell_node *n, const cell_tensor *g, cell_ten
 }
 
 cell_status cell_tensor_permute(const cell_tensor *t, const int *dims, cell_tensor **out) {
-  if (!wants1(t)) return cell_k_permute(t, dims, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_permute(t, dims, out), out);
   cell_status s = CELL_AG_RAW(cell_k_permute(t, dims, out));
   if (s != CELL_OK) return s;
   cell_node *n = node1("PermuteBackward", permute_backward, t, 0, sizeof(int) * (size_t)t->ndim);
   if (n)
     for (int i = 0; i < t->ndim; i++) CELL_AG_ARGS(n, int)[i] = dims[i];
-  return cell_ag_finish(n, s, out);
+  return cell_ag_view(t, cell_ag_finish(n, s, out), out);
 }
 
 /* narrow, slice, select: zeros of the input's shape with g copied into the
@@ -164,35 +164,35 @@ static cell_status record_slice(const char *name, const cell_tensor *t, int dim,
 
 cell_status cell_tensor_narrow(const cell_tensor *t, int dim, int64_t start, int64_t len,
                                cell_tensor **out) {
-  if (!wants1(t)) return cell_k_narrow(t, dim, start, len, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_narrow(t, dim, start, len, out), out);
   cell_status s = CELL_AG_RAW(cell_k_narrow(t, dim, start, len, out));
   if (s != CELL_OK) return s;
-  return record_slice("NarrowBackward", t, dim, 0, start, start + len, 1, out);
+  return cell_ag_view(t, record_slice("NarrowBackward", t, dim, 0, start, start + len, 1, out), out);
 }
 
 cell_status cell_tensor_slice(const cell_tensor *t, int dim, int64_t start, int64_t stop,
                               int64_t step, cell_tensor **out) {
-  if (!wants1(t)) return cell_k_slice(t, dim, start, stop, step, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_slice(t, dim, start, stop, step, out), out);
   cell_status s = CELL_AG_RAW(cell_k_slice(t, dim, start, stop, step, out));
   if (s != CELL_OK) return s;
-  return record_slice("SliceBackward", t, dim, 0, start, stop, step, out);
+  return cell_ag_view(t, record_slice("SliceBackward", t, dim, 0, start, stop, step, out), out);
 }
 
 cell_status cell_tensor_select(const cell_tensor *t, int dim, int64_t i, cell_tensor **out) {
-  if (!wants1(t)) return cell_k_select(t, dim, i, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_select(t, dim, i, out), out);
   cell_status s = CELL_AG_RAW(cell_k_select(t, dim, i, out));
   if (s != CELL_OK) return s;
-  return record_slice("SelectBackward", t, dim, 1, i, 0, 0, out);
+  return cell_ag_view(t, record_slice("SelectBackward", t, dim, 1, i, 0, 0, out), out);
 }
 
 /* expand: the gradient summed over the stretched and added dimensions
  * (cell_ag_grad_for sums g down to the input's shape). */
 cell_status cell_tensor_expand(const cell_tensor *t, int ndim, const int64_t *shape,
                                cell_tensor **out) {
-  if (!wants1(t)) return cell_k_expand(t, ndim, shape, out);
+  if (!wants1(t)) return cell_ag_view(t, cell_k_expand(t, ndim, shape, out), out);
   cell_status s = CELL_AG_RAW(cell_k_expand(t, ndim, shape, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("ExpandBackward", identity_backward, t, 0, 0), s, out);
+  return cell_ag_view(t, cell_ag_finish(node1("ExpandBackward", identity_backward, t, 0, 0), s, out), out);
 }
 
 /* --- copies -------------------------------------------------------------------- */

@@ -343,6 +343,5 @@ cell_status cell_release4(cell_status s, cell_tensor *a, cell_tensor *b, cell_te
   return s;
 }
 
-size_t cell_tensor_owned_bytes(const cell_tensor *t) {
-  return t && t->storage->refcount == 1 ? t->storage->nbytes : 0;
-}
+/* cell_tensor_owned_bytes is in src/autograd/inplace.c: a view holds its
+ * base, which the count must know. */
