@@ -15,6 +15,14 @@
 #include <math.h>
 #include <string.h>
 
+/* `omp simd` where gcc vectorises the loop; clang vectorises (or not)
+ * on its own and warns when a requested one fails. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SCAN_SIMD(x) _Pragma(x)
+#else
+#define SCAN_SIMD(x)
+#endif
+
 #define SCAN_GRAIN CELL_PARALLEL_GRAIN /* iter.h: the engine's bar for threads */
 
 /* fn over lines 0..count-1 with a scratch of `per` doubles per thread. */
@@ -198,7 +206,7 @@ static void lse_row(void *p, int64_t row, double *buf) {
     const float *v = (const float *)(void *)cell_tensor_base(c->x) + row * n;
     float m = -INFINITY;
     int nan = 0;
-#pragma omp simd reduction(max : m) reduction(| : nan)
+    SCAN_SIMD("omp simd reduction(max : m) reduction(| : nan)")
     for (int64_t i = 0; i < n; i++) {
       m = v[i] > m ? v[i] : m;
       nan |= v[i] != v[i];
@@ -207,7 +215,7 @@ static void lse_row(void *p, int64_t row, double *buf) {
       res = nan ? NAN : m; /* +inf, or -inf: every element -inf (or none) */
     } else {
       double s = 0;
-#pragma omp simd reduction(+ : s)
+      SCAN_SIMD("omp simd reduction(+ : s)")
       for (int64_t i = 0; i < n; i++) s += (double)exp_nonpos(v[i] - m);
       res = log(s) + m;
     }
