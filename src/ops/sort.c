@@ -19,8 +19,10 @@
 #include <omp.h>
 #endif
 
-/* Work (elements times a small factor) below which lines run serially. */
-#define SORT_GRAIN (1 << 16)
+/* Work (elements times a cost factor: 4 for a sort, 1 for a selection)
+ * below which lines run serially: the engine's bar (iter.h), which keeps
+ * OpenMP's spinning workers away from small ops. */
+#define SORT_GRAIN CELL_PARALLEL_GRAIN
 
 /* --- the record sorts ---------------------------------------------------------- */
 
@@ -309,7 +311,7 @@ cell_status cell_cpu_topk(const cell_tensor *a, int64_t k, int dim, int largest,
                       (long long)k, dim, (long long)c.len, cell_shape_str(a->ndim, a->shape, b, sizeof b));
   }
   CELL_TRY(new_outputs(a, dim, k, 1, &c.v, &c.ix));
-  cell_status s = run_lines("topk", count, c.len, count * c.len * 2, topk_line, &c);
+  cell_status s = run_lines("topk", count, c.len, count * c.len, topk_line, &c);
   if (s != CELL_OK) return cell_release4(s, c.v, c.ix, NULL, NULL);
   *values = c.v;
   *indices = c.ix;
