@@ -14,8 +14,8 @@
  * An ordinary backward pass runs with grad mode off, and rules call raw
  * kernels. In a pass that creates a graph (higher-order gradients; grad
  * mode on) the rules marked twice compute with recording ops instead
- * (the *_graph functions); prod, cumsum, max / min along a dimension, the
- * inf-norm and gelu are not twice differentiable here. */
+ * (the *_graph functions); prod, cumsum, the inf-norm and gelu are not
+ * twice differentiable here. */
 #include "autograd.h"
 #include "../core/iter.h"
 #include "../ops/kernels.h"
@@ -586,6 +586,7 @@ static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_ten
   const int64_t *shape = n->in[0].shape;
   cell_dtype dt = grad_dtype(n, 0, g);
   cell_tensor *t = NULL;
+  if (nd == 0 && graph_mode()) return cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]);
   if (nd == 0) { /* one element, which is the extreme */
     cell_status s = ew(EW_SCALE, 1.0, 0, dt, 0, shape, g, NULL, NULL, &t);
     return cell_ag_give(n, 0, s, t, gin);
@@ -594,6 +595,17 @@ static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_ten
   cell_tensor *gk = NULL, *ik = NULL, *z = NULL;
   cell_status s = to_keep(n, mask, g, &gk);
   if (s == CELL_OK) s = to_keep(n, mask, n->saved[0], &ik);
+  if (s == CELL_OK && graph_mode()) { /* g times a constant one-hot of the positions */
+    cell_tensor *one = NULL, *hot = NULL;
+    s = cell_tensor_full_on(cell_tensor_device(g), dt, nd, shape, 0.0, &z);
+    if (s == CELL_OK) s = cell_tensor_full_on(cell_tensor_device(g), dt, nd, ik->shape, 1.0, &one);
+    if (s == CELL_OK)
+      s = cell_k_scatter(z, dim, ik, one, CELL_AG_ARGS(n, max_dim_args)->index_base, &hot);
+    if (s == CELL_OK) s = mul(gk, hot, &t);
+    cell_release4(CELL_OK, gk, ik, z, one);
+    cell_tensor_release(hot);
+    return cell_ag_give(n, 0, s, t, gin);
+  }
   if (s == CELL_OK) s = cell_tensor_full(dt, nd, shape, 0.0, &z);
   if (s == CELL_OK) s = cell_k_scatter(z, dim, ik, gk, CELL_AG_ARGS(n, max_dim_args)->index_base, &t);
   cell_release4(CELL_OK, gk, ik, z, NULL);
@@ -609,8 +621,8 @@ cell_status cell_op_max_dim(const cell_tensor *a, int dim, int keepdim, int is_m
   cell_status s = CELL_AG_RAW(cell_k_max_dim(a, dim, keepdim, is_min, index_base, &v, &ix));
   if (s != CELL_OK) return s;
   if (cell_dtype_is_float(v->dtype)) {
-    cell_node *n = CELL_AG_NODE(is_min ? "MinDimBackward" : "MaxDimBackward", max_dim_backward,
-                                1, in, 1, max_dim_args);
+    cell_node *n = cell_ag_twice(CELL_AG_NODE(is_min ? "MinDimBackward" : "MaxDimBackward",
+                                              max_dim_backward, 1, in, 1, max_dim_args));
     if (n) {
       *CELL_AG_ARGS(n, max_dim_args) = (max_dim_args){dim, index_base};
       s = cell_ag_save(n, ix);
