@@ -15,5 +15,6 @@ end
 ops.concat = core.cat
 ops.GradOperation = require("cell.autograd").GradOperation
 ops.stop_gradient = core.Tensor.stop_gradient
+for name, fn in pairs(require "cell.ops.clip") do ops[name] = fn end
 
 return ops

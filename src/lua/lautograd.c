@@ -137,6 +137,8 @@ static int l_backward(lua_State *L) {
   cell_tensor *root = lc_check_tensor(L, 1);
   cell_tensor *sens = lua_isnoneornil(L, 2) ? NULL : lc_check_tensor(L, 2);
   lc_check_table(L, 3, "a table of tensors");
+  int create = lua_toboolean(L, 4);
+  lua_settop(L, 3);
   int n = (int)lua_rawlen(L, 3);
   cell_tensor **in = lua_newuserdatauv(L, sizeof(cell_tensor *) * (size_t)(2 * n + 1), 0);
   cell_tensor **out = in + n;
@@ -150,7 +152,6 @@ static int l_backward(lua_State *L) {
   lua_State *prev = st->running;
   st->running = L;
   st->error_ref = LUA_NOREF;
-  int create = lua_toboolean(L, 4);
   cell_status s = create ? cell_autograd_grad_ex(root, sens, n, in, out, 1)
                          : cell_autograd_grad(root, sens, n, in, out);
   st->running = prev;
