@@ -162,6 +162,7 @@ DEVICE_SPECS = spec/tensor_spec.lua spec/ops/ops_spec.lua spec/autograd_spec.lua
   spec/ops/conv_spec.lua spec/device_spec.lua spec/parameter_spec.lua spec/initializer_spec.lua \
   spec/serialization_spec.lua $(wildcard spec/nn/*_spec.lua spec/io/*_spec.lua) \
   spec/train/callbacks_spec.lua spec/train/metrics_spec.lua spec/train/terminal_spec.lua
+DEVICE_SPECS += spec/autograd_higher_spec.lua spec/ops/clip_spec.lua
 test-device: all
 	$(SPEC_ENV) CELL_DEVICE=TEST $(LUA_BIN) /usr/bin/busted $(DEVICE_SPECS)
 

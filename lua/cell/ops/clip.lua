@@ -138,7 +138,10 @@ local function check_bound(fname, what, v)
 end
 
 local function clip_one(t, lo, hi)
-  if type(lo) ~= "table" and type(hi) ~= "table" then return t:clamp(lo, hi) end
+  if not core.is_tensor(lo) and not core.is_tensor(hi) then
+    if lo ~= nil and hi ~= nil and lo > hi then return t:clamp(hi, hi) end -- MindSpore: max
+    return t:clamp(lo, hi)
+  end
   local r = t
   if lo ~= nil then r = r:maximum(lo) end
   if hi ~= nil then r = r:minimum(hi) end
