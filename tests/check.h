@@ -95,5 +95,6 @@ void test_autograd_threads_all(void);
 void test_shape_overflow_all(void);
 void test_layers_all(void);
 void test_device_all(void);
+void test_higher_all(void);
 
 #endif

@@ -428,6 +428,7 @@ static const struct {
     {"shape_overflow", test_shape_overflow_all},
     {"layers", test_layers_all},
     {"device", test_device_all},
+    {"higher", test_higher_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

@@ -82,17 +82,18 @@ function M.recompute(fn, args, weights)
     raise(("TypeError: checkpoint: the function must return a Tensor, got %s"):format(type(out)))
   end
   M.node(out, inputs, function(g)
+    -- grad mode is on here only in a pass that creates a graph (a
+    -- higher-order gradient): this pass records too, and differentiates the
+    -- arguments themselves, so its gradients keep their history
+    local create = core.is_grad_enabled()
     local again = { n = args.n }
     for i = 1, args.n do again[i] = args[i] end
     local targets = {}
     for k, i in ipairs(positions) do
-      targets[k] = args[i]:stop_gradient():requires_grad_(true)
+      targets[k] = create and args[i] or args[i]:stop_gradient():requires_grad_(true)
       again[i] = targets[k]
     end
     for k = nargs + 1, #inputs do targets[k] = inputs[k] end
-    -- grad mode is on here only in a pass that creates a graph (a
-    -- higher-order gradient): this pass records too
-    local create = core.is_grad_enabled()
     local out2 = M.enable_grad(fn, unpack(again, 1, again.n))
     if not out2.requires_grad then return end
     return unpack(core._backward(out2, g, targets, create))

@@ -387,8 +387,8 @@ static cell_status pass_add(struct cell_ag_pass *p, cell_node *n, size_t *k) {
   p->slot[i] = (uint32_t)(p->count + 1);
   *k = p->count++;
   p->ent[*k] = (pass_entry){n, 0, false, NULL};
-  for (int i = 0; i < p->n_stop; i++)
-    if (p->stops[i] == n) p->ent[*k].stop = true;
+  for (int j = 0; j < p->n_stop; j++)
+    if (p->stops[j] == n) p->ent[*k].stop = true;
   return CELL_OK;
 }
 

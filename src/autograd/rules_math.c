@@ -14,8 +14,8 @@
  * An ordinary backward pass runs with grad mode off, and rules call raw
  * kernels. In a pass that creates a graph (higher-order gradients; grad
  * mode on) the rules marked twice compute with recording ops instead
- * (the *_graph functions); prod, cumsum, the inf-norm and gelu are not
- * twice differentiable here. */
+ * (the *_graph functions); prod, cumsum and the inf-norm are not twice
+ * differentiable here, gelu only twice. */
 #include "autograd.h"
 #include "../core/iter.h"
 #include "../ops/kernels.h"
@@ -248,6 +248,56 @@ static cell_status unary_deriv_graph(cell_unop op, const cell_tensor *x, const c
   }
 }
 
+/* gelu's gradient g gelu'(x) as a node over (g, x) (gelu' needs erf,
+ * which no recording op computes): its rule gives gg gelu'(x) for g and
+ * gg g gelu''(x) = gg g phi(x) (2 - x^2) for x, with raw kernels, so gelu
+ * is twice differentiable but not three times. saved: g, x. */
+static cell_status gelu2_backward(cell_node *n, const cell_tensor *gg, cell_tensor **gin) {
+  const cell_tensor *g = n->saved[0], *x = n->saved[1];
+  cell_tensor *t = NULL, *x2 = NULL, *phi = NULL, *q = NULL;
+  cell_status s = CELL_OK;
+  if (n->in[0].next) {
+    s = ew(EW_GELU, 0, 0, grad_dtype(n, 0, gg), n->in[0].ndim, n->in[0].shape, gg, x, NULL, &t);
+    s = cell_ag_give(n, 0, s, t, gin);
+    t = NULL;
+  }
+  if (s != CELL_OK || !n->in[1].next) return s;
+  s = cell_k_binary(CELL_OP_MUL, x, x, &x2);
+  if (s == CELL_OK) s = cell_k_binary_scalar(CELL_OP_MUL, x2, -0.5, 1, 0, &t);
+  if (s == CELL_OK) s = cell_k_unary(CELL_OP_EXP, t, &phi);
+  cell_tensor_release(t);
+  t = NULL;
+  if (s == CELL_OK) s = cell_k_binary_scalar(CELL_OP_SUB, x2, 2.0, 1, 1, &q); /* 2 - x^2 */
+  if (s == CELL_OK) s = cell_k_binary(CELL_OP_MUL, phi, q, &t);
+  cell_release4(CELL_OK, x2, phi, q, NULL);
+  x2 = phi = q = NULL;
+  if (s == CELL_OK) s = cell_k_binary_scalar(CELL_OP_MUL, t, 0.39894228040143267794, 1, 0, &q);
+  if (s == CELL_OK) s = cell_k_binary(CELL_OP_MUL, q, g, &x2);
+  if (s == CELL_OK) s = cell_k_binary(CELL_OP_MUL, x2, gg, &phi);
+  cell_release4(CELL_OK, t, q, x2, NULL);
+  return cell_ag_give(n, 1, s, phi, gin);
+}
+
+static cell_status gelu_graph(const cell_node *n, const cell_tensor *g, const cell_tensor *x,
+                              cell_tensor **out) {
+  cell_tensor *t = NULL;
+  cell_status s = ew(EW_GELU, 0, 0, grad_dtype(n, 0, g), n->in[0].ndim, n->in[0].shape, g, x,
+                     NULL, &t);
+  const cell_tensor *in[2] = {g, x};
+  if (s != CELL_OK || !cell_ag_wants(2, in)) {
+    *out = t;
+    return s;
+  }
+  cell_node *m = cell_ag_node_new("GeluBackwardBackward", gelu2_backward, 2, in, 2, 0);
+  if (m) {
+    s = cell_ag_save(m, g);
+    if (s == CELL_OK) s = cell_ag_save(m, x);
+  }
+  s = cell_ag_finish(m, s, &t);
+  *out = t;
+  return s;
+}
+
 static cell_status unary_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   cell_unop op = CELL_AG_ARGS(n, unary_args)->op;
   if (unary_rules[op].kind != RULE_EW || !n->in[0].next) return CELL_OK; /* zero: no gradient */
@@ -260,6 +310,8 @@ static cell_status unary_backward(cell_node *n, const cell_tensor *g, cell_tenso
     cell_status s;
     if (op == CELL_OP_NEG) {
       s = cell_op_unary(CELL_OP_NEG, g, &t);
+    } else if (op == CELL_OP_GELU) {
+      s = gelu_graph(n, g, x, &t);
     } else if (op == CELL_OP_RELU) { /* g where x > 0 */
       cell_tensor *m = NULL;
       s = cell_k_binary_scalar(CELL_OP_LE, x, 0.0, 1, 0, &m);
@@ -294,7 +346,7 @@ cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out)
     return CELL_OK;
   }
   cell_node *n = CELL_AG_NODE(unary_rules[op].node, unary_backward, 1, in, 2, unary_args);
-  if (n && op != CELL_OP_GELU) n->twice = true;
+  if (n) n->twice = true;
   if (n) {
     CELL_AG_ARGS(n, unary_args)->op = op;
     if (unary_rules[op].save & SAVE_X) s = cell_ag_save(n, a);
