@@ -165,6 +165,7 @@ DEVICE_SPECS = spec/tensor_spec.lua spec/ops/ops_spec.lua spec/autograd_spec.lua
   spec/serialization_spec.lua $(wildcard spec/nn/*_spec.lua spec/io/*_spec.lua) \
   spec/train/callbacks_spec.lua spec/train/metrics_spec.lua spec/train/terminal_spec.lua \
   spec/ops/random_spec.lua spec/ops/resample_spec.lua
+DEVICE_SPECS += spec/autograd_higher_spec.lua spec/ops/clip_spec.lua
 test-device: all
 	$(SPEC_ENV) CELL_DEVICE=TEST $(LUA_BIN) /usr/bin/busted $(DEVICE_SPECS)
 

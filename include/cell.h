@@ -373,6 +373,16 @@ CELL_API cell_status cell_tensor_detach(const cell_tensor *t, cell_tensor **out)
  * failure no grads[i] is set. */
 CELL_API cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens, int n,
                                         cell_tensor *const *inputs, cell_tensor **grads);
+/* cell_autograd_grad for higher-order gradients. inputs may also be
+ * tensors a recorded op produced (their gradient is the one reaching them;
+ * the pass does not go past them). With create_graph, the pass records its
+ * own computation: grads[i] carry a history, so they can be differentiated
+ * again, and the graph keeps its saved tensors (it can be used again). A
+ * rule that is not twice differentiable gives gradients whose backward
+ * raises NotImplementedError naming it. */
+CELL_API cell_status cell_autograd_grad_ex(const cell_tensor *root, const cell_tensor *sens, int n,
+                                           cell_tensor *const *inputs, cell_tensor **grads,
+                                           int create_graph);
 /* A function run on t's gradient during backward; it may set *replacement
  * (a new reference) to replace it, and may fail (its status and message
  * end the pass). release(ud) runs when the hook goes (removed, or t freed;

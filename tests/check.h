@@ -100,5 +100,6 @@ void test_sort_all(void);
 void test_math_all(void);
 void test_sample_all(void);
 void test_inplace_all(void);
+void test_higher_all(void);
 
 #endif

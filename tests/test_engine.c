@@ -432,6 +432,7 @@ static const struct {
     {"math", test_math_all},
     {"sample", test_sample_all},
     {"inplace", test_inplace_all},
+    {"higher", test_higher_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

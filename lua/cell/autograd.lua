@@ -83,17 +83,21 @@ function M.recompute(fn, args, weights)
     raise(("TypeError: checkpoint: the function must return a Tensor, got %s"):format(type(out)))
   end
   M.node(out, inputs, function(g)
+    -- grad mode is on here only in a pass that creates a graph (a
+    -- higher-order gradient): this pass records too, and differentiates the
+    -- arguments themselves, so its gradients keep their history
+    local create = core.is_grad_enabled()
     local again = { n = args.n }
     for i = 1, args.n do again[i] = args[i] end
     local targets = {}
     for k, i in ipairs(positions) do
-      targets[k] = args[i]:stop_gradient():requires_grad_(true)
+      targets[k] = create and args[i] or args[i]:stop_gradient():requires_grad_(true)
       again[i] = targets[k]
     end
     for k = nargs + 1, #inputs do targets[k] = inputs[k] end
     local out2 = M.enable_grad(fn, unpack(again, 1, again.n))
     if not out2.requires_grad then return end
-    return unpack(core._backward(out2, g, targets))
+    return unpack(core._backward(out2, g, targets, create))
   end)
   return out
 end
@@ -209,6 +213,21 @@ local function combine(outs, sens)
   return root, nil
 end
 
+--- How many differentiating functions are running their function: inside
+-- one (depth > 0), a gradient is taken with create_graph, so the outer one
+-- can differentiate it again (higher-order gradients, as MindSpore's
+-- nested grad).
+local depth = 0
+
+--- fn(...) with depth one deeper, restored even on error.
+local function deeper(fn, ...)
+  depth = depth + 1
+  local res = pack(pcall(with_grad_mode, true, fn, ...))
+  depth = depth - 1
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, res.n)
+end
+
 --- The differentiating function behind grad and value_and_grad. Options:
 -- grad_position, weights, has_aux, sens_param (sens is the last argument).
 local function differentiate(fn, opts, with_value)
@@ -226,6 +245,7 @@ local function differentiate(fn, opts, with_value)
         .. "call it outside the no_grad region")
     end
     local args = pack(...)
+    local nested = depth > 0
     local sens
     if opts.sens_param then
       sens = args[args.n]
@@ -247,11 +267,13 @@ local function differentiate(fn, opts, with_value)
         raise(("TypeError: grad: argument %d is a %s tensor; only floating-point tensors have "
           .. "gradients"):format(p, tostring(x.dtype)))
       end
-      local leaf = x:stop_gradient():requires_grad_(true)
+      -- nested in another differentiation, an argument with a history is
+      -- differentiated as it is, so the outer one sees through this gradient
+      local leaf = (nested and x.requires_grad) and x or x:stop_gradient():requires_grad_(true)
       args[p] = leaf
       leaves[k] = leaf
     end
-    local res = pack(with_grad_mode(true, fn, unpack(args, 1, args.n)))
+    local res = pack(deeper(fn, unpack(args, 1, args.n)))
     local out = res[1]
     local outs = outputs_of(res, opts.has_aux)
     local root
@@ -261,7 +283,7 @@ local function differentiate(fn, opts, with_value)
     for _, w in ipairs(weights) do targets[#targets + 1] = w end
     local all
     if root then
-      all = core._backward(root, sens, targets)
+      all = core._backward(root, sens, targets, nested)
     else -- nothing being differentiated reached the output: zeros, as MindSpore
       all = {}
       for k, t in ipairs(targets) do all[k] = core.zeros_like(t) end

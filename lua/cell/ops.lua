@@ -17,5 +17,6 @@ local index_ops = require "cell.index_ops" -- einsum, meshgrid, one_hot, addmm, 
 for _, name in ipairs(index_ops.functions) do ops[name] = index_ops[name] end
 ops.GradOperation = require("cell.autograd").GradOperation
 ops.stop_gradient = core.Tensor.stop_gradient
+for name, fn in pairs(require "cell.ops.clip") do ops[name] = fn end
 
 return ops

@@ -40,11 +40,14 @@ struct cell_node {
   uint16_t n_inputs;
   uint8_t n_saved, max_saved;
   bool released;                      /* saved tensors freed by a backward pass */
+  bool twice;                         /* the rule records when grad mode is on (higher order) */
   const char *name;
   cell_backward_fn backward;          /* NULL for a leaf accumulator */
   void (*release)(cell_node *n);      /* frees what args hold; may be NULL */
   cell_ag_input *in;                  /* n_inputs */
   cell_tensor **saved;                /* n_saved of max_saved */
+  cell_node **saved_fn;               /* each saved tensor's producer (a reference), the node
+                                       * itself (not counted) for its own output, or NULL */
   unsigned *saved_version;
   struct cell_ag_hook *hooks;         /* run on the gradient of the output */
   cell_node *free_next;               /* cell_node_release's work list */
@@ -90,9 +93,11 @@ cell_node *cell_ag_node_new(const char *name, cell_backward_fn fn, int n,
 #define CELL_AG_NODE(name, fn, n, inputs, max_saved, T) \
   cell_ag_node_new(name, fn, n, inputs, max_saved, sizeof(T))
 /* Keep t for the backward rule (an alias without autograd state, so an
- * output saved by its own node makes no cycle), remembering its version;
- * at most the max_saved given at creation. t NULL fills a slot the rule
- * will not read (saved[i] stays NULL). */
+ * output saved by its own node makes no cycle), remembering its version
+ * and the node that produced it (a pass that creates a graph gives the
+ * rule aliases with that history); at most the max_saved given at
+ * creation. t NULL fills a slot the rule will not read (saved[i] stays
+ * NULL). */
 cell_status cell_ag_save(cell_node *n, const cell_tensor *t);
 /* End of a recording wrapper: with s == CELL_OK, make n the producer of
  * *out; otherwise (or if that fails) release n and *out and return the
@@ -144,6 +149,19 @@ bool cell_ag_view_stale(const cell_tensor *t);
 cell_status cell_ag_view_regen(cell_tensor *t);
 /* RuntimeError when a tensor n saved was changed in place since. */
 cell_status cell_ag_check_saved(const cell_node *n);
+
+/* Higher-order gradients. A pass that creates a graph (create_graph)
+ * runs each rule with grad mode on and its saved tensors carrying their
+ * history, so a rule that computes with recording ops (cell_op_*,
+ * cell_tensor_* views) records its own computation: such rules mark their
+ * nodes twice (cell_ag_twice). Any other rule runs with grad mode off, and
+ * the gradients it gives, when they would depend on something that
+ * requires grad, get a node that raises NotImplementedError naming the
+ * rule if a later pass reaches it. */
+static inline cell_node *cell_ag_twice(cell_node *n) {
+  if (n) n->twice = true;
+  return n;
+}
 
 /* The op-wrapper pattern: run the raw kernel with grad mode off. */
 #define CELL_AG_RAW(call)                        \

@@ -72,6 +72,7 @@ cell_status cell_autograd_custom_node(cell_tensor *out, int n, const cell_tensor
     if (release) release(ud);
     return cell_error(CELL_ERR_MEMORY, "%s: out of memory recording a node", name);
   }
+  node->twice = true; /* the host's rule records what it computes in a graph-making pass */
   custom_rule *r = CELL_AG_ARGS(node, custom_rule);
   r->fn = backward;
   r->release = release;

@@ -40,7 +40,14 @@ void cell_node_release(cell_node *n) {
         todo = c;
       }
     }
-    for (int i = 0; i < cur->n_saved; i++) cell_tensor_release(cur->saved[i]);
+    for (int i = 0; i < cur->n_saved; i++) {
+      cell_tensor_release(cur->saved[i]);
+      cell_node *c = cur->saved_fn[i];
+      if (c && c != cur && --c->refcount == 0) {
+        c->free_next = todo;
+        todo = c;
+      }
+    }
     if (cur->release) cur->release(cur);
     hooks_free(cur->hooks);
     cell_dealloc(cur);
@@ -114,11 +121,13 @@ cell_status cell_tensor_set_requires_grad(cell_tensor *t, int on) {
 
 #define ALIGN16(x) (((x) + 15u) & ~(size_t)15u)
 
-/* One block: header, args, inputs, saved tensors and versions, shapes. */
+/* One block: header, args, inputs, saved tensors, their producers and
+ * versions, shapes. */
 static cell_node *node_alloc(int n_inputs, int max_saved, size_t args_size, int dims) {
   size_t off_in = sizeof(cell_node) + ALIGN16(args_size);
   size_t off_saved = off_in + (size_t)n_inputs * sizeof(cell_ag_input);
-  size_t off_ver = off_saved + (size_t)max_saved * sizeof(cell_tensor *);
+  size_t off_fn = off_saved + (size_t)max_saved * sizeof(cell_tensor *);
+  size_t off_ver = off_fn + (size_t)max_saved * sizeof(cell_node *);
   size_t off_shape = ALIGN16(off_ver + (size_t)max_saved * sizeof(unsigned));
   cell_node *n = cell_alloc_zero(off_shape + (size_t)dims * sizeof(int64_t));
   if (!n) return NULL;
@@ -127,6 +136,7 @@ static cell_node *node_alloc(int n_inputs, int max_saved, size_t args_size, int 
   n->max_saved = (uint8_t)max_saved;
   n->in = (cell_ag_input *)(void *)((char *)n + off_in);
   n->saved = (cell_tensor **)(void *)((char *)n + off_saved);
+  n->saved_fn = (cell_node **)(void *)((char *)n + off_fn);
   n->saved_version = (unsigned *)(void *)((char *)n + off_ver);
   return n;
 }
@@ -187,12 +197,18 @@ cell_status cell_ag_save(cell_node *n, const cell_tensor *t) {
   if (n->n_saved >= n->max_saved)
     return cell_error(CELL_ERR_RUNTIME, "%s: too many saved tensors", n->name);
   if (!t) { /* a slot the rule will not read */
+    n->saved_fn[n->n_saved] = NULL;
     n->saved[n->n_saved++] = NULL;
     return CELL_OK;
   }
+  cell_node *p = NULL;
+  if (requires(t) && !(p = producer((cell_tensor *)t)))
+    return cell_error(CELL_ERR_MEMORY, "%s: out of memory saving a tensor", n->name);
   cell_tensor *alias;
   CELL_TRY(cell_tensor_new_view(t, t->ndim, t->shape, t->stride, t->offset, &alias));
+  if (p) p->refcount++;
   n->saved_version[n->n_saved] = t->storage->version;
+  n->saved_fn[n->n_saved] = p;
   n->saved[n->n_saved++] = alias;
   return CELL_OK;
 }
@@ -213,6 +229,16 @@ cell_status cell_ag_finish(cell_node *n, cell_status s, cell_tensor **out) {
   cell_node_release(m->grad_fn);
   m->grad_fn = n;
   m->requires_grad = true;
+  /* The output saved by its own node: its history is the node (a weak
+   * link, so no cycle). */
+  const cell_tensor *o = *out;
+  for (int i = 0; i < n->n_saved; i++) {
+    const cell_tensor *t = n->saved[i];
+    if (t && !n->saved_fn[i] && t->storage == o->storage && t->offset == o->offset &&
+        t->dtype == o->dtype && cell_shape_equal(t->ndim, t->shape, o->ndim, o->shape) &&
+        !memcmp(t->stride, o->stride, sizeof(int64_t) * (size_t)t->ndim))
+      n->saved_fn[i] = n;
+  }
   return CELL_OK;
 }
 
@@ -232,10 +258,11 @@ cell_status cell_ag_sum_to(const cell_tensor *g, int ndim, const int64_t *shape,
   int dims[CELL_MAX_DIMS], nd = 0, lead = g->ndim - ndim;
   for (int i = 0; i < g->ndim; i++)
     if (i < lead || (shape[i - lead] == 1 && g->shape[i] != 1)) dims[nd++] = i;
+  /* recording ops: in a pass that creates a graph, this step records too */
   cell_tensor *r;
-  if (nd == 0) return cell_k_reshape(g, ndim, shape, out);
-  CELL_TRY(cell_k_reduce(CELL_RED_SUM, g, nd, dims, 1, &r));
-  cell_status s = cell_k_reshape(r, ndim, shape, out);
+  if (nd == 0) return cell_tensor_reshape(g, ndim, shape, out);
+  CELL_TRY(cell_op_reduce(CELL_RED_SUM, g, nd, dims, 1, &r));
+  cell_status s = cell_tensor_reshape(r, ndim, shape, out);
   cell_tensor_release(r);
   return s;
 }
@@ -247,7 +274,7 @@ cell_status cell_ag_grad_for(const cell_node *n, int i, cell_tensor *g, cell_ten
     *out = r;
     return CELL_OK;
   }
-  cell_status s = cell_k_astype(r, n->in[i].dtype, out);
+  cell_status s = cell_tensor_astype(r, n->in[i].dtype, out);
   cell_tensor_release(r);
   return s;
 }
@@ -309,11 +336,15 @@ void cell_tensor_remove_hook(cell_tensor *t, int id) {
 typedef struct {
   cell_node *node;
   int pending;
+  bool stop; /* the producer of an input that is not a leaf: not run */
   cell_tensor *grad;
 } pass_entry;
 
 struct cell_ag_pass {
   struct cell_ag_pass *outer;
+  bool create;          /* rules record (create_graph) */
+  int n_stop;           /* the producers of inputs that are not leaves */
+  cell_node *const *stops;
   pass_entry *ent; /* one block: cap entries, then the slots, then ready */
   size_t count, cap;
   uint32_t *slot;  /* entry number + 1, or 0: empty */
@@ -371,7 +402,9 @@ static cell_status pass_add(struct cell_ag_pass *p, cell_node *n, size_t *k) {
   while (p->slot[i]) i = (i + 1) & p->mask;
   p->slot[i] = (uint32_t)(p->count + 1);
   *k = p->count++;
-  p->ent[*k] = (pass_entry){n, 0, NULL};
+  p->ent[*k] = (pass_entry){n, 0, false, NULL};
+  for (int j = 0; j < p->n_stop; j++)
+    if (p->stops[j] == n) p->ent[*k].stop = true;
   return CELL_OK;
 }
 
@@ -382,6 +415,7 @@ static cell_status collect(struct cell_ag_pass *p, cell_node *root) {
   CELL_TRY(pass_add(p, root, &k0));
   for (size_t k = 0; k < p->count; k++) {
     cell_node *cur = p->ent[k].node;
+    if (p->ent[k].stop) continue; /* an input's producer: the pass ends there */
     if (cur->released)
       return cell_error(CELL_ERR_RUNTIME,
                         "grad: the graph through %s was already used by a backward pass and its "
@@ -403,8 +437,8 @@ static cell_status accumulate(pass_entry *e, cell_tensor *g) {
     e->grad = g;
     return CELL_OK;
   }
-  cell_tensor *sum;
-  cell_status s = cell_k_binary(CELL_OP_ADD, e->grad, g, &sum);
+  cell_tensor *sum; /* records in a pass that creates a graph */
+  cell_status s = cell_op_binary(CELL_OP_ADD, e->grad, g, &sum);
   cell_tensor_release(g);
   if (s != CELL_OK) return s;
   cell_tensor_release(e->grad);
@@ -441,6 +475,99 @@ cell_status cell_ag_check_saved(const cell_node *n) {
   return CELL_OK;
 }
 
+/* --- higher order: rules run in a pass that creates a graph --- */
+
+/* Saved tensor i of n as a tensor with its history (the node that made it,
+ * or the node itself for its output). */
+static cell_status unpack_saved(cell_node *n, int i, cell_tensor **out) {
+  const cell_tensor *t = n->saved[i];
+  if (!t) { /* a slot the rule does not read (cell_ag_save(n, NULL)) */
+    *out = NULL;
+    return CELL_OK;
+  }
+  CELL_TRY(cell_tensor_new_view(t, t->ndim, t->shape, t->stride, t->offset, out));
+  cell_node *p = n->saved_fn[i];
+  if (!p) return CELL_OK;
+  cell_ag_meta *m = cell_ag_meta_of(*out);
+  if (!m) {
+    cell_tensor_release(*out);
+    *out = NULL;
+    return cell_error(CELL_ERR_MEMORY, "grad: out of memory");
+  }
+  p->refcount++;
+  m->grad_fn = p;
+  m->requires_grad = true;
+  return CELL_OK;
+}
+
+/* The rule of a node whose gradient is not differentiable. */
+typedef struct {
+  const char *rule;
+} opaque_args;
+
+static cell_status opaque_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  (void)g;
+  (void)gin;
+  return cell_error(CELL_ERR_NOTIMPL,
+                    "the gradient of %s is not differentiable (higher-order gradient); "
+                    "differentiate a function without it, or only once",
+                    CELL_AG_ARGS(n, opaque_args)->rule);
+}
+
+/* After a rule that does not record ran in a pass that creates a graph:
+ * when its result depends on something that requires grad (g, a saved
+ * tensor), each gradient it gave gets a node that raises when reached. */
+static cell_status mark_opaque(cell_node *n, int k, const cell_tensor *const *deps,
+                               cell_tensor **gin) {
+  if (!cell_ag_wants(k, deps)) return CELL_OK;
+  for (int i = 0; i < n->n_inputs; i++) {
+    if (!gin[i]) continue;
+    cell_tensor *v;
+    CELL_TRY(cell_tensor_new_view(gin[i], gin[i]->ndim, gin[i]->shape, gin[i]->stride,
+                                  gin[i]->offset, &v));
+    cell_node *o = cell_ag_node_new("NotDifferentiableBackward", opaque_backward, k, deps, 0,
+                                    sizeof(opaque_args));
+    if (o) CELL_AG_ARGS(o, opaque_args)->rule = n->name;
+    CELL_TRY(cell_ag_finish(o, CELL_OK, &v));
+    cell_tensor_release(gin[i]);
+    gin[i] = v;
+  }
+  return CELL_OK;
+}
+
+/* n's rule in a pass that creates a graph: its saved tensors with their
+ * history for the call; a rule marked twice records (grad mode is on), any
+ * other runs raw and its gradients are marked opaque. */
+static cell_status backward_creating(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  int ns = n->n_saved;
+  cell_tensor *kept[CELL_NODE_MAX_SAVED];
+  const cell_tensor *deps[CELL_NODE_MAX_SAVED + 1];
+  cell_status s = CELL_OK;
+  int done = 0;
+  for (; done < ns && s == CELL_OK; done++) {
+    kept[done] = n->saved[done];
+    s = unpack_saved(n, done, &n->saved[done]);
+    if (s != CELL_OK) n->saved[done] = kept[done];
+  }
+  if (s == CELL_OK) {
+    if (n->twice) {
+      s = n->backward(n, g, gin);
+    } else {
+      int prev = cell_grad_set_enabled(0);
+      s = n->backward(n, g, gin);
+      cell_grad_set_enabled(prev);
+      deps[0] = g;
+      for (int i = 0; i < ns; i++) deps[i + 1] = n->saved[i];
+      if (s == CELL_OK) s = mark_opaque(n, ns + 1, deps, gin);
+    }
+  }
+  for (int i = 0; i < done; i++) {
+    if (n->saved[i] != kept[i]) cell_tensor_release(n->saved[i]);
+    n->saved[i] = kept[i];
+  }
+  return s;
+}
+
 /* Process nodes in an order where each runs after all its consumers: a
  * stack of the entries whose pending count reached 0 (each enters once). */
 static cell_status propagate(struct cell_ag_pass *p) {
@@ -453,7 +580,8 @@ static cell_status propagate(struct cell_ag_pass *p) {
     size_t k = ready[--top];
     cell_node *n = p->ent[k].node;
     s = run_hooks(n, &p->ent[k]);
-    if (s != CELL_OK || !n->backward) continue; /* an accumulator: its grad is the result */
+    /* an accumulator, or an input's producer: its grad is the result */
+    if (s != CELL_OK || !n->backward || p->ent[k].stop) continue;
     s = cell_ag_check_saved(n);
     if (s != CELL_OK) break;
     if (n->n_inputs > gin_cap) {
@@ -472,7 +600,7 @@ static cell_status propagate(struct cell_ag_pass *p) {
     p->ent[k].grad = NULL;
     /* The rule makes its tensors on the gradient's device. */
     int dev_saved = g ? cell_device_enter(cell_tensor_device(g)) : 0;
-    s = g ? n->backward(n, g, gin) : CELL_OK;
+    s = !g ? CELL_OK : p->create ? backward_creating(n, g, gin) : n->backward(n, g, gin);
     if (g) cell_device_leave(dev_saved);
     cell_tensor_release(g);
     for (int i = 0; i < n->n_inputs; i++) {
@@ -498,14 +626,24 @@ static bool outer_uses(const struct cell_ag_pass *p, const cell_node *n) {
   return false;
 }
 
-cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens, int n,
-                               cell_tensor *const *inputs, cell_tensor **grads) {
+/* The node whose pass entry holds the gradient of input t, or NULL. */
+static cell_node *grad_node(const cell_tensor *t) {
+  cell_ag_meta *m = t->autograd ? meta(t) : NULL;
+  return !m ? NULL : m->grad_fn ? m->grad_fn : m->accumulator;
+}
+
+static cell_status grad_pass(const cell_tensor *root, const cell_tensor *sens, int n,
+                             cell_tensor *const *inputs, cell_tensor **grads, bool create,
+                             bool leaves_only) {
   if (!root || (n > 0 && (!inputs || !grads))) return cell_error(CELL_ERR_VALUE, "grad: NULL argument");
   if (n < 0) return cell_error(CELL_ERR_VALUE, "grad: the number of inputs must be >= 0, got %d", n);
+  int n_stop = 0;
   for (int i = 0; i < n; i++) {
     if (!inputs[i]) return cell_error(CELL_ERR_VALUE, "grad: input %d is NULL", i + 1);
-    if (!cell_tensor_is_leaf(inputs[i]))
-      return cell_error(CELL_ERR_RUNTIME, "grad: input %d is not a leaf tensor", i + 1);
+    if (!cell_tensor_is_leaf(inputs[i])) {
+      if (leaves_only) return cell_error(CELL_ERR_RUNTIME, "grad: input %d is not a leaf tensor", i + 1);
+      n_stop++;
+    }
   }
   if (!requires(root))
     return cell_error(CELL_ERR_RUNTIME,
@@ -516,17 +654,29 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
     return cell_error(CELL_ERR_VALUE, "grad: sens has shape %s but the output has shape %s",
                       cell_shape_str(sens->ndim, sens->shape, b1, sizeof b1),
                       cell_shape_str(root->ndim, root->shape, b2, sizeof b2));
-  int prev = cell_grad_set_enabled(0);
+  cell_node *stop_small[8], **stops = stop_small;
+  if (n_stop > 8 && !(stops = cell_alloc(sizeof *stops * (size_t)n_stop)))
+    return cell_error(CELL_ERR_MEMORY, "grad: out of memory");
+  n_stop = 0;
+  for (int i = 0; i < n; i++)
+    if (!cell_tensor_is_leaf(inputs[i])) stops[n_stop++] = meta(inputs[i])->grad_fn;
+  int prev = cell_grad_set_enabled(create);
   cell_thread_context *tc = cell_tctx();
-  struct cell_ag_pass pass = {tc->pass, NULL, 0, 0, NULL, 0, NULL};
+  struct cell_ag_pass pass = {tc->pass, create, n_stop, stops, NULL, 0, 0, NULL, 0, NULL};
   tc->pass = &pass;
   cell_node *top = producer((cell_tensor *)root);
   cell_status s = top ? CELL_OK : cell_error(CELL_ERR_MEMORY, "grad: out of memory");
   if (s == CELL_OK) s = collect(&pass, top);
   if (s == CELL_OK) {
     cell_tensor *g0;
-    s = sens ? cell_k_astype(sens, root->dtype, &g0)
-             : cell_tensor_full_on(cell_tensor_device(root), root->dtype, root->ndim, root->shape, 1.0, &g0);
+    if (create && sens && sens->dtype == root->dtype) { /* sens keeps its history */
+      cell_tensor_retain((cell_tensor *)sens);
+      g0 = (cell_tensor *)sens;
+    } else {
+      s = sens ? cell_tensor_astype(sens, root->dtype, &g0)
+               : cell_tensor_full_on(cell_tensor_device(root), root->dtype, root->ndim, root->shape,
+                                     1.0, &g0);
+    }
     if (s == CELL_OK) {
       pass.ent[0].grad = g0;
       s = propagate(&pass);
@@ -535,10 +685,14 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
   /* Results: each input's accumulator, or zeros where it was not reached. */
   for (int i = 0; i < n; i++) grads[i] = NULL;
   for (int i = 0; i < n && s == CELL_OK; i++) {
-    cell_ag_meta *m = inputs[i]->autograd ? meta(inputs[i]) : NULL;
-    long k = m && m->accumulator && pass.cap ? pass_find(&pass, m->accumulator) : -1;
-    if (k >= 0 && pass.ent[k].grad) {
-      s = cell_k_astype(pass.ent[k].grad, inputs[i]->dtype, &grads[i]);
+    cell_node *gn = grad_node(inputs[i]);
+    long k = gn && pass.cap ? pass_find(&pass, gn) : -1;
+    cell_tensor *gk = k >= 0 ? pass.ent[k].grad : NULL;
+    if (gk && create && gk->dtype == inputs[i]->dtype) { /* with its history */
+      cell_tensor_retain(gk);
+      grads[i] = gk;
+    } else if (gk) {
+      s = cell_tensor_astype(gk, inputs[i]->dtype, &grads[i]);
     } else {
       s = cell_tensor_full_on(cell_tensor_device(inputs[i]), inputs[i]->dtype, inputs[i]->ndim,
                               inputs[i]->shape, 0, &grads[i]);
@@ -546,19 +700,25 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
   }
   /* Scratch gradients go, and so do the saved tensors: one backward pass
    * per graph, so a training loop's memory does not wait for the outputs
-   * (but a node an enclosing pass has still to run keeps them). */
+   * (but a node an enclosing pass has still to run keeps them, and a pass
+   * that creates a graph keeps them all: the graph it made may run them
+   * again). */
   for (size_t k = 0; k < pass.count; k++) {
     cell_node *c = pass.ent[k].node;
     cell_tensor_release(pass.ent[k].grad);
-    if (!c->backward || (pass.outer && outer_uses(&pass, c))) continue;
+    if (create || !c->backward || pass.ent[k].stop || (pass.outer && outer_uses(&pass, c)))
+      continue;
     for (int i = 0; i < c->n_saved; i++) {
       cell_tensor_release(c->saved[i]);
       c->saved[i] = NULL;
+      if (c->saved_fn[i] != c) cell_node_release(c->saved_fn[i]);
+      c->saved_fn[i] = NULL;
     }
     c->n_saved = 0;
     c->released = true;
   }
   cell_dealloc(pass.ent); /* the whole table */
+  if (stops != stop_small) cell_dealloc(stops);
   tc->pass = pass.outer;
   cell_grad_set_enabled(prev);
   if (s != CELL_OK) {
@@ -568,6 +728,17 @@ cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens,
     }
   }
   return s;
+}
+
+cell_status cell_autograd_grad(const cell_tensor *root, const cell_tensor *sens, int n,
+                               cell_tensor *const *inputs, cell_tensor **grads) {
+  return grad_pass(root, sens, n, inputs, grads, false, true);
+}
+
+cell_status cell_autograd_grad_ex(const cell_tensor *root, const cell_tensor *sens, int n,
+                                  cell_tensor *const *inputs, cell_tensor **grads,
+                                  int create_graph) {
+  return grad_pass(root, sens, n, inputs, grads, create_graph != 0, false);
 }
 
 int cell_autograd_node_names(const char **names, int max) {

@@ -4,9 +4,12 @@
 #include "../ops/kernels.h"
 #include "../ops/ew.h"
 
-/* a op b with raw kernels, for rules (grad mode is off during backward). */
+/* The rules here compute with the recording ops (cell_op_*, the views of
+ * rules_shape.c): grad mode is off during an ordinary backward pass, where
+ * they run the raw kernels, and on in one that creates a graph, where they
+ * record, so every rule here is twice differentiable (cell_ag_twice). */
 static cell_status bin(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
-  return cell_k_binary(op, a, b, out);
+  return cell_op_binary(op, a, b, out);
 }
 
 static cell_status add_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
@@ -20,7 +23,7 @@ static cell_status sub_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   cell_status s = n->in[0].next ? cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]) : CELL_OK;
   if (s == CELL_OK && n->in[1].next) {
     cell_tensor *neg;
-    s = cell_k_unary(CELL_OP_NEG, g, &neg);
+    s = cell_op_unary(CELL_OP_NEG, g, &neg);
     if (s == CELL_OK) s = cell_ag_give(n, 1, s, neg, gin);
   }
   return s;
@@ -53,7 +56,7 @@ static cell_status div_backward(cell_node *n, const cell_tensor *g, cell_tensor 
     cell_tensor_release(t);
     cell_tensor_release(u);
     t = NULL;
-    if (s == CELL_OK) s = cell_k_unary(CELL_OP_NEG, v, &t);
+    if (s == CELL_OK) s = cell_op_unary(CELL_OP_NEG, v, &t);
     cell_tensor_release(v);
     s = cell_ag_give(n, 1, s, t, gin);
   }
@@ -66,7 +69,7 @@ static cell_status pow_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   cell_tensor *t = NULL, *u = NULL, *v = NULL;
   cell_status s = CELL_OK;
   if (n->in[0].next) {
-    s = cell_k_binary_scalar(CELL_OP_SUB, b, 1.0, 1, 0, &t);
+    s = cell_op_binary_scalar(CELL_OP_SUB, b, 1.0, 1, 0, &t);
     if (s == CELL_OK) s = bin(CELL_OP_POW, a, t, &u);
     cell_tensor_release(t);
     t = NULL;
@@ -81,9 +84,9 @@ static cell_status pow_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   }
   if (s == CELL_OK && n->in[1].next) {
     cell_tensor *zero = NULL, *lg = NULL;
-    s = cell_k_unary(CELL_OP_LOG, a, &lg);
-    if (s == CELL_OK) s = cell_k_binary_scalar(CELL_OP_EQ, a, 0.0, 0, 0, &zero);
-    if (s == CELL_OK) s = cell_k_masked_fill(lg, zero, 0.0, &t);
+    s = cell_op_unary(CELL_OP_LOG, a, &lg);
+    if (s == CELL_OK) s = cell_op_binary_scalar(CELL_OP_EQ, a, 0.0, 0, 0, &zero);
+    if (s == CELL_OK) s = cell_op_masked_fill(lg, zero, 0.0, &t);
     cell_tensor_release(lg);
     cell_tensor_release(zero);
     if (s == CELL_OK) s = bin(CELL_OP_MUL, t, out, &u);
@@ -112,9 +115,9 @@ static cell_status extreme_backward(cell_node *n, const cell_tensor *g, cell_ten
     cell_tensor *win = NULL, *tie = NULL, *wf = NULL, *tf = NULL, *w = NULL, *t = NULL;
     s = bin(is_max ? CELL_OP_GT : CELL_OP_LT, x, y, &win);
     if (s == CELL_OK) s = bin(CELL_OP_EQ, x, y, &tie);
-    if (s == CELL_OK) s = cell_k_astype(win, g->dtype, &wf);
-    if (s == CELL_OK) s = cell_k_astype(tie, g->dtype, &tf);
-    if (s == CELL_OK) s = cell_k_binary_scalar(CELL_OP_MUL, tf, 0.5, 1, 0, &t);
+    if (s == CELL_OK) s = cell_tensor_astype(win, g->dtype, &wf);
+    if (s == CELL_OK) s = cell_tensor_astype(tie, g->dtype, &tf);
+    if (s == CELL_OK) s = cell_op_binary_scalar(CELL_OP_MUL, tf, 0.5, 1, 0, &t);
     if (s == CELL_OK) s = bin(CELL_OP_ADD, wf, t, &w);
     cell_tensor_release(t);
     t = NULL;
@@ -195,7 +198,8 @@ cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tenso
     return cell_k_binary(op, a, b, out);
   cell_status s = CELL_AG_RAW(cell_k_binary(op, a, b, out));
   if (s != CELL_OK) return s;
-  cell_node *n = CELL_AG_NODE(rules[op].node, rules[op].backward, 2, in, rules[op].nsaved, binary_args);
+  cell_node *n = cell_ag_twice(
+      CELL_AG_NODE(rules[op].node, rules[op].backward, 2, in, rules[op].nsaved, binary_args));
   if (n) {
     CELL_AG_ARGS(n, binary_args)->op = op;
     if (rules[op].nsaved >= 2) {
@@ -233,30 +237,30 @@ cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double v,
 static cell_status matmul_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   const cell_tensor *a = n->saved[0], *b = n->saved[1];
   cell_tensor *a2 = NULL, *b2 = NULL, *g2 = NULL, *t = NULL, *u = NULL;
-  cell_status s = a->ndim == 1 ? cell_k_unsqueeze(a, 0, &a2) : cell_k_contiguous(a, &a2);
-  if (s == CELL_OK) s = b->ndim == 1 ? cell_k_unsqueeze(b, 1, &b2) : cell_k_contiguous(b, &b2);
+  cell_status s = a->ndim == 1 ? cell_tensor_unsqueeze(a, 0, &a2) : cell_tensor_contiguous(a, &a2);
+  if (s == CELL_OK) s = b->ndim == 1 ? cell_tensor_unsqueeze(b, 1, &b2) : cell_tensor_contiguous(b, &b2);
   if (s == CELL_OK) { /* g with the dimensions the 1-D operands dropped */
     cell_tensor *tmp = NULL;
-    s = a->ndim == 1 ? cell_k_unsqueeze(g, g->ndim - (b->ndim == 1 ? 0 : 1), &tmp)
-                     : cell_k_contiguous(g, &tmp);
-    if (s == CELL_OK) s = b->ndim == 1 ? cell_k_unsqueeze(tmp, tmp->ndim, &g2) : cell_k_contiguous(tmp, &g2);
+    s = a->ndim == 1 ? cell_tensor_unsqueeze(g, g->ndim - (b->ndim == 1 ? 0 : 1), &tmp)
+                     : cell_tensor_contiguous(g, &tmp);
+    if (s == CELL_OK) s = b->ndim == 1 ? cell_tensor_unsqueeze(tmp, tmp->ndim, &g2) : cell_tensor_contiguous(tmp, &g2);
     cell_tensor_release(tmp);
   }
   if (s == CELL_OK && n->in[0].next) {
-    s = cell_k_transpose(b2, b2->ndim - 2, b2->ndim - 1, &t);
-    if (s == CELL_OK) s = cell_k_matmul(g2, t, &u);
+    s = cell_tensor_transpose(b2, b2->ndim - 2, b2->ndim - 1, &t);
+    if (s == CELL_OK) s = cell_op_matmul(g2, t, &u);
     cell_tensor_release(t);
     t = NULL;
     s = cell_ag_give(n, 0, s, u, gin);
     u = NULL;
   }
   if (s == CELL_OK && n->in[1].next) {
-    s = cell_k_transpose(a2, a2->ndim - 2, a2->ndim - 1, &t);
-    if (s == CELL_OK) s = cell_k_matmul(t, g2, &u);
+    s = cell_tensor_transpose(a2, a2->ndim - 2, a2->ndim - 1, &t);
+    if (s == CELL_OK) s = cell_op_matmul(t, g2, &u);
     cell_tensor_release(t);
     t = NULL;
     if (s == CELL_OK && b->ndim == 1) { /* [..., k, 1] -> [..., k] */
-      s = cell_k_squeeze(u, u->ndim - 1, &t);
+      s = cell_tensor_squeeze(u, u->ndim - 1, &t);
       cell_tensor_release(u);
       u = t;
       t = NULL;
@@ -288,7 +292,7 @@ static cell_status product(product_fn raw, const char *name, cell_backward_fn ru
   if (!a || !b || !cell_ag_wants(2, in)) return raw(a, b, out);
   cell_status s = CELL_AG_RAW(raw(a, b, out));
   if (s != CELL_OK) return s;
-  cell_node *n = cell_ag_node_new(name, rule, 2, in, 2, 0);
+  cell_node *n = cell_ag_twice(cell_ag_node_new(name, rule, 2, in, 2, 0));
   if (n) {
     s = cell_ag_save(n, a);
     if (s == CELL_OK) s = cell_ag_save(n, b);

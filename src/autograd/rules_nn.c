@@ -49,11 +49,41 @@ typedef struct {
   int dim, log_;
 } softmax_args;
 
+/* In a pass that creates a graph (grad mode on), as recording ops:
+ * softmax y (g - sum(g y)); log_softmax g - exp(y) sum(g), the sums
+ * along dim. */
+static cell_status softmax_graph(const cell_tensor *y, const cell_tensor *g, int dim, int log_,
+                                 cell_tensor **out) {
+  int d = dim < 0 ? dim + g->ndim : dim;
+  int nd = g->ndim == 0 ? 0 : 1; /* a 0-d tensor reduces its one element */
+  cell_tensor *a = NULL, *b = NULL;
+  cell_status s;
+  if (log_) {
+    s = cell_op_reduce(CELL_RED_SUM, g, nd, &d, 1, &a);
+    if (s == CELL_OK) s = cell_op_unary(CELL_OP_EXP, y, &b);
+    cell_tensor *c = NULL;
+    if (s == CELL_OK) s = cell_op_binary(CELL_OP_MUL, b, a, &c);
+    if (s == CELL_OK) s = cell_op_binary(CELL_OP_SUB, g, c, out);
+    cell_tensor_release(c);
+  } else {
+    s = cell_op_binary(CELL_OP_MUL, g, y, &a);
+    if (s == CELL_OK) s = cell_op_reduce(CELL_RED_SUM, a, nd, &d, 1, &b);
+    cell_tensor_release(a);
+    a = NULL;
+    if (s == CELL_OK) s = cell_op_binary(CELL_OP_SUB, g, b, &a);
+    if (s == CELL_OK) s = cell_op_binary(CELL_OP_MUL, a, y, out);
+  }
+  cell_tensor_release(a);
+  cell_tensor_release(b);
+  return s;
+}
+
 static cell_status softmax_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   if (!n->in[0].next) return CELL_OK;
   const softmax_args *a = CELL_AG_ARGS(n, softmax_args);
   cell_tensor *t = NULL;
-  cell_status s = cell_k_softmax_backward(n->saved[0], g, a->dim, a->log_, &t);
+  cell_status s = cell_grad_is_enabled() ? softmax_graph(n->saved[0], g, a->dim, a->log_, &t)
+                                         : cell_k_softmax_backward(n->saved[0], g, a->dim, a->log_, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -66,6 +96,7 @@ static cell_status softmax_op(const cell_tensor *x, int dim, int log_, cell_tens
   cell_node *n = CELL_AG_NODE(nn_node_names[log_ ? NN_LOG_SOFTMAX : NN_SOFTMAX], softmax_backward,
                               1, in, 1, softmax_args);
   if (n) {
+    n->twice = true;
     *CELL_AG_ARGS(n, softmax_args) = (softmax_args){dim, log_};
     s = cell_ag_save(n, r);
   }

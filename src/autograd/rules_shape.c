@@ -5,7 +5,10 @@
  *
  * Rules compute with the raw kernels (cell_k_*): grad mode is off during a
  * backward pass, and kernels never record anyway. Each rule with arguments
- * has its own typed struct in the node (CELL_AG_ARGS). */
+ * has its own typed struct in the node (CELL_AG_ARGS). The views' rules,
+ * the copies' and cat / stack's use the recording views instead (the
+ * same as the raw ones with grad mode off), so in a pass that creates a
+ * graph they record: they are twice differentiable (cell_ag_twice). */
 #include "autograd.h"
 #include "../core/alloc.h"
 #include "../ops/kernels.h"
@@ -48,7 +51,7 @@ static cell_status identity_backward(cell_node *n, const cell_tensor *g, cell_te
 static cell_status reshape_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   if (!n->in[0].next) return CELL_OK;
   cell_tensor *t = NULL;
-  cell_status s = cell_k_reshape(g, n->in[0].ndim, n->in[0].shape, &t);
+  cell_status s = cell_tensor_reshape(g, n->in[0].ndim, n->in[0].shape, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -59,7 +62,7 @@ cell_status cell_tensor_reshape(const cell_tensor *t, int ndim, const int64_t *s
   if (!wants1(t)) return cell_ag_view(t, cell_k_reshape(t, ndim, shape, out), out);
   cell_status s = CELL_AG_RAW(cell_k_reshape(t, ndim, shape, out));
   if (s != CELL_OK) return s;
-  return cell_ag_view(t, cell_ag_finish(node1("ReshapeBackward", reshape_backward, t, 0, 0), s, out), out);
+  return cell_ag_view(t, cell_ag_finish(cell_ag_twice(node1("ReshapeBackward", reshape_backward, t, 0, 0)), s, out), out);
 }
 
 cell_status cell_tensor_view(const cell_tensor *t, int ndim, const int64_t *shape,
@@ -67,35 +70,35 @@ cell_status cell_tensor_view(const cell_tensor *t, int ndim, const int64_t *shap
   if (!wants1(t)) return cell_ag_view(t, cell_k_view(t, ndim, shape, out), out);
   cell_status s = CELL_AG_RAW(cell_k_view(t, ndim, shape, out));
   if (s != CELL_OK) return s;
-  return cell_ag_view(t, cell_ag_finish(node1("ViewBackward", reshape_backward, t, 0, 0), s, out), out);
+  return cell_ag_view(t, cell_ag_finish(cell_ag_twice(node1("ViewBackward", reshape_backward, t, 0, 0)), s, out), out);
 }
 
 cell_status cell_tensor_flatten(const cell_tensor *t, int start, int end, cell_tensor **out) {
   if (!wants1(t)) return cell_ag_view(t, cell_k_flatten(t, start, end, out), out);
   cell_status s = CELL_AG_RAW(cell_k_flatten(t, start, end, out));
   if (s != CELL_OK) return s;
-  return cell_ag_view(t, cell_ag_finish(node1("FlattenBackward", reshape_backward, t, 0, 0), s, out), out);
+  return cell_ag_view(t, cell_ag_finish(cell_ag_twice(node1("FlattenBackward", reshape_backward, t, 0, 0)), s, out), out);
 }
 
 cell_status cell_tensor_squeeze(const cell_tensor *t, int dim, cell_tensor **out) {
   if (!wants1(t)) return cell_ag_view(t, cell_k_squeeze(t, dim, out), out);
   cell_status s = CELL_AG_RAW(cell_k_squeeze(t, dim, out));
   if (s != CELL_OK) return s;
-  return cell_ag_view(t, cell_ag_finish(node1("SqueezeBackward", reshape_backward, t, 0, 0), s, out), out);
+  return cell_ag_view(t, cell_ag_finish(cell_ag_twice(node1("SqueezeBackward", reshape_backward, t, 0, 0)), s, out), out);
 }
 
 cell_status cell_tensor_unsqueeze(const cell_tensor *t, int dim, cell_tensor **out) {
   if (!wants1(t)) return cell_ag_view(t, cell_k_unsqueeze(t, dim, out), out);
   cell_status s = CELL_AG_RAW(cell_k_unsqueeze(t, dim, out));
   if (s != CELL_OK) return s;
-  return cell_ag_view(t, cell_ag_finish(node1("UnsqueezeBackward", reshape_backward, t, 0, 0), s, out), out);
+  return cell_ag_view(t, cell_ag_finish(cell_ag_twice(node1("UnsqueezeBackward", reshape_backward, t, 0, 0)), s, out), out);
 }
 
 static cell_status transpose_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   if (!n->in[0].next) return CELL_OK;
   cell_tensor *t = NULL;
   const int *d = CELL_AG_ARGS(n, int);
-  cell_status s = cell_k_transpose(g, d[0], d[1], &t);
+  cell_status s = cell_tensor_transpose(g, d[0], d[1], &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -103,7 +106,7 @@ cell_status cell_tensor_transpose(const cell_tensor *t, int d0, int d1, cell_ten
   if (!wants1(t)) return cell_ag_view(t, cell_k_transpose(t, d0, d1, out), out);
   cell_status s = CELL_AG_RAW(cell_k_transpose(t, d0, d1, out));
   if (s != CELL_OK) return s;
-  cell_node *n = node1("TransposeBackward", transpose_backward, t, 0, 2 * sizeof(int));
+  cell_node *n = cell_ag_twice(node1("TransposeBackward", transpose_backward, t, 0, 2 * sizeof(int)));
   if (n) {
     CELL_AG_ARGS(n, int)[0] = d0; /* the two dims */
     CELL_AG_ARGS(n, int)[1] = d1;
@@ -119,7 +122,7 @@ static cell_status permute_backward(cell_node *n, const cell_tensor *g, cell_ten
   const int *perm = CELL_AG_ARGS(n, int);
   for (int i = 0; i < nd; i++) inv[perm[i]] = i;
   cell_tensor *t = NULL;
-  cell_status s = cell_k_permute(g, inv, &t);
+  cell_status s = cell_tensor_permute(g, inv, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
 
@@ -127,7 +130,8 @@ cell_status cell_tensor_permute(const cell_tensor *t, const int *dims, cell_tens
   if (!wants1(t)) return cell_ag_view(t, cell_k_permute(t, dims, out), out);
   cell_status s = CELL_AG_RAW(cell_k_permute(t, dims, out));
   if (s != CELL_OK) return s;
-  cell_node *n = node1("PermuteBackward", permute_backward, t, 0, sizeof(int) * (size_t)t->ndim);
+  cell_node *n =
+      cell_ag_twice(node1("PermuteBackward", permute_backward, t, 0, sizeof(int) * (size_t)t->ndim));
   if (n)
     for (int i = 0; i < t->ndim; i++) CELL_AG_ARGS(n, int)[i] = dims[i];
   return cell_ag_view(t, cell_ag_finish(n, s, out), out);
@@ -141,9 +145,28 @@ typedef struct {
   int64_t a, b, step; /* select: the index in a; slice: start, stop, step */
 } slice_args;
 
+/* In a pass that creates a graph (grad mode on): g padded with zeros to
+ * the input's shape, a recording op (select: g with dim put back first;
+ * slices of step 1 only, the others are not twice). */
+static cell_status slice_graph(cell_node *n, const slice_args *sa, const cell_tensor *g,
+                               cell_tensor **gin) {
+  int dim = sa->dim, nd = n->in[0].ndim;
+  int64_t size = n->in[0].shape[dim], a = sa->a, b = sa->is_select ? sa->a + 1 : sa->b;
+  int64_t pads[2 * CELL_MAX_DIMS] = {0};
+  int npairs = nd - dim; /* pairs from the last dimension back to dim */
+  pads[2 * (npairs - 1)] = a;
+  pads[2 * (npairs - 1) + 1] = size - b;
+  cell_tensor *u = NULL, *t = NULL;
+  cell_status s = sa->is_select ? cell_tensor_unsqueeze(g, dim, &u) : CELL_OK;
+  if (s == CELL_OK) s = cell_op_pad(u ? u : g, npairs, pads, 0.0, &t);
+  cell_tensor_release(u);
+  return cell_ag_give(n, 0, s, t, gin);
+}
+
 static cell_status slice_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   if (!n->in[0].next) return CELL_OK;
   const slice_args *sa = CELL_AG_ARGS(n, slice_args);
+  if (n->twice && cell_grad_is_enabled()) return slice_graph(n, sa, g, gin);
   int dim = sa->dim;
   cell_tensor *z = NULL, *v = NULL;
   cell_status s = zeros(g->dtype, n->in[0].ndim, n->in[0].shape, &z);
@@ -159,6 +182,7 @@ static cell_status record_slice(const char *name, const cell_tensor *t, int dim,
                                 int64_t a, int64_t b, int64_t step, cell_tensor **out) {
   cell_node *n = node1(name, slice_backward, t, 0, sizeof(slice_args));
   if (n) *CELL_AG_ARGS(n, slice_args) = (slice_args){dim, is_select != 0, a, b, step};
+  if (n && (is_select || step == 1)) n->twice = true;
   return cell_ag_finish(n, CELL_OK, out);
 }
 
@@ -192,7 +216,7 @@ cell_status cell_tensor_expand(const cell_tensor *t, int ndim, const int64_t *sh
   if (!wants1(t)) return cell_ag_view(t, cell_k_expand(t, ndim, shape, out), out);
   cell_status s = CELL_AG_RAW(cell_k_expand(t, ndim, shape, out));
   if (s != CELL_OK) return s;
-  return cell_ag_view(t, cell_ag_finish(node1("ExpandBackward", identity_backward, t, 0, 0), s, out), out);
+  return cell_ag_view(t, cell_ag_finish(cell_ag_twice(node1("ExpandBackward", identity_backward, t, 0, 0)), s, out), out);
 }
 
 /* --- copies -------------------------------------------------------------------- */
@@ -201,14 +225,14 @@ cell_status cell_tensor_contiguous(const cell_tensor *t, cell_tensor **out) {
   if (!wants1(t)) return cell_k_contiguous(t, out);
   cell_status s = CELL_AG_RAW(cell_k_contiguous(t, out));
   if (s != CELL_OK || *out == t) return s; /* t itself: it keeps its own history */
-  return cell_ag_finish(node1("ContiguousBackward", identity_backward, t, 0, 0), s, out);
+  return cell_ag_finish(cell_ag_twice(node1("ContiguousBackward", identity_backward, t, 0, 0)), s, out);
 }
 
 cell_status cell_tensor_clone(const cell_tensor *t, cell_tensor **out) {
   if (!wants1(t)) return cell_k_clone(t, out);
   cell_status s = CELL_AG_RAW(cell_k_clone(t, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("CloneBackward", identity_backward, t, 0, 0), s, out);
+  return cell_ag_finish(cell_ag_twice(node1("CloneBackward", identity_backward, t, 0, 0)), s, out);
 }
 
 /* Only a float-to-float conversion carries a gradient (converted back by
@@ -219,7 +243,7 @@ cell_status cell_tensor_astype(const cell_tensor *t, cell_dtype dt, cell_tensor 
     return cell_k_astype(t, dt, out);
   cell_status s = CELL_AG_RAW(cell_k_astype(t, dt, out));
   if (s != CELL_OK) return s;
-  return cell_ag_finish(node1("AstypeBackward", identity_backward, t, 0, 0), s, out);
+  return cell_ag_finish(cell_ag_twice(node1("AstypeBackward", identity_backward, t, 0, 0)), s, out);
 }
 
 /* --- cat, stack ---------------------------------------------------------------- */
@@ -240,7 +264,7 @@ static cell_status concat_backward(cell_node *n, const cell_tensor *g, cell_tens
     int64_t len = stacked ? 1 : n->in[i].shape[dim];
     if (n->in[i].next) {
       cell_tensor *t = NULL;
-      s = stacked ? cell_k_select(g, dim, at, &t) : cell_k_narrow(g, dim, at, len, &t);
+      s = stacked ? cell_tensor_select(g, dim, at, &t) : cell_tensor_narrow(g, dim, at, len, &t);
       s = cell_ag_give(n, i, s, t, gin);
     }
     at += len;
@@ -257,7 +281,7 @@ static cell_status record_concat(const char *name, int n, cell_tensor *const *ts
                                  int stacked, cell_tensor **out) {
   const cell_tensor *const *in = (const cell_tensor *const *)ts;
   if (n <= CELL_NODE_MAX_INPUTS) {
-    cell_node *node = CELL_AG_NODE(name, concat_backward, n, in, 0, concat_args);
+    cell_node *node = cell_ag_twice(CELL_AG_NODE(name, concat_backward, n, in, 0, concat_args));
     if (node) *CELL_AG_ARGS(node, concat_args) = (concat_args){dim, stacked != 0};
     return cell_ag_finish(node, CELL_OK, out);
   }
@@ -282,7 +306,8 @@ static cell_status record_concat(const char *name, int n, cell_tensor *const *ts
   }
   cell_node *node = NULL;
   if (s == CELL_OK) {
-    node = CELL_AG_NODE(name, concat_backward, ng, (const cell_tensor *const *)part, 0, concat_args);
+    node = cell_ag_twice(
+        CELL_AG_NODE(name, concat_backward, ng, (const cell_tensor *const *)part, 0, concat_args));
     if (node) *CELL_AG_ARGS(node, concat_args) = (concat_args){dim, false};
   }
   for (int k = 0; k < ng; k++) cell_tensor_release(part[k]);
@@ -667,6 +692,18 @@ static cell_status pad_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   const int64_t *before = CELL_AG_ARGS(n, int64_t);
   int nd = n->in[0].ndim;
   const int64_t *in_shape = n->in[0].shape;
+  if (n->twice && cell_grad_is_enabled()) { /* no pad negative: g cut back, recording */
+    cell_tensor *t = (cell_tensor *)g, *u = NULL;
+    cell_tensor_retain(t);
+    cell_status s = CELL_OK;
+    for (int d = 0; d < nd && s == CELL_OK; d++) {
+      if (before[d] == 0 && in_shape[d] == t->shape[d]) continue;
+      s = cell_tensor_narrow(t, d, before[d], in_shape[d], &u);
+      cell_tensor_release(t);
+      t = s == CELL_OK ? u : NULL;
+    }
+    return cell_ag_give(n, 0, s, t, gin);
+  }
   int64_t sh[CELL_MAX_DIMS], glo[CELL_MAX_DIMS], alo[CELL_MAX_DIMS];
   bool whole = true, empty = false;
   for (int d = 0; d < nd; d++) {
@@ -705,8 +742,13 @@ cell_status cell_op_pad(const cell_tensor *a, int npairs, const int64_t *pads, d
   cell_status s = CELL_AG_RAW(cell_k_pad(a, npairs, pads, value, out));
   if (s != CELL_OK) return s;
   cell_node *n = node1("PadBackward", pad_backward, a, 0, sizeof(int64_t) * (size_t)a->ndim);
-  if (n)
-    for (int i = 0; i < npairs; i++) CELL_AG_ARGS(n, int64_t)[a->ndim - 1 - i] = pads[2 * i];
+  if (n) {
+    n->twice = true; /* when no pad is negative */
+    for (int i = 0; i < npairs; i++) {
+      CELL_AG_ARGS(n, int64_t)[a->ndim - 1 - i] = pads[2 * i];
+      if (pads[2 * i] < 0 || pads[2 * i + 1] < 0) n->twice = false;
+    }
+  }
   return cell_ag_finish(n, s, out);
 }
 

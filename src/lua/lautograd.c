@@ -130,11 +130,15 @@ static int l_set_grad_enabled(lua_State *L) {
   return 1;
 }
 
-/* _backward(root, sens | nil, {inputs...}) -> {grads...} */
+/* _backward(root, sens | nil, {inputs...} [, create_graph]) -> {grads...};
+ * with create_graph the pass records (higher-order gradients) and inputs
+ * may be tensors a recorded op produced. */
 static int l_backward(lua_State *L) {
   cell_tensor *root = lc_check_tensor(L, 1);
   cell_tensor *sens = lua_isnoneornil(L, 2) ? NULL : lc_check_tensor(L, 2);
   lc_check_table(L, 3, "a table of tensors");
+  int create = lua_toboolean(L, 4);
+  lua_settop(L, 3);
   int n = (int)lua_rawlen(L, 3);
   cell_tensor **in = lua_newuserdatauv(L, sizeof(cell_tensor *) * (size_t)(2 * n + 1), 0);
   cell_tensor **out = in + n;
@@ -148,7 +152,8 @@ static int l_backward(lua_State *L) {
   lua_State *prev = st->running;
   st->running = L;
   st->error_ref = LUA_NOREF;
-  cell_status s = cell_autograd_grad(root, sens, n, in, out);
+  cell_status s = create ? cell_autograd_grad_ex(root, sens, n, in, out, 1)
+                         : cell_autograd_grad(root, sens, n, in, out);
   st->running = prev;
   if (s != CELL_OK) {
     if (st->error_ref != LUA_NOREF) { /* a hook's own error, as it was raised */

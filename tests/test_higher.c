@@ -1,0 +1,77 @@
+/* test_higher.c - higher-order gradients through the C API
+ * (cell_autograd_grad_ex): a pass that creates a graph, gradients of it,
+ * a rule that is not twice differentiable, inputs that are not leaves, and
+ * that every node and tensor goes (main checks the allocator's live
+ * blocks). */
+#include "check.h"
+
+/* y = sum(x^3): the first gradient 3x^2 with a history, its gradient 6x. */
+static void test_second_derivative(void) {
+  int64_t sh[1] = {3};
+  double xv[3] = {0.5, -1.0, 2.0};
+  cell_tensor *x = from(CELL_DTYPE_F64, 1, sh, xv), *c = NULL, *y = NULL, *g = NULL, *gs = NULL,
+              *h = NULL;
+  REQUIRE_OK(cell_tensor_set_requires_grad(x, 1));
+  CHECK_OK(cell_op_binary_scalar(CELL_OP_POW, x, 3.0, 1, 0, &c));
+  CHECK_OK(cell_op_reduce(CELL_RED_SUM, c, 0, NULL, 0, &y));
+  CHECK_OK(cell_autograd_grad_ex(y, NULL, 1, &x, &g, 1));
+  CHECK(g && cell_tensor_requires_grad(g) && !cell_tensor_is_leaf(g));
+  for (int i = 0; g && i < 3; i++) CHECK(NEAR(flat(g, i), 3 * xv[i] * xv[i], 1e-12));
+  /* the first graph is kept: it can be run again */
+  cell_tensor *again = NULL;
+  CHECK_OK(cell_autograd_grad(y, NULL, 1, &x, &again));
+  cell_tensor_release(again);
+  CHECK_OK(cell_op_reduce(CELL_RED_SUM, g, 0, NULL, 0, &gs));
+  CHECK_OK(cell_autograd_grad(gs, NULL, 1, &x, &h));
+  for (int i = 0; h && i < 3; i++) CHECK(NEAR(flat(h, i), 6 * xv[i], 1e-12));
+  /* an ordinary pass records nothing */
+  cell_tensor *y2 = NULL, *g2 = NULL, *c2 = NULL;
+  CHECK_OK(cell_op_binary_scalar(CELL_OP_POW, x, 3.0, 1, 0, &c2));
+  CHECK_OK(cell_op_reduce(CELL_RED_SUM, c2, 0, NULL, 0, &y2));
+  CHECK_OK(cell_autograd_grad_ex(y2, NULL, 1, &x, &g2, 0));
+  CHECK(g2 && !cell_tensor_requires_grad(g2));
+  cell_tensor *ts[] = {x, c, y, g, gs, h, y2, g2, c2};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) cell_tensor_release(ts[i]);
+}
+
+/* sum(cumsum(x)^2): cumsum's rule sees a gradient that depends on x, so
+ * the second pass reaches a node that refuses, naming the rule. */
+static void test_not_twice_differentiable(void) {
+  int64_t sh[1] = {3};
+  double xv[3] = {0.5, -1.0, 2.0};
+  cell_tensor *x = from(CELL_DTYPE_F64, 1, sh, xv), *cs = NULL, *sq = NULL, *y = NULL, *g = NULL,
+              *gs = NULL, *h = NULL;
+  REQUIRE_OK(cell_tensor_set_requires_grad(x, 1));
+  CHECK_OK(cell_op_cumsum(x, 0, &cs));
+  CHECK_OK(cell_op_binary(CELL_OP_MUL, cs, cs, &sq));
+  CHECK_OK(cell_op_reduce(CELL_RED_SUM, sq, 0, NULL, 0, &y));
+  CHECK_OK(cell_autograd_grad_ex(y, NULL, 1, &x, &g, 1));
+  CHECK_OK(cell_op_reduce(CELL_RED_SUM, g, 0, NULL, 0, &gs));
+  CHECK(cell_autograd_grad(gs, NULL, 1, &x, &h) == CELL_ERR_NOTIMPL);
+  CHECK_MSG("the gradient of CumsumBackward is not differentiable (higher-order gradient)");
+  CHECK(h == NULL);
+  cell_tensor *ts[] = {x, cs, sq, y, g, gs};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) cell_tensor_release(ts[i]);
+}
+
+/* The gradient of an input that is not a leaf: the one reaching it. */
+static void test_non_leaf_input(void) {
+  int64_t sh[1] = {2};
+  double xv[2] = {1.0, -3.0};
+  cell_tensor *x = from(CELL_DTYPE_F64, 1, sh, xv), *z = NULL, *zz = NULL, *y = NULL, *g = NULL;
+  REQUIRE_OK(cell_tensor_set_requires_grad(x, 1));
+  CHECK_OK(cell_op_binary_scalar(CELL_OP_MUL, x, 2.0, 1, 0, &z));
+  CHECK_OK(cell_op_binary(CELL_OP_MUL, z, z, &zz));
+  CHECK_OK(cell_op_reduce(CELL_RED_SUM, zz, 0, NULL, 0, &y));
+  CHECK(cell_autograd_grad(y, NULL, 1, &z, &g) == CELL_ERR_RUNTIME); /* leaves only there */
+  CHECK_OK(cell_autograd_grad_ex(y, NULL, 1, &z, &g, 0));
+  for (int i = 0; g && i < 2; i++) CHECK(NEAR(flat(g, i), 4 * xv[i], 1e-12));
+  cell_tensor *ts[] = {x, z, zz, y, g};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) cell_tensor_release(ts[i]);
+}
+
+void test_higher_all(void) {
+  test_second_derivative();
+  test_not_twice_differentiable();
+  test_non_leaf_input();
+}
