@@ -75,9 +75,19 @@ EMBED_HOST = $(BUILD)/$(LUA)/embed/host
 TEST_STATES = $(BUILD)/$(LUA)/test_states
 CELL_VERSION = $(shell sed -n 's/^\#define CELL_VERSION "\(.*\)"$$/\1/p' include/cell.h)
 
+# cell.communication's MPI layer (src/comm): a Lua module of its own, built
+# only where mpicc reports MPI's flags (Open MPI from Debian: libopenmpi-dev);
+# libcell and cell.core never link MPI. COMM_MODULE is empty elsewhere.
+MPI_CFLAGS ?= $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS ?= $(shell mpicc --showme:link 2>/dev/null)
+COMM_SRC = $(wildcard src/comm/*.c)
+COMM_OBJ = $(COMM_SRC:%.c=$(BUILD)/$(LUA)/%.o)
+COMM_MODULE = $(if $(MPI_LIBS),$(BUILD)/$(LUA)/cell/comm_mpi.so,)
+MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root,)
+
 .PHONY: all test ctest test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
-all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
+all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -106,6 +116,14 @@ MODULE_ENGINE = $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$
 $(MODULE): $(BIND_OBJ) $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO))
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(MODULE_ENGINE) $(LIBS)
+
+$(BUILD)/$(LUA)/src/comm/%.o: src/comm/%.c $(wildcard src/comm/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -I$(LUA_INCDIR) -c $< -o $@
+
+$(BUILD)/$(LUA)/cell/comm_mpi.so: $(COMM_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(COMM_OBJ) $(MPI_LIBS)
 
 $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)
 	@mkdir -p $(dir $@)
