@@ -316,7 +316,7 @@ static int l_group(lua_State *L) {
   MPI_Group_free(&wg);
   if (rc != MPI_SUCCESS) return mpi_fail(L, "create_group", rc);
   MPI_Comm nc;
-  rc = MPI_Comm_create_group(c->comm, g, 0, &nc);
+  rc = MPI_Comm_create_group(c->comm, g, 32767, &nc); /* a tag send/recv never use */
   MPI_Group_free(&g);
   if (rc != MPI_SUCCESS) return mpi_fail(L, "create_group", rc);
   MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);

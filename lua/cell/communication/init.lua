@@ -211,7 +211,9 @@ local function agree(what, g, h)
         local kind = "ValueError"
         if o[1] ~= first[1] then kind = "RuntimeError" elseif o[2] ~= first[2] then kind = "TypeError" end
         local extra = ""
-        if o[13] ~= first[13] then
+        if o[1] ~= first[1] then
+          extra = ""
+        elseif o[13] ~= first[13] then
           extra = (" (op %s on rank 0, %s on rank %d)"):format(RED_NAME[first[13]] or "-", RED_NAME[o[13]] or "-", r - 1)
         elseif o[14] ~= first[14] then
           extra = (" (root %d on rank 0, %d on rank %d)"):format(first[14], o[14], r - 1)
@@ -533,8 +535,8 @@ end
 
 local function tag_of(what, tag)
   if tag == nil then return 0 end
-  if type(tag) ~= "number" or tag ~= math.floor(tag) or tag < 0 or tag > 32767 then
-    raise(("ValueError: %s: sr_tag must be an integer in 0..32767, but got %s"):format(what, tostring(tag)))
+  if type(tag) ~= "number" or tag ~= math.floor(tag) or tag < 0 or tag > 32766 then
+    raise(("ValueError: %s: sr_tag must be an integer in 0..32766, but got %s"):format(what, tostring(tag)))
   end
   return tag
 end
@@ -565,6 +567,9 @@ function M.recv(t, src, ...)
     local mine = header("send", t)
     for i = 2, 12 do
       if theirs[i] ~= mine[i] then
+        -- take the message off the channel, so later receives stay in step
+        local n, dt = theirs[12], DTYPES[theirs[2]]
+        if dt and n >= 0 then B.C.recv(g.comm, core.empty({ n }, core[dt]), src, tag) end
         raise(("%s: recv: rank %d sends %s, but this rank (%d) receives into %s"):format(
           theirs[2] ~= mine[2] and "TypeError" or "ValueError", src, describe(theirs):gsub("^send of ", ""),
           g.rank, (describe(mine):gsub("^send of ", ""))))
