@@ -85,7 +85,7 @@ COMM_OBJ = $(COMM_SRC:%.c=$(BUILD)/$(LUA)/%.o)
 COMM_MODULE = $(if $(MPI_LIBS),$(BUILD)/$(LUA)/cell/comm_mpi.so,)
 MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root,)
 
-.PHONY: all test ctest test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
+.PHONY: all test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
 all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
@@ -170,6 +170,16 @@ test: all $(CTEST)
 
 ctest: $(CTEST)
 	$(CTEST)
+
+# cell.communication on MPI (needs libopenmpi-dev and openmpi-bin): the
+# specs of spec/mpi/*_mpi.lua run by busted on each of 2 ranks (a failure
+# on any rank fails the job: its exit aborts the others), then
+# spec/mpi/launch_jobs.lua starts whole jobs (a rank raising mid-step,
+# 3 ranks) from one process. timeout: a hang fails rather than waits.
+test-mpi: all
+	@[ -n "$(COMM_MODULE)" ] || { echo "test-mpi: MPI not found (no mpicc): install libopenmpi-dev and openmpi-bin (make deps)"; exit 1; }
+	$(SPEC_ENV) timeout 600 $(MPIRUN) -np 2 $(LUA_BIN) /usr/bin/busted --pattern=_mpi spec/mpi
+	$(SPEC_ENV) MPIRUN="$(MPIRUN)" $(LUA_BIN) /usr/bin/busted --pattern=_jobs spec/mpi
 
 # The specs again with every tensor on the test device (src/ops/testdev.c):
 # its memory faults when host code touches it without the device's copies.
@@ -323,6 +333,8 @@ uninstall:
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
   zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark-gfm
+# cell.communication: Open MPI (the comm module is built only where it is found).
+DEPS += libopenmpi-dev openmpi-bin
 # make tsan and make fuzz: clang, its sanitizer and libFuzzer runtimes and LLVM's OpenMP
 # (with Archer, for tsan).
 DEPS += clang libclang-rt-dev libomp-dev
