@@ -74,11 +74,11 @@ function Reducer:init(parameters, ...)
   local cfg = { params = params, mean = mean, degree = degree, group = group, bucket_bytes = bucket_bytes }
   self._reducer = function() return cfg end -- a function: not registered as parameters
   self.mean, self.degree = mean, degree
-  if pc.get("parameter_broadcast") then M.broadcast_parameters(params, group) end
+  if pc.get("parameter_broadcast") then M._broadcast_parameters(params, group) end
 end
 
 --- Every parameter set to rank 0's values, in place (no autograd record).
-function M.broadcast_parameters(params, group)
+function M._broadcast_parameters(params, group)
   local comm = require "cell.communication"
   local prev = core.set_grad_enabled(false)
   local ok, err = pcall(function()
