@@ -267,6 +267,19 @@ $(BENCH_MATMUL): bench/matmul.c $(LIBCELL_A)
 bench: all $(BENCH_MATMUL)
 	$(SPEC_ENV) BUILD=$(BUILD) sh bench/run.sh
 
+# cell.communication's figures (2 ranks): all_reduce against MPI_Allreduce
+# from C (bench/allreduce.c) and on the same buffers from Lua
+# (bench/allreduce.lua), 1 KB to 16 MB; then the LeNet step's weak scaling
+# (bench/ddp_step.lua: 1 rank, then 2, each with its own batch of 64).
+BENCH_ALLREDUCE = $(BUILD)/bench_allreduce
+$(BENCH_ALLREDUCE): bench/allreduce.c
+	$(CC) -O2 $(MPI_CFLAGS) $< -o $@ $(MPI_LIBS)
+bench-mpi: all $(BENCH_ALLREDUCE)
+	$(MPIRUN) -np 2 $(BENCH_ALLREDUCE)
+	$(MPIRUN) -np 2 $(CELL_BIN) bench/allreduce.lua
+	$(MPIRUN) -np 1 $(CELL_BIN) bench/ddp_step.lua
+	$(MPIRUN) -np 2 $(CELL_BIN) bench/ddp_step.lua
+
 # The embedding examples, run: the C game loop (10,000 batch-1 steps of the
 # MLP 784-256-10 in EMBED_CKPT: the one examples/mlp.lua trained and saved,
 # else an untrained one examples/embed/save_model.lua saves) and the C host

@@ -24,8 +24,9 @@ local path = arg and arg[3] or "build/demo/lenet_ddp.safetensors"
 comm.init()
 local rank, size = comm.get_rank(), comm.get_group_size()
 cell.set_auto_parallel_context { parallel_mode = "data_parallel", gradients_mean = true }
--- Two ranks on two cores: one OpenMP thread each.
-cell.set_num_threads(math.max(1, math.floor(cell.get_num_threads() / math.max(1, size - comm.get_local_rank()))))
+-- The machine's cores shared among its ranks (Open MPI says how many run here).
+local here_ranks = tonumber(os.getenv("OMPI_COMM_WORLD_LOCAL_SIZE") or "") or size
+cell.set_num_threads(math.max(1, math.floor(cell.get_num_threads() / here_ranks)))
 
 local LeNet5 = require("models").LeNet5
 
