@@ -82,11 +82,23 @@ local function run(steps, ddp, via_model)
     model:train(1, list, { progress = false })
   else
     local step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.CrossEntropyLoss()), opt)
-    if ddp then assert.is_truthy(step.grad_reducer) else assert.is_nil(step.grad_reducer) end
+    if ddp then
+      assert.is_truthy(step.grad_reducer)
+      -- one bucket per gradient (each is over 16 bytes), to see them start one by one
+      step.grad_reducer = nn.DistributedGradReducer(net:trainable_params(), { mean = true, bucket_bytes = 16 })
+    else
+      assert.is_nil(step.grad_reducer)
+    end
     for s = 1, steps do
       local xs, ys = x[s], y[s]
       if ddp then xs, ys = shard(xs), shard(ys) end
       step(xs, ys)
+      if ddp then
+        -- each of the 4 buckets' all-reduce was started in backward, by the hooks
+        local early, all = step.grad_reducer:_overlap_stats()
+        assert.are.equal(4, all)
+        assert.are.equal(4, early)
+      end
     end
   end
   cell.reset_auto_parallel_context()

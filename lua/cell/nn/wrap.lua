@@ -120,6 +120,8 @@ local mul_ = core.Tensor.mul_
 
 function TrainOneStepCell:construct(...)
   local held = self._held
+  -- armed: the reducer's hooks start each bucket's all-reduce during backward
+  if self.grad_reducer then self.grad_reducer:_arm() end
   local _, grads = self._grad_fn(...)
   local loss = held.loss
   held.loss = nil
