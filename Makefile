@@ -189,7 +189,7 @@ DEVICE_SPECS = spec/tensor_spec.lua spec/ops/ops_spec.lua spec/autograd_spec.lua
   spec/autograd_composite_spec.lua spec/ops/nn_ops_spec.lua spec/ops/nn_ops_loss_spec.lua \
   spec/ops/conv_spec.lua spec/device_spec.lua spec/parameter_spec.lua spec/initializer_spec.lua \
   spec/serialization_spec.lua $(wildcard spec/nn/*_spec.lua spec/io/*_spec.lua) \
-  spec/train/callbacks_spec.lua spec/train/metrics_spec.lua spec/train/terminal_spec.lua
+  spec/train/callbacks_spec.lua spec/train/metrics_spec.lua spec/train/terminal_spec.lua spec/communication_spec.lua
 test-device: all
 	$(SPEC_ENV) CELL_DEVICE=TEST $(LUA_BIN) /usr/bin/busted $(DEVICE_SPECS)
 
@@ -326,6 +326,7 @@ install: all
 	install -m 644 docs/reference/*.md $(DESTDIR)$(LUA_SHARE)/cell/docs/reference/
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_CLIB)/cell/core.so
 	$(if $(STATIC),,install -m 755 $(LIBCELL_SO) $(DESTDIR)$(LUA_CLIB)/cell/libcell.so)
+	$(if $(COMM_MODULE),install -m 755 $(COMM_MODULE) $(DESTDIR)$(LUA_CLIB)/cell/comm_mpi.so)
 	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/$(notdir $(CELL_BIN))
 	install -m 644 $(LIBCELL_A) $(LIBCELL_SO) $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/

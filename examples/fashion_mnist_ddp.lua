@@ -6,7 +6,7 @@
 -- weights. Rank 0 shows the progress bar, evaluates on its shard of the
 -- test set and reports the accuracy over all ranks, and writes the
 -- checkpoint.
--- Run: mpirun -np 2 bin/cell examples/fashion_mnist_ddp.lua [epochs] [data dir] [checkpoint path]
+-- Run: mpirun -np 2 bin/cell examples/fashion_mnist_ddp.lua [epochs] [data dir] [checkpoint path] [train images]
 -- (as root add --allow-run-as-root; on a machine with fewer cores than
 -- ranks add --oversubscribe). Across machines: mpirun -np 4 --hostfile hosts ...
 -- Alone (`bin/cell examples/fashion_mnist_ddp.lua`) it runs as a job of one rank.
@@ -20,6 +20,7 @@ local epochs = tonumber(arg and arg[1]) or 2
 local dir = arg and arg[2]
 if dir == "" then dir = nil end
 local path = arg and arg[3] or "build/demo/lenet_ddp.safetensors"
+local limit = tonumber(arg and arg[4]) -- the first `limit` training images only (a quick run)
 
 comm.init()
 local rank, size = comm.get_rank(), comm.get_group_size()
@@ -31,7 +32,7 @@ cell.set_num_threads(math.max(1, math.floor(cell.get_num_threads() / here_ranks)
 local LeNet5 = require("models").LeNet5
 
 cell.set_seed(1) -- the reducer broadcasts rank 0's weights anyway
-local train_set, test_set, real = data.load(dir)
+local train_set, test_set, real = data.load(dir, limit)
 local batch = math.max(1, math.floor(64 / size))
 local batches = cell.dataset.batches(train_set.images, train_set.labels, batch,
   { shuffle = true, seed = 1, num_shards = size, shard_id = rank })

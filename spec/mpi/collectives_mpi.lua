@@ -90,6 +90,9 @@ describe("cell.communication on " .. N .. " ranks", function()
       assert.are.same({ 256, 2 ^ -19 }, list(b))
       local h3 = comm.all_reduce(cell.tensor({ R == 0 and 2048 or 3 }, cell.float16))
       assert.are.same({ 2052 }, list(h3)) -- 2051 ties to 2052 (even)
+      -- subnormals: 2^-24 is float16's smallest; 2^-24 + 2 * 2^-24 = 3 * 2^-24
+      local h4 = comm.all_reduce(cell.tensor({ 2 ^ -24 * (R + 1) }, cell.float16))
+      assert.are.same({ 3 * 2 ^ -24 }, list(h4))
     end
   end)
 

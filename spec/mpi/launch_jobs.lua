@@ -7,8 +7,8 @@ local BIN = os.getenv("CELL_BIN") or "bin/cell"
 
 local function run(np, script)
   local t0 = os.time()
-  local p = io.popen(("timeout 120 %s -np %d %s spec/mpi/scripts/%s 2>&1; echo \"<rc=$?>\""):format(MPIRUN, np, BIN,
-    script))
+  if not script:find("/", 1, true) then script = "spec/mpi/scripts/" .. script end
+  local p = io.popen(("timeout 300 %s -np %d %s %s 2>&1; echo \"<rc=$?>\""):format(MPIRUN, np, BIN, script))
   local out = p:read("*a")
   p:close()
   local body, rc = out:match("^(.*)<rc=(%d+)>%s*$")
@@ -29,6 +29,20 @@ describe("mpirun jobs", function()
     assert.is_truthy(out:find("rank 0 finished step 2", 1, true), out)
     assert.is_falsy(out:find("rank 0 finished step 3", 1, true), out)
     assert.is_falsy(out:find("should not get here", 1, true), out)
+  end)
+
+  it("run examples/fashion_mnist_ddp.lua on 2 ranks (1024 training images)", function()
+    local dir = os.getenv("CELL_MPI_TMP") or "build/mpi-test"
+    local path = dir .. "/ddp_example.safetensors"
+    os.remove(path)
+    local out, rc = run(2, "examples/fashion_mnist_ddp.lua 1 '' " .. path .. " 1024")
+    assert.are.equal(0, rc, out)
+    assert.is_truthy(out:find("2 ranks, 32 samples per rank per step, 16 steps per epoch", 1, true), out)
+    assert.is_truthy(out:find("on 2 ranks: 1 epochs in [%d.]+ s, test accuracy [%d.]+%%"), out)
+    assert.is_truthy(out:find("saved " .. path, 1, true), out)
+    local f = io.open(path, "rb")
+    assert.is_truthy(f, "rank 0 wrote the checkpoint")
+    f:close()
   end)
 
   it("split unevenly over 3 ranks", function()
