@@ -107,6 +107,21 @@ describe("cell.communication on " .. N .. " ranks", function()
     assert.are.same({ { N, 3 * N }, { 2 * N, 4 * N } }, list(comm.all_reduce(t)))
   end)
 
+  it("sizes buffers by what cell.core gave when MPI loaded, not by a patched Tensor table", function()
+    local T = require("cell.core").Tensor
+    local numel, ptr = T.numel, T.data_ptr
+    T.numel = function() return 1e6 end
+    T.data_ptr = function() return nil end
+    local ok, r = pcall(function()
+      local t = cell.tensor({ 1, 2 })
+      require("cell.comm_mpi").allreduce(require("cell.communication.backend").state.world, t, t, "sum")
+      return t:tolist()
+    end)
+    T.numel, T.data_ptr = numel, ptr
+    assert.is_true(ok, tostring(r))
+    assert.are.same({ N, 2 * N }, r)
+  end)
+
   it("sends and receives between rank 0 and rank 1", function()
     if R == 0 then
       comm.send(cell.tensor({ 7, 8 }, cell.int32), 1, { sr_tag = 3 })
