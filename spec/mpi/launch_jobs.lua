@@ -5,10 +5,11 @@
 local MPIRUN = os.getenv("MPIRUN") or "mpirun --oversubscribe"
 local BIN = os.getenv("CELL_BIN") or "bin/cell"
 
-local function run(np, script)
+local function run(np, script, env)
   local t0 = os.time()
   if not script:find("/", 1, true) then script = "spec/mpi/scripts/" .. script end
-  local p = io.popen(("timeout 300 %s -np %d %s %s 2>&1; echo \"<rc=$?>\""):format(MPIRUN, np, BIN, script))
+  local p = io.popen(("timeout 300 %s -np %d %s %s %s 2>&1; echo \"<rc=$?>\""):format(MPIRUN, np, env or "", BIN,
+    script))
   local out = p:read("*a")
   p:close()
   local body, rc = out:match("^(.*)<rc=(%d+)>%s*$")
@@ -28,6 +29,16 @@ describe("mpirun jobs", function()
     assert.is_truthy(out:find("cell.communication: rank 0: ended by signal 15", 1, true), out)
     assert.is_truthy(out:find("rank 0 finished step 2", 1, true), out)
     assert.is_falsy(out:find("rank 0 finished step 3", 1, true), out)
+    assert.is_falsy(out:find("should not get here", 1, true), out)
+  end)
+
+  it("end, with CELL_COMM_TIMEOUT, when a rank never joins a collective", function()
+    local out, rc, secs = run(2, "stuck_rank.lua", "-x CELL_COMM_TIMEOUT=2")
+    assert.are_not.equal(0, rc, out)
+    assert.are_not.equal(124, rc, "the job hung until the timeout:\n" .. out)
+    assert.is_true(secs < 45, "the job took " .. secs .. " s")
+    assert.is_truthy(out:find("cell.communication: rank 0: all_reduce did not complete within 2 s (CELL_COMM_TIMEOUT): "
+      .. "another rank is not taking part (stuck, or in another call); aborting the job", 1, true), out)
     assert.is_falsy(out:find("should not get here", 1, true), out)
   end)
 

@@ -16,6 +16,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <mpi.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,7 +35,8 @@
 int luaopen_cell_comm_mpi(lua_State *L) __attribute__((visibility("default")));
 
 static int g_rank = -1;
-static int g_inited; /* this module called MPI_Init */
+static int g_inited;      /* this module called MPI_Init */
+static double g_timeout;  /* CELL_COMM_TIMEOUT: seconds a call may wait, 0 for ever */
 
 /* --- errors ---------------------------------------------------------------- */
 
@@ -59,6 +61,39 @@ static void need_init(lua_State *L, const char *what) {
     luaL_error(L, "RuntimeError: %s: cell.communication is not initialized (call cell.communication.init() "
                   "first%s)", what, off ? "; it was released" : "");
 }
+
+/* A call waits at most g_timeout seconds (when set): past that the other
+ * ranks are not taking part (stuck, or in another call) and the job ends. */
+static void wait_bounded(lua_State *L, const char *what, MPI_Request *req) {
+  double t0 = MPI_Wtime();
+  for (;;) {
+    int done = 0;
+    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) mpi_fail(L, what, rc);
+    if (done) return;
+    if (MPI_Wtime() - t0 > g_timeout) {
+      fprintf(stderr,
+              "cell.communication: rank %d: %s did not complete within %g s (CELL_COMM_TIMEOUT): another rank is "
+              "not taking part (stuck, or in another call); aborting the job\n", g_rank, what, g_timeout);
+      fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    sched_yield();
+  }
+}
+
+/* The blocking call, or (with a timeout) its non-blocking form waited for
+ * with a bound. `nb` is the non-blocking call, writing &req_. */
+#define RUN(L, what, blocking, nb)              \
+  do {                                          \
+    if (g_timeout > 0) {                        \
+      MPI_Request req_ = MPI_REQUEST_NULL;      \
+      CHECK(L, what, nb);                       \
+      wait_bounded(L, what, &req_);             \
+    } else {                                    \
+      CHECK(L, what, blocking);                 \
+    }                                           \
+  } while (0)
 
 /* --- exit and signals ------------------------------------------------------ */
 
@@ -238,6 +273,15 @@ static int l_init(lua_State *L) {
   int on = 0, off = 0;
   MPI_Finalized(&off);
   if (off) return luaL_error(L, "RuntimeError: init: MPI was finalized (release) in this process; it cannot start again");
+  const char *tv = getenv("CELL_COMM_TIMEOUT");
+  if (tv && *tv) {
+    char *end;
+    double v = strtod(tv, &end);
+    if (*end != '\0' || !(v >= 0) || v > 1e9)
+      return luaL_error(L, "ValueError: init: CELL_COMM_TIMEOUT must be a number of seconds (0: no bound), but is '%s'",
+                        tv);
+    g_timeout = v;
+  }
   MPI_Initialized(&on);
   if (!on) {
     int provided;
@@ -366,7 +410,9 @@ static int l_allreduce(lua_State *L) {
   get_buf(L, 3, "all_reduce", &d);
   same_kind(L, "all_reduce", &s, &d, 1, 1);
   MPI_Op op = get_op(L, 4, "all_reduce", s.dtype);
-  CHECK(L, "all_reduce", MPI_Allreduce(s.ptr == d.ptr ? MPI_IN_PLACE : s.ptr, d.ptr, d.count, d.mpi, op, c->comm));
+  const void *src = s.ptr == d.ptr ? MPI_IN_PLACE : s.ptr;
+  RUN(L, "all_reduce", MPI_Allreduce(src, d.ptr, d.count, d.mpi, op, c->comm),
+      MPI_Iallreduce(src, d.ptr, d.count, d.mpi, op, c->comm, &req_));
   return 0;
 }
 
@@ -393,7 +439,12 @@ static int l_iallreduce(lua_State *L) {
 
 static int req_wait(lua_State *L) {
   req_ud *r = luaL_checkudata(L, 1, REQ_MT);
-  if (r->req != MPI_REQUEST_NULL) CHECK(L, "wait", MPI_Wait(&r->req, MPI_STATUS_IGNORE));
+  if (r->req != MPI_REQUEST_NULL) {
+    if (g_timeout > 0)
+      wait_bounded(L, "all_reduce (DistributedGradReducer)", &r->req);
+    else
+      CHECK(L, "wait", MPI_Wait(&r->req, MPI_STATUS_IGNORE));
+  }
   luaL_unref(L, LUA_REGISTRYINDEX, r->ref);
   r->ref = LUA_NOREF;
   return 0;
@@ -428,7 +479,8 @@ static int l_allgather(lua_State *L) {
   get_buf(L, 2, "all_gather", &s);
   get_buf(L, 3, "all_gather", &d);
   same_kind(L, "all_gather", &s, &d, size, 1);
-  CHECK(L, "all_gather", MPI_Allgather(s.ptr, s.count, s.mpi, d.ptr, s.count, s.mpi, c->comm));
+  RUN(L, "all_gather", MPI_Allgather(s.ptr, s.count, s.mpi, d.ptr, s.count, s.mpi, c->comm),
+      MPI_Iallgather(s.ptr, s.count, s.mpi, d.ptr, s.count, s.mpi, c->comm, &req_));
   return 0;
 }
 
@@ -442,7 +494,8 @@ static int l_reduce_scatter(lua_State *L) {
   get_buf(L, 3, "reduce_scatter", &d);
   same_kind(L, "reduce_scatter", &s, &d, 1, size);
   MPI_Op op = get_op(L, 4, "reduce_scatter", s.dtype);
-  CHECK(L, "reduce_scatter", MPI_Reduce_scatter_block(s.ptr, d.ptr, d.count, d.mpi, op, c->comm));
+  RUN(L, "reduce_scatter", MPI_Reduce_scatter_block(s.ptr, d.ptr, d.count, d.mpi, op, c->comm),
+      MPI_Ireduce_scatter_block(s.ptr, d.ptr, d.count, d.mpi, op, c->comm, &req_));
   return 0;
 }
 
@@ -461,7 +514,8 @@ static int l_bcast(lua_State *L) {
   buf d;
   get_buf(L, 2, "broadcast", &d);
   int root = check_root(L, c, 3, "broadcast");
-  CHECK(L, "broadcast", MPI_Bcast(d.ptr, d.count, d.mpi, root, c->comm));
+  RUN(L, "broadcast", MPI_Bcast(d.ptr, d.count, d.mpi, root, c->comm),
+      MPI_Ibcast(d.ptr, d.count, d.mpi, root, c->comm, &req_));
   return 0;
 }
 
@@ -477,13 +531,14 @@ static int l_reduce(lua_State *L) {
   int me;
   MPI_Comm_rank(c->comm, &me);
   const void *src = (me == root && s.ptr == d.ptr) ? MPI_IN_PLACE : s.ptr;
-  CHECK(L, "reduce", MPI_Reduce(src, d.ptr, s.count, s.mpi, op, root, c->comm));
+  RUN(L, "reduce", MPI_Reduce(src, d.ptr, s.count, s.mpi, op, root, c->comm),
+      MPI_Ireduce(src, d.ptr, s.count, s.mpi, op, root, c->comm, &req_));
   return 0;
 }
 
 static int l_barrier(lua_State *L) {
   comm_ud *c = check_comm(L, 1, "barrier");
-  CHECK(L, "barrier", MPI_Barrier(c->comm));
+  RUN(L, "barrier", MPI_Barrier(c->comm), MPI_Ibarrier(c->comm, &req_));
   return 0;
 }
 
@@ -504,7 +559,8 @@ static int l_send(lua_State *L) {
   get_buf(L, 2, "send", &d);
   int dest = check_peer(L, c, 3, "send");
   int tag = check_int(L, 4, "send", "sr_tag");
-  CHECK(L, "send", MPI_Send(d.ptr, d.count, d.mpi, dest, tag, c->comm));
+  RUN(L, "send", MPI_Send(d.ptr, d.count, d.mpi, dest, tag, c->comm),
+      MPI_Isend(d.ptr, d.count, d.mpi, dest, tag, c->comm, &req_));
   return 0;
 }
 
@@ -514,7 +570,8 @@ static int l_recv(lua_State *L) {
   get_buf(L, 2, "recv", &d);
   int src = check_peer(L, c, 3, "recv");
   int tag = check_int(L, 4, "recv", "sr_tag");
-  CHECK(L, "recv", MPI_Recv(d.ptr, d.count, d.mpi, src, tag, c->comm, MPI_STATUS_IGNORE));
+  RUN(L, "recv", MPI_Recv(d.ptr, d.count, d.mpi, src, tag, c->comm, MPI_STATUS_IGNORE),
+      MPI_Irecv(d.ptr, d.count, d.mpi, src, tag, c->comm, &req_));
   return 0;
 }
 
@@ -539,15 +596,18 @@ static void push_header(lua_State *L, const long long *h) {
   }
 }
 
-/* headers(comm, {16 numbers}) -> {per rank: {16 numbers}} (an allgather). */
+/* headers(comm, {16 numbers} [, what]) -> {per rank: {16 numbers}} (an
+ * allgather); `what` names the collective it checks, in messages. */
 static int l_headers(lua_State *L) {
-  comm_ud *c = check_comm(L, 1, "check");
+  const char *what = luaL_optstring(L, 3, "check");
+  comm_ud *c = check_comm(L, 1, what);
   long long h[HEADER_LEN];
   read_header(L, 2, h);
   int size;
   MPI_Comm_size(c->comm, &size);
   long long *all = lua_newuserdata(L, sizeof(long long) * HEADER_LEN * (size_t)size);
-  CHECK(L, "check", MPI_Allgather(h, HEADER_LEN, MPI_LONG_LONG, all, HEADER_LEN, MPI_LONG_LONG, c->comm));
+  RUN(L, what, MPI_Allgather(h, HEADER_LEN, MPI_LONG_LONG, all, HEADER_LEN, MPI_LONG_LONG, c->comm),
+      MPI_Iallgather(h, HEADER_LEN, MPI_LONG_LONG, all, HEADER_LEN, MPI_LONG_LONG, c->comm, &req_));
   lua_createtable(L, size, 0);
   for (int r = 0; r < size; r++) {
     push_header(L, all + (size_t)r * HEADER_LEN);
@@ -563,7 +623,8 @@ static int l_send_header(lua_State *L) {
   read_header(L, 2, h);
   int dest = check_peer(L, c, 3, "send");
   int tag = check_int(L, 4, "send", "sr_tag");
-  CHECK(L, "send", MPI_Send(h, HEADER_LEN, MPI_LONG_LONG, dest, tag, c->comm));
+  RUN(L, "send", MPI_Send(h, HEADER_LEN, MPI_LONG_LONG, dest, tag, c->comm),
+      MPI_Isend(h, HEADER_LEN, MPI_LONG_LONG, dest, tag, c->comm, &req_));
   return 0;
 }
 
@@ -572,7 +633,8 @@ static int l_recv_header(lua_State *L) {
   int src = check_peer(L, c, 2, "recv");
   int tag = check_int(L, 3, "recv", "sr_tag");
   long long h[HEADER_LEN];
-  CHECK(L, "recv", MPI_Recv(h, HEADER_LEN, MPI_LONG_LONG, src, tag, c->comm, MPI_STATUS_IGNORE));
+  RUN(L, "recv", MPI_Recv(h, HEADER_LEN, MPI_LONG_LONG, src, tag, c->comm, MPI_STATUS_IGNORE),
+      MPI_Irecv(h, HEADER_LEN, MPI_LONG_LONG, src, tag, c->comm, &req_));
   push_header(L, h);
   return 1;
 }

@@ -202,7 +202,7 @@ end
 --- Compare the ranks' headers; the same error on every rank when they differ.
 local function agree(what, g, h)
   if not check_headers then return end
-  local all = B.C.headers(g.comm, h)
+  local all = B.C.headers(g.comm, h, what)
   local first = all[1]
   for r = 2, #all do
     local o = all[r]
