@@ -63,6 +63,16 @@ describe("cell.communication before init", function()
       "RuntimeError: barrier: cell.communication is not initialized")
   end)
 
+  it("refuses a CELL_COMM_TIMEOUT that is not a number of seconds, before starting MPI", function()
+    if not pcall(B.mpi) then return end -- a build without MPI: the tests above cover it
+    local bin = os.getenv("CELL_BIN") or "bin/cell"
+    local p = io.popen("CELL_COMM_TIMEOUT=soon " .. bin .. " -e 'print(pcall(require(\"cell\").communication.init))' 2>&1")
+    local out = p:read("*a")
+    p:close()
+    assert.is_truthy(out:find("ValueError: init: CELL_COMM_TIMEOUT must be a number of seconds (0: no bound), but "
+      .. "is 'soon'", 1, true), out)
+  end)
+
   it("checks set_check's argument", function()
     assert_error(function() cell.communication.set_check("yes") end,
       "TypeError: set_check: on must be a boolean, but got string")
