@@ -75,9 +75,19 @@ EMBED_HOST = $(BUILD)/$(LUA)/embed/host
 TEST_STATES = $(BUILD)/$(LUA)/test_states
 CELL_VERSION = $(shell sed -n 's/^\#define CELL_VERSION "\(.*\)"$$/\1/p' include/cell.h)
 
-.PHONY: all test ctest test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
+# cell.communication's MPI layer (src/comm): a Lua module of its own, built
+# only where mpicc reports MPI's flags (Open MPI from Debian: libopenmpi-dev);
+# libcell and cell.core never link MPI. COMM_MODULE is empty elsewhere.
+MPI_CFLAGS ?= $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS ?= $(shell mpicc --showme:link 2>/dev/null)
+COMM_SRC = $(wildcard src/comm/*.c)
+COMM_OBJ = $(COMM_SRC:%.c=$(BUILD)/$(LUA)/%.o)
+COMM_MODULE = $(if $(MPI_LIBS),$(BUILD)/$(LUA)/cell/comm_mpi.so,)
+MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root,)
 
-all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
+.PHONY: all test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
+
+all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -106,6 +116,14 @@ MODULE_ENGINE = $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$
 $(MODULE): $(BIND_OBJ) $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO))
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(MODULE_ENGINE) $(LIBS)
+
+$(BUILD)/$(LUA)/src/comm/%.o: src/comm/%.c $(wildcard src/comm/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -I$(LUA_INCDIR) -c $< -o $@
+
+$(BUILD)/$(LUA)/cell/comm_mpi.so: $(COMM_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(COMM_OBJ) $(MPI_LIBS)
 
 $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)
 	@mkdir -p $(dir $@)
@@ -153,6 +171,16 @@ test: all $(CTEST)
 ctest: $(CTEST)
 	$(CTEST)
 
+# cell.communication on MPI (needs libopenmpi-dev and openmpi-bin): the
+# specs of spec/mpi/*_mpi.lua run by busted on each of 2 ranks (a failure
+# on any rank fails the job: its exit aborts the others), then
+# spec/mpi/launch_jobs.lua starts whole jobs (a rank raising mid-step,
+# 3 ranks) from one process. timeout: a hang fails rather than waits.
+test-mpi: all
+	@[ -n "$(COMM_MODULE)" ] || { echo "test-mpi: MPI not found (no mpicc): install libopenmpi-dev and openmpi-bin (make deps)"; exit 1; }
+	$(SPEC_ENV) timeout 600 $(MPIRUN) -np 2 $(LUA_BIN) /usr/bin/busted --pattern=_mpi spec/mpi
+	$(SPEC_ENV) MPIRUN="$(MPIRUN)" $(LUA_BIN) /usr/bin/busted --pattern=_jobs spec/mpi
+
 # The specs again with every tensor on the test device (src/ops/testdev.c):
 # its memory faults when host code touches it without the device's copies.
 # train/model_spec.lua and train/progress_spec.lua pass alone there but time
@@ -166,6 +194,7 @@ DEVICE_SPECS = spec/tensor_spec.lua spec/ops/ops_spec.lua spec/autograd_spec.lua
   spec/train/callbacks_spec.lua spec/train/metrics_spec.lua spec/train/terminal_spec.lua \
   spec/ops/random_spec.lua spec/ops/resample_spec.lua
 DEVICE_SPECS += spec/autograd_higher_spec.lua spec/ops/clip_spec.lua
+DEVICE_SPECS += spec/communication_spec.lua
 test-device: all
 	$(SPEC_ENV) CELL_DEVICE=TEST $(LUA_BIN) /usr/bin/busted $(DEVICE_SPECS)
 
@@ -243,6 +272,19 @@ $(BENCH_MATMUL): bench/matmul.c $(LIBCELL_A)
 bench: all $(BENCH_MATMUL)
 	$(SPEC_ENV) BUILD=$(BUILD) sh bench/run.sh
 
+# cell.communication's figures (2 ranks): all_reduce against MPI_Allreduce
+# from C (bench/allreduce.c) and on the same buffers from Lua
+# (bench/allreduce.lua), 1 KB to 16 MB; then the LeNet step's weak scaling
+# (bench/ddp_step.lua: 1 rank, then 2, each with its own batch of 64).
+BENCH_ALLREDUCE = $(BUILD)/bench_allreduce
+$(BENCH_ALLREDUCE): bench/allreduce.c
+	$(CC) -O2 $(MPI_CFLAGS) $< -o $@ $(MPI_LIBS)
+bench-mpi: all $(BENCH_ALLREDUCE)
+	$(MPIRUN) -np 2 $(BENCH_ALLREDUCE)
+	$(MPIRUN) -np 2 $(CELL_BIN) bench/allreduce.lua
+	$(MPIRUN) -np 1 $(CELL_BIN) bench/ddp_step.lua
+	$(MPIRUN) -np 2 $(CELL_BIN) bench/ddp_step.lua
+
 # The embedding examples, run: the C game loop (10,000 batch-1 steps of the
 # MLP 784-256-10 in EMBED_CKPT: the one examples/mlp.lua trained and saved,
 # else an untrained one examples/embed/save_model.lua saves) and the C host
@@ -289,6 +331,7 @@ install: all
 	install -m 644 docs/reference/*.md $(DESTDIR)$(LUA_SHARE)/cell/docs/reference/
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_CLIB)/cell/core.so
 	$(if $(STATIC),,install -m 755 $(LIBCELL_SO) $(DESTDIR)$(LUA_CLIB)/cell/libcell.so)
+	$(if $(COMM_MODULE),install -m 755 $(COMM_MODULE) $(DESTDIR)$(LUA_CLIB)/cell/comm_mpi.so)
 	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/$(notdir $(CELL_BIN))
 	install -m 644 $(LIBCELL_A) $(LIBCELL_SO) $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
@@ -309,6 +352,8 @@ uninstall:
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
   zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark-gfm
+# cell.communication: Open MPI (the comm module is built only where it is found).
+DEPS += libopenmpi-dev openmpi-bin
 # make tsan and make fuzz: clang, its sanitizer and libFuzzer runtimes and LLVM's OpenMP
 # (with Archer, for tsan).
 DEPS += clang libclang-rt-dev libomp-dev

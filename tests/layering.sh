@@ -5,6 +5,9 @@
 #
 #   core < backend < ops < autograd < io < lua < repl
 #
+# src/comm (cell.communication's MPI module) sits beside the binding: like
+# it, it may use only the public headers of include/ (it needs none).
+#
 # (src/ops dispatches to src/backend, which includes core only.) Besides:
 # no Lua header (lua.h, lauxlib.h, lualib.h, luajit.h, include/cell_lua.h)
 # in the engine folders, which build libcell without Lua; and the binding
@@ -18,7 +21,7 @@ cd "$root" || exit 2
 rank() {
   case "$1" in
   core) echo 1 ;; backend) echo 2 ;; ops) echo 3 ;; autograd) echo 4 ;;
-  io) echo 5 ;; lua) echo 6 ;; repl) echo 7 ;; *) echo 0 ;;
+  io) echo 5 ;; lua | comm) echo 6 ;; repl) echo 7 ;; *) echo 0 ;;
   esac
 }
 
@@ -57,8 +60,8 @@ for f in src/*/*.c src/*/*.h; do
     esac
     [ "$tlayer" = "$layer" ] && continue
     tr=$(rank "$tlayer")
-    if [ "$layer" = lua ]; then
-      echo "layering: $where: the binding uses only the public API in include/"; bad=1
+    if [ "$layer" = lua ] || [ "$layer" = comm ]; then
+      echo "layering: $where: src/$layer uses only the public API in include/"; bad=1
     elif [ "$tr" = 0 ] || [ "$tr" -gt "$r" ]; then
       echo "layering: $where: src/$layer may not include src/$tlayer (a higher layer)"; bad=1
     fi

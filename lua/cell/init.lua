@@ -39,6 +39,12 @@ for _, k in ipairs { "save_checkpoint", "load_checkpoint", "load_param_into_net"
   cell[k] = serialization[k]
 end
 
+--- Data-parallel training: set_auto_parallel_context{parallel_mode = "data_parallel", ...}.
+local parallel_context = require "cell.parallel_context"
+for _, k in ipairs { "set_auto_parallel_context", "get_auto_parallel_context", "reset_auto_parallel_context" } do
+  cell[k] = parallel_context[k]
+end
+
 --- cell.kwargs{name = value}: keyword arguments for a cell call, passed last.
 cell.kwargs = require("cell.nn.call").kwargs
 

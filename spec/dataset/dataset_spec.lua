@@ -96,7 +96,7 @@ describe("dataset.FashionMNIST", function()
       err(function() ds.FashionMNIST(MINI, 3) end))
     assert.are.equal("TypeError: FashionMNIST: dataset_dir must be a string, but got number",
       err(function() ds.FashionMNIST(3) end))
-    assert.are.equal("TypeError: FashionMNIST() got an unexpected keyword argument 'split'; the options are usage",
+    assert.are.equal("TypeError: FashionMNIST() got an unexpected keyword argument 'split'; the options are usage, num_shards, shard_id",
       err(function() ds.FashionMNIST(MINI, { split = "train" }) end))
   end)
 
@@ -174,7 +174,7 @@ describe("dataset.synthetic", function()
     assert.are.equal("ValueError: synthetic: n must be positive, but got 0", err(function() ds.synthetic(0) end))
     assert.are.equal("TypeError: synthetic: seed must be a non-negative integer, but got 1.5",
       err(function() ds.synthetic(5, { seed = 1.5 }) end))
-    assert.are.equal("TypeError: synthetic() got an unexpected keyword argument 'n'; the options are seed",
+    assert.are.equal("TypeError: synthetic() got an unexpected keyword argument 'n'; the options are seed, num_shards, shard_id",
       err(function() ds.synthetic(5, { n = 3 }) end))
   end)
 end)
@@ -260,7 +260,7 @@ describe("dataset.batches", function()
     assert.are.equal("ValueError: batches: batch_size must be positive, but got 0", err(function() ds.batches(x, y, 0) end))
     assert.are.equal("TypeError: batches: shuffle must be a boolean, but got string",
       err(function() ds.batches(x, y, 2, { shuffle = "yes" }) end))
-    assert.are.equal("TypeError: batches() got an unexpected keyword argument 'shufle'; the options are shuffle, drop_last, seed",
+    assert.are.equal("TypeError: batches() got an unexpected keyword argument 'shufle'; the options are shuffle, drop_last, seed, num_shards, shard_id",
       err(function() ds.batches(x, y, 2, { shufle = true }) end))
     assert.are.equal("TypeError: batches: epoch must be an integer, but got string",
       err(function() ds.batches(x, y, 2):each("1") end))

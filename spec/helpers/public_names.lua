@@ -88,7 +88,8 @@ function M.lua()
     end
   end
   -- the modules themselves
-  for _, m in ipairs { "cell", "cell.ops", "cell.nn", "cell.dataset", "cell.train", "cell.doc", "cell.repl" } do
+  for _, m in ipairs { "cell", "cell.ops", "cell.nn", "cell.dataset", "cell.train", "cell.doc", "cell.repl",
+    "cell.communication" } do
     add(m, require(m))
   end
   for _, k in ipairs(sorted_keys(core.Tensor)) do
@@ -105,6 +106,7 @@ function M.lua()
   walk("cell.dataset.", cell.dataset)
   add_class("cell.dataset.Batches", M.batches_class())
   walk("cell.train.", cell.train)
+  walk("cell.communication.", cell.communication)
   walk("cell.doc.", require "cell.doc")
   walk("cell.repl.", require "cell.repl")
   local ok, F = pcall(require, "cell.ffi")

@@ -56,7 +56,44 @@ M.permutation = permutation
 local Batches = class("Batches")
 M.Batches = Batches
 
-local OPTIONS = { "shuffle", "drop_last", "seed" }
+local OPTIONS = { "shuffle", "drop_last", "seed", "num_shards", "shard_id" }
+
+--- num_shards and shard_id (MindSpore's: shard_id from 0), checked; nil, nil when absent.
+function M.check_shards(what, num_shards, shard_id)
+  if num_shards == nil and shard_id == nil then return nil, nil end
+  if num_shards == nil or shard_id == nil then
+    raise(("ValueError: %s: num_shards and shard_id go together, but only %s was given")
+      :format(what, num_shards == nil and "shard_id" or "num_shards"))
+  end
+  for _, e in ipairs { { "num_shards", num_shards }, { "shard_id", shard_id } } do
+    local v = e[2]
+    if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge or v == -math.huge then
+      raise(("TypeError: %s: %s must be an integer, but got %s"):format(what, e[1],
+        type(v) == "number" and tostring(v) or type_name(v)))
+    end
+  end
+  if num_shards < 1 then raise(("ValueError: %s: num_shards must be positive, but got %d"):format(what, num_shards)) end
+  if shard_id < 0 or shard_id >= num_shards then
+    raise(("ValueError: %s: shard_id must be in [0, %d) (shards count from 0), but got %d"):format(what, num_shards,
+      shard_id))
+  end
+  return num_shards, shard_id
+end
+
+--- The positions (1-based, into an order of n samples) of shard shard_id
+-- of num_shards: every num_shards-th from shard_id + 1, as MindSpore's
+-- DistributedSampler deals them; each shard gets ceil(n / num_shards),
+-- the last ones wrapping round to the first samples, so that every rank
+-- runs the same number of steps.
+function M.shard_positions(n, num_shards, shard_id)
+  if n == 0 then return {} end
+  local per = math.floor((n + num_shards - 1) / num_shards)
+  local out = {}
+  for k = 0, per - 1 do
+    out[k + 1] = (shard_id + k * num_shards) % n + 1
+  end
+  return out
+end
 
 --- Errors are raised at the caller of cell.dataset.batches (4 levels up:
 -- init, the class's __call, batches).
@@ -90,6 +127,12 @@ function Batches:init(x, y, batch_size, opts)
   if seed < 0 then raise(("ValueError: batches: seed must be non-negative, but got %s"):format(tostring(seed))) end
   self.seed = seed
   self.epochs = 0
+  self.num_shards, self.shard_id = M.check_shards("batches", opts.num_shards, opts.shard_id)
+  if self.num_shards then
+    self.total = self.n
+    self.positions = M.shard_positions(self.n, self.num_shards, self.shard_id)
+    self.n = #self.positions
+  end
 end
 
 --- The number of batches in an epoch.
@@ -110,7 +153,15 @@ function Batches:each(epoch)
   local x, y, b, n = self.x, self.y, self.batch_size, self.n
   local count = self:len()
   local index
-  if self.shuffle and n > 0 then index = core.tensor(permutation(n, self.seed, epoch), core.int64) end
+  if self.positions then
+    -- the same order on every rank (same seed), then this shard's positions in it
+    local order = self.shuffle and permutation(self.total, self.seed, epoch) or nil
+    local list = {}
+    for i, p in ipairs(self.positions) do list[i] = order and order[p] or p end
+    if n > 0 then index = core.tensor(list, core.int64) end
+  elseif self.shuffle and n > 0 then
+    index = core.tensor(permutation(n, self.seed, epoch), core.int64)
+  end
   local k = 0
   return function()
     k = k + 1
@@ -130,10 +181,26 @@ function Batches:__tostring()
     :format(self.n, self.batch_size, self:len(), tostring(self.shuffle), tostring(self.drop_last))
 end
 
---- batches(x, y, batch_size [, {shuffle = false, drop_last = false, seed = 0}]).
+--- batches(x, y, batch_size [, {shuffle = false, drop_last = false, seed = 0,
+-- num_shards =, shard_id =}]): with num_shards, only shard shard_id's
+-- samples (see shard_positions).
 function M.batches(x, y, batch_size, opts)
   local b = Batches(x, y, batch_size, opts)
   return b
+end
+
+--- The rows of shard shard_id of a data set {images, labels, ...} (a new
+-- table; the other fields are kept).
+function M.shard_dataset(ds, num_shards, shard_id)
+  if num_shards == nil then return ds end
+  local pos = M.shard_positions(ds.images.shape[1], num_shards, shard_id)
+  local idx = core.tensor(pos, core.int64)
+  local out = {}
+  for k, v in pairs(ds) do out[k] = v end
+  out.images = ds.images:index_select(1, idx)
+  out.labels = ds.labels:index_select(1, idx)
+  out.num_shards, out.shard_id = num_shards, shard_id
+  return out
 end
 
 return M

@@ -81,11 +81,15 @@ local function load_split(dir, usage, lvl)
   return images, labels
 end
 
-local OPTIONS = { "usage" }
+local OPTIONS = { "usage", "num_shards", "shard_id" }
 
---- FashionMNIST([dir [, usage]]) or FashionMNIST(dir, {usage =}) -> {images, labels, classes}.
+--- FashionMNIST([dir [, usage]]) or FashionMNIST(dir, {usage =, num_shards =, shard_id =})
+-- -> {images, labels, classes}; with num_shards, shard shard_id's rows only
+-- (every num_shards-th from shard_id + 1, see batches.shard_positions).
 function M.FashionMNIST(dir, ...)
-  local usage = args_util.parse("FashionMNIST", OPTIONS, 2, select("#", ...), ...)
+  local usage, num_shards, shard_id = args_util.parse("FashionMNIST", OPTIONS, 2, select("#", ...), ...)
+  local shards = require "cell.dataset.batches"
+  num_shards, shard_id = shards.check_shards("FashionMNIST", num_shards, shard_id)
   if dir == nil then dir = M.DEFAULT_DIR end
   if type(dir) ~= "string" then
     raise(("TypeError: FashionMNIST: dataset_dir must be a string, but got %s"):format(type_name(dir)))
@@ -108,11 +112,11 @@ function M.FashionMNIST(dir, ...)
   local n = images.shape[1]
   local classes = {}
   for i, c in ipairs(M.CLASSES) do classes[i] = c end
-  return {
+  return shards.shard_dataset({
     images = images:reshape({ n, 1, 28, 28 }),
     labels = labels:astype(core.int64) + 1,
     classes = classes,
-  }
+  }, num_shards, shard_id)
 end
 
 return M

@@ -40,9 +40,9 @@ M.generator = generator
 
 local type_name = require("cell.util.types").type_name
 
-local OPTIONS = { "seed" }
+local OPTIONS = { "seed", "num_shards", "shard_id" }
 
---- synthetic(n [, {seed = 0}]) -> {images, labels, classes}.
+--- synthetic(n [, {seed = 0, num_shards =, shard_id =}]) -> {images, labels, classes}.
 function M.synthetic(n, opts)
   if type(n) ~= "number" or n ~= math.floor(n) or n == math.huge or n == -math.huge then
     raise(("TypeError: synthetic: n must be an integer, but got %s"):format(type_name(n)))
@@ -57,6 +57,8 @@ function M.synthetic(n, opts)
   end
   opts = args_util.named("synthetic", OPTIONS, 2, opts == nil and 0 or 1, opts)
   local seed = opts.seed
+  local shards = require "cell.dataset.batches"
+  local num_shards, shard_id = shards.check_shards("synthetic", opts.num_shards, opts.shard_id)
   if seed == nil then seed = 0 end
   if type(seed) ~= "number" or seed ~= math.floor(seed) or seed < 0 then
     raise(("TypeError: synthetic: seed must be a non-negative integer, but got %s")
@@ -84,11 +86,11 @@ function M.synthetic(n, opts)
   local noise = (s - s:floor()) * (2 * NOISE) - NOISE
   local classes = {}
   for i, name in ipairs(fashion.CLASSES) do classes[i] = name end
-  return {
+  return shards.shard_dataset({
     images = (blob + noise):clamp(0, 1),
     labels = core.tensor(labels, core.int64),
     classes = classes,
-  }
+  }, num_shards, shard_id)
 end
 
 return M

@@ -107,15 +107,25 @@ function TrainOneStepCell:init(network, optimizer, ...)
     return loss
   end
   self._grad_fn = autograd.value_and_grad(forward, nil, weights)
+  -- Data-parallel training (cell.set_auto_parallel_context): the gradients
+  -- are all-reduced across ranks before the optimizer's step.
+  local pc = require "cell.parallel_context"
+  if pc.distributed() then
+    self.grad_reducer = require("cell.nn.distributed").DistributedGradReducer(weights, pc.get("gradients_mean"),
+      pc.get_auto_parallel_context("device_num"))
+  end
 end
 
 local mul_ = core.Tensor.mul_
 
 function TrainOneStepCell:construct(...)
   local held = self._held
+  -- armed: the reducer's hooks start each bucket's all-reduce during backward
+  if self.grad_reducer then self.grad_reducer:_arm() end
   local _, grads = self._grad_fn(...)
   local loss = held.loss
   held.loss = nil
+  if self.grad_reducer then grads = self.grad_reducer(grads) end
   local sens = self.sens
   if sens ~= 1 then
     for i = 1, #grads do mul_(grads[i], sens) end

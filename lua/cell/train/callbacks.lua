@@ -372,6 +372,9 @@ end
 
 function ModelCheckpoint:_save(cb)
   if cb.cur_step_num == self._last_saved_step then return end
+  -- Data-parallel training: the ranks hold the same weights; rank 0 writes.
+  local pc = require "cell.parallel_context"
+  if pc.distributed() and pc.rank() ~= 0 then return end
   local batch_num = cb.batch_num or 0
   local step_in_epoch = batch_num > 0 and (cb.cur_step_num - 1) % batch_num + 1 or cb.cur_step_num
   local name = ("%s-%d_%d.safetensors"):format(self._prefix, cb.cur_epoch_num, step_in_epoch)

@@ -230,8 +230,10 @@ function Model:train(epoch, train_dataset, ...)
   end
   local batch_num, each = dataset_of(train_dataset, "train_dataset", 3)
   local list = callback_list(cbs, 3)
+  local pc = require "cell.parallel_context"
   if show == true then
-    list[#list + 1] = progress.ProgressBar()
+    -- data-parallel: one bar, rank 0's
+    if not pc.distributed() or pc.rank() == 0 then list[#list + 1] = progress.ProgressBar() end
   elseif show ~= false then
     if type(show) ~= "table" then
       raise(("TypeError: For 'Model.train', the option 'progress' must be a boolean or a callback, but got %s.")
@@ -338,6 +340,18 @@ function Model:eval(valid_dataset, ...)
       call_all(list, "on_eval_step_end", rc)
     end
   end)
+  -- Data-parallel evaluation: the metrics' counts are summed over the
+  -- ranks, so each rank reports the value over every rank's samples.
+  local pc = require "cell.parallel_context"
+  if pc.distributed() then
+    local comm = require "cell.communication"
+    local function sum(v)
+      return comm.all_reduce(core.tensor({ v }, core.float64), "sum"):item()
+    end
+    for _, e in ipairs(ms) do
+      if type(e[2]._sync) == "function" then e[2]:_sync(sum) end
+    end
+  end
   local out, names = {}, {}
   for i, e in ipairs(ms) do
     out[e[1]] = e[2]:eval()

@@ -78,6 +78,11 @@ function Accuracy:update(y_pred, y)
   self._total = self._total + pred:numel()
 end
 
+--- Data-parallel eval: the counts summed over the ranks (sum(v) -> total).
+function Accuracy:_sync(sum)
+  self._correct, self._total = sum(self._correct), sum(self._total)
+end
+
 function Accuracy:eval()
   if self._total == 0 then
     raise("RuntimeError: The 'Accuracy' can not be calculated, because the number of samples is 0.")
@@ -112,6 +117,10 @@ function Loss:update(loss)
   end
   self._sum = self._sum + v
   self._total = self._total + 1
+end
+
+function Loss:_sync(sum)
+  self._sum, self._total = sum(self._sum), sum(self._total)
 end
 
 --- The mean of the losses given to update.

@@ -1,0 +1,64 @@
+-- launch_jobs.lua - whole mpirun jobs, started from one process (make
+-- test-mpi runs this file with busted after the per-rank specs): a rank
+-- that raises mid-step ends the job on every rank in bounded time, and 3
+-- ranks split unevenly. MPIRUN (the make variable) gives the launcher.
+local MPIRUN = os.getenv("MPIRUN") or "mpirun --oversubscribe"
+local BIN = os.getenv("CELL_BIN") or "bin/cell"
+
+local function run(np, script, env)
+  local t0 = os.time()
+  if not script:find("/", 1, true) then script = "spec/mpi/scripts/" .. script end
+  local p = io.popen(("timeout 300 %s -np %d %s %s %s 2>&1; echo \"<rc=$?>\""):format(MPIRUN, np, env or "", BIN,
+    script))
+  local out = p:read("*a")
+  p:close()
+  local body, rc = out:match("^(.*)<rc=(%d+)>%s*$")
+  return body, tonumber(rc), os.time() - t0
+end
+
+describe("mpirun jobs", function()
+  it("end on every rank, with the error, when one rank raises mid-step", function()
+    local out, rc, secs = run(2, "raise_mid_step.lua")
+    assert.are_not.equal(0, rc, out)
+    assert.are_not.equal(124, rc, "the job hung until the timeout:\n" .. out)
+    assert.is_true(secs < 60, "the job took " .. secs .. " s")
+    assert.is_truthy(out:find("ValueError: boom in step 3 on rank 1", 1, true), out)
+    assert.is_truthy(out:find("cell.communication: rank 1 exits with status 1: aborting the job on every rank", 1,
+      true), out)
+    -- rank 0 was waiting in the all-reduce of step 3: it says why it ends
+    assert.is_truthy(out:find("cell.communication: rank 0: ended by signal 15", 1, true), out)
+    assert.is_truthy(out:find("rank 0 finished step 2", 1, true), out)
+    assert.is_falsy(out:find("rank 0 finished step 3", 1, true), out)
+    assert.is_falsy(out:find("should not get here", 1, true), out)
+  end)
+
+  it("end, with CELL_COMM_TIMEOUT, when a rank never joins a collective", function()
+    local out, rc, secs = run(2, "stuck_rank.lua", "-x CELL_COMM_TIMEOUT=2")
+    assert.are_not.equal(0, rc, out)
+    assert.are_not.equal(124, rc, "the job hung until the timeout:\n" .. out)
+    assert.is_true(secs < 45, "the job took " .. secs .. " s")
+    assert.is_truthy(out:find("cell.communication: rank 0: all_reduce did not complete within 2 s (CELL_COMM_TIMEOUT): "
+      .. "another rank is not taking part (stuck, or in another call); aborting the job", 1, true), out)
+    assert.is_falsy(out:find("should not get here", 1, true), out)
+  end)
+
+  it("run examples/fashion_mnist_ddp.lua on 2 ranks (1024 training images)", function()
+    local dir = os.getenv("CELL_MPI_TMP") or "build/mpi-test"
+    local path = dir .. "/ddp_example.safetensors"
+    os.remove(path)
+    local out, rc = run(2, "examples/fashion_mnist_ddp.lua 1 '' " .. path .. " 1024")
+    assert.are.equal(0, rc, out)
+    assert.is_truthy(out:find("2 ranks, 32 samples per rank per step, 16 steps per epoch", 1, true), out)
+    assert.is_truthy(out:find("on 2 ranks: 1 epochs in [%d.]+ s, test accuracy [%d.]+%%"), out)
+    assert.is_truthy(out:find("saved " .. path, 1, true), out)
+    local f = io.open(path, "rb")
+    assert.is_truthy(f, "rank 0 wrote the checkpoint")
+    f:close()
+  end)
+
+  it("split unevenly over 3 ranks", function()
+    local out, rc = run(3, "three_ranks.lua")
+    assert.are.equal(0, rc, out)
+    for r = 0, 2 do assert.is_truthy(out:find("ok " .. r, 1, true), out) end
+  end)
+end)
