@@ -171,7 +171,7 @@ static const struct {
   const char *name;
   int size;
 } DTYPES[] = {{"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2}, {"int8", 1},
-              {"uint8", 1},   {"int32", 4},   {"int64", 8},   {"bool", 1}};
+              {"uint8", 1},   {"int32", 4},   {"int64", 8},   {"bool", 1},    {"int16", 2}};
 #define NDTYPES ((int)(sizeof DTYPES / sizeof DTYPES[0]))
 
 static MPI_Datatype mpi_type(int d) {
@@ -183,6 +183,7 @@ static MPI_Datatype mpi_type(int d) {
   case 5: return MPI_UINT8_T;
   case 6: return MPI_INT32_T;
   case 7: return MPI_INT64_T;
+  case 9: return MPI_INT16_T;
   default: return MPI_C_BOOL;
   }
 }

@@ -173,7 +173,7 @@ local OP_ID = {}
 for i, n in ipairs(OPS) do OP_ID[n] = i end
 local RED = { sum = 1, max = 2, min = 3, prod = 4, mean = 5 }
 local RED_NAME = { "sum", "max", "min", "prod", "mean" }
-local DTYPES = { "float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool" }
+local DTYPES = { "float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool", "int16" }
 local DT_ID = {}
 for i, n in ipairs(DTYPES) do DT_ID[n] = i end
 local MAXDIM = 8
