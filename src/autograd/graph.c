@@ -449,9 +449,12 @@ static cell_status propagate(struct cell_ag_pass *p) {
     for (int i = 0; i < n->n_inputs; i++) gin[i] = NULL;
     cell_tensor *g = p->ent[k].grad;
     p->ent[k].grad = NULL;
-    /* The rule makes its tensors on the gradient's device. */
+    /* The rule makes its tensors on the gradient's device; a device error
+     * in it names the node. */
     int dev_saved = g ? cell_device_enter(cell_tensor_device(g)) : 0;
+    const char *op_saved = cell_op_enter(n->name);
     s = g ? n->backward(n, g, gin) : CELL_OK;
+    cell_op_leave(op_saved);
     if (g) cell_device_leave(dev_saved);
     cell_tensor_release(g);
     for (int i = 0; i < n->n_inputs; i++) {
@@ -578,17 +581,17 @@ static cell_status inplace_check(const char *op, const cell_tensor *t) {
 
 cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
   CELL_TRY(inplace_check(cell_binop_name(op), a));
-  return cell_k_binary_(op, a, b);
+  CELL_OP_NAMED(cell_binop_name(op), cell_k_binary_(op, a, b));
 }
 
 cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
   CELL_TRY(inplace_check(cell_binop_name(op), t));
-  return cell_k_binary_scalar_(op, t, s, s_is_float);
+  CELL_OP_NAMED(cell_binop_name(op), cell_k_binary_scalar_(op, t, s, s_is_float));
 }
 
 cell_status cell_op_unary_(cell_unop op, cell_tensor *a) {
   CELL_TRY(inplace_check(cell_unop_name(op), a));
-  return cell_k_unary_(op, a);
+  CELL_OP_NAMED(cell_unop_name(op), cell_k_unary_(op, a));
 }
 
 cell_status cell_tensor_copy_(cell_tensor *dst, const cell_tensor *src) {
