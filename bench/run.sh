@@ -7,6 +7,12 @@
 # matmul; CELL_BENCH_ITERS (default 1e6) the loop length of the Lua and
 # PyTorch small-op benchmarks; CELL_BENCH_PYTHON (default /usr/bin/python3,
 # Debian's, where python3-torch installs) the Python for the PyTorch side.
+# CELL_BENCH_REPEAT=N (default 1) runs the benchmarks N times, in turn
+# (all of them, then all again, so that a slow spell of a shared machine
+# falls on every benchmark alike), shows each run on stderr and prints each
+# line's median over the N runs (bench/median.awk). CELL_BENCH_ONLY (default
+# all) names the benchmarks to run, among: small_ops matmul memory autograd
+# cells train torch. bench/compare.sh runs two revisions this way.
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,67 +27,111 @@ export CELL_BENCH_THREADS
 ITERS=${CELL_BENCH_ITERS:-1000000}
 PYTHON=${CELL_BENCH_PYTHON:-/usr/bin/python3}
 
+REPEAT=${CELL_BENCH_REPEAT:-1}
+case "$REPEAT" in '' | *[!0-9]* | 0) echo "bench: CELL_BENCH_REPEAT must be a positive integer, got '$REPEAT'" >&2; exit 2 ;; esac
+ALL="small_ops matmul memory autograd cells train ops torch"
+ONLY=${CELL_BENCH_ONLY:-$ALL}
+for b in $ONLY; do
+  case " $ALL " in *" $b "*) ;; *) echo "bench: unknown benchmark '$b' in CELL_BENCH_ONLY (known: $ALL)" >&2; exit 2 ;; esac
+done
+want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
+
 results="$BUILD/bench.txt"
 mkdir -p "$BUILD"
 : >"$results"
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT INT TERM
+runs=$(mktemp -d)
+trap 'rm -rf "$tmp" "$runs"' EXIT INT TERM
 failed=0
+# What a run shows goes to fd 3: stdout for one run, stderr for several
+# (stdout then carries the medians).
+if [ "$REPEAT" -eq 1 ]; then exec 3>&1; else exec 3>&2; fi
 
-# Run one benchmark: show its lines and keep them; a failure is reported
-# and the others still run.
+# Run one benchmark: show its lines and keep them in this run's file; a
+# failure is reported and the others still run.
 run() {
   if "$@" >"$tmp"; then
-    cat "$tmp"
-    cat "$tmp" >>"$results"
+    cat "$tmp" >&3
+    cat "$tmp" >>"$round"
   else
-    cat "$tmp"
+    cat "$tmp" >&3
     echo "bench: FAILED: $*" >&2
     failed=1
   fi
 }
 
-echo "# small ops ($LUA_BIN, $ITERS iterations)"
-run "$LUA_BIN" bench/small_ops.lua "$ITERS"
-
-echo "# matmul ($CELL_BENCH_THREADS threads)"
-if [ ! -x "$BUILD/bench_matmul" ]; then
+if want matmul && [ ! -x "$BUILD/bench_matmul" ]; then
   make --no-print-directory BUILD="$BUILD" "$BUILD/bench_matmul" >&2 || failed=1
 fi
-run "$BUILD/bench_matmul"
 
-echo "# memory"
-run "$LUA_BIN" bench/rss_loop.lua 1000000
+# One run of every benchmark wanted, its lines into $round.
+bench_all() {
+  if want small_ops; then
+    echo "# small ops ($LUA_BIN, $ITERS iterations)" >&3
+    run "$LUA_BIN" bench/small_ops.lua "$ITERS"
+  fi
+  if want matmul; then
+    echo "# matmul ($CELL_BENCH_THREADS threads)" >&3
+    run "$BUILD/bench_matmul"
+  fi
+  if want memory; then
+    echo "# memory" >&3
+    run "$LUA_BIN" bench/rss_loop.lua 1000000
+  fi
+  if want autograd; then
+    echo "# autograd ($LUA_BIN, MLP 784-256-10 batch 64; 1e5 small value_and_grad steps)" >&3
+    run "$LUA_BIN" bench/autograd.lua 100000
+  fi
+  if want cells; then
+    echo "# cells ($LUA_BIN: call overhead; state_dict of 1,000 parameters in 100 sub-cells)" >&3
+    run "$LUA_BIN" bench/cell.lua "$ITERS"
+  fi
+  if want train; then
+    echo "# training steps ($LUA_BIN: MLP and LeNet-5 at batch 64, Adam)" >&3
+    run "$LUA_BIN" bench/train.lua
+  fi
+  if want ops; then
+    echo "# ordering ops ($LUA_BIN: sort, topk, logsumexp of 1e6 float32)" >&3
+    run "$LUA_BIN" bench/sort_ops.lua
+    echo "# einsum ($LUA_BIN: batched contractions, float32)" >&3
+    run "$LUA_BIN" bench/einsum.lua
+    echo "# interpolate ($LUA_BIN: bilinear 16x3x64x64 -> 128x128, float32)" >&3
+    run "$LUA_BIN" bench/interpolate.lua
+  fi
+  if want torch; then
+    echo "# PyTorch" >&3
+    if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
+      run "$PYTHON" bench/torch/small_ops.py "$ITERS"
+      run "$PYTHON" bench/torch/matmul.py
+      run "$PYTHON" bench/torch/autograd.py
+      run "$PYTHON" bench/torch/cell_state.py 200000
+      run "$PYTHON" bench/torch/train.py
+      if want ops; then
+        run "$PYTHON" bench/torch/sort_ops.py
+        run "$PYTHON" bench/torch/einsum.py
+        run "$PYTHON" bench/torch/interpolate.py
+      fi
+      if [ -d /usr/share/datasets/fashion-mnist ]; then run "$PYTHON" bench/torch/fashion_lenet.py 1; fi
+    else
+      echo "torch: not available, skipped" >&3
+    fi
+  fi
+}
 
-echo "# autograd ($LUA_BIN, MLP 784-256-10 batch 64; 1e5 small value_and_grad steps)"
-run "$LUA_BIN" bench/autograd.lua 100000
-
-echo "# cells ($LUA_BIN: call overhead; state_dict of 1,000 parameters in 100 sub-cells)"
-run "$LUA_BIN" bench/cell.lua "$ITERS"
-
-echo "# training steps ($LUA_BIN: MLP and LeNet-5 at batch 64, Adam)"
-run "$LUA_BIN" bench/train.lua
-
-echo "# ordering ops ($LUA_BIN: sort, topk, logsumexp of 1e6 float32)"
-run "$LUA_BIN" bench/sort_ops.lua
-echo "# einsum ($LUA_BIN: batched contractions, float32)"
-run "$LUA_BIN" bench/einsum.lua
-echo "# interpolate ($LUA_BIN: bilinear 16x3x64x64 -> 128x128, float32)"
-run "$LUA_BIN" bench/interpolate.lua
-
-echo "# PyTorch"
-if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
-  run "$PYTHON" bench/torch/small_ops.py "$ITERS"
-  run "$PYTHON" bench/torch/matmul.py
-  run "$PYTHON" bench/torch/autograd.py
-  run "$PYTHON" bench/torch/cell_state.py 200000
-  run "$PYTHON" bench/torch/train.py
-  run "$PYTHON" bench/torch/sort_ops.py
-  run "$PYTHON" bench/torch/einsum.py
-  run "$PYTHON" bench/torch/interpolate.py
-  if [ -d /usr/share/datasets/fashion-mnist ]; then run "$PYTHON" bench/torch/fashion_lenet.py 1; fi
-else
-  echo "torch: not available, skipped"
+i=1
+while [ "$i" -le "$REPEAT" ]; do
+  [ "$REPEAT" -gt 1 ] && echo "# run $i of $REPEAT" >&3
+  round="$runs/$i.txt"
+  : >"$round"
+  bench_all
+  i=$((i + 1))
+done
+# Runs in order (1, 2, ..., 10: the first run gives each line's format).
+i=1
+while [ "$i" -le "$REPEAT" ]; do cat "$runs/$i.txt"; i=$((i + 1)); done | awk -f bench/median.awk >"$results"
+if [ "$REPEAT" -gt 1 ]; then
+  echo "# medians of $REPEAT runs"
+  cat "$results"
 fi
 
 # Every ratio is oriented so that above 1 favours cell: times (us/op) are

@@ -6,7 +6,7 @@
  * registry. The CPU is device 0 and is always there; other devices register
  * themselves with cell_device_register. Every tensor lives on one device;
  * an op runs on its inputs' device, and inputs on two devices are a
- * ValueError naming both. Moving is explicit: cell_tensor_move_to. New
+ * ValueError naming the op and both devices. Moving is explicit: cell_tensor_move_to. New
  * tensors made from nothing (zeros, arange, rand, ...) go to the default
  * device (cell_set_device); tensors the host fills (cell_tensor_empty,
  * cell_tensor_wrap) are on the CPU. */
@@ -17,8 +17,9 @@
 typedef struct cell_device_table cell_device_table;
 
 /* Register a device table (kept, not copied: it must outlive the process's
- * use of the device); *id gets its number. ValueError when a device of the
- * same name and index is registered already, or the registry is full. */
+ * use of the device); *id gets its number. Thread-safe (states on several
+ * threads may load a device's module at once). ValueError when a device of
+ * the same name and index is registered already, or the registry is full. */
 CELL_API cell_status cell_device_register(const cell_device_table *table, int *id);
 /* Registered devices (the CPU included), and the name of one: "CPU", or
  * "<NAME>:<index>" for the others ("TEST:0"); NULL for an unknown id. */

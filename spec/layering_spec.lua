@@ -2,12 +2,13 @@
 -- `cell` requires `cell` itself (they require cell.core, cell.parameter,
 -- ... directly), so loading any of them loads no cycle through
 -- lua/cell/init.lua; and cell.ops shows none of the engine's `_` names.
--- cell.ffi and cell.doc are add-ons above cell (cell never loads them).
+-- cell.ffi and cell.doc require only what they use too; the REPL alone
+-- sits above cell (it is the program that loads cell).
 local H = require "helpers"
 local cell = H.cell
 
 local LUA = os.getenv("CELL_LUA") or "lua5.4"
-local ABOVE = { ["lua/cell/ffi.lua"] = true, ["lua/cell/doc.lua"] = true, ["lua/cell/repl.lua"] = true }
+local ABOVE = { ["lua/cell/repl.lua"] = true }
 
 local function lua_files()
   local p = io.popen("find lua/cell -name '*.lua' | sort")
@@ -48,6 +49,25 @@ describe("the Lua layer", function()
       assert.are.equal(0, rc, m .. ": " .. err)
       assert.are.equal("clean", out, m)
     end
+  end)
+
+  it("loads cell.doc, and cell.ffi under LuaJIT, without loading cell", function()
+    local mods = { "cell.doc" }
+    if LUA:find("luajit", 1, true) then mods[2] = "cell.ffi" end
+    for _, m in ipairs(mods) do
+      local code = ("local m = require \"%s\"; "
+        .. "io.write(package.loaded.cell == nil and \"clean\" or \"loaded cell\")"):format(m)
+      local out, err, rc = H.run(LUA .. " -e '" .. code .. "'")
+      assert.are.equal(0, rc, m .. ": " .. err)
+      assert.are.equal("clean", out, m)
+    end
+    -- without cell, the doc still finds the engine's functions by value
+    local code = "local core = require 'cell.core'; local doc = require 'cell.doc'; "
+      .. "local e = doc.entry_for_value(core.zeros); "
+      .. "io.write(e and e.name or 'none', ' ', tostring(package.loaded.cell == nil))"
+    local out, err, rc = H.run(LUA .. " -e \"" .. code .. "\"")
+    assert.are.equal(0, rc, err)
+    assert.are.equal("cell.zeros true", out)
   end)
 
   it("keeps lazy loading: cell's submodules load on first use", function()

@@ -73,7 +73,7 @@ void test_device_all(void) {
   /* Inputs on two devices: a ValueError naming both. */
   cell_tensor *bad = NULL;
   CHECK(cell_op_binary(CELL_OP_ADD, a2, d, &bad) == CELL_ERR_VALUE && bad == NULL);
-  CHECK(strstr(cell_last_error(), "tensors on different devices: CPU and TEST:0") != NULL);
+  CHECK(strstr(cell_last_error(), "add: tensors on different devices: CPU and TEST:0") != NULL);
 
   /* TEST:1 declines mm: NotImplementedError naming the op and the device. */
   cell_tensor *d1;

@@ -404,6 +404,7 @@ end
 
 local reference -- { list = {...}, by_key = {...} }, read once
 local by_value -- entry by the function, class or module it documents
+local by_value_cell -- the cell namespace by_value was built with (nil: before cell loaded)
 
 --- The lookup key of a name: `cell.nn.X` is `nn.X`, `:` is `.`.
 local function key_of(name)
@@ -441,11 +442,29 @@ function M.reload()
   by_value = nil
 end
 
+--- The namespace `cell.x` names resolve in: `cell` itself once the
+-- program loaded it, else what it is made of and the program loaded (the
+-- engine's functions, the loaded submodules). The lookup is for values the
+-- program holds, so it loads nothing, and `cell` least of all (cell.doc
+-- sits beside cell, not above it).
+local function namespace()
+  local cell = package.loaded.cell
+  if type(cell) == "table" then return cell end
+  return setmetatable({}, {
+    __index = function(_, k)
+      local m = package.loaded["cell." .. k]
+      if m ~= nil then return m end
+      if type(k) == "string" and k:sub(1, 1) ~= "_" then return core[k] end
+      return nil
+    end,
+  })
+end
+
 --- The value a reference name refers to, or nil: `Tensor:sum`,
 -- `Parameter:set_data`, `nn.Dense`, `cell.dataset.Batches:each`, `cell.x.y`.
 local function value_of(name)
   local ok, v = pcall(function()
-    local cell = require "cell"
+    local cell = namespace()
     local roots = {
       cell = cell, nn = cell.nn, Tensor = core.Tensor,
       Parameter = require("cell.parameter").methods,
@@ -475,8 +494,8 @@ end
 function M.entry_for_value(v)
   local tv = type(v)
   if tv ~= "function" and tv ~= "table" then return nil end
-  if not by_value then
-    by_value = {}
+  if not by_value or by_value_cell ~= package.loaded.cell then -- rebuilt once cell loads
+    by_value, by_value_cell = {}, package.loaded.cell
     for _, e in ipairs(M.reference().list) do
       local x = value_of(e.name)
       local tx = type(x)

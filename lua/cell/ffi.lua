@@ -27,8 +27,9 @@ if not has_ffi then
     .. "(use the cell module itself there)", 2)
 end
 
-local cell = require "cell"
-local core = cell.core
+-- Only the engine's binding: cell.ffi sits beside cell, not above it, and
+-- loads nothing of the Lua layer (a LuaJIT host may use it alone).
+local core = require "cell.core"
 
 local F = {}
 
@@ -123,7 +124,7 @@ local check = F.check
 -- alive. A handle passes through unchanged.
 function F.handle(t)
   if type(t) == "cdata" then return t end
-  if not cell.is_tensor(t) then
+  if not core.is_tensor(t) then
     error("TypeError: expected a Tensor or a tensor handle, got " .. type(t), 3)
   end
   return ffi.cast(tensor_ptr, core._ffi_handle(t))

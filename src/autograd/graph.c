@@ -598,9 +598,12 @@ static cell_status propagate(struct cell_ag_pass *p) {
     for (int i = 0; i < n->n_inputs; i++) gin[i] = NULL;
     cell_tensor *g = p->ent[k].grad;
     p->ent[k].grad = NULL;
-    /* The rule makes its tensors on the gradient's device. */
+    /* The rule makes its tensors on the gradient's device; a device error
+     * in it names the node. */
     int dev_saved = g ? cell_device_enter(cell_tensor_device(g)) : 0;
+    const char *op_saved = cell_op_enter(n->name);
     s = !g ? CELL_OK : p->create ? backward_creating(n, g, gin) : n->backward(n, g, gin);
+    cell_op_leave(op_saved);
     if (g) cell_device_leave(dev_saved);
     cell_tensor_release(g);
     for (int i = 0; i < n->n_inputs; i++) {

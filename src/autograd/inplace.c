@@ -10,6 +10,7 @@
 #include "autograd.h"
 #include "../core/alloc.h"
 #include "../ops/kernels.h"
+#include "../ops/device.h"
 #include <stdio.h>
 
 static cell_ag_meta *meta(const cell_tensor *t) { return (cell_ag_meta *)t->autograd; }
@@ -215,14 +216,20 @@ static const char *ip_name(const ip_op *o) {
   }
 }
 
+/* The in-place kernel; a device error in it names the op ("mul_" reads
+ * as "mul", the family the out-of-place form names too). */
 static cell_status raw(const ip_op *o, cell_tensor *t) {
+  const char *saved = cell_op_enter(ip_name(o));
+  cell_status s;
   switch (o->kind) {
-  case IP_BINARY: return cell_k_binary_((cell_binop)o->op, t, o->other);
-  case IP_SCALAR: return cell_k_binary_scalar_((cell_binop)o->op, t, o->v, o->v_is_float);
-  case IP_UNARY: return cell_k_unary_((cell_unop)o->op, t);
-  case IP_COPY: return cell_k_copy_(t, o->other);
-  default: return cell_k_fill_(t, o->v);
+  case IP_BINARY: s = cell_k_binary_((cell_binop)o->op, t, o->other); break;
+  case IP_SCALAR: s = cell_k_binary_scalar_((cell_binop)o->op, t, o->v, o->v_is_float); break;
+  case IP_UNARY: s = cell_k_unary_((cell_unop)o->op, t); break;
+  case IP_COPY: s = cell_k_copy_(t, o->other); break;
+  default: s = cell_k_fill_(t, o->v); break;
   }
+  cell_op_leave(saved);
+  return s;
 }
 
 /* What a tensor is called in the messages: "a Float32 tensor of shape [2, 3]". */

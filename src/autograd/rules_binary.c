@@ -3,6 +3,7 @@
 #include "autograd.h"
 #include "../ops/kernels.h"
 #include "../ops/ew.h"
+#include "../ops/device.h"
 
 /* The rules here compute with the recording ops (cell_op_*, the views of
  * rules_shape.c): grad mode is off during an ordinary backward pass, where
@@ -191,8 +192,8 @@ static const struct {
 };
 _Static_assert(sizeof rules / sizeof rules[0] == CELL_BINOP_COUNT, "a backward rule per binary op");
 
-cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
-                           cell_tensor **out) {
+static cell_status binary_op(cell_binop op, const cell_tensor *a, const cell_tensor *b,
+                             cell_tensor **out) {
   const cell_tensor *in[2] = {a, b};
   if ((unsigned)op >= CELL_BINOP_COUNT || !rules[op].backward || !a || !b || !cell_ag_wants(2, in))
     return cell_k_binary(op, a, b, out);
@@ -216,10 +217,15 @@ cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tenso
   return cell_ag_finish(n, s, out);
 }
 
+cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
+                           cell_tensor **out) {
+  CELL_OP_NAMED(cell_binop_name(op), binary_op(op, a, b, out));
+}
+
 /* With a number on one side: the number becomes a 0-d tensor that needs no
  * gradient, so the tensor-tensor rule serves. */
-cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double v, int v_is_float,
-                                  int reversed, cell_tensor **out) {
+static cell_status binary_scalar_op(cell_binop op, const cell_tensor *t, double v, int v_is_float,
+                                    int reversed, cell_tensor **out) {
   const cell_tensor *in[1] = {t};
   if (!t || !cell_ag_wants(1, in)) return cell_k_binary_scalar(op, t, v, v_is_float, reversed, out);
   cell_tensor *sc;
@@ -228,6 +234,11 @@ cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double v,
   cell_status s = reversed ? cell_op_binary(op, sc, t, out) : cell_op_binary(op, t, sc, out);
   cell_tensor_release(sc);
   return s;
+}
+
+cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double v, int v_is_float,
+                                  int reversed, cell_tensor **out) {
+  CELL_OP_NAMED(cell_binop_name(op), binary_scalar_op(op, t, v, v_is_float, reversed, out));
 }
 
 /* --- matrix products ------------------------------------------------------------ */

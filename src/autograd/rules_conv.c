@@ -12,6 +12,7 @@
 #include "../ops/kernels.h"
 #include "../ops/ops.h"
 #include "../ops/conv.h"
+#include "../ops/device.h"
 
 /* The arguments of the three nodes: the forward's geometry. */
 typedef struct {
@@ -48,9 +49,9 @@ static cell_status conv2d_backward(cell_node *n, const cell_tensor *gy, cell_ten
   return cell_ag_give(n, 2, s, gb, gin);
 }
 
-cell_status cell_op_conv2d(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
-                           const int64_t *stride, const int64_t *padding, const int64_t *dilation,
-                           int64_t groups, cell_tensor **out) {
+static cell_status conv2d_op(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
+                             const int64_t *stride, const int64_t *padding,
+                             const int64_t *dilation, int64_t groups, cell_tensor **out) {
   const cell_tensor *in[3] = {x, w, b};
   if (!x || !w || !out || !cell_ag_wants(3, in))
     return cell_k_conv2d(x, w, b, stride, padding, dilation, groups, out);
@@ -68,6 +69,12 @@ cell_status cell_op_conv2d(const cell_tensor *x, const cell_tensor *w, const cel
   s = cell_ag_finish(n, s, &r);
   if (s == CELL_OK) *out = r;
   return s;
+}
+
+cell_status cell_op_conv2d(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
+                           const int64_t *stride, const int64_t *padding, const int64_t *dilation,
+                           int64_t groups, cell_tensor **out) {
+  CELL_OP_NAMED("conv2d", conv2d_op(x, w, b, stride, padding, dilation, groups, out));
 }
 
 /* --- pools ------------------------------------------------------------------------ */

@@ -3,7 +3,7 @@
  * min; max / min along a dimension), var / std, p-norms and cumsum.
  *
  * Most rules are elementwise in the gradient, the saved input and the saved
- * output: they run as one pass of cell_ew (src/ops/ew.c), which loads its
+ * output: they run as one pass of the kernel ew (src/ops/ew.c), which loads its
  * operands as doubles, so every float dtype and stride layout is served and
  * a rule makes one tensor instead of a chain of temporaries. Reductions
  * bring the gradient (and the saved result) back to the input's rank as a
@@ -17,35 +17,16 @@
  * (the *_graph functions); prod, cumsum and the inf-norm are not twice
  * differentiable here, gelu only twice. */
 #include "autograd.h"
-#include "../core/iter.h"
 #include "../ops/kernels.h"
 #include "../ops/ops.h"
-#include "../ops/ew.h"
 #include "../ops/device.h"
 
-/* ew on the device of its operands: a host routine, run through the
- * device's run_host (devices whose memory the host cannot map decline). */
-typedef struct {
-  ew_op op;
-  double k0, k1;
-  cell_dtype dt;
-  int ndim;
-  const int64_t *shape;
-  const cell_tensor *a, *b, *c;
-  cell_tensor **out;
-} ew_args;
-
-static cell_status ew_thunk(void *p) {
-  ew_args *x = p;
-  return cell_ew(x->op, x->k0, x->k1, x->dt, x->ndim, x->shape, x->a, x->b, x->c, x->out);
-}
-
+/* A gradient formula in one pass: the kernel ew (src/ops/ew.c), run by
+ * the device of its operands. */
 static cell_status ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
                       const int64_t *shape, const cell_tensor *a, const cell_tensor *b,
                       const cell_tensor *c, cell_tensor **out) {
-  ew_args x = {op, k0, k1, dt, ndim, shape, a, b, c, out};
-  const cell_tensor *ts[3] = {a, b, c};
-  return cell_device_run_host("autograd", 3, ts, ew_thunk, &x);
+  return cell_k_ew(op, k0, k1, dt, ndim, shape, a, b, c, out);
 }
 
 cell_status cell_ag_ew(int op, double k0, double k1, cell_dtype dt, int ndim, const int64_t *shape,
@@ -353,7 +334,7 @@ static cell_status unary_backward(cell_node *n, const cell_tensor *g, cell_tenso
   return cell_ag_give(n, 0, s, t, gin);
 }
 
-cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
+static cell_status unary_op(cell_unop op, const cell_tensor *a, cell_tensor **out) {
   const cell_tensor *in[1] = {a};
   if ((unsigned)op >= CELL_UNOP_COUNT || !a || !out || unary_rules[op].kind == RULE_NONE ||
       !cell_ag_wants(1, in))
@@ -376,6 +357,10 @@ cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out)
     if (s == CELL_OK && (unary_rules[op].save & SAVE_Y)) s = cell_ag_save(n, r);
   }
   return record_end(n, s, r, out);
+}
+
+cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
+  CELL_OP_NAMED(cell_unop_name(op), unary_op(op, a, out));
 }
 
 /* --- clamp, where, masked_fill ---------------------------------------------------------- */
@@ -872,17 +857,8 @@ cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *d
 
 /* --- cumsum ------------------------------------------------------------------------------------ */
 
-typedef struct {
-  const cell_tensor *g;
-  int nd;
-  const int64_t *shape;
-  int64_t outer, len, inner;
-  cell_tensor **gc, **w;
-} cumsum_args;
-static cell_status cumsum_thunk(void *p);
-
-/* The gradient is the reverse cumulative sum of g along dim, accumulated
- * in double (a float64 scratch, converted by cell_ag_grad_for). */
+/* The gradient is the reverse cumulative sum of g along dim (the kernel
+ * cumsum_reverse, which accumulates in double). */
 static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   if (!n->in[0].next) return CELL_OK;
   int dim = *CELL_AG_ARGS(n, int), nd = n->in[0].ndim; /* args: the dim */
@@ -893,47 +869,9 @@ static cell_status cumsum_backward(cell_node *n, const cell_tensor *g, cell_tens
                       n->name, cell_shape_str(g->ndim, g->shape, b1, sizeof b1),
                       cell_shape_str(nd, shape, b2, sizeof b2));
   }
-  int64_t outer = 1, len = 1, inner = 1;
-  for (int d = 0; d < nd; d++) {
-    if (d < dim) outer *= shape[d];
-    else if (d == dim) len = shape[d];
-    else inner *= shape[d];
-  }
-  cell_tensor *gc = NULL, *w = NULL;
-  cumsum_args x = {g, nd, shape, outer, len, inner, &gc, &w};
-  const cell_tensor *ts[1] = {g};
-  cell_status s = cell_device_run_host("cumsum", 1, ts, cumsum_thunk, &x);
-  cell_tensor_release(gc);
+  cell_tensor *w = NULL;
+  cell_status s = cell_k_cumsum_reverse(g, dim, &w);
   return cell_ag_give(n, 0, s, w, gin);
-}
-
-static cell_status cumsum_thunk(void *p) {
-  cumsum_args *x = p;
-  const cell_tensor *g = x->g;
-  int nd = x->nd;
-  const int64_t *shape = x->shape;
-  int64_t outer = x->outer, len = x->len, inner = x->inner;
-  cell_status s = cell_k_contiguous(g, x->gc);
-  cell_tensor *gc = *x->gc;
-  if (s == CELL_OK) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd, shape, x->w);
-  cell_tensor *w = *x->w;
-  if (s == CELL_OK && outer * len * inner > 0) {
-    const char *src = cell_tensor_base(gc);
-    double *dst = (double *)cell_tensor_base(w);
-    int64_t es = cell_dtype_size(gc->dtype);
-    cell_dtype gdt = gc->dtype;
-    int par = outer > 1 && outer * len * inner >= CELL_PARALLEL_GRAIN && cell_ctx()->num_threads > 1;
-    CELL_FOR(par, int64_t, o, outer, {
-      for (int64_t k = len - 1; k >= 0; k--) {
-        int64_t off = (o * len + k) * inner;
-        double *row = dst + off;
-        cell_load_run(gdt, src + off * es, es, inner, row);
-        if (k < len - 1)
-          for (int64_t i = 0; i < inner; i++) row[i] += row[i + inner];
-      }
-    });
-  }
-  return s;
 }
 
 cell_status cell_op_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {

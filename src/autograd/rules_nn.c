@@ -15,6 +15,7 @@
 #include "../ops/kernels.h"
 #include "../ops/ops.h"
 #include "../ops/nn.h"
+#include "../ops/device.h"
 
 static const char *const nn_node_names[] = {
     [NN_SOFTMAX] = "SoftmaxBackward",
@@ -104,11 +105,11 @@ static cell_status softmax_op(const cell_tensor *x, int dim, int log_, cell_tens
 }
 
 cell_status cell_op_softmax(const cell_tensor *x, int dim, cell_tensor **out) {
-  return softmax_op(x, dim, 0, out);
+  CELL_OP_NAMED("softmax", softmax_op(x, dim, 0, out));
 }
 
 cell_status cell_op_log_softmax(const cell_tensor *x, int dim, cell_tensor **out) {
-  return softmax_op(x, dim, 1, out);
+  CELL_OP_NAMED("log_softmax", softmax_op(x, dim, 1, out));
 }
 
 /* --- batch_norm, layer_norm --------------------------------------------------------------- */

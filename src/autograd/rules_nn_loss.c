@@ -11,6 +11,7 @@
 #include "../ops/kernels.h"
 #include "../ops/ops.h"
 #include "../ops/nn.h"
+#include "../ops/device.h"
 
 /* --- cross_entropy, nll_loss -------------------------------------------------------------- */
 
@@ -148,12 +149,12 @@ static cell_status pointwise_op(cell_loss_kind kind, const cell_tensor *x, const
 
 cell_status cell_op_mse_loss(const cell_tensor *x, const cell_tensor *y, cell_reduction reduction,
                              cell_tensor **out) {
-  return pointwise_op(CELL_LOSS_MSE, x, y, reduction, out);
+  CELL_OP_NAMED("mse_loss", pointwise_op(CELL_LOSS_MSE, x, y, reduction, out));
 }
 
 cell_status cell_op_l1_loss(const cell_tensor *x, const cell_tensor *y, cell_reduction reduction,
                             cell_tensor **out) {
-  return pointwise_op(CELL_LOSS_L1, x, y, reduction, out);
+  CELL_OP_NAMED("l1_loss", pointwise_op(CELL_LOSS_L1, x, y, reduction, out));
 }
 
 /* --- bce_with_logits ---------------------------------------------------------------------------- */

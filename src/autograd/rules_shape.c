@@ -12,7 +12,7 @@
 #include "autograd.h"
 #include "../core/alloc.h"
 #include "../ops/kernels.h"
-#include "../ops/device.h"
+#include "../ops/kernel_list.h"
 
 /* --- helpers ---------------------------------------------------------------- */
 
@@ -333,142 +333,15 @@ cell_status cell_op_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **
 
 /* --- gather, scatter, index_select ----------------------------------------------- */
 
-#define WALK_MAX 3
-#define POLL_MASK 0xffff
-
-/* An operand of walk(): addressed at the index's multi-index through st,
- * plus pst times the position the index value gives (a target: st[dim] is
- * 0 and pst its stride along dim; an operand shaped like the index: pst 0). */
-typedef struct walk_op {
-  char *base;
-  int64_t es; /* element size */
-  int64_t st[CELL_MAX_DIMS];
-  int64_t pst;
-} walk_op;
-
-typedef void (*walk_fn)(const void *ctx, char **p);
-
-static void walk_operand(walk_op *w, const cell_tensor *t, int dim, int is_target) {
-  w->base = cell_tensor_base(t);
-  w->es = cell_dtype_size(t->dtype);
-  for (int d = 0; d < t->ndim; d++) w->st[d] = is_target && d == dim ? 0 : t->stride[d];
-  w->pst = is_target && t->ndim ? t->stride[dim] : 0;
-}
-
-/* Every element of index, row-major (backwards when reverse): the position
- * its value gives (counted from base, checked against size), then fn on the
- * operands' elements there. */
-static cell_status walk_host(const char *op, const cell_tensor *index, int64_t base, int64_t size,
-                             int nops, const walk_op *ops, int reverse, walk_fn fn, const void *ctx);
-
-/* walk on the index's device: a host routine, through the device's run_host. */
-typedef struct {
-  const char *op;
-  const cell_tensor *index;
-  int64_t base, size;
-  int nops;
-  const walk_op *ops;
-  int reverse;
-  walk_fn fn;
-  const void *ctx;
-} walk_args;
-
-static cell_status walk_thunk(void *p) {
-  walk_args *x = p;
-  return walk_host(x->op, x->index, x->base, x->size, x->nops, x->ops, x->reverse, x->fn, x->ctx);
-}
-
-static cell_status walk(const char *op, const cell_tensor *index, int64_t base, int64_t size,
-                        int nops, const walk_op *ops, int reverse, walk_fn fn, const void *ctx) {
-  walk_args x = {op, index, base, size, nops, ops, reverse, fn, ctx};
-  const cell_tensor *ts[1] = {index};
-  return cell_device_run_host(op, 1, ts, walk_thunk, &x);
-}
-
-static cell_status walk_host(const char *op, const cell_tensor *index, int64_t base, int64_t size,
-                             int nops, const walk_op *ops, int reverse, walk_fn fn, const void *ctx) {
-  int nd = index->ndim;
-  int64_t n = cell_tensor_numel(index);
-  if (n == 0) return CELL_OK;
-  int64_t ies = cell_dtype_size(index->dtype);
-  const char *ip = cell_tensor_base(index);
-  int64_t cnt[CELL_MAX_DIMS], io = 0, off[WALK_MAX] = {0};
-  for (int d = 0; d < nd; d++) {
-    cnt[d] = reverse ? index->shape[d] - 1 : 0;
-    io += cnt[d] * index->stride[d];
-    for (int k = 0; k < nops; k++) off[k] += cnt[d] * ops[k].st[d];
-  }
-  for (int64_t e = 0; e < n; e++) {
-    if ((e & POLL_MASK) == POLL_MASK && cell_ctx()->interrupt)
-      return cell_error(CELL_ERR_INTERRUPT, "interrupted");
-    int64_t v = cell_load_i64(index->dtype, ip + io * ies), pos;
-    if (__builtin_sub_overflow(v, base, &pos) || pos < 0 || pos >= size)
-      return cell_error(CELL_ERR_INDEX,
-                        "%s: index %lld is out of range for a dimension of size %lld "
-                        "(indices count from %lld)",
-                        op, (long long)v, (long long)size, (long long)base);
-    char *p[WALK_MAX];
-    for (int k = 0; k < nops; k++) p[k] = ops[k].base + (off[k] + pos * ops[k].pst) * ops[k].es;
-    fn(ctx, p);
-    for (int d = nd - 1; d >= 0; d--) {
-      int64_t last = index->shape[d] - 1;
-      if (!reverse && cnt[d] < last) {
-        cnt[d]++;
-        io += index->stride[d];
-        for (int k = 0; k < nops; k++) off[k] += ops[k].st[d];
-        break;
-      }
-      if (reverse && cnt[d] > 0) {
-        cnt[d]--;
-        io -= index->stride[d];
-        for (int k = 0; k < nops; k++) off[k] -= ops[k].st[d];
-        break;
-      }
-      int64_t back = reverse ? last : -last; /* wrap this digit */
-      cnt[d] = reverse ? last : 0;
-      io += back * index->stride[d];
-      for (int k = 0; k < nops; k++) off[k] += back * ops[k].st[d];
-    }
-  }
-  return CELL_OK;
-}
-
-typedef struct {
-  cell_dtype from, to;
-} pair_ctx;
-
-static void no_elem(const void *vctx, char **p) {
-  (void)vctx;
-  (void)p;
-}
-
-/* p[1] += p[0] */
-static void add_elem(const void *vctx, char **p) {
-  const pair_ctx *c = vctx;
-  if (c->from == CELL_DTYPE_F32 && c->to == CELL_DTYPE_F32) {
-    *(float *)p[1] += *(const float *)p[0];
-  } else if (c->from == CELL_DTYPE_F64 && c->to == CELL_DTYPE_F64) {
-    *(double *)p[1] += *(const double *)p[0];
-  } else {
-    cell_store_f64(c->to, p[1], cell_load_f64(c->to, p[1]) + cell_load_f64(c->from, p[0]));
-  }
-}
-
 /* Zeros of the input's shape with g added at the positions index gives
- * along dim (repeated positions accumulate): the gradient of gather. index
- * and g have the same shape and as many dims as the input. */
-static cell_status index_add(const char *op, cell_node *n, const cell_tensor *g,
-                             const cell_tensor *index, int dim, int64_t base, cell_tensor **gin) {
+ * along dim (repeated positions accumulate; the kernel scatter_add_): the
+ * gradient of gather. index and g have the same shape and as many dims as
+ * the input. */
+static cell_status index_add(cell_node *n, const cell_tensor *g, const cell_tensor *index, int dim,
+                             int64_t base, cell_tensor **gin) {
   cell_tensor *z = NULL;
-  cell_dtype dt = acc_dtype(g->dtype);
-  cell_status s = zeros(dt, n->in[0].ndim, n->in[0].shape, &z);
-  if (s == CELL_OK) {
-    walk_op ops[2];
-    walk_operand(&ops[0], g, dim, 0);
-    walk_operand(&ops[1], z, dim, 1);
-    pair_ctx c = {g->dtype, dt};
-    s = walk(op, index, base, z->ndim ? z->shape[dim] : 1, 2, ops, 0, add_elem, &c);
-  }
+  cell_status s = zeros(acc_dtype(g->dtype), n->in[0].ndim, n->in[0].shape, &z);
+  if (s == CELL_OK) s = cell_k_scatter_add_(z, dim, index, g, base);
   return cell_ag_give(n, 0, s, z, gin);
 }
 
@@ -481,7 +354,7 @@ typedef struct {
 static cell_status gather_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   if (!n->in[0].next) return CELL_OK;
   const index_args *a = CELL_AG_ARGS(n, index_args);
-  return index_add("gather", n, g, n->saved[0], a->dim, a->index_base, gin);
+  return index_add(n, g, n->saved[0], a->dim, a->index_base, gin);
 }
 
 cell_status cell_op_gather(const cell_tensor *a, int dim, const cell_tensor *index,
@@ -497,14 +370,53 @@ cell_status cell_op_gather(const cell_tensor *a, int dim, const cell_tensor *ind
   return cell_ag_finish(n, s, out);
 }
 
-/* Walked backwards over the index: the first visit of a target position
- * (p[2], a byte mask) is the write the forward pass kept (the last one), so
- * p[0] (src's gradient) gets g there (p[1]); later visits leave it 0. */
-static void claim_elem(const void *vctx, char **p) {
-  const pair_ctx *c = vctx;
-  if (*(unsigned char *)p[2]) return;
-  *(unsigned char *)p[2] = 1;
-  cell_store_f64(c->to, p[0], cell_load_f64(c->from, p[1]));
+/* src's gradient (src of shape src_shape): g at the position each element
+ * of src within the index's shape was written to, where that write is the
+ * one the forward pass kept (the last of its position, row-major), else 0;
+ * 0 outside the index's shape. In ops: the writes numbered 0, 1, ... in the
+ * index's shape are scattered as the forward did (each position keeps its
+ * last writer's number), gathered back, and g is kept where the number is
+ * the write's own. */
+static cell_status scatter_src_grad(const cell_tensor *g, const cell_tensor *index, int dim,
+                                    int64_t base, int nd, const int64_t *src_shape,
+                                    cell_tensor **out) {
+  cell_tensor *ids = NULL, *idv = NULL, *none = NULL, *kept = NULL, *back = NULL, *lost = NULL,
+              *gg = NULL, *r = NULL;
+  int64_t pads[2 * CELL_MAX_DIMS];
+  bool padded = false;
+  for (int d = 0; d < nd; d++) {
+    pads[2 * (nd - 1 - d)] = 0;
+    pads[2 * (nd - 1 - d) + 1] = src_shape[d] - index->shape[d];
+    if (src_shape[d] != index->shape[d]) padded = true;
+  }
+  cell_status s =
+      cell_k_arange(0.0, (double)cell_tensor_numel(index), 1.0, CELL_DTYPE_I64, &ids);
+  if (s == CELL_OK) s = cell_k_reshape(ids, index->ndim, index->shape, &idv);
+  if (s == CELL_OK) s = cell_k_full(CELL_DTYPE_I64, g->ndim, g->shape, -1.0, &none);
+  if (s == CELL_OK) s = cell_k_scatter(none, dim, index, idv, base, &kept);
+  if (s == CELL_OK) s = cell_k_gather(kept, dim, index, base, &back);
+  if (s == CELL_OK) s = cell_k_binary(CELL_OP_NE, back, idv, &lost);
+  if (s == CELL_OK) s = cell_k_gather(g, dim, index, base, &gg);
+  if (s == CELL_OK) s = cell_k_masked_fill(gg, lost, 0.0, &r);
+  if (s == CELL_OK && padded) {
+    cell_tensor *p = NULL;
+    s = cell_k_pad(r, nd, pads, 0.0, &p);
+    cell_tensor_release(r);
+    r = s == CELL_OK ? p : NULL;
+  }
+  cell_tensor_release(ids);
+  cell_tensor_release(idv);
+  cell_tensor_release(none);
+  cell_tensor_release(kept);
+  cell_tensor_release(back);
+  cell_tensor_release(lost);
+  cell_tensor_release(gg);
+  if (s != CELL_OK) {
+    cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
 }
 
 /* Inputs a (0) and src (1); saved[0]: the index. a gets g with the overwritten positions zeroed; src
@@ -523,18 +435,8 @@ static cell_status scatter_backward(cell_node *n, const cell_tensor *g, cell_ten
     s = cell_ag_give(n, 0, s, t, gin);
   }
   if (s == CELL_OK && n->in[1].next) {
-    cell_tensor *r = NULL, *mask = NULL;
-    s = zeros(g->dtype, n->in[1].ndim, n->in[1].shape, &r);
-    if (s == CELL_OK) s = zeros(CELL_DTYPE_U8, g->ndim, g->shape, &mask);
-    if (s == CELL_OK) {
-      walk_op ops[3];
-      walk_operand(&ops[0], r, dim, 0);
-      walk_operand(&ops[1], g, dim, 1);
-      walk_operand(&ops[2], mask, dim, 1);
-      pair_ctx c = {g->dtype, g->dtype};
-      s = walk("scatter", index, base, g->ndim ? g->shape[dim] : 1, 3, ops, 1, claim_elem, &c);
-    }
-    cell_tensor_release(mask);
+    cell_tensor *r = NULL;
+    s = scatter_src_grad(g, index, dim, base, n->in[1].ndim, n->in[1].shape, &r);
     s = cell_ag_give(n, 1, s, r, gin);
   }
   return s;
@@ -562,19 +464,16 @@ static cell_status index_select_backward(cell_node *n, const cell_tensor *g, cel
   const cell_tensor *index = n->saved[0];
   int dim = CELL_AG_ARGS(n, index_args)->dim;
   int64_t base = CELL_AG_ARGS(n, index_args)->index_base;
-  if (g->ndim == 0) { /* a 0-D input: g is its gradient once the index checks */
-    walk_op none = {.base = NULL};
-    CELL_TRY(walk("index_select", index, base, 1, 0, &none, 0, no_elem, NULL));
+  if (g->ndim == 0) /* a 0-D input: g is its gradient (the forward pass checked the index) */
     return cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]);
-  }
-  cell_tensor iv = *index; /* a header on the stack: walk() only reads it */
+  cell_tensor iv = *index; /* a header on the stack: the kernel only reads it */
   iv.ndim = g->ndim;
   iv.autograd = NULL;
   for (int d = 0; d < g->ndim; d++) {
     iv.shape[d] = g->shape[d];
     iv.stride[d] = d == dim && index->ndim ? index->stride[0] : 0;
   }
-  return index_add("index_select", n, g, &iv, dim, base, gin);
+  return index_add(n, g, &iv, dim, base, gin);
 }
 
 cell_status cell_op_index_select(const cell_tensor *a, int dim, const cell_tensor *index,

@@ -8,18 +8,23 @@
 #include "device.h"
 #include "../core/alloc.h"
 #include "../core/tensor.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 /* --- the registry -------------------------------------------------------------- */
 
-/* Process-wide: devices are registered once, before use, from one thread. */
+/* Process-wide. Registration takes a lock (Lua states on threads may load a
+ * device's module at once) and publishes the count after the entry; the
+ * dispatchers read without one. */
 static const cell_device_table *registry[CELL_MAX_DEVICES] = {&cell_device_cpu};
 static char names[CELL_MAX_DEVICES][48] = {"CPU"};
 static int ndevices = 1;
 static int default_device = 0;
 /* The device of the kernel running on this thread (-1: none). */
 static __thread int current = -1;
+/* The op those kernels serve (cell_op_enter; NULL: none named). */
+static __thread const char *op_name;
 
 const char *const cell_kid_names[CELL_KID_COUNT] = {
 #define CELL_KNAME_(name, params, args, ts) [CELL_KID_##name] = #name,
@@ -28,13 +33,23 @@ const char *const cell_kid_names[CELL_KID_COUNT] = {
     [CELL_KID_cat] = "cat",
     [CELL_KID_stack] = "stack",
     [CELL_KID_batch_norm_update] = "batch_norm_update",
-    [CELL_KID_host] = "host",
 };
+
+static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cell_status register_locked(const cell_device_table *t, int *id);
 
 cell_status cell_device_register(const cell_device_table *t, int *id) {
   if (!t || !t->name || !t->kernels || !t->alloc || !t->free || !t->copy_h2d || !t->copy_d2h ||
       !t->copy_d2d || !t->fill)
     return cell_error(CELL_ERR_VALUE, "device_register: incomplete device table");
+  pthread_mutex_lock(&register_lock);
+  cell_status s = register_locked(t, id);
+  pthread_mutex_unlock(&register_lock);
+  return s;
+}
+
+static cell_status register_locked(const cell_device_table *t, int *id) {
   char name[48];
   snprintf(name, sizeof name, "%s:%d", t->name, t->index);
   for (int i = 0; i < ndevices; i++)
@@ -45,7 +60,7 @@ cell_status cell_device_register(const cell_device_table *t, int *id) {
   memcpy(names[ndevices], name, sizeof name);
   registry[ndevices] = t;
   if (id) *id = ndevices;
-  ndevices++;
+  __atomic_store_n(&ndevices, ndevices + 1, __ATOMIC_RELEASE);
   return CELL_OK;
 }
 
@@ -87,6 +102,13 @@ int cell_device_enter(int dev) {
 }
 void cell_device_leave(int saved) { current = saved; }
 
+const char *cell_op_enter(const char *name) {
+  const char *saved = op_name;
+  if (!saved) op_name = name;
+  return saved;
+}
+void cell_op_leave(const char *saved) { op_name = saved; }
+
 /* --- dispatch -------------------------------------------------------------------- */
 
 cell_status cell_device_pick(cell_kid id, int nt, const cell_tensor *const *ts, int *dev) {
@@ -98,13 +120,13 @@ cell_status cell_device_pick(cell_kid id, int nt, const cell_tensor *const *ts, 
       d = e;
     else if (e != d)
       return cell_error(CELL_ERR_VALUE, "%s: tensors on different devices: %s and %s",
-                        cell_kid_names[id], names[d], names[e]);
+                        op_name ? op_name : cell_kid_names[id], names[d], names[e]);
   }
   if (d < 0) d = current >= 0 ? current : default_device;
   const cell_device_table *t = registry[d];
   if (t->supports_op && !t->supports_op(t->ctx, id, nt, ts))
-    return cell_error(CELL_ERR_NOTIMPL, "%s is not supported on device %s", cell_kid_names[id],
-                      names[d]);
+    return cell_error(CELL_ERR_NOTIMPL, "%s is not supported on device %s",
+                      op_name ? op_name : cell_kid_names[id], names[d]);
   *dev = d;
   return CELL_OK;
 }
@@ -161,21 +183,6 @@ void cell_k_batch_norm_update(cell_tensor *running_mean, cell_tensor *running_va
   int saved = cell_device_enter(d);
   registry[d]->kernels->batch_norm_update(running_mean, running_var, mean, var, count, momentum);
   cell_device_leave(saved);
-}
-
-cell_status cell_device_run_host(const char *op, int nt, const cell_tensor *const *ts,
-                                 cell_status (*fn)(void *arg), void *arg) {
-  int d;
-  cell_status s = cell_device_pick(CELL_KID_host, nt, ts, &d);
-  if (s != CELL_OK) return s;
-  const cell_device_table *t = registry[d];
-  if (d == 0) return fn(arg);
-  if (!t->run_host)
-    return cell_error(CELL_ERR_NOTIMPL, "%s is not supported on device %s", op, names[d]);
-  int saved = cell_device_enter(d);
-  s = t->run_host(t->ctx, fn, arg);
-  cell_device_leave(saved);
-  return s;
 }
 
 cell_status cell_op_argmax(const cell_tensor *a, int dim, int keepdim, int is_min,
@@ -309,11 +316,6 @@ static cell_status cpu_fill(void *ctx, void *dst, size_t n, const void *pat, siz
   for (size_t i = 0; i + psize <= n; i += psize) memcpy((char *)dst + i, pat, psize);
   return CELL_OK;
 }
-static cell_status cpu_run_host(void *ctx, cell_status (*fn)(void *), void *arg) {
-  (void)ctx;
-  return fn(arg);
-}
-
 const cell_kernels cell_cpu_kernels = {
 #define CELL_KCPUROW_(name, params, args, ts) .name = cell_cpu_##name,
     CELL_KERNEL_LIST(CELL_KCPUROW_)
@@ -333,5 +335,4 @@ const cell_device_table cell_device_cpu = {
     .copy_d2d = cpu_copy,
     .fill = cpu_fill,
     .kernels = &cell_cpu_kernels,
-    .run_host = cpu_run_host,
 };

@@ -29,10 +29,6 @@ struct cell_device_table {
   /* Whether the device runs kernel id on these tensors (NULL: all). */
   int (*supports_op)(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts);
   const cell_kernels *kernels;
-  /* Run a host routine with the device's memory readable by the host (a
-   * device whose memory the host can map; NULL: it cannot, and such work
-   * is NotImplementedError). For engine code not yet a kernel. */
-  cell_status (*run_host)(void *ctx, cell_status (*fn)(void *arg), void *arg);
 };
 
 extern const cell_device_table cell_device_cpu;
@@ -47,11 +43,24 @@ int cell_device_current(void);
  * default), checked: ValueError when two differ, NotImplementedError when
  * the device declines kernel id. */
 cell_status cell_device_pick(cell_kid id, int nt, const cell_tensor *const *ts, int *dev);
-/* Run fn(arg) on the host over the memory of ts's device (see run_host). */
-cell_status cell_device_run_host(const char *op, int nt, const cell_tensor *const *ts,
-                                 cell_status (*fn)(void *arg), void *arg);
 /* A host-readable copy of t (t itself, retained, on the CPU). */
 cell_status cell_tensor_to_host(const cell_tensor *t, cell_tensor **out);
+/* The op whose kernels run on this thread, named in the dispatcher's
+ * errors ("add: tensors on different devices: ..."); none set: the
+ * kernel's own name. cell_op_enter sets it unless an outer op has (the op
+ * the caller called is the one named) and returns what cell_op_leave
+ * restores: two thread-local stores per op, no formatting unless an error
+ * is raised. */
+const char *cell_op_enter(const char *name);
+void cell_op_leave(const char *saved);
+/* A public op's body: return call's status, with name the op named. */
+#define CELL_OP_NAMED(name, call)                    \
+  do {                                               \
+    const char *saved_op_ = cell_op_enter(name);     \
+    cell_status s_op_ = (call);                      \
+    cell_op_leave(saved_op_);                        \
+    return s_op_;                                    \
+  } while (0)
 /* Enter / leave a dispatch on device dev (the allocation device). */
 int cell_device_enter(int dev);
 void cell_device_leave(int saved);

@@ -1,5 +1,6 @@
-/* ew.c - the elementwise interpreter of gradient formulas (see ew.h). */
-#include "ew.h"
+/* ew.c - the elementwise interpreter of gradient formulas (see ew.h): the
+ * CPU's kernel ew. */
+#include "kernel_list.h"
 #include "../core/iter.h"
 
 #define EW_CHUNK 256
@@ -141,9 +142,9 @@ static void ew_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
   }
 }
 
-cell_status cell_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
-                      const int64_t *shape, const cell_tensor *a, const cell_tensor *b,
-                      const cell_tensor *c, cell_tensor **out) {
+cell_status cell_cpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
+                        const int64_t *shape, const cell_tensor *a, const cell_tensor *b,
+                        const cell_tensor *c, cell_tensor **out) {
   const cell_tensor *opd[3] = {a, b, c};
   for (int k = 0; k < 3; k++) {
     const cell_tensor *t = opd[k];

@@ -5,7 +5,8 @@
  * pass: operands load as doubles in chunks (cell_load_run), the formula runs
  * on the chunk, and the result is stored in the result's dtype. Autograd's
  * rules (src/autograd/rules_math.c) build their gradients with it, so a rule
- * makes one tensor instead of a chain of temporaries. */
+ * makes one tensor instead of a chain of temporaries. A device runs it as
+ * one of its kernels. */
 #ifndef CELL_OPS_EW_H
 #define CELL_OPS_EW_H
 #include "../core/tensor.h"
@@ -70,12 +71,10 @@ typedef enum {
   EW_FMOD_B      /* -g trunc(a / b) (fmod) */
 } ew_op;
 
-/* A new contiguous tensor of dtype dt and the given shape: op over the
- * operands a, b, c (NULL when unused), each broadcast to that shape; k0, k1
- * are the formula's numbers. RuntimeError when an operand does not
+/* The kernel ew (a row of kernel_list.h: cell_k_ew, the CPU's cell_cpu_ew)
+ * makes a new contiguous tensor of dtype dt and the given shape: op over
+ * the operands a, b, c (NULL when unused), each broadcast to that shape;
+ * k0, k1 are the formula's numbers. RuntimeError when an operand does not
  * broadcast to shape. */
-cell_status cell_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, const int64_t *shape,
-                    const cell_tensor *a, const cell_tensor *b, const cell_tensor *c,
-                    cell_tensor **out);
 
 #endif

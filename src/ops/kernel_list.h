@@ -13,6 +13,7 @@
 #include "../ops/nn.h"
 #include "../ops/conv.h"
 #include "../ops/optim.h"
+#include "../ops/ew.h"
 
 #define CELL_KERNEL_LIST(X) \
   X(binary, (cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (op, a, b, out), (a, b)) \
@@ -38,12 +39,14 @@
   X(diag, (const cell_tensor *a, int64_t offset, int64_t rows, int64_t cols, cell_tensor **out), (a, offset, rows, cols, out), (a)) \
   X(flip, (const cell_tensor *a, int ndims, const int *dims, cell_tensor **out), (a, ndims, dims, out), (a)) \
   X(roll, (const cell_tensor *a, int n, const int64_t *shifts, const int *dims, cell_tensor **out), (a, n, shifts, dims, out), (a)) \
+  X(cumsum_reverse, (const cell_tensor *a, int dim, cell_tensor **out), (a, dim, out), (a)) \
   X(matmul, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
   X(mm, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
   X(bmm, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
   X(dot, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
   X(gather, (const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base, cell_tensor **out), (a, dim, index, index_base, out), (a, index)) \
   X(scatter, (const cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src, int64_t index_base, cell_tensor **out), (a, dim, index, src, index_base, out), (a, index, src)) \
+  X(scatter_add_, (cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src, int64_t index_base), (a, dim, index, src, index_base), (a, index, src)) \
   X(index_select, (const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base, cell_tensor **out), (a, dim, index, index_base, out), (a, index)) \
   X(nonzero, (const cell_tensor *a, int64_t index_base, cell_tensor **out), (a, index_base, out), (a)) \
   X(masked_select, (const cell_tensor *a, const cell_tensor *mask, cell_tensor **out), (a, mask, out), (a, mask)) \
@@ -60,6 +63,7 @@
   X(unary_, (cell_unop op, cell_tensor *a), (op, a), (a)) \
   X(copy_, (cell_tensor *dst, const cell_tensor *src), (dst, src), (dst, src)) \
   X(fill_, (cell_tensor *t, double v), (t, v), (t)) \
+  X(ew, (ew_op op, double k0, double k1, cell_dtype dt, int ndim, const int64_t *shape, const cell_tensor *a, const cell_tensor *b, const cell_tensor *c, cell_tensor **out), (op, k0, k1, dt, ndim, shape, a, b, c, out), (a, b, c)) \
   X(softmax, (const cell_tensor *x, int dim, int log, cell_tensor **out), (x, dim, log, out), (x)) \
   X(softmax_backward, (const cell_tensor *y, const cell_tensor *g, int dim, int log, cell_tensor **gx), (y, g, dim, log, gx), (y, g)) \
   X(batch_norm, (const cell_tensor *x, cell_tensor *running_mean, cell_tensor *running_var, const cell_tensor *weight, const cell_tensor *bias, int training, double momentum, double eps, int update, cell_tensor **out, cell_tensor **mean, cell_tensor **var), (x, running_mean, running_var, weight, bias, training, momentum, eps, update, out, mean, var), (x, running_mean, running_var, weight, bias)) \
@@ -112,7 +116,6 @@ typedef enum cell_kid {
   CELL_KID_cat,
   CELL_KID_stack,
   CELL_KID_batch_norm_update,
-  CELL_KID_host, /* a host routine run over the device's memory (cell_device_run_host) */
   CELL_KID_COUNT
 } cell_kid;
 
@@ -127,8 +130,8 @@ typedef struct cell_kernels {
                             double momentum);
 } cell_kernels;
 
-/* One pointer per id but the host entry (which lives in the device table). */
-_Static_assert(sizeof(cell_kernels) == (CELL_KID_COUNT - 1) * sizeof(void (*)(void)),
+/* One pointer per id. */
+_Static_assert(sizeof(cell_kernels) == CELL_KID_COUNT * sizeof(void (*)(void)),
                "cell_kernels has one pointer per kernel id");
 
 /* The CPU kernels. */

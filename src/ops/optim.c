@@ -6,6 +6,7 @@
 #include "../core/iter.h"
 #include <math.h>
 #include "kernel_list.h"
+#include "device.h"
 
 /* --- SGD ----------------------------------------------------------------------- */
 
@@ -227,7 +228,7 @@ cell_status cell_optim_sgd_step(cell_tensor *param, const cell_tensor *grad, cel
                         cfg->momentum);
     CELL_TRY(check_like(op, "momentum buffer", buf, param, 1));
   }
-  return cell_k_sgd_step(param, grad, buf, cfg);
+  CELL_OP_NAMED(op, cell_k_sgd_step(param, grad, buf, cfg));
 }
 
 cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
@@ -249,5 +250,5 @@ cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, ce
   CELL_TRY(check_like(op, "exp_avg_sq", exp_avg_sq, param, 1));
   if (exp_avg->storage == exp_avg_sq->storage)
     return cell_error(CELL_ERR_VALUE, "%s: exp_avg and exp_avg_sq share storage", op);
-  return cell_k_adam_step(param, grad, exp_avg, exp_avg_sq, cfg);
+  CELL_OP_NAMED(op, cell_k_adam_step(param, grad, exp_avg, exp_avg_sq, cfg));
 }

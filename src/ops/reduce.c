@@ -1006,17 +1006,44 @@ static cell_status cumsum_run(const cell_tensor *a, int dim, cell_tensor *r) {
   return CELL_OK;
 }
 
-cell_status cell_cpu_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {
-  if (!a || !out) return cell_error(CELL_ERR_VALUE, "cumsum: NULL argument");
-  CELL_TRY(cell_check_dim("cumsum", dim, a->ndim));
+/* t's header walking dim backwards: the last element along dim first. */
+static cell_tensor reversed_view(const cell_tensor *t, int dim) {
+  cell_tensor v = *t;
+  if (t->ndim && t->shape[dim] > 0) {
+    v.offset += (t->shape[dim] - 1) * t->stride[dim];
+    v.stride[dim] = -t->stride[dim];
+  }
+  return v;
+}
+
+/* cumsum, or from the end of dim when reverse (cumsum's backward: the
+ * gradient of x[k] is the sum of g[j] for j >= k). */
+static cell_status cumsum_any(const char *op, const cell_tensor *a, int dim, int reverse,
+                              cell_tensor **out) {
+  if (!a || !out) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", op);
+  CELL_TRY(cell_check_dim(op, dim, a->ndim));
   cell_dtype rt = cell_dtype_is_float(a->dtype) ? a->dtype : CELL_DTYPE_I64;
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(rt, a->ndim, a->shape, &r));
-  cell_status s = cumsum_run(a, dim, r);
+  cell_status s;
+  if (reverse) {
+    cell_tensor av = reversed_view(a, dim), rv = reversed_view(r, dim);
+    s = cumsum_run(&av, dim, &rv);
+  } else {
+    s = cumsum_run(a, dim, r);
+  }
   if (s != CELL_OK) {
     cell_tensor_release(r);
     return s;
   }
   *out = r;
   return CELL_OK;
+}
+
+cell_status cell_cpu_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {
+  return cumsum_any("cumsum", a, dim, 0, out);
+}
+
+cell_status cell_cpu_cumsum_reverse(const cell_tensor *a, int dim, cell_tensor **out) {
+  return cumsum_any("cumsum_reverse", a, dim, 1, out);
 }

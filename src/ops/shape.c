@@ -5,7 +5,8 @@
  * cell_tensor_copy_ between view headers built on the stack (see
  * local_view): copy_ runs the strided iterator, so every dtype and layout
  * (transposed, stride-0 expanded, offset) works, dtype conversion included.
- * gather and scatter move single elements with memcpy of the element size,
+ * gather and scatter move single elements with memcpy of the element size
+ * (scatter_add_ adds them),
  * walking the index tensor in row-major order (so a scatter with repeated
  * positions keeps the last write). */
 #include "../core/iter.h"
@@ -188,12 +189,26 @@ cell_status cell_cpu_stack(int n, cell_tensor *const *ts, int dim, cell_tensor *
 /* Walk every element of index in row-major order. lin is walked alongside
  * it (its strides, at the index's multi-index); tgt is addressed at the
  * index's multi-index with dim replaced by the position the index value
- * gives. Copies one element lin -> tgt when to_tgt, else tgt -> lin. All
- * three have index->ndim dims (0-d: a single element); lin and tgt have the
- * same dtype. */
+ * gives. Per element: tgt -> lin (WALK_GATHER), lin -> tgt (WALK_SCATTER)
+ * or tgt += lin (WALK_ADD). All three have index->ndim dims (0-d: a single
+ * element); lin and tgt have the same dtype. */
+typedef enum { WALK_GATHER, WALK_SCATTER, WALK_ADD } walk_mode;
+
+/* *t += *l, both of dtype dt. */
+static void add_elem(cell_dtype dt, char *t, const char *l) {
+  if (dt == CELL_DTYPE_F32)
+    *(float *)t += *(const float *)l;
+  else if (dt == CELL_DTYPE_F64)
+    *(double *)t += *(const double *)l;
+  else if (cell_dtype_is_float(dt))
+    cell_store_f64(dt, t, cell_load_f64(dt, t) + cell_load_f64(dt, l));
+  else
+    cell_store_i64(dt, t, (int64_t)((uint64_t)cell_load_i64(dt, t) + (uint64_t)cell_load_i64(dt, l)));
+}
+
 static cell_status index_walk(const char *op, const cell_tensor *index, int dim,
                               int64_t base, const cell_tensor *lin, const cell_tensor *tgt,
-                              int to_tgt) {
+                              walk_mode mode) {
   int nd = index->ndim;
   int64_t n = cell_tensor_numel(index);
   if (n == 0) return CELL_OK;
@@ -210,10 +225,12 @@ static cell_status index_walk(const char *op, const cell_tensor *index, int dim,
     int64_t pos = 0;
     CELL_TRY(index_pos(op, cell_load_i64(index->dtype, ip + io * ies), base, tsize, &pos));
     char *pl = lp + (size_t)lo * es, *pt = tp + (size_t)(to + pos * tstride) * es;
-    if (to_tgt)
+    if (mode == WALK_SCATTER)
       memcpy(pt, pl, es);
-    else
+    else if (mode == WALK_GATHER)
       memcpy(pl, pt, es);
+    else
+      add_elem(tgt->dtype, pt, pl);
     for (int d = nd - 1; d >= 0; d--) {
       io += index->stride[d];
       lo += lin->stride[d];
@@ -255,7 +272,7 @@ cell_status cell_cpu_gather(const cell_tensor *a, int dim, const cell_tensor *in
   CELL_TRY(check_fits("gather", index, a, "input", dim, 1));
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(a->dtype, index->ndim, index->shape, &r));
-  return finish(index_walk("gather", index, dim, index_base, r, a, 0), r, out);
+  return finish(index_walk("gather", index, dim, index_base, r, a, WALK_GATHER), r, out);
 }
 
 cell_status cell_cpu_scatter(const cell_tensor *a, int dim, const cell_tensor *index,
@@ -268,9 +285,26 @@ cell_status cell_cpu_scatter(const cell_tensor *a, int dim, const cell_tensor *i
   cell_tensor *cs, *r = NULL;
   CELL_TRY(cell_as_dtype(src, a->dtype, &cs));
   cell_status s = cell_k_clone(a, &r);
-  if (s == CELL_OK) s = index_walk("scatter", index, dim, index_base, cs, r, 1);
+  if (s == CELL_OK) s = index_walk("scatter", index, dim, index_base, cs, r, WALK_SCATTER);
   cell_tensor_release(cs);
   return finish(s, r, out);
+}
+
+/* a += src at the positions index gives along dim (repeated positions
+ * accumulate), in place: the gradient of gather and index_select. src is
+ * converted to a's dtype first. */
+cell_status cell_cpu_scatter_add_(cell_tensor *a, int dim, const cell_tensor *index,
+                                  const cell_tensor *src, int64_t index_base) {
+  if (!a || !index || !src) return cell_error(CELL_ERR_VALUE, "scatter_add_: NULL argument");
+  CELL_TRY(cell_check_dim("scatter_add_", dim, a->ndim));
+  CELL_TRY(check_index_dtype("scatter_add_", index));
+  CELL_TRY(check_fits("scatter_add_", index, a, "input", dim, 1));
+  CELL_TRY(check_fits("scatter_add_", index, src, "source", dim, 0));
+  cell_tensor *cs;
+  CELL_TRY(cell_as_dtype(src, a->dtype, &cs));
+  cell_status s = index_walk("scatter_add_", index, dim, index_base, cs, a, WALK_ADD);
+  cell_tensor_release(cs);
+  return s;
 }
 
 /* --- index_select ------------------------------------------------------------- */

@@ -100,9 +100,12 @@ static int collect(run *r) {
   int n = (int)lua_objlen(L, -1), ok = 1;
   for (int i = 1; i <= n && ok; i++) {
     lua_rawgeti(L, -1, i);
-    cell_tensor *t = cell_test_tensor(L, -1);
-    ok = t && cell_tensor_is_contiguous(t) &&
-         append(r, cell_tensor_data_ptr(t), cell_tensor_nbytes(t));
+    /* On the CPU first: under CELL_DEVICE the tensors live on a device
+     * whose memory the host may not read. */
+    cell_tensor *t = cell_test_tensor(L, -1), *h = NULL;
+    ok = t && cell_tensor_move_to(t, 0, &h) == CELL_OK && cell_tensor_is_contiguous(h) &&
+         append(r, cell_tensor_data_ptr(h), cell_tensor_nbytes(h));
+    cell_tensor_release(h);
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
