@@ -25,6 +25,8 @@ local modules = {
   "cell.nn.basic",
   "cell.nn.container",
   "cell.nn.loss",
+  "cell.nn.attention",
+  "cell.nn.transformer",
 }
 
 -- "idle" until the first lookup of a missing name, "loading" while the
