@@ -47,8 +47,10 @@ static int nn_sdpa(lua_State *L) {
   lua_pop(L, 1);
   /* the mask stays referenced by the options table until the call ends */
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_op_scaled_dot_product_attention(q, k, v, mask, p, causal, has_scale,
-                                                           scale, out));
+  cell_generator *prev = lc_gen_enter(L); /* dropout draws from this state's generator */
+  cell_status s = cell_op_scaled_dot_product_attention(q, k, v, mask, p, causal, has_scale, scale, out);
+  lc_gen_leave(prev);
+  return lc_finish(L, s);
 }
 
 static const luaL_Reg attention_funcs[] = {{"scaled_dot_product_attention", nn_sdpa},
