@@ -80,7 +80,7 @@ function R.check(net, c, tol)
     return (y * sens):sum()
   end, { grad_position = pos, weights = params })(table.unpack(inputs, 1, #inputs))
   local gin, gw = g[1], g[2]
-  if #inputs == 1 then gin = { gin } end
+  if cell.is_tensor(gin) then gin = { gin } end
   for i = 1, #inputs do H.assert_close(gin[i], c.ginputs[i], tol, c.name .. ": gradient of input " .. i) end
   for i, name in ipairs(names) do
     H.assert_close(gw[i], gparams[name], tol, c.name .. ": gradient of " .. name)
