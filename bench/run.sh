@@ -62,6 +62,9 @@ run "$LUA_BIN" bench/cell.lua "$ITERS"
 echo "# training steps ($LUA_BIN: MLP and LeNet-5 at batch 64, Adam)"
 run "$LUA_BIN" bench/train.lua
 
+echo "# tiny GPT training step ($LUA_BIN: vocab 40, T 32, d 64, 4 heads, 2 blocks, batch 16, AdamW; 1 and 2 threads)"
+run "$LUA_BIN" bench/gpt.lua
+
 echo "# ordering ops ($LUA_BIN: sort, topk, logsumexp of 1e6 float32)"
 run "$LUA_BIN" bench/sort_ops.lua
 echo "# einsum ($LUA_BIN: batched contractions, float32)"
@@ -76,6 +79,7 @@ if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
   run "$PYTHON" bench/torch/autograd.py
   run "$PYTHON" bench/torch/cell_state.py 200000
   run "$PYTHON" bench/torch/train.py
+  run "$PYTHON" bench/torch/gpt.py
   run "$PYTHON" bench/torch/sort_ops.py
   run "$PYTHON" bench/torch/einsum.py
   run "$PYTHON" bench/torch/interpolate.py
@@ -105,6 +109,8 @@ END {
   ratio("ratio_mlp_fwd_bwd_torch_over_cell", "torch_mlp_fwd_bwd_ms", "cell_mlp_fwd_bwd_ms")
   ratio("ratio_train_step_mlp_torch_over_cell", "torch_train_step_mlp_ms", "cell_train_step_mlp_ms")
   ratio("ratio_train_step_lenet_torch_over_cell", "torch_train_step_lenet_ms", "cell_train_step_lenet_ms")
+  ratio("ratio_train_step_gpt_t1_torch_over_cell", "torch_train_step_gpt_t1_ms", "cell_train_step_gpt_t1_ms")
+  ratio("ratio_train_step_gpt_t2_torch_over_cell", "torch_train_step_gpt_t2_ms", "cell_train_step_gpt_t2_ms")
   ratio("ratio_lenet_epoch_torch_over_cell", "torch_lenet_epoch_s", "cell_lenet_epoch_s")
   ratio("ratio_interpolate_bilinear_torch_over_cell", "torch_interpolate_bilinear_ms", "cell_interpolate_bilinear_ms")
   ratio("ratio_interpolate_bilinear_fwd_bwd_torch_over_cell", "torch_interpolate_bilinear_fwd_bwd_ms",
