@@ -307,7 +307,7 @@ uninstall:
 
 # Debian packages the build and tests need; installed only when missing.
 DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
-  zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark-gfm
+  zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark-gfm fortunes
 # make tsan and make fuzz: clang, its sanitizer and libFuzzer runtimes and LLVM's OpenMP
 # (with Archer, for tsan).
 DEPS += clang libclang-rt-dev libomp-dev
