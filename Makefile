@@ -348,6 +348,8 @@ DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit 
   zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark-gfm
 # cell.communication: Open MPI (the comm module is built only where it is found).
 DEPS += libopenmpi-dev openmpi-bin
+# examples/char_lstm.lua and examples/tiny_gpt.lua: the fortunes corpus.
+DEPS += fortunes
 # make tsan and make fuzz: clang, its sanitizer and libFuzzer runtimes and LLVM's OpenMP
 # (with Archer, for tsan).
 DEPS += clang libclang-rt-dev libomp-dev

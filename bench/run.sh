@@ -89,6 +89,8 @@ bench_all() {
   if want train; then
     echo "# training steps ($LUA_BIN: MLP and LeNet-5 at batch 64, Adam)" >&3
     run "$LUA_BIN" bench/train.lua
+    echo "# tiny GPT training step ($LUA_BIN: vocab 40, T 32, d 64, 4 heads, 2 blocks, batch 16, AdamW; 1 and 2 threads)" >&3
+    run "$LUA_BIN" bench/gpt.lua
   fi
   if want ops; then
     echo "# ordering ops ($LUA_BIN: sort, topk, logsumexp of 1e6 float32)" >&3
@@ -106,6 +108,7 @@ bench_all() {
       run "$PYTHON" bench/torch/autograd.py
       run "$PYTHON" bench/torch/cell_state.py 200000
       run "$PYTHON" bench/torch/train.py
+      run "$PYTHON" bench/torch/gpt.py
       if want ops; then
         run "$PYTHON" bench/torch/sort_ops.py
         run "$PYTHON" bench/torch/einsum.py
@@ -155,6 +158,8 @@ END {
   ratio("ratio_mlp_fwd_bwd_torch_over_cell", "torch_mlp_fwd_bwd_ms", "cell_mlp_fwd_bwd_ms")
   ratio("ratio_train_step_mlp_torch_over_cell", "torch_train_step_mlp_ms", "cell_train_step_mlp_ms")
   ratio("ratio_train_step_lenet_torch_over_cell", "torch_train_step_lenet_ms", "cell_train_step_lenet_ms")
+  ratio("ratio_train_step_gpt_t1_torch_over_cell", "torch_train_step_gpt_t1_ms", "cell_train_step_gpt_t1_ms")
+  ratio("ratio_train_step_gpt_t2_torch_over_cell", "torch_train_step_gpt_t2_ms", "cell_train_step_gpt_t2_ms")
   ratio("ratio_lenet_epoch_torch_over_cell", "torch_lenet_epoch_s", "cell_lenet_epoch_s")
   ratio("ratio_interpolate_bilinear_torch_over_cell", "torch_interpolate_bilinear_ms", "cell_interpolate_bilinear_ms")
   ratio("ratio_interpolate_bilinear_fwd_bwd_torch_over_cell", "torch_interpolate_bilinear_fwd_bwd_ms",

@@ -36,6 +36,32 @@ describe("examples", function()
   end)
 end)
 
+describe("tiny_gpt.lua", function()
+  it("trains a few steps on the fortunes corpus, lowers the held-out loss, reloads and samples", function()
+    local path = os.tmpname() .. ".safetensors"
+    local out, err, rc = H.run(sh(BIN) .. " examples/tiny_gpt.lua 40 " .. sh(path) .. " 40")
+    local f = io.open("/usr/share/games/fortunes/cookie", "r")
+    if not f then -- Debian's fortunes package is not installed: the example says how to get it
+      assert.are_not.equal(0, rc)
+      assert.is_truthy(err:find("install Debian's fortunes package", 1, true), err)
+      return
+    end
+    f:close()
+    assert.are.equal(0, rc, err)
+    local before = tonumber(out:match("held%-out loss before training ([%d.]+)"))
+    local after = tonumber(out:match("; held%-out loss ([%d.]+) nats per character"))
+    local reloaded = tonumber(out:match("reloaded from .-: held%-out loss ([%d.]+)"))
+    assert.is_truthy(before and after and reloaded, out)
+    assert.is_true(before > 3.4 and after < before - 0.3, out)
+    assert.are.equal(after, reloaded)
+    assert.is_truthy(err:find("Epoch 4/4", 1, true), err)
+    local sample = out:match("sample:\n(.*)$")
+    assert.is_truthy(sample and #sample >= 40, out)
+    assert.are.same({ "tok.embedding_table" }, { cell.load_checkpoint(path):keys()[1] })
+    os.remove(path)
+  end)
+end)
+
 describe("LeNet-5 on Fashion-MNIST", function()
   it("learns well above chance from 4,096 images in one epoch, and reloads", function()
     local ok, train = pcall(cell.dataset.FashionMNIST, nil, "train")

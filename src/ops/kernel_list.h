@@ -14,6 +14,7 @@
 #include "../ops/conv.h"
 #include "../ops/optim.h"
 #include "../ops/ew.h"
+#include "../ops/attention.h"
 
 #define CELL_KERNEL_LIST(X) \
   X(binary, (cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (op, a, b, out), (a, b)) \
@@ -105,7 +106,9 @@
   X(interpolate, (const cell_tensor *x, int mode, int align_corners, const int64_t *size, const double *scales, cell_tensor **out), (x, mode, align_corners, size, scales, out), (x)) \
   X(interpolate_backward, (const cell_tensor *g, int mode, int align_corners, int ndim, const int64_t *in_shape, const double *scales, cell_dtype dt, cell_tensor **gx), (g, mode, align_corners, ndim, in_shape, scales, dt, gx), (g)) \
   X(unfold, (const cell_tensor *x, const int64_t *kernel, const int64_t *dilation, const int64_t *padding, const int64_t *stride, cell_tensor **out), (x, kernel, dilation, padding, stride, out), (x)) \
-  X(fold, (const cell_tensor *x, const int64_t *output_size, const int64_t *kernel, const int64_t *dilation, const int64_t *padding, const int64_t *stride, cell_tensor **out), (x, output_size, kernel, dilation, padding, stride, out), (x))
+  X(fold, (const cell_tensor *x, const int64_t *output_size, const int64_t *kernel, const int64_t *dilation, const int64_t *padding, const int64_t *stride, cell_tensor **out), (x, output_size, kernel, dilation, padding, stride, out), (x)) \
+  X(sdpa, (const cell_tensor *q, const cell_tensor *k, const cell_tensor *v, const cell_tensor *mask, cell_sdpa_args *a, cell_tensor **out, cell_tensor **lse), (q, k, v, mask, a, out, lse), (q, k, v, mask)) \
+  X(sdpa_backward, (const cell_tensor *g, const cell_tensor *q, const cell_tensor *k, const cell_tensor *v, const cell_tensor *mask, const cell_tensor *o, const cell_tensor *lse, const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk, cell_tensor **gv), (g, q, k, v, mask, o, lse, a, gq, gk, gv), (g, q, k, v, mask, o, lse))
 
 /* Kernels outside the list, by hand in device.c: cat and stack (a tensor
  * array) and batch_norm_update (no status). Their ids follow the list's. */

@@ -26,6 +26,8 @@ local modules = {
   "cell.nn.container",
   "cell.nn.loss",
   "cell.nn.distributed",
+  "cell.nn.attention",
+  "cell.nn.transformer",
 }
 
 -- "idle" until the first lookup of a missing name, "loading" while the

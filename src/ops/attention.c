@@ -1,0 +1,376 @@
+/* attention.c - fused scaled dot-product attention, forward and backward
+ * (src/ops/attention.h).
+ *
+ * Forward: for each query row, the keys are visited in blocks of BLOCK;
+ * each block's scores update a running maximum m, a running sum l of
+ * exp(score - m) and an accumulator of the weighted values (an online
+ * softmax, as flash attention computes it), so memory stays O(BLOCK) per
+ * row whatever L and S are. The row's log-sum-exp m + log(l) is kept.
+ * Backward: per batch-head, each probability is recomputed as
+ * exp(score - lse) and used at once for dV, dQ and dK, with
+ * D_i = dO_i . O_i standing for sum_j P_ij dP_ij; nothing L x S is stored.
+ * Rows (forward) and batch-heads (backward) split over threads; each
+ * result element is summed in the same order whatever the thread count. */
+#include "attention.h"
+#include "nn.h"
+#include "kernels.h"
+#include "kernel_list.h"
+#include "../core/alloc.h"
+#include "../core/rng.h"
+#include <math.h>
+#include <string.h>
+
+#define BLOCK 64
+
+typedef struct {
+  int64_t nbh, L, S, E, Ev;
+  const double *q, *k, *v, *mask;   /* row-major doubles; mask may be NULL */
+  int64_t *moff;                    /* per batch-head: offset of its mask plane */
+  int64_t msi, msj;                 /* mask strides along L and S (0: broadcast) */
+  int mask_bool;                    /* bool mask: nonzero keeps, zero gives -inf */
+  double scale;
+  int causal;
+  double p, keep_scale;
+  uint64_t threshold, seed, first;
+} geom;
+
+static const char *OP = "scaled_dot_product_attention";
+
+static cell_status check(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
+                         const cell_tensor *mask, const cell_sdpa_args *a) {
+  if (!q || !k || !v || !a) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", OP);
+  CELL_TRY(cell_nn_check_float(OP, "query", q));
+  CELL_TRY(cell_nn_check_float(OP, "key", k));
+  CELL_TRY(cell_nn_check_float(OP, "value", v));
+  if (k->dtype != q->dtype || v->dtype != q->dtype)
+    return cell_error(CELL_ERR_TYPE, "%s: query, key and value must share a dtype, got %s, %s, %s",
+                      OP, cell_dtype_name(q->dtype), cell_dtype_name(k->dtype),
+                      cell_dtype_name(v->dtype));
+  if (q->ndim < 2 || k->ndim != q->ndim || v->ndim != q->ndim)
+    return cell_error(CELL_ERR_VALUE,
+                      "%s: query, key and value must have the same number of dimensions, at "
+                      "least 2 ({..., L, E}, {..., S, E}, {..., S, Ev}), got %d, %d, %d",
+                      OP, q->ndim, k->ndim, v->ndim);
+  int nd = q->ndim;
+  for (int d = 0; d < nd - 2; d++)
+    if (k->shape[d] != q->shape[d] || v->shape[d] != q->shape[d])
+      return cell_error(CELL_ERR_VALUE,
+                        "%s: query, key and value must share their leading dimensions; dimension "
+                        "%d is %lld, %lld, %lld",
+                        OP, d + 1, (long long)q->shape[d], (long long)k->shape[d],
+                        (long long)v->shape[d]);
+  if (k->shape[nd - 1] != q->shape[nd - 1])
+    return cell_error(CELL_ERR_VALUE,
+                      "%s: key's last dimension (%lld) must equal query's (%lld)", OP,
+                      (long long)k->shape[nd - 1], (long long)q->shape[nd - 1]);
+  if (v->shape[nd - 2] != k->shape[nd - 2])
+    return cell_error(CELL_ERR_VALUE,
+                      "%s: value's sequence length (%lld) must equal key's (%lld)", OP,
+                      (long long)v->shape[nd - 2], (long long)k->shape[nd - 2]);
+  if (!(a->p >= 0 && a->p < 1))
+    return cell_error(CELL_ERR_VALUE, "%s: dropout_p must lie in [0, 1), got %g", OP, a->p);
+  if (mask) {
+    if (mask->dtype != CELL_DTYPE_BOOL && !cell_dtype_is_float(mask->dtype))
+      return cell_error(CELL_ERR_TYPE, "%s: attn_mask must be bool or float, got %s", OP,
+                        cell_dtype_name(mask->dtype));
+    if (mask->ndim > nd)
+      return cell_error(CELL_ERR_VALUE,
+                        "%s: attn_mask has %d dimensions, more than query's %d", OP, mask->ndim,
+                        nd);
+    for (int d = 0; d < mask->ndim; d++) {
+      int qd = nd - mask->ndim + d;
+      int64_t want = qd == nd - 1 ? k->shape[nd - 2] : q->shape[qd];
+      if (mask->shape[d] != 1 && mask->shape[d] != want)
+        return cell_error(CELL_ERR_VALUE,
+                          "%s: attn_mask of shape dimension %d = %lld does not broadcast to the "
+                          "scores' %lld ({..., L, S} = {..., %lld, %lld})",
+                          OP, d + 1, (long long)mask->shape[d], (long long)want,
+                          (long long)q->shape[nd - 2], (long long)k->shape[nd - 2]);
+    }
+  }
+  return CELL_OK;
+}
+
+static void free_geom(geom *g) {
+  cell_dealloc((void *)g->q);
+  cell_dealloc((void *)g->k);
+  cell_dealloc((void *)g->v);
+  cell_dealloc((void *)g->mask);
+  cell_dealloc(g->moff);
+}
+
+/* Load the operands as doubles and lay out the mask's broadcast. */
+static cell_status load(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
+                        const cell_tensor *mask, const cell_sdpa_args *a, geom *g) {
+  memset(g, 0, sizeof *g);
+  int nd = q->ndim;
+  g->L = q->shape[nd - 2];
+  g->E = q->shape[nd - 1];
+  g->S = k->shape[nd - 2];
+  g->Ev = v->shape[nd - 1];
+  g->nbh = 1;
+  for (int d = 0; d < nd - 2; d++) g->nbh *= q->shape[d];
+  g->scale = a->scale;
+  g->causal = a->causal;
+  g->p = a->p;
+  g->keep_scale = 1.0 / (1.0 - a->p);
+  g->threshold = (uint64_t)ceil(a->p * 4294967296.0);
+  g->seed = a->seed;
+  g->first = a->first;
+  g->mask_bool = mask && mask->dtype == CELL_DTYPE_BOOL;
+  double *bq = NULL, *bk = NULL, *bv = NULL, *bm = NULL;
+  cell_status s = cell_nn_doubles(OP, q, g->nbh * g->L * g->E, 0, &bq);
+  if (s == CELL_OK) s = cell_nn_doubles(OP, k, g->nbh * g->S * g->E, 0, &bk);
+  if (s == CELL_OK) s = cell_nn_doubles(OP, v, g->nbh * g->S * g->Ev, 0, &bv);
+  if (s == CELL_OK && mask) s = cell_nn_doubles(OP, mask, cell_tensor_numel(mask), 0, &bm);
+  g->q = bq;
+  g->k = bk;
+  g->v = bv;
+  g->mask = bm;
+  if (s == CELL_OK && mask) {
+    /* the mask's contiguous strides, 0 where it broadcasts, over {lead..., L, S} */
+    int64_t st[CELL_MAX_DIMS] = {0}, acc = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+      int md = d - (nd - mask->ndim);
+      if (md < 0) continue;
+      st[d] = mask->shape[md] == 1 ? 0 : acc;
+      acc *= mask->shape[md];
+    }
+    g->msi = st[nd - 2];
+    g->msj = st[nd - 1];
+    g->moff = cell_alloc((size_t)(g->nbh > 0 ? g->nbh : 1) * sizeof(int64_t));
+    if (!g->moff) s = cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
+    for (int64_t h = 0; s == CELL_OK && h < g->nbh; h++) {
+      int64_t rem = h, off = 0;
+      for (int d = nd - 3; d >= 0; d--) {
+        off += (rem % q->shape[d]) * st[d];
+        rem /= q->shape[d];
+      }
+      g->moff[h] = off;
+    }
+  }
+  if (s != CELL_OK) free_geom(g);
+  return s;
+}
+
+/* The scores of query row i of head h against keys j0..j1 into sc; -inf
+ * for masked keys. Returns the block's maximum. */
+static double scores(const geom *g, int64_t h, int64_t i, int64_t j0, int64_t j1, double *sc) {
+  const double *qi = g->q + (h * g->L + i) * g->E;
+  const double *mrow = g->mask ? g->mask + g->moff[h] + i * g->msi : NULL;
+  double m = -INFINITY;
+  for (int64_t j = j0; j < j1; j++) {
+    const double *kj = g->k + (h * g->S + j) * g->E;
+    double d = 0;
+    CELL_NN_SIMD_SUM(d)
+    for (int64_t e = 0; e < g->E; e++) d += qi[e] * kj[e];
+    d *= g->scale;
+    if (mrow) {
+      double mv = mrow[j * g->msj];
+      if (g->mask_bool) d = mv != 0 ? d : -INFINITY;
+      else d += mv;
+    }
+    sc[j - j0] = d;
+    if (d > m) m = d;
+  }
+  return m;
+}
+
+/* The dropout factor of weight (h, i, j): 0 or 1 / (1 - p). */
+static inline double drop(const geom *g, int64_t h, int64_t i, int64_t j) {
+  uint64_t idx = (uint64_t)((h * g->L + i) * g->S + j);
+  uint32_t w[4];
+  cell_philox(g->seed, g->first + idx / 4, w);
+  return (uint64_t)w[idx % 4] >= g->threshold ? g->keep_scale : 0.0;
+}
+
+/* The last key (exclusive) row i may see. */
+static inline int64_t key_end(const geom *g, int64_t i) {
+  return g->causal ? (i + 1 < g->S ? i + 1 : g->S) : g->S;
+}
+
+/* Forward of one query row: out row (Ev doubles) and its lse. */
+static void forward_row(const geom *g, int64_t h, int64_t i, double *o, double *lse) {
+  double sc[BLOCK], m = -INFINITY, l = 0;
+  for (int64_t e = 0; e < g->Ev; e++) o[e] = 0;
+  int64_t jend = key_end(g, i);
+  for (int64_t j0 = 0; j0 < jend; j0 += BLOCK) {
+    int64_t j1 = j0 + BLOCK < jend ? j0 + BLOCK : jend;
+    double bm = scores(g, h, i, j0, j1, sc);
+    if (bm == -INFINITY) continue;
+    double mn = bm > m ? bm : m;
+    if (m != -INFINITY && mn != m) {
+      double c = exp(m - mn);
+      l *= c;
+      CELL_NN_SIMD for (int64_t e = 0; e < g->Ev; e++) o[e] *= c;
+    }
+    m = mn;
+    for (int64_t j = j0; j < j1; j++) {
+      double pj = exp(sc[j - j0] - m);
+      l += pj;
+      if (g->p > 0) pj *= drop(g, h, i, j);
+      if (pj == 0) continue;
+      const double *vj = g->v + (h * g->S + j) * g->Ev;
+      CELL_NN_SIMD for (int64_t e = 0; e < g->Ev; e++) o[e] += pj * vj[e];
+    }
+  }
+  double r = 1.0 / l; /* l == 0 (every key masked): NaN, as softmax over -inf gives */
+  for (int64_t e = 0; e < g->Ev; e++) o[e] *= r;
+  *lse = m + log(l);
+}
+
+cell_status cell_cpu_sdpa(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
+                          const cell_tensor *mask, cell_sdpa_args *a, cell_tensor **out,
+                          cell_tensor **lse) {
+  if (!out) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", OP);
+  CELL_TRY(check(q, k, v, mask, a));
+  geom g;
+  CELL_TRY(load(q, k, v, mask, a, &g));
+  int nd = q->ndim;
+  int64_t oshape[CELL_MAX_DIMS];
+  memcpy(oshape, q->shape, sizeof(int64_t) * (size_t)nd);
+  oshape[nd - 1] = g.Ev;
+  int64_t rows = g.nbh * g.L;
+  double *ob = cell_alloc((size_t)(rows * g.Ev > 0 ? rows * g.Ev : 1) * sizeof(double));
+  double *lb = cell_alloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
+  cell_tensor *y = NULL, *ls = NULL;
+  cell_status s = ob && lb ? CELL_OK : cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
+  if (s == CELL_OK) s = cell_tensor_new_contig(q->dtype, nd, oshape, &y);
+  if (s == CELL_OK && lse) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd - 1, q->shape, &ls);
+  if (s == CELL_OK && g.p > 0) {
+    g.first = cell_rng_reserve((uint64_t)(rows * g.S + 3) / 4, &g.seed);
+    a->seed = g.seed;
+    a->first = g.first;
+  }
+  if (s == CELL_OK) {
+    volatile int *intr = &cell_ctx()->interrupt;
+    int par = cell_nn_parallel(rows, rows * g.S * (g.E + g.Ev));
+    CELL_FOR(par, int64_t, r, rows, {
+      if (*intr) continue;
+      forward_row(&g, r / g.L, r % g.L, ob + r * g.Ev, lb + r);
+    });
+    if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
+  }
+  if (s == CELL_OK) {
+    cell_store_run(y->dtype, cell_tensor_base(y), cell_dtype_size(y->dtype), rows * g.Ev, ob);
+    if (ls) cell_store_run(CELL_DTYPE_F64, cell_tensor_base(ls), 8, rows, lb);
+  }
+  cell_dealloc(ob);
+  cell_dealloc(lb);
+  free_geom(&g);
+  if (s != CELL_OK) {
+    cell_tensor_release(y);
+    cell_tensor_release(ls);
+    return s;
+  }
+  *out = y;
+  if (lse) *lse = ls;
+  return CELL_OK;
+}
+
+/* Backward of one batch-head: accumulates into dq, dk, dv (its planes). */
+static void backward_head(const geom *g, int64_t h, const double *go, const double *o,
+                          const double *lse, double *dq, double *dk, double *dv) {
+  double sc[BLOCK];
+  for (int64_t i = 0; i < g->L; i++) {
+    int64_t r = h * g->L + i;
+    double li = lse[r];
+    if (!(li > -INFINITY) || isnan(li)) continue;
+    const double *goi = go + r * g->Ev, *oi = o + r * g->Ev, *qi = g->q + r * g->E;
+    double *dqi = dq + r * g->E, D = 0;
+    CELL_NN_SIMD_SUM(D)
+    for (int64_t e = 0; e < g->Ev; e++) D += goi[e] * oi[e];
+    int64_t jend = key_end(g, i);
+    for (int64_t j0 = 0; j0 < jend; j0 += BLOCK) {
+      int64_t j1 = j0 + BLOCK < jend ? j0 + BLOCK : jend;
+      scores(g, h, i, j0, j1, sc);
+      for (int64_t j = j0; j < j1; j++) {
+        double P = exp(sc[j - j0] - li);
+        if (P == 0) continue;
+        double f = g->p > 0 ? drop(g, h, i, j) : 1.0;
+        const double *vj = g->v + (h * g->S + j) * g->Ev, *kj = g->k + (h * g->S + j) * g->E;
+        double *dvj = dv + (h * g->S + j) * g->Ev, *dkj = dk + (h * g->S + j) * g->E;
+        double dz = 0;
+        CELL_NN_SIMD_SUM(dz)
+        for (int64_t e = 0; e < g->Ev; e++) dz += goi[e] * vj[e];
+        double z = P * f;
+        if (z != 0) {
+          CELL_NN_SIMD for (int64_t e = 0; e < g->Ev; e++) dvj[e] += z * goi[e];
+        }
+        double ds = P * (dz * f - D) * g->scale;
+        CELL_NN_SIMD for (int64_t e = 0; e < g->E; e++) {
+          dqi[e] += ds * kj[e];
+          dkj[e] += ds * qi[e];
+        }
+      }
+    }
+  }
+}
+
+/* A new tensor like t (t's dtype and shape) holding n doubles from b. */
+static cell_status give(const cell_tensor *t, const double *b, int64_t n, cell_tensor **out) {
+  if (!out) return CELL_OK;
+  cell_tensor *y;
+  CELL_TRY(cell_tensor_new_contig(t->dtype, t->ndim, t->shape, &y));
+  cell_store_run(y->dtype, cell_tensor_base(y), cell_dtype_size(y->dtype), n, b);
+  *out = y;
+  return CELL_OK;
+}
+
+cell_status cell_cpu_sdpa_backward(const cell_tensor *gt, const cell_tensor *q,
+                                   const cell_tensor *k, const cell_tensor *v,
+                                   const cell_tensor *mask, const cell_tensor *ot,
+                                   const cell_tensor *lset, const cell_sdpa_args *a,
+                                   cell_tensor **gq, cell_tensor **gk, cell_tensor **gv) {
+  if (!gt || !ot || !lset) return cell_error(CELL_ERR_VALUE, "%s backward: NULL argument", OP);
+  CELL_TRY(check(q, k, v, mask, a));
+  if (!gq && !gk && !gv) return CELL_OK;
+  geom g;
+  CELL_TRY(load(q, k, v, mask, a, &g));
+  int64_t nq = g.nbh * g.L * g.E, nk = g.nbh * g.S * g.E, nv = g.nbh * g.S * g.Ev;
+  int64_t no = g.nbh * g.L * g.Ev;
+  if (cell_tensor_numel(gt) != no || cell_tensor_numel(ot) != no ||
+      cell_tensor_numel(lset) != g.nbh * g.L) {
+    free_geom(&g);
+    return cell_error(CELL_ERR_VALUE, "%s backward: the gradient has %lld elements, expected %lld",
+                      OP, (long long)cell_tensor_numel(gt), (long long)no);
+  }
+  double *go = NULL, *o = NULL, *ls = NULL;
+  double *dq = cell_alloc_zero((size_t)(nq > 0 ? nq : 1) * sizeof(double));
+  double *dk = cell_alloc_zero((size_t)(nk > 0 ? nk : 1) * sizeof(double));
+  double *dv = cell_alloc_zero((size_t)(nv > 0 ? nv : 1) * sizeof(double));
+  cell_status s = dq && dk && dv ? CELL_OK : cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
+  if (s == CELL_OK) s = cell_nn_doubles(OP, gt, no, 0, &go);
+  if (s == CELL_OK) s = cell_nn_doubles(OP, ot, no, 0, &o);
+  if (s == CELL_OK) s = cell_nn_doubles(OP, lset, g.nbh * g.L, 0, &ls);
+  if (s == CELL_OK) {
+    volatile int *intr = &cell_ctx()->interrupt;
+    int par = cell_nn_parallel(g.nbh, g.nbh * g.L * g.S * (g.E + g.Ev));
+    CELL_FOR(par, int64_t, h, g.nbh, {
+      if (*intr) continue;
+      backward_head(&g, h, go, o, ls, dq, dk, dv);
+    });
+    if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
+  }
+  cell_tensor *rq = NULL, *rk = NULL, *rv = NULL;
+  if (s == CELL_OK) s = give(q, dq, nq, gq ? &rq : NULL);
+  if (s == CELL_OK) s = give(k, dk, nk, gk ? &rk : NULL);
+  if (s == CELL_OK) s = give(v, dv, nv, gv ? &rv : NULL);
+  cell_dealloc(dq);
+  cell_dealloc(dk);
+  cell_dealloc(dv);
+  cell_dealloc(go);
+  cell_dealloc(o);
+  cell_dealloc(ls);
+  free_geom(&g);
+  if (s != CELL_OK) {
+    cell_tensor_release(rq);
+    cell_tensor_release(rk);
+    cell_tensor_release(rv);
+    return s;
+  }
+  if (gq) *gq = rq;
+  if (gk) *gk = rk;
+  if (gv) *gv = rv;
+  return CELL_OK;
+}
