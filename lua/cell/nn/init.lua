@@ -27,6 +27,7 @@ local modules = {
   "cell.nn.basic",
   "cell.nn.container",
   "cell.nn.loss",
+  "cell.nn.loss_extra",
 }
 
 -- "idle" until the first lookup of a missing name, "loading" while the
