@@ -32,4 +32,19 @@ CELL_API cell_status cell_op_activation(const cell_tensor *x, cell_act kind, dou
 /* The name of an activation kind ("leaky_relu", ...), NULL if unknown. */
 CELL_API const char *cell_act_name(cell_act kind);
 
+/* The CTC loss of each sample (Graves et al., log-space forward-backward,
+ * PyTorch's formulation): log_probs (T, N, C) float log-probabilities;
+ * targets (N, S) padded or 1-D (all targets concatenated), integer class
+ * ids counting from index_base (1 in Lua), never blank; input_lengths and
+ * target_lengths (N) integers. blank is 0-based here. out: loss (N) of
+ * log_probs' dtype, infinite for an impossible alignment (0 with
+ * zero_infinity, which also zeroes its gradient). Recorded for autograd
+ * with respect to log_probs. ValueError for shapes and lengths out of
+ * range, IndexError for a target out of range or equal to blank,
+ * TypeError for a non-float log_probs or non-integer ids. */
+CELL_API cell_status cell_op_ctc_loss(const cell_tensor *log_probs, const cell_tensor *targets,
+                                      const cell_tensor *input_lengths,
+                                      const cell_tensor *target_lengths, int64_t blank,
+                                      int64_t index_base, int zero_infinity, cell_tensor **loss);
+
 #endif

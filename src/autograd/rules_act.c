@@ -38,7 +38,50 @@ cell_status cell_op_activation(const cell_tensor *x, cell_act kind, double p0, d
 }
 
 int cell_ag_act_nodes(const char **names, int max) {
-  if (max < 1) return 0;
-  names[0] = "ActivationBackward";
-  return 1;
+  const char *all[] = {"ActivationBackward", "CtcLossBackward"};
+  int n = 0;
+  for (size_t i = 0; i < sizeof all / sizeof all[0] && n < max; i++) names[n++] = all[i];
+  return n;
+}
+
+/* --- ctc_loss: the kernel gives the gradient of each sample's loss with
+ * respect to log_probs; the backward scales it by g (one value a sample). */
+static cell_status ctc_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
+  if (!n->in[0].next) return CELL_OK;
+  const cell_tensor *gr = n->saved[0];
+  int64_t shape[3] = {1, gr->shape[1], 1};
+  cell_tensor *g3 = NULL, *t = NULL;
+  cell_status s = cell_k_reshape(g, 3, shape, &g3);
+  if (s == CELL_OK) s = cell_k_binary(CELL_OP_MUL, gr, g3, &t);
+  cell_tensor_release(g3);
+  return cell_ag_give(n, 0, s, t, gin);
+}
+
+cell_status cell_op_ctc_loss(const cell_tensor *log_probs, const cell_tensor *targets,
+                             const cell_tensor *input_lengths, const cell_tensor *target_lengths,
+                             int64_t blank, int64_t index_base, int zero_infinity,
+                             cell_tensor **loss) {
+  if (!log_probs || !targets || !input_lengths || !target_lengths || !loss)
+    return cell_error(CELL_ERR_VALUE, "ctc_loss: NULL argument");
+  const cell_tensor *in[1] = {log_probs};
+  cell_tensor *l = NULL, *gr = NULL;
+  int wants = cell_ag_wants(1, in);
+  cell_status s = wants ? CELL_AG_RAW(cell_k_ctc_loss(log_probs, targets, input_lengths,
+                                                      target_lengths, blank, index_base,
+                                                      zero_infinity, &l, &gr))
+                        : cell_k_ctc_loss(log_probs, targets, input_lengths, target_lengths,
+                                          blank, index_base, zero_infinity, &l, &gr);
+  if (s != CELL_OK) return s;
+  if (!wants) {
+    cell_tensor_release(gr);
+    *loss = l;
+    return CELL_OK;
+  }
+  cell_node *n = CELL_AG_NODE("CtcLossBackward", ctc_backward, 1, in, 1, int);
+  s = CELL_OK;
+  if (n) s = cell_ag_save(n, gr);
+  cell_tensor_release(gr);
+  s = cell_ag_finish(n, s, &l);
+  if (s == CELL_OK) *loss = l;
+  return s;
 }

@@ -106,11 +106,23 @@ static int a_gelu(lua_State *L) {
   return lc_finish(L, cell_op_unary(CELL_OP_GELU, x, out));
 }
 
+/* _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
+ * each sample's loss (N); blank and target ids 1-based. cell.ops.ctc_loss
+ * (lua/cell/ops_extra.lua) checks the Lua side and reduces. */
+static int a_ctc_loss(lua_State *L) {
+  cell_tensor *lp = lc_check_tensor(L, 1), *tg = lc_check_tensor(L, 2);
+  cell_tensor *il = lc_check_tensor(L, 3), *tl = lc_check_tensor(L, 4);
+  lua_Number blank = lc_check_number(L, 5);
+  int zi = lua_toboolean(L, 6);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_ctc_loss(lp, tg, il, tl, (int64_t)blank - 1, 1, zi, out));
+}
+
 static const luaL_Reg act_funcs[] = {
     {"leaky_relu", a_leaky_relu}, {"elu", a_elu},           {"celu", a_celu},
     {"selu", a_selu},             {"softsign", a_softsign}, {"mish", a_mish},
     {"relu6", a_relu6},           {"hardswish", a_hardswish}, {"hardsigmoid", a_hardsigmoid},
     {"logsigmoid", a_logsigmoid}, {"tanhshrink", a_tanhshrink}, {"hardtanh", a_hardtanh},
-    {"gelu", a_gelu},             {NULL, NULL}};
+    {"gelu", a_gelu},             {"_ctc_loss", a_ctc_loss}, {NULL, NULL}};
 
 void lc_register_act(lua_State *L, int nnops, int base) { lc_setfuncs(L, nnops, base, act_funcs); }

@@ -379,4 +379,24 @@ function Dice:construct(logits, labels)
   return 1 - inter * 2 / (union + self.smooth)
 end
 
+-- CTCLoss --------------------------------------------------------------------------
+
+--- CTCLoss([blank = 1, reduction = "mean", zero_infinity = false]):
+-- (log_probs {T, N, C}, targets {N, S} or 1-D, input_lengths {N},
+-- target_lengths {N}); class ids and blank count from 1 (MindSpore's
+-- blank 0 is 1 here). On the fused ctc_loss kernel (cell.ops.ctc_loss).
+local CTC = LossBase:extend("CTCLoss")
+M.CTCLoss = CTC
+function CTC:init(...)
+  local blank, reduction, zero_infinity = A.args("CTCLoss", { "blank", "reduction", "zero_infinity" },
+    select("#", ...), ...)
+  self.blank = A.positive_int("CTCLoss", "blank", blank == nil and 1 or blank, 3)
+  self.reduction = A.reduction("CTCLoss", reduction, 3)
+  self.zero_infinity = A.bool("CTCLoss", "zero_infinity", zero_infinity, false, 3)
+end
+function CTC:construct(log_probs, targets, input_lengths, target_lengths)
+  return ops.ctc_loss(log_probs, targets, input_lengths, target_lengths, { blank = self.blank,
+    reduction = self.reduction, zero_infinity = self.zero_infinity })
+end
+
 return M

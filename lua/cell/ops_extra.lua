@@ -1,5 +1,6 @@
---- cell.ops.group_norm, instance_norm, rms_norm and prelu: the functional
--- normalisations of MindSpore 2.7 beyond batch_norm and layer_norm. They
+--- cell.ops.group_norm, instance_norm, rms_norm, prelu and ctc_loss: the
+-- functional normalisations of MindSpore 2.7 beyond batch_norm and
+-- layer_norm, PReLU's op and the CTC loss. The normalisations
 -- run on the fused layer_norm kernel (forward and backward in C) over the
 -- input viewed as {N, groups, rest}, then the per-channel affine.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
@@ -137,6 +138,56 @@ function M.prelu(x, weight)
       :format(T.shape_str(weight.shape)))
   end
   return x:relu() - (-x):relu() * w
+end
+
+local function int_tensor(fn, what, v)
+  if type(v) == "table" and not core.is_tensor(v) then
+    for i = 1, #v do
+      if type(v[i]) ~= "number" or not T.is_int(v[i]) then
+        raise(("TypeError: For '%s', the '%s' must be integers, but got %s."):format(fn, what, T.type_name(v[i])))
+      end
+    end
+    return core.tensor(v, core.int64)
+  end
+  tensor_arg(fn, what, v)
+  if v.dtype.is_floating_point or v.dtype == core.bool then
+    raise(("TypeError: For '%s', the '%s' must be an integer Tensor, but got %s."):format(fn, what, tostring(v.dtype)))
+  end
+  return v
+end
+
+--- ctc_loss(log_probs, targets, input_lengths, target_lengths [, blank = 1
+-- [, reduction = "mean" [, zero_infinity = false]]]) or with an options
+-- table: log_probs {T, N, C}; targets {N, S} padded or 1-D concatenated,
+-- 1-based class ids; lengths {N} (Tensors or lists). "mean" divides each
+-- loss by its target length (at least 1) before the batch mean.
+local CTC_ARGS = { "blank", "reduction", "zero_infinity" }
+function M.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
+  local blank, reduction, zero_infinity = require("cell.util.args").parse("ctc_loss", CTC_ARGS, 3,
+    select("#", ...), ...)
+  tensor_arg("ctc_loss", "log_probs", log_probs)
+  targets = int_tensor("ctc_loss", "targets", targets)
+  input_lengths = int_tensor("ctc_loss", "input_lengths", input_lengths)
+  target_lengths = int_tensor("ctc_loss", "target_lengths", target_lengths)
+  if blank == nil then blank = 1 end
+  if type(blank) ~= "number" or not T.is_int(blank) then
+    raise(("TypeError: For 'ctc_loss', the 'blank' must be an integer, but got %s."):format(T.type_name(blank)))
+  end
+  if reduction == nil then reduction = "mean" end
+  if reduction ~= "mean" and reduction ~= "sum" and reduction ~= "none" then
+    raise(("ValueError: For 'ctc_loss', the 'reduction' must be 'mean', 'sum' or 'none', but got %s.")
+      :format(tostring(reduction)))
+  end
+  if zero_infinity ~= nil and type(zero_infinity) ~= "boolean" then
+    raise(("TypeError: For 'ctc_loss', the 'zero_infinity' must be a boolean, but got %s.")
+      :format(T.type_name(zero_infinity)))
+  end
+  local loss = nn._ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity == true)
+  if reduction == "sum" then return loss:sum() end
+  if reduction == "mean" then
+    return (loss / target_lengths:astype(loss.dtype):clamp(1)):mean()
+  end
+  return loss
 end
 
 return M
