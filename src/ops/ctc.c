@@ -1,8 +1,9 @@
 /* ctc.c - the connectionist temporal classification loss (Graves et al.),
  * forward-backward in log space. One call gives each sample's negative
  * log-likelihood and its gradient with respect to the log-probabilities,
- * which the autograd node keeps (PyTorch's formulation, so values and
- * gradients match torch.nn.functional.ctc_loss). */
+ * which the autograd node keeps: -(the posterior of class c at step t),
+ * the true derivative. (PyTorch's kernel adds exp(log_probs), which cancels
+ * behind a log_softmax: through one, the two agree.) */
 #include "kernels.h"
 #include "kernel_list.h"
 #include "../core/alloc.h"
@@ -185,7 +186,7 @@ cell_status cell_cpu_ctc_loss(const cell_tensor *log_probs, const cell_tensor *t
           }
           for (int64_t c = 0; c < C; c++) {
             double lp = LP(t, c);
-            gall[(t * N + n) * C + c] = exp(lp) - exp(g[c] + nll - lp);
+            gall[(t * N + n) * C + c] = -exp(g[c] + nll - lp);
           }
         }
     }
