@@ -35,7 +35,7 @@ local function tensors(cls, names, ...)
   end
 end
 
-local function same_shape(cls, a_name, a, b_name, b)
+local function check_same(cls, a_name, a, b_name, b)
   if not T.same_shape(a.shape, b.shape) then
     raise(("ValueError: For '%s', the '%s' and '%s' must have the same shape, but got %s and %s.")
       :format(cls, a_name, b_name, shape_str(a.shape), shape_str(b.shape)))
@@ -88,7 +88,7 @@ local SmoothL1 = loss_class("SmoothL1Loss", { "beta", "reduction" }, { beta = 1.
   positive("SmoothL1Loss", "beta"))
 function SmoothL1:construct(logits, labels)
   tensors("SmoothL1Loss", { "logits", "labels" }, logits, labels)
-  same_shape("SmoothL1Loss", "logits", logits, "labels", labels)
+  check_same("SmoothL1Loss", "logits", logits, "labels", labels)
   local d = logits - as_dtype(labels, logits)
   local a = d:abs()
   local l = ops.where(a:lt(self.beta), d * d * (0.5 / self.beta), a - 0.5 * self.beta)
@@ -100,7 +100,7 @@ end
 local Huber = loss_class("HuberLoss", { "reduction", "delta" }, { delta = 1.0 }, positive("HuberLoss", "delta"))
 function Huber:construct(logits, labels)
   tensors("HuberLoss", { "logits", "labels" }, logits, labels)
-  same_shape("HuberLoss", "logits", logits, "labels", labels)
+  check_same("HuberLoss", "logits", logits, "labels", labels)
   local d = logits - as_dtype(labels, logits)
   local a = d:abs()
   local l = ops.where(a:lt(self.delta), d * d * 0.5, (a - 0.5 * self.delta) * self.delta)
@@ -122,7 +122,7 @@ function KLDiv:init(...)
 end
 function KLDiv:construct(logits, labels)
   tensors("KLDivLoss", { "logits", "labels" }, logits, labels)
-  same_shape("KLDivLoss", "logits", logits, "labels", labels)
+  check_same("KLDivLoss", "logits", logits, "labels", labels)
   labels = as_dtype(labels, logits)
   local l
   if self.log_target then
@@ -147,7 +147,7 @@ end
 local BCE = loss_class("BCELoss", { "weight", "reduction" }, {})
 function BCE:construct(logits, labels)
   tensors("BCELoss", { "logits", "labels" }, logits, labels)
-  same_shape("BCELoss", "logits", logits, "labels", labels)
+  check_same("BCELoss", "logits", logits, "labels", labels)
   labels = as_dtype(labels, logits)
   local lp, lq = logits:log():clamp(-100), (1 - logits):log():clamp(-100)
   local l = -(labels * lp + (1 - labels) * lq)
@@ -169,7 +169,7 @@ local CosEmb = loss_class("CosineEmbeddingLoss", { "margin", "reduction" }, { ma
 end)
 function CosEmb:construct(x1, x2, labels)
   tensors("CosineEmbeddingLoss", { "logits_x1", "logits_x2", "labels" }, x1, x2, labels)
-  same_shape("CosineEmbeddingLoss", "logits_x1", x1, "logits_x2", x2)
+  check_same("CosineEmbeddingLoss", "logits_x1", x1, "logits_x2", x2)
   if x1.ndim < 1 or labels.ndim ~= x1.ndim - 1 then
     raise(("ValueError: For 'CosineEmbeddingLoss', the labels must have the logits' shape without dimension 2, "
       .. "but got logits %s and labels %s."):format(shape_str(x1.shape), shape_str(labels.shape)))
@@ -191,8 +191,8 @@ end
 local MarginRank = loss_class("MarginRankingLoss", { "margin", "reduction" }, { margin = 0.0 })
 function MarginRank:construct(input1, input2, target)
   tensors("MarginRankingLoss", { "input1", "input2", "target" }, input1, input2, target)
-  same_shape("MarginRankingLoss", "input1", input1, "input2", input2)
-  same_shape("MarginRankingLoss", "input1", input1, "target", target)
+  check_same("MarginRankingLoss", "input1", input1, "input2", input2)
+  check_same("MarginRankingLoss", "input1", input1, "target", target)
   local l = (-as_dtype(target, input1) * (input1 - input2) + self.margin):clamp(0)
   return reduce(l, self.reduction)
 end
@@ -215,8 +215,8 @@ local Triplet = loss_class("TripletMarginLoss", { "p", "swap", "eps", "reduction
   { p = 2, swap = false, eps = 1e-6 }, positive("TripletMarginLoss", "p"))
 function Triplet:construct(x, pos, neg, margin)
   tensors("TripletMarginLoss", { "x", "positive", "negative" }, x, pos, neg)
-  same_shape("TripletMarginLoss", "x", x, "positive", pos)
-  same_shape("TripletMarginLoss", "x", x, "negative", neg)
+  check_same("TripletMarginLoss", "x", x, "positive", pos)
+  check_same("TripletMarginLoss", "x", x, "negative", neg)
   if core.is_tensor(margin) then margin = margin:item() end
   margin = A.number("TripletMarginLoss", "margin", margin, 1.0, 2)
   local dp = pdist(x, pos, self.p, self.eps)
@@ -258,7 +258,7 @@ end
 local MLSM = loss_class("MultiLabelSoftMarginLoss", { "weight", "reduction" }, {})
 function MLSM:construct(x, target)
   tensors("MultiLabelSoftMarginLoss", { "x", "target" }, x, target)
-  same_shape("MultiLabelSoftMarginLoss", "x", x, "target", target)
+  check_same("MultiLabelSoftMarginLoss", "x", x, "target", target)
   if x.ndim ~= 2 then
     raise(("ValueError: For 'MultiLabelSoftMarginLoss', x must be {N, C}, but got %s."):format(shape_str(x.shape)))
   end
@@ -277,7 +277,7 @@ local Poisson = loss_class("PoissonNLLLoss", { "log_input", "full", "eps", "redu
   { log_input = true, full = false, eps = 1e-8 }, positive("PoissonNLLLoss", "eps"))
 function Poisson:construct(x, target)
   tensors("PoissonNLLLoss", { "input", "target" }, x, target)
-  same_shape("PoissonNLLLoss", "input", x, "target", target)
+  check_same("PoissonNLLLoss", "input", x, "target", target)
   target = as_dtype(target, x)
   local l
   if self.log_input then l = x:exp() - target * x else l = x - target * (x + self.eps):log() end
@@ -298,7 +298,7 @@ local Gaussian = loss_class("GaussianNLLLoss", { "full", "eps", "reduction" }, {
   positive("GaussianNLLLoss", "eps"))
 function Gaussian:construct(x, target, var)
   tensors("GaussianNLLLoss", { "logits", "labels", "var" }, x, target, var)
-  same_shape("GaussianNLLLoss", "logits", x, "labels", target)
+  check_same("GaussianNLLLoss", "logits", x, "labels", target)
   var = as_dtype(var, x)
   if not T.same_shape(var.shape, x.shape) then
     local vs, xs = var.shape, x.shape
@@ -372,7 +372,7 @@ function Dice:init(...)
 end
 function Dice:construct(logits, labels)
   tensors("DiceLoss", { "logits", "labels" }, logits, labels)
-  same_shape("DiceLoss", "logits", logits, "labels", labels)
+  check_same("DiceLoss", "logits", logits, "labels", labels)
   labels = as_dtype(labels, logits)
   local inter = (logits * labels):sum()
   local union = (logits * logits):sum() + (labels * labels):sum()
