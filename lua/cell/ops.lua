@@ -13,6 +13,7 @@ for name, fn in pairs(core.nnops) do
   if name:sub(1, 1) ~= "_" then ops[name] = fn end -- the library's own are in cell.ops_internal
 end
 ops.concat = core.cat
+for name, fn in pairs(require "cell.ops_extra") do ops[name] = fn end -- group_norm, rms_norm, prelu, ...
 local index_ops = require "cell.index_ops" -- einsum, meshgrid, one_hot, addmm, outer
 for _, name in ipairs(index_ops.functions) do ops[name] = index_ops[name] end
 ops.GradOperation = require("cell.autograd").GradOperation

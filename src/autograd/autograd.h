@@ -131,6 +131,7 @@ int cell_ag_conv_nodes(const char **names, int max);
 int cell_ag_nn_nodes(const char **names, int max);
 int cell_ag_sort_nodes(const char **names, int max);
 int cell_ag_math_param_nodes(const char **names, int max);
+int cell_ag_act_nodes(const char **names, int max);
 int cell_ag_index_nodes(const char **names, int max);
 int cell_ag_sample_nodes(const char **names, int max);
 int cell_ag_inplace_nodes(const char **names, int max);

@@ -160,6 +160,7 @@ void lc_register_random(lua_State *L, int module, int nnops, int base);
 void lc_register_resample(lua_State *L, int nnops, int base);
 /* lattention.c: scaled_dot_product_attention (core.nnops). */
 void lc_register_attention(lua_State *L, int nnops, int base);
+void lc_register_act(lua_State *L, int nnops, int base);
 /* For the attributed tensor at 1 (ud->attrs set), with the key at 2:
  * lc_attrs_get pushes attrs[key] when it is not nil; lc_attrs_meta pushes
  * the attrs metatable's field `name` when there is one. Each returns

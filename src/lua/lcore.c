@@ -529,6 +529,7 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   lc_register_random(L, module, nnops, base);
   lc_register_resample(L, nnops, base);
   lc_register_attention(L, nnops, base);
+  lc_register_act(L, nnops, base);
   lua_setfield(L, module, "nnops");
   lua_pushvalue(L, base + 1);
   lua_setfield(L, module, "Tensor"); /* the methods table, for the Lua layer */

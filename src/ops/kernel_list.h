@@ -100,6 +100,9 @@
   X(full, (cell_dtype dt, int ndim, const int64_t *shape, double value, cell_tensor **out), (dt, ndim, shape, value, out), (NULL)) \
   X(nan_to_num, (const cell_tensor *a, double nan, double posinf, double neginf, cell_tensor **out), (a, nan, posinf, neginf, out), (a)) \
   X(softplus, (const cell_tensor *a, double beta, double threshold, cell_tensor **out), (a, beta, threshold, out), (a)) \
+  X(activation, (const cell_tensor *x, int kind, double p0, double p1, cell_tensor **out), (x, kind, p0, p1, out), (x)) \
+  X(activation_backward, (const cell_tensor *g, const cell_tensor *x, int kind, double p0, double p1, cell_tensor **gx), (g, x, kind, p0, p1, gx), (g, x)) \
+  X(ctc_loss, (const cell_tensor *log_probs, const cell_tensor *targets, const cell_tensor *input_lengths, const cell_tensor *target_lengths, int64_t blank, int64_t index_base, int zero_infinity, cell_tensor **loss, cell_tensor **grad), (log_probs, targets, input_lengths, target_lengths, blank, index_base, zero_infinity, loss, grad), (log_probs, targets, input_lengths, target_lengths)) \
   X(multinomial, (const cell_tensor *probs, int64_t num_samples, int replacement, int64_t index_base, cell_tensor **out), (probs, num_samples, replacement, index_base, out), (probs)) \
   X(bernoulli, (const cell_tensor *x, const cell_tensor *p, double ps, cell_tensor **out), (x, p, ps, out), (x, p)) \
   X(normal, (int ndim, const int64_t *shape, const cell_tensor *mean, const cell_tensor *std, cell_tensor **out), (ndim, shape, mean, std, out), (mean, std)) \

@@ -15,12 +15,14 @@ local nn = {
 local modules = {
   "cell.nn.dense",
   "cell.nn.activation",
+  "cell.nn.activation_extra",
   "cell.nn.optim",
   "cell.nn.learning_rate",
   "cell.nn.wrap",
   "cell.nn.conv",
   "cell.nn.pooling",
   "cell.nn.normalization",
+  "cell.nn.normalization_extra",
   "cell.nn.dropout",
   "cell.nn.basic",
   "cell.nn.container",
@@ -28,6 +30,7 @@ local modules = {
   "cell.nn.distributed",
   "cell.nn.attention",
   "cell.nn.transformer",
+  "cell.nn.loss_extra",
 }
 
 -- "idle" until the first lookup of a missing name, "loading" while the

@@ -99,10 +99,12 @@ local function batch_norm_class(name, dims, layout)
         .. "shape %s."):format(name, T.shape_str(shape)))
     end
     local x4 = #shape == 3 and x:unsqueeze(4) or x
+    if #shape == 5 then x4 = x:reshape { shape[1], shape[2], shape[3] * shape[4], shape[5] } end -- BatchNorm3d
     local y = ops.batch_norm(x4, self.moving_mean, self.moving_variance, self.gamma, self.beta,
       -- the functional op's momentum weighs the batch value (MindSpore's ops.batch_norm)
       { training = training, momentum = 1 - self.momentum, eps = self.eps })
     if #shape == 3 then y = y:squeeze(4) end
+    if #shape == 5 then y = y:reshape(shape) end
     return y
   end
 
@@ -127,6 +129,7 @@ end
 
 batch_norm_class("BatchNorm1d", { [2] = true, [3] = true }, "2-D {N, C} or 3-D {N, C, L}")
 batch_norm_class("BatchNorm2d", { [4] = true }, "4-D {N, C, H, W}")
+batch_norm_class("BatchNorm3d", { [5] = true }, "5-D {N, C, D, H, W}")
 
 -- LayerNorm --------------------------------------------------------------------
 
