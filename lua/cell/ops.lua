@@ -15,6 +15,8 @@ end
 ops.concat = core.cat
 local index_ops = require "cell.index_ops" -- einsum, meshgrid, one_hot, addmm, outer
 for _, name in ipairs(index_ops.functions) do ops[name] = index_ops[name] end
+local conv_ops = require "cell.conv_ops" -- conv1d/3d, conv_transpose*, N-d and adaptive pooling, pixel_shuffle
+for _, name in ipairs(conv_ops.functions) do ops[name] = conv_ops[name] end
 ops.GradOperation = require("cell.autograd").GradOperation
 ops.stop_gradient = core.Tensor.stop_gradient
 
