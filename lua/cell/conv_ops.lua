@@ -59,6 +59,20 @@ local function ints(op, what, v, n, lo)
 end
 M._ints = ints
 
+--- The options table of a functional op (nil for none), its booleans checked.
+local function options(op, o, bools)
+  if o == nil then return {} end
+  if type(o) ~= "table" or core.is_tensor(o) then
+    raise(("TypeError: For '%s', the options must be a table, but got %s."):format(op, T.type_name(o)))
+  end
+  for _, k in ipairs(bools) do
+    if o[k] ~= nil and type(o[k]) ~= "boolean" then
+      raise(("TypeError: For '%s', the '%s' must be a boolean, but got %s."):format(op, k, T.type_name(o[k])))
+    end
+  end
+  return o
+end
+
 --- Padding as {before_1, after_1, ..., before_n, after_n} from an integer,
 -- a list of n (symmetric) or a list of 2n (before/after per dimension).
 local function pads_of(op, v, n)
@@ -141,12 +155,14 @@ function M._pad_mode(op, x, n, pads, mode, value)
         :format(op, mode, T.tuple_str(pads)))
     end
     if mode == "reflect" and (b >= L or a >= L) then
-      raise(("ValueError: For '%s', the reflection padding (%d, %d) must be less than the input size %d of "
-        .. "dimension %d; the input has shape %s."):format(op, b, a, L, dim, T.shape_str(shape)))
+      raise(("ValueError: For '%s', the reflection padding (%s, %s) must be less than the input size %d of "
+        .. "dimension %d; the input has shape %s."):format(op, T.num_str(b), T.num_str(a), L, dim,
+          T.shape_str(shape)))
     end
     if (mode == "circular" and (b > L or a > L)) or L == 0 then
-      raise(("ValueError: For '%s', the circular padding (%d, %d) must be at most the input size %d of "
-        .. "dimension %d; the input has shape %s."):format(op, b, a, L, dim, T.shape_str(shape)))
+      raise(("ValueError: For '%s', the circular padding (%s, %s) must be at most the input size %d of "
+        .. "dimension %d; the input has shape %s."):format(op, T.num_str(b), T.num_str(a), L, dim,
+          T.shape_str(shape)))
     end
     if b > 0 or a > 0 then x = x:index_select(dim, pad_index(L, b, a, mode)) end
   end
@@ -337,10 +353,7 @@ local function functional_conv_t(op, nd)
   return function(x, w, b, o)
     if type(b) == "table" and not core.is_tensor(b) and o == nil then b, o = nil, b end
     check_conv(op, x, w, b, nd, 1)
-    o = o or {}
-    if type(o) ~= "table" or core.is_tensor(o) then
-      raise(("TypeError: For '%s', the options must be a table, but got %s."):format(op, T.type_name(o)))
-    end
+    o = options(op, o, {})
     local stride = ints(op, "stride", o.stride == nil and 1 or o.stride, nd, 1)
     local dil = ints(op, "dilation", o.dilation == nil and 1 or o.dilation, nd, 1)
     local op_ = ints(op, "output_padding", o.output_padding == nil and 0 or o.output_padding, nd, 0)
@@ -462,7 +475,8 @@ end
 local function pool_fn(op, nd, kind)
   return function(x, kernel, o)
     local xb, added = batched(op, x, nd)
-    o = o or {}
+    o = options(op, o, { "ceil_mode", "return_indices", "count_include_pad" })
+    if o.divisor_override ~= nil then ints(op, "divisor_override", o.divisor_override, 1, 1) end
     local k = ints(op, "kernel_size", kernel, nd, 1)
     local s = ints(op, "stride", o.stride == nil and kernel or o.stride, nd, 1)
     local pads = pads_of(op, o.padding, nd)
@@ -509,7 +523,14 @@ local function out_sizes(op, x, nd, output_size)
   else
     out = output_size
   end
-  return ints(op, "output_size", out, nd, 1)
+  out = ints(op, "output_size", out, nd, 1)
+  local total = 1
+  for i = 1, nd do total = total * out[i] * x.shape[#x.shape - nd + i] end
+  if total > 2 ^ 31 then
+    raise(("ValueError: For '%s', the output_size %s is too large for an input of shape %s.")
+      :format(op, T.tuple_str(out), T.shape_str(x.shape)))
+  end
+  return out
 end
 
 --- adaptive_avg_pool{1,2,3}d(x, output_size): one averaging matrix per dimension.
@@ -552,6 +573,10 @@ M.adaptive_avg_pool3d = adaptive_avg("adaptive_avg_pool3d", 3)
 local function adaptive_max(op, nd)
   return function(x, output_size, return_indices)
     local xb, added = batched(op, x, nd)
+    if return_indices ~= nil and type(return_indices) ~= "boolean" then
+      raise(("TypeError: For '%s', the 'return_indices' must be a boolean, but got %s."):format(op,
+        T.type_name(return_indices)))
+    end
     local o = out_sizes(op, xb, nd, output_size)
     local N, C = xb.shape[1], xb.shape[2]
     local H = nd == 2 and xb.shape[3] or 1

@@ -44,6 +44,10 @@ describe("cell.ops N-d pooling", function()
       "output_size")
     H.expect_error(function() ops.adaptive_max_pool1d(cell.randn({ 1, 2, 8 }), 0) end, "ValueError", "output_size")
     H.expect_error(function() ops.adaptive_max_pool2d(cell.randn({ 8 }), 2) end, "ValueError", "3-D or 4-D")
+    H.expect_error(function() ops.adaptive_avg_pool1d(cell.randn({ 1, 2, 8 }), 2 ^ 40) end, "ValueError", "too large")
+    H.expect_error(function() ops.max_pool1d(cell.randn({ 1, 2, 8 }), 2, { ceil_mode = 1 }) end, "TypeError",
+      "ceil_mode")
+    H.expect_error(function() ops.max_pool1d(cell.randn({ 1, 2, 8 }), 2, "x") end, "TypeError", "options")
   end)
 end)
 

@@ -83,7 +83,7 @@ M.Unflatten = Unflatten
 --- Unflatten(axis, unflattened_size): dimension axis (1-based; negative from
 -- the end) becomes the dimensions unflattened_size (one of them may be -1).
 function Unflatten:init(axis, unflattened_size)
-  if type(axis) ~= "number" or not T.is_int(axis) or axis == 0 then
+  if type(axis) ~= "number" or not T.is_int(axis) or axis == 0 or math.abs(axis) > 2 ^ 31 then
     raise(("TypeError: For 'Unflatten', the 'axis' must be a non-zero integer (1-based), but got %s.")
       :format(type(axis) == "number" and T.num_str(axis) or T.type_name(axis)))
   end
@@ -112,8 +112,8 @@ function Unflatten:construct(x)
   local r = #shape
   local ax = self.axis < 0 and r + 1 + self.axis or self.axis
   if ax < 1 or ax > r then
-    raise(("IndexError: For 'Unflatten', the 'axis' %d is out of range for an input of shape %s.")
-      :format(self.axis, T.shape_str(shape)))
+    raise(("IndexError: For 'Unflatten', the 'axis' %s is out of range for an input of shape %s.")
+      :format(T.num_str(self.axis), T.shape_str(shape)))
   end
   local out = {}
   for i = 1, ax - 1 do out[#out + 1] = shape[i] end
@@ -138,7 +138,7 @@ function Unflatten:construct(x)
 end
 
 function Unflatten:extend_repr()
-  return ("axis=%d, unflattened_size=%s"):format(self.axis, T.tuple_str(self.unflattened_size))
+  return ("axis=%s, unflattened_size=%s"):format(T.num_str(self.axis), T.tuple_str(self.unflattened_size))
 end
 
 -- Padding -------------------------------------------------------------------------------
@@ -170,6 +170,11 @@ local function pad_layer(cls, nd, mode, has_value, zero)
     else
       raise(("TypeError: For '%s', the 'padding' must be an integer or a list of %d integers, but got %s.")
         :format(cls, 2 * nd, T.type_name(padding)))
+    end
+    for i = 1, 2 * nd do
+      if math.abs(p[i]) > 2 ^ 31 then
+        raise(("ValueError: For '%s', the 'padding' %s is out of range."):format(cls, A.int_or_tuple_str(padding)))
+      end
     end
     if mode == "reflect" then
       for i = 1, 2 * nd do
