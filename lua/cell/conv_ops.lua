@@ -7,8 +7,10 @@
 --   * 1-d is 2-d with H = 1;
 --   * 3-d convolution sums one batched 2-D convolution per kernel depth
 --     (the depth taps picked with index_select);
---   * a transposed convolution is the adjoint of a convolution: the input
---     with stride - 1 zeros between its elements, padded by
+--   * a transposed convolution is the adjoint of a convolution: in 1-d and
+--     2-d col2im (the columns w^T x, one batched matrix product over the
+--     groups, summed into the output by fold); in 3-d the input with
+--     stride - 1 zeros between its elements, padded by
 --     dilation * (k - 1) - padding (cropped where negative), convolved at
 --     stride 1 with the flipped, in/out-swapped weight;
 --   * max and average pooling over a box are separable: 3-d pools H, W then D;
@@ -325,7 +327,29 @@ local function conv_transpose_nd(op, x, w, b, nd, stride, pads, out_pad, dil, gr
         .. "%s, padding %s."):format(op, n, i, T.shape_str(xs), T.shape_str(ws), T.tuple_str(pads)))
     end
   end
-  -- the weight as a convolution's: {O, Cin/groups, k}, flipped
+  if nd <= 2 then
+    -- col2im: the columns w^T x (one batched matrix product over the groups)
+    -- summed into the full output by fold, then cropped / extended
+    local x4, w4 = x, w
+    local s2, d2, pp, op2 = stride, dil, pads, out_pad
+    if nd == 1 then
+      x4, w4 = x:unsqueeze(3), w:unsqueeze(3)
+      s2, d2, pp, op2 = { 1, stride[1] }, { 1, dil[1] }, { 0, 0, pads[1], pads[2] }, { 0, out_pad[1] }
+    end
+    local N, H, W = xs[1], x4.shape[3], x4.shape[4]
+    local kh, kw = w4.shape[3], w4.shape[4]
+    local cin_g2, cout_g = ws[1] / groups, ws[2]
+    local wm = w4:reshape({ 1, groups, cin_g2, cout_g * kh * kw }):transpose(3, 4)
+    local cols = wm:matmul(x4:reshape({ N, groups, cin_g2, H * W })):reshape({ N, cout * kh * kw, H * W })
+    local fh = (H - 1) * s2[1] + d2[1] * (kh - 1) + 1 + op2[1]
+    local fw = (W - 1) * s2[2] + d2[2] * (kw - 1) + 1 + op2[2]
+    local y = nn.fold(cols, { fh, fw }, { kh, kw }, { dilation = d2, padding = 0, stride = s2 })
+    y = pad_spatial(y, 2, { -pp[1], -pp[2], -pp[3], -pp[4] })
+    if b ~= nil then y = y + b:reshape({ 1, cout, 1, 1 }) end
+    if nd == 1 then y = y:squeeze(3) end
+    return y
+  end
+  -- 3-d: the weight as a convolution's: {O, Cin/groups, k}, flipped
   local cin_g = ws[1] / groups
   local gshape, cshape, flips = { groups, cin_g, ws[2] }, { cout, cin_g }, {}
   for i = 1, nd do
