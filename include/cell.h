@@ -500,5 +500,6 @@ CELL_API cell_status cell_op_trace(const cell_tensor *a, cell_tensor **out);
 #include "cell_io.h"    /* safetensors checkpoints, IDX data sets */
 #include "cell_device.h" /* devices: registry, default device, move_to */
 #include "cell_sample.h" /* multinomial, bernoulli, normal, interpolate, fold, unfold */
+#include "cell_rnn.h"    /* recurrent time loops: RNN, LSTM, GRU */
 
 #endif
