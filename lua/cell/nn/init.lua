@@ -25,6 +25,7 @@ local modules = {
   "cell.nn.basic",
   "cell.nn.container",
   "cell.nn.loss",
+  "cell.nn.rnn",
 }
 
 -- "idle" until the first lookup of a missing name, "loading" while the
