@@ -59,12 +59,14 @@ static cell_status check_shape(const char *what, const cell_tensor *t, int ndim,
   return CELL_OK;
 }
 
-/* Contiguous copies (or new references) of the n tensors (NULLs kept). */
-static cell_status contig_all(int n, const cell_tensor *const *in, cell_tensor **out) {
+/* Contiguous copies (or new references) of the n tensors in dtype wd
+ * (NULLs kept). */
+static cell_status contig_all(int n, const cell_tensor *const *in, cell_dtype wd, cell_tensor **out) {
   for (int i = 0; i < n; i++) out[i] = NULL;
   for (int i = 0; i < n; i++) {
     if (!in[i]) continue;
-    cell_status s = cell_k_contiguous(in[i], &out[i]);
+    cell_status s = in[i]->dtype == wd ? cell_k_contiguous(in[i], &out[i])
+                                       : cell_k_astype(in[i], wd, &out[i]);
     if (s != CELL_OK) {
       for (int j = 0; j < i; j++) cell_tensor_release(out[j]);
       return s;
@@ -117,9 +119,11 @@ cell_status cell_cpu_rnn_forward(int mode, const cell_tensor *x, const cell_tens
     return cell_error(CELL_ERR_VALUE, "rnn: c0 is %s for %s", c0 ? "not taken" : "required",
                       mode_names[mode]);
   cell_dtype dt = x->dtype;
-  if (dt != CELL_DTYPE_F32 && dt != CELL_DTYPE_F64)
-    return cell_error(CELL_ERR_TYPE, "rnn: the input must be float32 or float64, got %s",
+  if (!cell_dtype_is_float(dt))
+    return cell_error(CELL_ERR_TYPE, "rnn: the input must be a float tensor, got %s",
                       cell_dtype_name(dt));
+  /* half precision computes in float32 */
+  cell_dtype wd = dt == CELL_DTYPE_F64 ? CELL_DTYPE_F64 : CELL_DTYPE_F32;
   char b1[128];
   if (x->ndim != 3)
     return cell_error(CELL_ERR_VALUE, "rnn: the input must be 3-D {T, B, input_size}, got shape %s",
@@ -143,19 +147,19 @@ cell_status cell_cpu_rnn_forward(int mode, const cell_tensor *x, const cell_tens
   cell_tensor *len = NULL, *c[7], *y = NULL, *w = NULL;
   CELL_TRY(lengths_of(lengths, T, B, &len));
   const cell_tensor *in[7] = {x, h0, c0, w_ih, w_hh, b_ih, b_hh};
-  cell_status s = contig_all(7, in, c);
+  cell_status s = contig_all(7, in, wd, c);
   if (s != CELL_OK) {
     cell_tensor_release(len);
     return s;
   }
   int64_t ys[3] = {T + 2, B, H};
   int64_t wn[1] = {T * B * G * H + 2 * (T + 1) * B * H + T * B * H};
-  s = cell_tensor_new_contig(dt, 3, ys, &y);
-  if (s == CELL_OK) s = cell_tensor_new_contig(dt, 1, wn, &w);
+  s = cell_tensor_new_contig(wd, 3, ys, &y);
+  if (s == CELL_OK) s = cell_tensor_new_contig(wd, 1, wn, &w);
   if (s == CELL_OK) {
     const int64_t *lv = len ? (const int64_t *)cell_tensor_base(len) : NULL;
 #define P(T_, i) (c[i] ? (const T_ *)cell_tensor_base(c[i]) : NULL)
-    if (dt == CELL_DTYPE_F32)
+    if (wd == CELL_DTYPE_F32)
       s = rnn_fwd__f32(mode, T, B, I, H, P(float, 0), P(float, 1), P(float, 2), P(float, 3),
                        P(float, 4), P(float, 5), P(float, 6), lv, reverse,
                        (float *)cell_tensor_base(y), (float *)cell_tensor_base(w));
@@ -167,6 +171,12 @@ cell_status cell_cpu_rnn_forward(int mode, const cell_tensor *x, const cell_tens
   }
   release_all(7, c);
   cell_tensor_release(len);
+  if (s == CELL_OK && wd != dt) {
+    cell_tensor *yd = NULL;
+    s = cell_k_astype(y, dt, &yd);
+    cell_tensor_release(y);
+    y = yd;
+  }
   if (s != CELL_OK) {
     cell_tensor_release(y);
     cell_tensor_release(w);
@@ -186,7 +196,7 @@ cell_status cell_cpu_rnn_backward(int mode, const cell_tensor *x, const cell_ten
   if (mode < 0 || mode >= CELL_RNN_MODE_COUNT || !x || !w_ih || !w_hh || !ws || !gout || !gx ||
       !gh0 || !gw_ih || !gw_hh)
     return cell_error(CELL_ERR_VALUE, "rnn backward: bad argument");
-  cell_dtype dt = x->dtype;
+  cell_dtype dt = x->dtype == CELL_DTYPE_F64 ? CELL_DTYPE_F64 : CELL_DTYPE_F32;
   int64_t T = x->shape[0], B = x->shape[1], I = x->shape[2], H = w_hh->shape[1],
           G = rnn_gates(mode);
   int64_t sy[3] = {T + 2, B, H};
@@ -194,15 +204,8 @@ cell_status cell_cpu_rnn_backward(int mode, const cell_tensor *x, const cell_ten
     return cell_error(CELL_ERR_RUNTIME, "rnn backward: gradient of the wrong shape");
   cell_tensor *len = NULL, *c[5], *r[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   CELL_TRY(lengths_of(lengths, T, B, &len));
-  cell_tensor *gcast = NULL;
-  cell_status s = gout->dtype == dt ? CELL_OK : cell_k_astype(gout, dt, &gcast);
-  if (s != CELL_OK) {
-    cell_tensor_release(len);
-    return s;
-  }
-  const cell_tensor *in[5] = {x, w_ih, w_hh, ws, gcast ? gcast : gout};
-  s = contig_all(5, in, c);
-  cell_tensor_release(gcast);
+  const cell_tensor *in[5] = {x, w_ih, w_hh, ws, gout};
+  cell_status s = contig_all(5, in, dt, c);
   if (s != CELL_OK) {
     cell_tensor_release(len);
     return s;
