@@ -311,6 +311,8 @@ DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit 
 # make tsan and make fuzz: clang, its sanitizer and libFuzzer runtimes and LLVM's OpenMP
 # (with Archer, for tsan).
 DEPS += clang libclang-rt-dev libomp-dev
+# examples/char_lstm.lua: its corpus (/usr/share/games/fortunes).
+DEPS += fortunes
 deps:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
