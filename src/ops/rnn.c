@@ -34,17 +34,25 @@ static cell_status rnn_gemm(cell_dtype dt, int64_t m, int64_t n, int64_t k, cons
 #define R float
 #define RT CELL_DTYPE_F32
 #define SFX _f32
+#define REXP expf
+#define RTANH tanhf
 #include "rnn_impl.h"
 #undef R
 #undef RT
 #undef SFX
+#undef REXP
+#undef RTANH
 #define R double
 #define RT CELL_DTYPE_F64
 #define SFX _f64
+#define REXP exp
+#define RTANH tanh
 #include "rnn_impl.h"
 #undef R
 #undef RT
 #undef SFX
+#undef REXP
+#undef RTANH
 
 static cell_status check_shape(const char *what, const cell_tensor *t, int ndim, const int64_t *want,
                                cell_dtype dt) {

@@ -5,7 +5,7 @@
 #define CAT_(a, b) CAT2_(a, b)
 #define FN(name) CAT_(name, SFX)
 
-static inline R FN(sig_)(R v) { return (R)1 / ((R)1 + (R)exp(-(double)v)); }
+static inline R FN(sig_)(R v) { return (R)1 / ((R)1 + REXP(-v)); }
 
 /* Forward of one layer-direction. x [T,B,I], h0/c0 [B,H], weights
  * contiguous; y the packed output [T+2,B,H]; ws the saved workspace. */
@@ -51,11 +51,11 @@ static cell_status FN(rnn_fwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
             int64_t o = q * H + j;
             a[q] = xb[o] + hb[o] + (bih ? bih[o] : 0) + (bhh ? bhh[o] : 0);
           }
-          R ig = FN(sig_)(a[0]), fg = FN(sig_)(a[1]), gg = (R)tanh((double)a[2]),
+          R ig = FN(sig_)(a[0]), fg = FN(sig_)(a[1]), gg = RTANH(a[2]),
             og = FN(sig_)(a[3]);
           R c = fg * cpb[j] + ig * gg;
           ccb[j] = c;
-          hcb[j] = og * (R)tanh((double)c);
+          hcb[j] = og * RTANH(c);
           gb[j] = ig, gb[H + j] = fg, gb[2 * H + j] = gg, gb[3 * H + j] = og;
         }
       } else if (mode == CELL_RNN_GRU) {
@@ -64,7 +64,7 @@ static cell_status FN(rnn_fwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
           R r = FN(sig_)(xb[j] + hb[j] + (bih ? bih[j] : 0) + (bhh ? bhh[j] : 0));
           R z = FN(sig_)(xb[H + j] + hb[H + j] + (bih ? bih[H + j] : 0) + (bhh ? bhh[H + j] : 0));
           R hn = hb[2 * H + j] + (bhh ? bhh[2 * H + j] : 0);
-          R n = (R)tanh((double)(xb[2 * H + j] + (bih ? bih[2 * H + j] : 0) + r * hn));
+          R n = RTANH(xb[2 * H + j] + (bih ? bih[2 * H + j] : 0) + r * hn);
           nb[j] = hn;
           hcb[j] = ((R)1 - z) * n + z * hpb[j];
           gb[j] = r, gb[H + j] = z, gb[2 * H + j] = n;
@@ -72,7 +72,7 @@ static cell_status FN(rnn_fwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
       } else {
         for (int64_t j = 0; j < H; j++) {
           R a = xb[j] + hb[j] + (bih ? bih[j] : 0) + (bhh ? bhh[j] : 0);
-          hcb[j] = mode == CELL_RNN_TANH ? (R)tanh((double)a) : (a > 0 ? a : 0);
+          hcb[j] = mode == CELL_RNN_TANH ? RTANH(a) : (a > 0 ? a : 0);
         }
       }
       memcpy(yb, hcb, sizeof(R) * (size_t)H);
@@ -130,7 +130,7 @@ static cell_status FN(rnn_bwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
         const R *cpb = cs + k * BH + b * H, *ccb = cs + (k + 1) * BH + b * H;
         for (int64_t j = 0; j < H; j++) {
           R ig = gb[j], fg = gb[H + j], gg = gb[2 * H + j], og = gb[3 * H + j];
-          R tc = (R)tanh((double)ccb[j]);
+          R tc = RTANH(ccb[j]);
           R d = dcb[j] + dhb[j] * og * ((R)1 - tc * tc);
           R ai = d * gg * ig * ((R)1 - ig), af = d * cpb[j] * fg * ((R)1 - fg),
             ag = d * ig * ((R)1 - gg * gg), ao = dhb[j] * tc * og * ((R)1 - og);
