@@ -59,7 +59,7 @@ run "$LUA_BIN" bench/autograd.lua 100000
 echo "# cells ($LUA_BIN: call overhead; state_dict of 1,000 parameters in 100 sub-cells)"
 run "$LUA_BIN" bench/cell.lua "$ITERS"
 
-echo "# training steps ($LUA_BIN: MLP and LeNet-5 at batch 64, Adam)"
+echo "# training steps ($LUA_BIN: MLP and LeNet-5 at batch 64, an LSTM LM, Adam)"
 run "$LUA_BIN" bench/train.lua
 
 echo "# ordering ops ($LUA_BIN: sort, topk, logsumexp of 1e6 float32)"
@@ -105,6 +105,7 @@ END {
   ratio("ratio_mlp_fwd_bwd_torch_over_cell", "torch_mlp_fwd_bwd_ms", "cell_mlp_fwd_bwd_ms")
   ratio("ratio_train_step_mlp_torch_over_cell", "torch_train_step_mlp_ms", "cell_train_step_mlp_ms")
   ratio("ratio_train_step_lenet_torch_over_cell", "torch_train_step_lenet_ms", "cell_train_step_lenet_ms")
+  ratio("ratio_train_step_lstm_lm_torch_over_cell", "torch_train_step_lstm_lm_ms", "cell_train_step_lstm_lm_ms")
   ratio("ratio_lenet_epoch_torch_over_cell", "torch_lenet_epoch_s", "cell_lenet_epoch_s")
   ratio("ratio_interpolate_bilinear_torch_over_cell", "torch_interpolate_bilinear_ms", "cell_interpolate_bilinear_ms")
   ratio("ratio_interpolate_bilinear_fwd_bwd_torch_over_cell", "torch_interpolate_bilinear_fwd_bwd_ms",
