@@ -205,6 +205,7 @@ describe("recurrent layer misuse", function()
     local x, h = cell.ones({ 2, 1, 2 }), cell.zeros({ 1, 3 })
     H.expect_error(function() cell.core.nnops.rnn("ELMAN", x, h, nil, cell.ones({ 3, 2 }), cell.ones({ 3, 3 })) end,
       "ValueError", "mode", "ELMAN")
+    H.expect_error(function() cell.core.nnops.rnn({}, x, h) end, "TypeError", "mode must be a string")
     H.expect_error(function() cell.core.nnops.rnn("LSTM", x, h, nil, cell.ones({ 12, 2 }), cell.ones({ 12, 3 })) end,
       "ValueError", "c0 is required")
     H.expect_error(function() cell.core.nnops.rnn("GRU", x, h, nil, cell.ones({ 9, 2 }), cell.ones({ 9, 3 }),

@@ -21,7 +21,9 @@ static cell_tensor *opt_tensor(lua_State *L, int i, const char *what) {
 }
 
 static int nn_rnn(lua_State *L) {
-  const char *m = luaL_checkstring(L, 1);
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return lc_argerror(L, 1, "TypeError: rnn: mode must be a string, got %s", luaL_typename(L, 1));
+  const char *m = lua_tostring(L, 1);
   int mode = -1;
   for (int i = 0; modes[i]; i++)
     if (strcmp(m, modes[i]) == 0) mode = i;
