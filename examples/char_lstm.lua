@@ -2,10 +2,10 @@
 -- two-layer LSTM and a Dense layer, trained with cell.train.Model on the
 -- fortune cookies of Debian's `fortunes` package (`make deps`), then saved
 -- as a checkpoint, reloaded and sampled from.
--- With the defaults (6 epochs of 100 steps of 32 sequences of 64
--- characters) it takes about two minutes on two cores and ends with a
--- training loss below 1.9 nats per character (3.4 at the start of
--- training is the best a model can do that only knows character frequencies).
+-- With the defaults (4 epochs of 80 steps of 32 sequences of 64
+-- characters, about two minutes on two otherwise idle cores) the training
+-- loss ends near 2.6 nats per character, from 4.56 (log 96, a uniform guess)
+-- at the start; 3.3 is what knowing only the characters' frequencies gives.
 -- Run: bin/cell examples/char_lstm.lua [epochs] [steps per epoch] [checkpoint path]
 local cell = require "cell"
 local nn, train = cell.nn, cell.train
@@ -85,10 +85,8 @@ print(net)
 local batches = cell.dataset.batches(x_all, y_all, B, { shuffle = true, seed = 1 })
 local total = epochs * batches:len()
 local opt = nn.Adam(net:trainable_params(), nn.cosine_decay_lr(3e-4, 4e-3, total, 1, total))
-local WithFirst = nn.Cell:extend("WithFirst") -- the logits only, for the loss
-function WithFirst:init(inner) self.inner = inner end
-function WithFirst:construct(x) return (self.inner(x)) end
-local model = train.Model(WithFirst(net), SeqLoss(), opt)
+-- Model's loss sees the first result of net(x), the logits.
+local model = train.Model(net, SeqLoss(), opt)
 local losses = {}
 local Record = train.Callback:extend("Record")
 function Record:on_train_epoch_end(ctx) losses[#losses + 1] = ctx:original_args().net_outputs:item() end

@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The gate passes run on threads from this many gate values per step (a
+ * value costs a few transcendentals: a sixteenth of the engine's grain). */
+#define RNN_PARALLEL_MIN (CELL_PARALLEL_GRAIN / 16)
+
 static const char *const mode_names[] = {"RNN_TANH", "RNN_RELU", "LSTM", "GRU"};
 
 static int64_t rnn_gates(int mode) {

@@ -29,6 +29,7 @@ static cell_status FN(rnn_fwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
     R *hp = hs + k * BH, *hc = hs + (k + 1) * BH, *gk = gates + k * B * GH;
     s = rnn_gemm(RT, B, GH, H, hp, H, 1, whh, 1, H, hh);
     if (s != CELL_OK) break;
+#pragma omp parallel for if (B * GH >= RNN_PARALLEL_MIN && cell_ctx()->num_threads > 1) schedule(static)
     for (int64_t b = 0; b < B; b++) {
       R *yb = y + (t * B + b) * H, *gb = gk + b * GH;
       const R *xb = xw + (t * B + b) * GH, *hb = hh + b * GH, *hpb = hp + b * H;
@@ -115,6 +116,7 @@ static cell_status FN(rnn_bwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
   for (int64_t k = T - 1; k >= 0; k--) {
     int64_t t = reverse ? T - 1 - k : k;
     const R *gk = gates + k * B * GH, *hp = hs + k * BH, *hc = hs + (k + 1) * BH;
+#pragma omp parallel for if (B * GH >= RNN_PARALLEL_MIN && cell_ctx()->num_threads > 1) schedule(static)
     for (int64_t b = 0; b < B; b++) {
       R *dxb = dgx + (t * B + b) * GH, *dhb_g = dgh + (k * B + b) * GH;
       R *dhb = dh + b * H, *dcb = dc + b * H, *dpb = dhp + b * H;
