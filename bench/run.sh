@@ -160,6 +160,7 @@ END {
   ratio("ratio_train_step_lenet_torch_over_cell", "torch_train_step_lenet_ms", "cell_train_step_lenet_ms")
   ratio("ratio_train_step_gpt_t1_torch_over_cell", "torch_train_step_gpt_t1_ms", "cell_train_step_gpt_t1_ms")
   ratio("ratio_train_step_gpt_t2_torch_over_cell", "torch_train_step_gpt_t2_ms", "cell_train_step_gpt_t2_ms")
+  ratio("ratio_train_step_lstm_lm_torch_over_cell", "torch_train_step_lstm_lm_ms", "cell_train_step_lstm_lm_ms")
   ratio("ratio_lenet_epoch_torch_over_cell", "torch_lenet_epoch_s", "cell_lenet_epoch_s")
   ratio("ratio_interpolate_bilinear_torch_over_cell", "torch_interpolate_bilinear_ms", "cell_interpolate_bilinear_ms")
   ratio("ratio_interpolate_bilinear_fwd_bwd_torch_over_cell", "torch_interpolate_bilinear_fwd_bwd_ms",

@@ -2,7 +2,8 @@
 -- 784-256-10 and of the LeNet-5 (with batch norm) of examples/fashion_mnist.lua at batch 64,
 -- through TrainOneStepCell(WithLossCell(net, CrossEntropyLoss), Adam) as
 -- Model.train runs it; and what a steady-state step asks of the allocator.
--- Prints `cell_train_step_mlp_ms`, `cell_train_step_lenet_ms`,
+-- Also an LSTM language model's step (vocab 64, hidden 128, T 32, batch 16).
+-- Prints `cell_train_step_mlp_ms`, `cell_train_step_lenet_ms`, `cell_train_step_lstm_lm_ms`,
 -- `cell_train_step_os_allocs` (allocations reaching the OS per step after
 -- warm-up) and `cell_train_step_cache_allocs` (served from the cache).
 -- The side-by-side is bench/torch/train.py. CELL_BENCH_THREADS, when set,
@@ -35,6 +36,23 @@ local function bench_ms(fn) return timing.bench_ms(fn, REPS, CALLS) end
 local mlp_step, lenet_step = step_of(MLP()), step_of(LeNet5())
 print(("cell_train_step_mlp_ms %.4f ms"):format(bench_ms(mlp_step)))
 print(("cell_train_step_lenet_ms %.4f ms"):format(bench_ms(lenet_step)))
+
+-- An LSTM language model (vocab 64, embedding and hidden 128, T 32, batch
+-- 16): Embedding -> LSTM -> Dense over every step, cross-entropy, Adam.
+local CharLM = nn.Cell:extend("BenchCharLM")
+function CharLM:init()
+  self.embed = nn.Embedding(64, 128)
+  self.lstm = nn.LSTM(128, 128, { batch_first = true })
+  self.head = nn.Dense(128, 64)
+end
+function CharLM:construct(ids) return self.head((self.lstm(self.embed(ids))):reshape({ -1, 128 })) end
+do
+  local ids, next_ids = cell.randint(1, 65, { 16, 32 }), cell.randint(1, 65, { 16 * 32 })
+  local net = CharLM()
+  local lm = nn.TrainOneStepCell(nn.WithLossCell(net, nn.CrossEntropyLoss()), nn.Adam(net:trainable_params(), 1e-3))
+  lm:set_train(true)
+  print(("cell_train_step_lstm_lm_ms %.4f ms"):format(bench_ms(function() return lm(ids, next_ids) end)))
+end
 
 -- Allocator traffic of steady-state steps: what reaches the OS, and what
 -- the cache serves.

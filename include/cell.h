@@ -511,5 +511,6 @@ CELL_API cell_status cell_op_trace(const cell_tensor *a, cell_tensor **out);
 #include "cell_device.h" /* devices: registry, default device, move_to */
 #include "cell_sample.h" /* multinomial, bernoulli, normal, interpolate, fold, unfold */
 #include "cell_attention.h" /* scaled_dot_product_attention */
+#include "cell_rnn.h"    /* recurrent time loops: RNN, LSTM, GRU */
 
 #endif

@@ -143,7 +143,7 @@ local cases = {
 -- family (spec/helpers/cases_<family>.lua), each a function of the
 -- builders here returning more entries of the same form.
 local builders = { cell = cell, input = input, r = r, idx = idx, mask = mask, T = T, I = I }
-for _, family in ipairs { "nn", "conv", "sort", "math", "index", "sample", "inplace", "attention", "act" } do
+for _, family in ipairs { "nn", "conv", "sort", "math", "index", "sample", "inplace", "attention", "act", "rnn" } do
   for name, c in pairs(require("helpers.cases_" .. family)(builders)) do
     assert(cases[name] == nil, "two gradient checks for " .. name)
     cases[name] = c

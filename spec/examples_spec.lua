@@ -62,6 +62,30 @@ describe("tiny_gpt.lua", function()
   end)
 end)
 
+describe("char_lstm.lua", function()
+  local corpus = io.open("/usr/share/games/fortunes/fortunes", "r")
+  if corpus then corpus:close() end
+  it("trains a two-layer LSTM on the fortunes, lowers the loss, saves, reloads and samples", function()
+    assert.is_truthy(corpus, "the fortunes package is missing: make deps")
+    local path = os.tmpname() .. ".safetensors"
+    local out, err, rc = H.run(sh(BIN) .. " examples/char_lstm.lua 1 6 " .. sh(path))
+    assert.are.equal(0, rc, err)
+    local first, now = out:match("loss ([%d.]+) at the end of epoch 1, training loss now ([%d.]+)")
+    assert.is_truthy(now, out)
+    -- a uniform guess over the vocabulary is log(96) = 4.56 nats
+    assert.is_true(tonumber(now) < 4.3, out)
+    assert.is_truthy(out:find("saved and reloaded", 1, true), out)
+    local sample = out:match("%-%-%- sample %(temperature 0.8%) %-%-%-\n(.*)$")
+    assert.is_truthy(sample and sample:sub(1, 4) == "The " and #sample > 250, out)
+    local keys = cell.load_checkpoint(path):keys()
+    table.sort(keys)
+    assert.are.same({ "embed.embedding_table", "head.bias", "head.weight", "lstm.bias_hh_l0", "lstm.bias_hh_l1",
+      "lstm.bias_ih_l0", "lstm.bias_ih_l1", "lstm.weight_hh_l0", "lstm.weight_hh_l1", "lstm.weight_ih_l0",
+      "lstm.weight_ih_l1" }, keys)
+    os.remove(path)
+  end)
+end)
+
 describe("LeNet-5 on Fashion-MNIST", function()
   it("learns well above chance from 4,096 images in one epoch, and reloads", function()
     local ok, train = pcall(cell.dataset.FashionMNIST, nil, "train")

@@ -130,6 +130,7 @@ int cell_ag_shape_nodes(const char **names, int max);
 int cell_ag_conv_nodes(const char **names, int max);
 int cell_ag_nn_nodes(const char **names, int max);
 int cell_ag_sort_nodes(const char **names, int max);
+int cell_ag_rnn_nodes(const char **names, int max);
 int cell_ag_math_param_nodes(const char **names, int max);
 int cell_ag_act_nodes(const char **names, int max);
 int cell_ag_index_nodes(const char **names, int max);

@@ -751,6 +751,7 @@ int cell_autograd_node_names(const char **names, int max) {
   n += cell_ag_conv_nodes(names + n, max - n);
   n += cell_ag_nn_nodes(names + n, max - n);
   n += cell_ag_sort_nodes(names + n, max - n);
+  n += cell_ag_rnn_nodes(names + n, max - n);
   n += cell_ag_math_param_nodes(names + n, max - n);
   n += cell_ag_index_nodes(names + n, max - n);
   n += cell_ag_sample_nodes(names + n, max - n);

@@ -152,6 +152,7 @@ void lc_register_embed(lua_State *L, int module, int base);
 /* Register into the table core.nnops (at index nnops). */
 void lc_register_conv(lua_State *L, int nnops, int base);
 void lc_register_nn(lua_State *L, int nnops, int base);
+void lc_register_rnn(lua_State *L, int nnops, int base);
 void lc_register_optim(lua_State *L, int nnops, int base);
 /* lrandom.c: multinomial, bernoulli, normal (core.nnops; the first two as
  * methods too) and cell.get_rng_state / set_rng_state; lresample.c:

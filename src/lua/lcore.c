@@ -525,6 +525,7 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   int nnops = lua_gettop(L);
   lc_register_conv(L, nnops, base);
   lc_register_nn(L, nnops, base);
+  lc_register_rnn(L, nnops, base);
   lc_register_optim(L, nnops, base);
   lc_register_random(L, module, nnops, base);
   lc_register_resample(L, nnops, base);

@@ -34,6 +34,7 @@ local modules = {
   "cell.nn.attention",
   "cell.nn.transformer",
   "cell.nn.loss_extra",
+  "cell.nn.rnn",
 }
 
 -- "idle" until the first lookup of a missing name, "loading" while the
