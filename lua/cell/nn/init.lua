@@ -17,6 +17,7 @@ local modules = {
   "cell.nn.activation",
   "cell.nn.optim",
   "cell.nn.learning_rate",
+  "cell.nn.lr_schedule",
   "cell.nn.wrap",
   "cell.nn.conv",
   "cell.nn.pooling",
