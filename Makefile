@@ -157,13 +157,13 @@ ctest: $(CTEST)
 # its memory faults when host code touches it without the device's copies.
 # train/model_spec.lua and train/progress_spec.lua pass alone there but time
 # their output, which the test device's slower kernels upset in a long run.
-DEVICE_SPECS = spec/nn/optim_extra_spec.lua spec/nn/lr_cells_spec.lua spec/tensor_spec.lua spec/ops/ops_spec.lua spec/autograd_spec.lua spec/autograd_inplace_spec.lua \
+DEVICE_SPECS = spec/tensor_spec.lua spec/ops/ops_spec.lua spec/autograd_spec.lua spec/autograd_inplace_spec.lua \
   spec/autograd_composite_spec.lua spec/ops/nn_ops_spec.lua spec/ops/nn_ops_loss_spec.lua \
   spec/ops/conv_spec.lua spec/ops/sort_spec.lua spec/device_spec.lua spec/parameter_spec.lua spec/initializer_spec.lua \
   spec/ops/math_spec.lua spec/ops/int16_spec.lua \
   spec/ops/index_ops_spec.lua \
   spec/serialization_spec.lua $(wildcard spec/nn/*_spec.lua spec/io/*_spec.lua) \
-  spec/train/callbacks_spec.lua spec/train/metrics_spec.lua spec/train/terminal_spec.lua \
+  spec/train/callbacks_spec.lua spec/train/metrics_spec.lua spec/train/terminal_spec.lua spec/train/reduce_lr_spec.lua \
   spec/ops/random_spec.lua spec/ops/resample_spec.lua
 test-device: all
 	$(SPEC_ENV) CELL_DEVICE=TEST $(LUA_BIN) /usr/bin/busted $(DEVICE_SPECS)

@@ -69,9 +69,9 @@ local function step_of(cls, s)
   return s
 end
 
---- sched:rate(step): the rate at `step` as a number (what construct returns, unrounded).
+--- sched:_rate(step): the rate at `step` as a number (what construct returns, unrounded).
 function LearningRateSchedule:construct(global_step)
-  return core.tensor(self:rate(step_of(T.class_name(self), global_step)), core.float32)
+  return core.tensor(self:_rate(step_of(T.class_name(self), global_step)), core.float32)
 end
 
 local function decay_class(name, formula)
@@ -81,20 +81,20 @@ local function decay_class(name, formula)
     local a = args_util.named(name, NAMES, 0, select("#", ...), ...)
     Cell.init(self)
     self._lr = number(name, "learning_rate", a.learning_rate, true)
-    self._rate = number(name, "decay_rate", a.decay_rate, true)
+    self._decay = number(name, "decay_rate", a.decay_rate, true)
     self._steps = int(name, "decay_steps", a.decay_steps)
     if a.is_stair ~= nil and type(a.is_stair) ~= "boolean" then
       fail("TypeError: For '%s', the argument 'is_stair' must be a boolean, but got %s.", name, T.type_name(a.is_stair))
     end
     self._stair = a.is_stair == true
   end
-  function C:rate(s)
+  function C:_rate(s)
     local p = s / self._steps
     if self._stair then p = math.floor(p) end
-    return formula(self._lr, self._rate, p)
+    return formula(self._lr, self._decay, p)
   end
   function C:extend_repr()
-    return ("learning_rate=%s, decay_rate=%s, decay_steps=%d, is_stair=%s"):format(self._lr, self._rate, self._steps,
+    return ("learning_rate=%s, decay_rate=%s, decay_steps=%d, is_stair=%s"):format(self._lr, self._decay, self._steps,
       tostring(self._stair))
   end
   M[name] = C
@@ -117,7 +117,7 @@ function Cosine:init(...)
   end
   self._steps = int(cls, "decay_steps", a.decay_steps)
 end
-function Cosine:rate(s)
+function Cosine:_rate(s)
   local p = math.min(s, self._steps) / self._steps
   return self._min + 0.5 * (self._max - self._min) * (1 + math.cos(math.pi * p))
 end
@@ -142,7 +142,7 @@ function Poly:init(...)
   end
   self._update = a.update_decay_steps == true
 end
-function Poly:rate(s)
+function Poly:_rate(s)
   local d = self._steps
   if self._update then
     d = d * math.max(math.ceil(s / d), 1)
@@ -165,16 +165,11 @@ function Warm:init(...)
   self._lr = number(cls, "learning_rate", a.learning_rate, true)
   self._steps = int(cls, "warmup_steps", a.warmup_steps)
 end
-function Warm:rate(s) return self._lr * math.min(s, self._steps) / self._steps end
+function Warm:_rate(s) return self._lr * math.min(s, self._steps) / self._steps end
 function Warm:extend_repr() return ("learning_rate=%s, warmup_steps=%d"):format(self._lr, self._steps) end
 M.WarmUpLR = Warm
 
---- Whether v is one of these cells (the optimizers call v:rate(step - 1)).
+-- The optimizers recognise these cells by this mark (and call v:_rate(step - 1)).
 LearningRateSchedule._lr_schedule = true
-function M.is_schedule(v)
-  if type(v) ~= "table" then return false end
-  local ok, r = pcall(function() return v._lr_schedule end)
-  return ok and r == true
-end
 
 return M

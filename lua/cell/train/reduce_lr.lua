@@ -136,7 +136,7 @@ function ReduceLROnPlateau:on_train_epoch_end(run_context)
         lr:set_data(require("cell.core").tensor(new, lr.dtype))
         if self.verbose then
           self._write(("Epoch %05d: ReduceLROnPlateau reducing learning rate to %s.\n"):format(cb.cur_epoch_num,
-            callbacks.py_float(new)))
+            ("%.7g"):format(new)))
         end
         self.cooldown_counter, self.wait = self.cooldown, 0
       end

@@ -186,8 +186,8 @@ local copy_spec
 
 local function parse_lr(cls, v, what)
   -- a learning-rate cell (cell.nn.lr_schedule) gets MindSpore's 0-based global step
-  if require("cell.nn.lr_schedule").is_schedule(v) then
-    return { fn = function(t) return v:rate(t - 1) end, cell = v }
+  if type(v) == "table" and select(2, pcall(function() return v._lr_schedule end)) == true then
+    return { fn = function(t) return v:_rate(t - 1) end, cell = v }
   end
   if core.is_tensor(v) then
     if v.ndim == 0 then
