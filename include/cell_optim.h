@@ -62,4 +62,70 @@ typedef struct cell_adam_config {
 CELL_API cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
                                           cell_tensor *exp_avg_sq, const cell_adam_config *cfg);
 
+/* One step of the other optimizers (optim_extra.c), chosen by kind. g below
+ * is grad * grad_scale, plus weight_decay * param where the kind decays
+ * through the gradient (L2); t is cfg->step (1 for the first step). The
+ * state tensors s0, s1, s2 are used as each kind lists (others may be NULL);
+ * h[] holds the kind's hyper-parameters.
+ *   RMSPROP   h = {decay, momentum, eps}, flags&1 centered; s0 mean_square, s1 moment, s2 mean_grad:
+ *             ms = decay*ms + (1-decay)*g^2; centered: mg = decay*mg + (1-decay)*g, d = ms - mg^2 else d = ms;
+ *             mom = momentum*mom + lr*g/sqrt(d + eps); param -= mom
+ *   ADAGRAD   flags&1 update_slots; s0 accum: accum += g^2; param -= lr*g/sqrt(accum)
+ *   ADADELTA  h = {rho, eps}; s0 accum, s1 accum_update:
+ *             accum = rho*accum + (1-rho)*g^2; u = sqrt(accum_update + eps)/sqrt(accum + eps)*g;
+ *             accum_update = rho*accum_update + (1-rho)*u^2; param -= lr*u
+ *   ADAMAX    h = {beta1, beta2, eps}; s0 m, s1 v: m = b1*m + (1-b1)*g; v = max(b2*v, |g|);
+ *             param -= lr/(1-b1^t) * m/(v + eps)
+ *   LAMB      h = {beta1, beta2, eps}; s0 m, s1 v (Adam's moments, bias-corrected m^, v^);
+ *             r = m^/(sqrt(v^) + eps) + weight_decay*param (g without decay);
+ *             param -= lr * (|param| > 0 and |r| > 0 ? |param|/|r| : 1) * r   (|.|: 2-norm of the tensor)
+ *   LARS      h = {coefficient, epsilon}; param only read; s0 receives the new gradient:
+ *             s0 = trust * (grad + weight_decay/grad_scale*param), trust = coefficient*|param| /
+ *             (|grad*grad_scale| + weight_decay*|param| + epsilon) (1 where either norm is 0); lr unused
+ *   ADAMWD    h = {beta1, beta2, eps}; s0 m, s1 v (no bias correction, g without decay):
+ *             param -= lr * (m/(sqrt(v) + eps) + weight_decay*param)
+ *   FTRL      h = {l1, l2, lr_power}; s0 accum, s1 linear: a = accum + g^2;
+ *             linear += g - (a^-lr_power - accum^-lr_power)/lr * param; accum = a;
+ *             param = |linear| > l1 ? (sign(linear)*l1 - linear)/(a^-lr_power/lr + 2*l2) : 0
+ *   ASGD      h = {lambd, alpha, t0}; s0 ax: eta = t == 1 ? lr : lr/(1 + lambd*lr*(t-1))^alpha,
+ *             mu = t == 1 ? 1 : 1/max(1, t-1-t0); param = param*(1 - lambd*eta) - eta*g;
+ *             ax = mu == 1 ? param : ax + (param - ax)*mu
+ *   RPROP     h = {etaminus, etaplus, step_min, step_max}; s0 prev, s1 step_size (taken as lr at t == 1):
+ *             sign(g*prev) > 0: step_size = min(step_size*etaplus, step_max), < 0: max(step_size*etaminus,
+ *             step_min) and g = 0; param -= sign(g)*step_size; prev = g
+ *   AMSGRAD   h = {beta1, beta2, eps}, flags&2 decoupled decay; s0 m, s1 v, s2 vhat: Adam with
+ *             vhat = max(vhat, v) in the denominator (torch.optim.Adam(amsgrad=True))
+ *   NESTEROV  h = {beta1, beta2, eps}, flags&2 decoupled; s0 m, s1 v: Adam whose numerator is
+ *             b1*m + (1-b1)*g (MindSpore's Adam use_nesterov; eps placed as in cell_optim_adam_step)
+ *   LION      h = {beta1, beta2}; s0 m: param *= 1 - lr*weight_decay; c = b1*m + (1-b1)*g;
+ *             param -= lr*sign(c); m = b2*m + (1-b2)*g (g without decay) */
+typedef enum cell_optim_kind {
+  CELL_OPTIM_RMSPROP = 1,
+  CELL_OPTIM_ADAGRAD,
+  CELL_OPTIM_ADADELTA,
+  CELL_OPTIM_ADAMAX,
+  CELL_OPTIM_LAMB,
+  CELL_OPTIM_LARS,
+  CELL_OPTIM_ADAMWD,
+  CELL_OPTIM_FTRL,
+  CELL_OPTIM_ASGD,
+  CELL_OPTIM_RPROP,
+  CELL_OPTIM_AMSGRAD,
+  CELL_OPTIM_NESTEROV,
+  CELL_OPTIM_LION
+} cell_optim_kind;
+
+typedef struct cell_optim_config {
+  int kind;            /* a cell_optim_kind */
+  double lr;           /* finite, >= 0 (> 0 for FTRL) */
+  double weight_decay; /* finite, >= 0 */
+  double grad_scale;   /* finite: the gradient is multiplied by it first (1 / loss_scale) */
+  double h[4];         /* the kind's hyper-parameters (see above) */
+  int64_t step;        /* >= 1: the number of this step */
+  int flags;           /* the kind's switches (see above) */
+} cell_optim_config;
+
+CELL_API cell_status cell_optim_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *s0,
+                                     cell_tensor *s1, cell_tensor *s2, const cell_optim_config *cfg);
+
 #endif

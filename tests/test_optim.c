@@ -276,6 +276,83 @@ static void test_errors(void) {
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) cell_tensor_release(ts[i]);
 }
 
+/* cell_optim_step: Lion and Adadelta against the formulas, a transposed
+ * parameter against a contiguous one, and its argument errors. */
+static void test_optim_step(void) {
+  for (int f32 = 0; f32 < 2; f32++) {
+    cell_dtype dt = f32 ? CELL_DTYPE_F32 : CELL_DTYPE_F64;
+    double p[N], q[N], m[N] = {0}, a[N] = {0}, au[N] = {0}, g[N], zero[N] = {0};
+    memcpy(p, P0, sizeof p);
+    memcpy(q, P0, sizeof q);
+    cell_tensor *tp = vec(dt, p, N), *tm = vec(dt, zero, N), *tq = vec(dt, q, N), *ta = vec(dt, zero, N),
+                *tau = vec(dt, zero, N);
+    int ok = 1;
+    for (int t = 1; t <= 4; t++) {
+      grad_at(t, g);
+      cell_tensor *tg = vec(dt, g, N);
+      cell_optim_config lion = {CELL_OPTIM_LION, 0.01, 0.1, 1.0, {0.9, 0.99, 0, 0}, t, 0};
+      cell_optim_config ada = {CELL_OPTIM_ADADELTA, 1.0, 0.01, 0.5, {0.9, 1e-6, 0, 0}, t, 0};
+      CHECK_OK(cell_optim_step(tp, tg, tm, NULL, NULL, &lion));
+      CHECK_OK(cell_optim_step(tq, tg, ta, tau, NULL, &ada));
+      for (int i = 0; i < N; i++) {
+        double c = 0.9 * m[i] + 0.1 * g[i];
+        p[i] = p[i] * (1 - 0.01 * 0.1) - 0.01 * (c > 0 ? 1 : (c < 0 ? -1 : 0));
+        m[i] = 0.99 * m[i] + 0.01 * g[i];
+        double d = g[i] * 0.5 + 0.01 * q[i];
+        a[i] = 0.9 * a[i] + 0.1 * d * d;
+        double u = sqrt(au[i] + 1e-6) / sqrt(a[i] + 1e-6) * d;
+        au[i] = 0.9 * au[i] + 0.1 * u * u;
+        q[i] -= u;
+      }
+      cell_tensor_release(tg);
+      ok = ok && close_to(tp, p, N, f32 ? 1e-6 : 1e-15) && close_to(tm, m, N, f32 ? 1e-6 : 1e-15) &&
+           close_to(tq, q, N, f32 ? 1e-5 : 1e-14) && close_to(tau, au, N, f32 ? 1e-6 : 1e-15);
+    }
+    CHECKF(ok, "optim_step lion/adadelta, %s", f32 ? "float32" : "float64");
+    cell_tensor *ts[] = {tp, tm, tq, ta, tau};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) cell_tensor_release(ts[i]);
+  }
+  /* a transposed (strided) parameter and state step as the contiguous ones */
+  int64_t s23[2] = {2, 3}, s32[2] = {3, 2};
+  double v[6] = {0.3, -0.2, 0.9, -1.1, 0.4, 0.05}, gv[6] = {0.25, -0.5, 0.0, 1.0, -0.75, 0.5}, z6[6] = {0};
+  cell_tensor *base = from(CELL_DTYPE_F64, 2, s23, v), *pt = NULL, *sbase = from(CELL_DTYPE_F64, 2, s23, z6),
+              *st = NULL;
+  int perm[2] = {1, 0};
+  CHECK_OK(cell_tensor_permute(base, perm, &pt));
+  CHECK_OK(cell_tensor_permute(sbase, perm, &st));
+  double pc[6];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 2; j++) pc[i * 2 + j] = v[j * 3 + i];
+  cell_tensor *p2 = from(CELL_DTYPE_F64, 2, s32, pc), *g2 = from(CELL_DTYPE_F64, 2, s32, gv),
+              *s2 = from(CELL_DTYPE_F64, 2, s32, z6);
+  cell_optim_config rp = {CELL_OPTIM_RPROP, 0.01, 0, 1, {0.5, 1.2, 1e-6, 50}, 1, 0};
+  cell_tensor *prev = NULL, *prev2 = from(CELL_DTYPE_F64, 2, s32, z6);
+  CHECK_OK(cell_tensor_contiguous(st, &prev));
+  for (int t = 1; t <= 3; t++) {
+    rp.step = t;
+    CHECK_OK(cell_optim_step(pt, g2, prev, st, NULL, &rp));
+    CHECK_OK(cell_optim_step(p2, g2, prev2, s2, NULL, &rp));
+  }
+  int same = 1;
+  for (int i = 0; i < 6; i++) same = same && flat(pt, i) == flat(p2, i) && flat(st, i) == flat(s2, i);
+  CHECK(same);
+  /* errors */
+  cell_optim_config bad = {99, 0.1, 0, 1, {0, 0, 0, 0}, 1, 0};
+  CHECK(cell_optim_step(p2, g2, s2, prev2, NULL, &bad) == CELL_ERR_VALUE);
+  CHECK(cell_optim_step(p2, g2, s2, prev2, NULL, NULL) == CELL_ERR_VALUE);
+  cell_optim_config ftrl = {CELL_OPTIM_FTRL, 0, 0, 1, {0, 0, -0.5, 0}, 1, 0};
+  CHECK(cell_optim_step(p2, g2, s2, prev2, NULL, &ftrl) == CELL_ERR_VALUE);
+  cell_optim_config lion0 = {CELL_OPTIM_LION, 0.1, 0, 1, {0.9, 0.99, 0, 0}, 0, 0};
+  CHECK(cell_optim_step(p2, g2, s2, NULL, NULL, &lion0) == CELL_ERR_VALUE);
+  lion0.step = 1;
+  CHECK(cell_optim_step(p2, g2, NULL, NULL, NULL, &lion0) == CELL_ERR_VALUE);
+  CHECK(cell_optim_step(p2, g2, p2, NULL, NULL, &lion0) == CELL_ERR_VALUE);
+  cell_optim_config ada2 = {CELL_OPTIM_ADADELTA, 1, 0, 1, {0.9, 1e-6, 0, 0}, 1, 0};
+  CHECK(cell_optim_step(p2, g2, s2, s2, NULL, &ada2) == CELL_ERR_VALUE);
+  cell_tensor *ts[] = {base, pt, sbase, st, p2, g2, s2, prev, prev2};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) cell_tensor_release(ts[i]);
+}
+
 void test_optim_all(void) {
   test_sgd_formula();
   test_adam_formula();
@@ -283,4 +360,5 @@ void test_optim_all(void) {
   test_threads();
   test_no_allocation();
   test_errors();
+  test_optim_step();
 }

@@ -14,6 +14,11 @@ M.sgd_step = core.nnops._sgd_step
 -- weight_decay, step, amsgrad, loss_scale): one Adam update in place.
 M.adam_step = core.nnops._adam_step
 
+--- optim_step(param, grad, s0, s1, s2, kind, lr, weight_decay, grad_scale,
+-- h1, h2, h3, h4, step, flags [, label]): one step of the other optimizers
+-- (cell_optim_step; kind as cell_optim_kind, see include/cell_optim.h).
+M.optim_step = core.nnops._optim_step
+
 --- check_grads(params, grads): the optimizers' check of a step's gradients.
 M.check_grads = core.nnops._check_grads
 

@@ -478,7 +478,7 @@ describe("optimizer errors", function()
       { function() nn.Adam({ w }, { beta2 = 0 }) end, "ValueError: For 'Adam', the argument 'beta2' must be in range of (0.0, 1.0), but got 0." },
       { function() nn.AdamW({ w }, { eps = 0 }) end, "ValueError: For 'AdamW', the argument 'eps' must be greater than 0.0, but got 0." },
       { function() nn.AdamW({ w }, { weight_decay = -1 }) end, "ValueError: For 'AdamW', the argument 'weight_decay' must be at least 0.0, but got -1." },
-      { function() nn.Adam({ w }, { use_nesterov = true }) end, "NotImplementedError: For 'Adam', use_nesterov is not supported." },
+      { function() nn.Adam({ w }, { use_nesterov = true, use_amsgrad = true }) end, "ValueError: For 'Adam', use_nesterov and use_amsgrad can not both be true." },
       { function() nn.Adam({ w }, { use_amsgrad = 1 }) end, "TypeError: For 'Adam', the argument 'use_amsgrad' must be a boolean, but got number." },
       { function() nn.AdamW({ w }, { use_locking = false }) end, "TypeError: AdamW() got an unexpected keyword argument 'use_locking'; the options are learning_rate, beta1, beta2, eps, weight_decay, loss_scale" },
       { function() nn.SGD({ w }, 0.1, { momentum = 0.9, learning_rate = 1 }) end, "TypeError: SGD() got multiple values for argument 'learning_rate'" },

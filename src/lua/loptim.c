@@ -49,6 +49,25 @@ static int l_adam_step(lua_State *L) {
   return 0;
 }
 
+/* _optim_step(param, grad, s0 | nil, s1 | nil, s2 | nil, kind, lr,
+ *             weight_decay, grad_scale, h1, h2, h3, h4, step, flags [, label]):
+ * cell_optim_step (the other optimizers' kernels, by kind). */
+static int l_optim_step(lua_State *L) {
+  cell_tensor *p = lc_check_tensor(L, 1), *g = lc_check_tensor(L, 2);
+  cell_tensor *s[3];
+  for (int i = 0; i < 3; i++) s[i] = lua_isnoneornil(L, 3 + i) ? NULL : lc_check_tensor(L, 3 + i);
+  cell_optim_config c;
+  c.kind = (int)lc_check_int(L, 6);
+  c.lr = lc_check_number(L, 7);
+  c.weight_decay = lc_check_number(L, 8);
+  c.grad_scale = lc_check_number(L, 9);
+  for (int i = 0; i < 4; i++) c.h[i] = lc_check_number(L, 10 + i);
+  c.step = (int64_t)lc_check_int(L, 14);
+  c.flags = (int)lc_check_int(L, 15);
+  if (cell_optim_step(p, g, s[0], s[1], s[2], &c) != CELL_OK) return step_error(L, 16);
+  return 0;
+}
+
 /* _check_grads(params, grads, labels, n): every grads[i] is a Tensor of
  * params[i]'s shape and dtype, else the error names labels[i]. An optimizer
  * checks all of them before it updates any, so a bad list changes nothing. */
@@ -82,6 +101,7 @@ static int l_check_grads(lua_State *L) {
 }
 
 static const luaL_Reg optim_funcs[] = {
-    {"_sgd_step", l_sgd_step}, {"_adam_step", l_adam_step}, {"_check_grads", l_check_grads}, {NULL, NULL}};
+    {"_sgd_step", l_sgd_step}, {"_adam_step", l_adam_step}, {"_check_grads", l_check_grads},
+    {"_optim_step", l_optim_step}, {NULL, NULL}};
 
 void lc_register_optim(lua_State *L, int nnops, int base) { lc_setfuncs(L, nnops, base, optim_funcs); }

@@ -93,6 +93,7 @@
   X(avg_pool2d_backward, (const cell_tensor *gy, const int64_t *in_shape, const int64_t *kernel, const int64_t *stride, const int64_t *padding, int ceil_mode, int count_include_pad, cell_dtype dt, cell_tensor **gx), (gy, in_shape, kernel, stride, padding, ceil_mode, count_include_pad, dt, gx), (gy)) \
   X(sgd_step, (cell_tensor *param, const cell_tensor *grad, cell_tensor *buf, const cell_sgd_config *cfg), (param, grad, buf, cfg), (param, grad, buf)) \
   X(adam_step, (cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg, cell_tensor *exp_avg_sq, const cell_adam_config *cfg), (param, grad, exp_avg, exp_avg_sq, cfg), (param, grad, exp_avg, exp_avg_sq)) \
+  X(optim_step, (cell_tensor *param, const cell_tensor *grad, cell_tensor *s0, cell_tensor *s1, cell_tensor *s2, const cell_optim_config *cfg), (param, grad, s0, s1, s2, cfg), (param, grad, s0, s1, s2)) \
   X(arange, (double start, double stop, double step, cell_dtype dt, cell_tensor **out), (start, stop, step, dt, out), (NULL)) \
   X(linspace, (double start, double stop, int64_t n, cell_dtype dt, cell_tensor **out), (start, stop, n, dt, out), (NULL)) \
   X(eye, (int64_t n, int64_t m, cell_dtype dt, cell_tensor **out), (n, m, dt, out), (NULL)) \

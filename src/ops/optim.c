@@ -5,6 +5,7 @@
 #include "optim.h"
 #include "../core/iter.h"
 #include <math.h>
+#include <stdio.h>
 #include "kernel_list.h"
 #include "device.h"
 
@@ -251,4 +252,63 @@ cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, ce
   if (exp_avg->storage == exp_avg_sq->storage)
     return cell_error(CELL_ERR_VALUE, "%s: exp_avg and exp_avg_sq share storage", op);
   CELL_OP_NAMED(op, cell_k_adam_step(param, grad, exp_avg, exp_avg_sq, cfg));
+}
+
+/* The state tensors each kind of cell_optim_step uses (s0, s1, s2). */
+static int optim_nstates(const cell_optim_config *c) {
+  switch (c->kind) {
+  case CELL_OPTIM_RMSPROP: return (c->flags & 1) ? 3 : 2;
+  case CELL_OPTIM_ADAGRAD: case CELL_OPTIM_ASGD: case CELL_OPTIM_LION: case CELL_OPTIM_LARS: return 1;
+  case CELL_OPTIM_AMSGRAD: return 3;
+  default: return 2;
+  }
+}
+
+static const char *optim_names[] = {"?",         "rmsprop_step", "adagrad_step", "adadelta_step", "adamax_step",
+                                    "lamb_step", "lars_step",    "adamwd_step",  "ftrl_step",     "asgd_step",
+                                    "rprop_step", "amsgrad_step", "nesterov_step", "lion_step"};
+
+cell_status cell_optim_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *s0, cell_tensor *s1,
+                            cell_tensor *s2, const cell_optim_config *cfg) {
+  if (!cfg) return cell_error(CELL_ERR_VALUE, "optim_step: the configuration is NULL");
+  if (cfg->kind < CELL_OPTIM_RMSPROP || cfg->kind > CELL_OPTIM_LION)
+    return cell_error(CELL_ERR_VALUE, "optim_step: unknown kind %d (expected %d to %d)", cfg->kind,
+                      CELL_OPTIM_RMSPROP, CELL_OPTIM_LION);
+  const char *op = optim_names[cfg->kind];
+  CELL_TRY(check_number(op, "lr", cfg->lr, 0));
+  if (cfg->kind == CELL_OPTIM_FTRL && !(cfg->lr > 0))
+    return cell_error(CELL_ERR_VALUE, "%s: lr must be > 0, got %g", op, cfg->lr);
+  CELL_TRY(check_number(op, "weight_decay", cfg->weight_decay, 0));
+  CELL_TRY(check_number(op, "grad_scale", cfg->grad_scale, -INFINITY));
+  if (cfg->kind == CELL_OPTIM_LARS && cfg->grad_scale == 0)
+    return cell_error(CELL_ERR_VALUE, "%s: grad_scale must not be 0", op);
+  for (int i = 0; i < 4; i++) CELL_TRY(check_number(op, "h[i]", cfg->h[i], -INFINITY));
+  switch (cfg->kind) {
+  case CELL_OPTIM_ADAMAX: case CELL_OPTIM_LAMB: case CELL_OPTIM_ADAMWD: case CELL_OPTIM_AMSGRAD:
+  case CELL_OPTIM_NESTEROV: case CELL_OPTIM_LION:
+    CELL_TRY(check_beta(op, "beta1", cfg->h[0]));
+    CELL_TRY(check_beta(op, "beta2", cfg->h[1]));
+    break;
+  case CELL_OPTIM_FTRL:
+    if (cfg->h[2] > 0) return cell_error(CELL_ERR_VALUE, "%s: lr_power must be <= 0, got %g", op, cfg->h[2]);
+    break;
+  default: break;
+  }
+  if (cfg->step < 1)
+    return cell_error(CELL_ERR_VALUE, "%s: step must be >= 1 (1 for the first step), got %lld", op,
+                      (long long)cfg->step);
+  CELL_TRY(check_param(op, param));
+  CELL_TRY(check_like(op, "gradient", grad, param, 0));
+  cell_tensor *s[3] = {s0, s1, s2};
+  int ns = optim_nstates(cfg);
+  for (int i = 0; i < ns; i++) {
+    char what[32];
+    snprintf(what, sizeof what, "state s%d", i);
+    CELL_TRY(check_like(op, what, s[i], param, 1));
+    for (int j = 0; j < i; j++)
+      if (s[j]->storage == s[i]->storage)
+        return cell_error(CELL_ERR_VALUE, "%s: states s%d and s%d share storage", op, j, i);
+  }
+  for (int i = ns; i < 3; i++) s[i] = NULL;
+  return cell_k_optim_step(param, grad, s[0], s[1], s[2], cfg);
 }

@@ -11,5 +11,7 @@ cell_status cell_k_sgd_step(cell_tensor *param, const cell_tensor *grad, cell_te
                             const cell_sgd_config *cfg);
 cell_status cell_k_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
                              cell_tensor *exp_avg_sq, const cell_adam_config *cfg);
+cell_status cell_k_optim_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *s0, cell_tensor *s1,
+                             cell_tensor *s2, const cell_optim_config *cfg);
 
 #endif

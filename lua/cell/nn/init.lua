@@ -18,6 +18,7 @@ local modules = {
   "cell.nn.activation_extra",
   "cell.nn.optim",
   "cell.nn.learning_rate",
+  "cell.nn.lr_schedule",
   "cell.nn.wrap",
   "cell.nn.conv",
   "cell.nn.pooling",

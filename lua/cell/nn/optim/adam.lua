@@ -14,7 +14,9 @@
 -- Adam also takes MindSpore's full positional order, recognised by a
 -- boolean after eps: (params, learning_rate, beta1, beta2, eps, use_locking,
 -- use_nesterov, weight_decay, loss_scale, use_amsgrad); use_locking is
--- accepted and ignored, use_nesterov and use_amsgrad are not implemented.
+-- accepted and ignored. use_amsgrad keeps the running maximum of moment2 in
+-- "vhat.<name>" (torch.optim.Adam(amsgrad=True)); use_nesterov takes
+-- beta1 * moment1 + (1 - beta1) * g as the numerator (MindSpore's ApplyAdam).
 -- Without groups, weight decay skips "beta"/"gamma" parameters.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local O = require "cell.nn.optim.optimizer"
@@ -22,6 +24,7 @@ local args_util = require "cell.util.args"
 
 local K = O.K
 local adam_step = require("cell.ops_internal").adam_step
+local optim_step = require("cell.ops_internal").optim_step
 
 local NAMES = { "learning_rate", "beta1", "beta2", "eps", "weight_decay", "loss_scale" }
 local MS_NAMES = { "learning_rate", "beta1", "beta2", "eps", "use_locking", "use_nesterov", "weight_decay",
@@ -47,13 +50,21 @@ local function build(self, cls, decoupled, ...)
   for _, flag in ipairs { "use_locking", "use_nesterov", "use_amsgrad" } do
     if a[flag] ~= nil then O.check_bool(cls, flag, a[flag]) end
   end
-  if a.use_nesterov then O.fail("NotImplementedError: For '%s', use_nesterov is not supported.", cls) end
-  if a.use_amsgrad then O.fail("NotImplementedError: For '%s', use_amsgrad is not supported.", cls) end
+  if a.use_nesterov and a.use_amsgrad then
+    O.fail("ValueError: For '%s', use_nesterov and use_amsgrad can not both be true.", cls)
+  end
   local k = O.setup(self, cls, a, { decay_filter = true })
   k.beta1, k.beta2, k.eps, k.decoupled = beta1, beta2, eps, decoupled
   k.repr = { { "beta1", "beta1" }, { "beta2", "beta2" }, { "eps", "eps" }, { "weight_decay", "weight_decay" } }
   k.moment1 = O.state(self, k, "moment1")
   k.moment2 = O.state(self, k, "moment2")
+  -- amsgrad and nesterov run the optim_step kernel (optim_extra.c)
+  if a.use_amsgrad then
+    k.use_amsgrad, k.vhat = true, O.state(self, k, "vhat")
+    k.kind = require("cell.nn.optim.extra").KIND.AMSGRAD
+  elseif a.use_nesterov then
+    k.use_nesterov, k.kind = true, require("cell.nn.optim.extra").KIND.NESTEROV
+  end
 end
 
 local function apply(self, grads, t)
@@ -61,6 +72,14 @@ local function apply(self, grads, t)
   local params, m1, m2, wd, spec_of, now, labels = k.params, k.moment1, k.moment2, k.wd, k.spec_of, k.lr_now,
       k.labels
   local b1, b2, eps, decoupled, gs = k.beta1, k.beta2, k.eps, k.decoupled, k.grad_scale
+  if k.kind then
+    local vhat, flags = k.vhat, decoupled and 2 or 0
+    for i = 1, k.n do
+      optim_step(params[i], grads[i], m1[i], m2[i], vhat and vhat[i], k.kind, now[spec_of[i]], wd[i], gs, b1, b2, eps,
+        0, t, flags, labels[i])
+    end
+    return
+  end
   for i = 1, k.n do
     adam_step(params[i], grads[i], m1[i], m2[i], now[spec_of[i]], b1, b2, eps, wd[i], t, decoupled, gs, labels[i])
   end

@@ -185,6 +185,10 @@ end
 local copy_spec
 
 local function parse_lr(cls, v, what)
+  -- a learning-rate cell (cell.nn.lr_schedule) gets MindSpore's 0-based global step
+  if type(v) == "table" and select(2, pcall(function() return v._lr_schedule end)) == true then
+    return { fn = function(t) return v:_rate(t - 1) end, cell = v }
+  end
   if core.is_tensor(v) then
     if v.ndim == 0 then
       v = v:item()
@@ -428,7 +432,7 @@ end
 -- as the list, a function as the function.
 local function public(spec)
   if spec.param then return spec.param end
-  return spec.list or spec.fn
+  return spec.list or spec.cell or spec.fn
 end
 
 --- Give each fixed rate its Parameter and set the `learning_rate`
