@@ -7,11 +7,12 @@
 #include "fuzz_common.h"
 #include <zlib.h>
 
-/* The IDX type code of a loaded dtype (int16 files load as int32). */
+/* The IDX type code of a loaded dtype (each IDX type loads as its own dtype). */
 static inline int fuzz_idx_code(cell_dtype dt) {
   switch (dt) {
   case CELL_DTYPE_U8: return 0x08;
   case CELL_DTYPE_I8: return 0x09;
+  case CELL_DTYPE_I16: return 0x0B;
   case CELL_DTYPE_I32: return 0x0C;
   case CELL_DTYPE_F32: return 0x0D;
   case CELL_DTYPE_F64: return 0x0E;
