@@ -99,7 +99,7 @@ describe("cell.communication on " .. N .. " ranks", function()
   it("takes the mean of float tensors, and refuses it on integers", function()
     assert.are.same({ S / N, 2 * S / N, 3 }, list(comm.all_reduce(input("float64"), "mean")))
     assert_error(function() comm.all_reduce(input("int32"), "mean") end,
-      "TypeError: all_reduce: op 'mean' needs a floating-point tensor, but got int32 (use 'sum')")
+      "TypeError: all_reduce: op 'mean' needs a floating-point tensor, but got Int32 (use 'sum')")
   end)
 
   it("moves non-contiguous tensors and views through a copy", function()
@@ -190,6 +190,30 @@ describe("cell.communication on " .. N .. " ranks", function()
     local x = cell.tensor({ 1, 2 }):requires_grad_()
     local g = cell.grad(function(a) return (comm.broadcast(a, 0) * (R + 1)):sum() end)(x)
     if R == 0 then assert.are.same({ S, S }, g:tolist()) else assert.are.same({ 0, 0 }, g:tolist()) end
+  end)
+
+  it("gives the backward of the mean reductions divided by the group size", function()
+    local x = cell.tensor({ 1, 2 }):requires_grad_()
+    local g = cell.grad(function(a) return comm.all_reduce(a, "mean"):sum() end)(x)
+    assert.are.same({ 1, 1 }, g:tolist()) -- N ranks each give 1/N
+    local y = cell.ones({ N, 2 }):requires_grad_()
+    local g2 = cell.grad(function(a) return comm.reduce_scatter(a, "mean"):sum() end)(y)
+    assert.are.same(cell.full({ N, 2 }, 1 / N):tolist(), g2:tolist()) -- each block feeds one rank's mean
+    local g3 = cell.grad(function(a) return comm.reduce(a, 0, "mean"):sum() end)(x)
+    assert.are.same({ 1 / N, 1 / N }, g3:tolist()) -- root's gradient broadcast, over N
+  end)
+
+  it("raises at backward for the reductions MindSpore does not differentiate", function()
+    local x = cell.tensor({ 1, 2 }):requires_grad_()
+    local y = cell.ones({ N, 2 }):requires_grad_()
+    assert_error(function() cell.grad(function(a) return comm.all_reduce(a, "prod"):sum() end)(x) end,
+      "RuntimeError: all_reduce: the backward of op 'prod' is not supported (as in MindSpore)")
+    assert_error(function() cell.grad(function(a) return comm.reduce_scatter(a, "max"):sum() end)(y) end,
+      "RuntimeError: reduce_scatter: the backward of op 'max' is not supported (as in MindSpore)")
+    assert_error(function() cell.grad(function(a) return comm.reduce(a, 0, "min"):sum() end)(x) end,
+      "RuntimeError: reduce: the backward of op 'min' is not supported (as in MindSpore)")
+    assert_error(function() comm.reduce(cell.tensor({ 1 }, cell.int64), 0, "mean") end,
+      "TypeError: reduce: op 'mean' needs a floating-point tensor, but got Int64")
   end)
 
   it("refuses an in-place collective on a tensor that requires grad", function()

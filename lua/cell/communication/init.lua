@@ -298,15 +298,49 @@ local function recording(t) return t.requires_grad and core.is_grad_enabled() en
 
 local node = function(...) return require("cell.autograd").node(...) end
 
+--- A 'mean' reduction runs as 'sum': the wire op of op.
+local function wire_op(op) return op == "mean" and "sum" or op end
+
+--- After a 'mean' ran as 'sum': divide the host result by the group size,
+-- outside autograd (the collective's own node carries the gradient).
+local function finish_mean(g, op, h)
+  if op ~= "mean" then return end
+  local prev_ = core.set_grad_enabled(false)
+  h:div_(g.size)
+  core.set_grad_enabled(prev_)
+end
+
+--- op 'mean' needs a floating-point tensor; hint adds what to use instead.
+local function check_mean(what, op, t, hint)
+  if op == "mean" and not t.dtype.is_floating_point then
+    raise(("TypeError: %s: op 'mean' needs a floating-point tensor, but got %s%s"):format(what, tostring(t.dtype), hint or ""))
+  end
+end
+
+--- The result r of a reducing collective, moved back to t's device; when t
+-- records, a node whose backward is backward(grad), or, for an op in
+-- `unsupported`, one that raises (as MindSpore has no backward for it).
+local function finish(what, t, r, op, supported, backward)
+  r = to_device_of(t, r)
+  if recording(t) then
+    if not supported[op] then
+      node(r, { t }, function()
+        error(("RuntimeError: %s: the backward of op '%s' is not supported (as in MindSpore)"):format(what, op), 0)
+      end)
+    else
+      node(r, { t }, backward)
+    end
+  end
+  return r
+end
+
+local SUM_MEAN = { sum = true, mean = true }
+local NOT_PROD = { sum = true, mean = true, max = true, min = true }
+
 --- all_reduce on host buffers: src -> dst (may be the same), op incl. mean.
 local function raw_all_reduce(g, src, dst, op)
-  local red = op == "mean" and "sum" or op
-  B.C.allreduce(g.comm, src, dst, red)
-  if op == "mean" then
-    local prev_ = core.set_grad_enabled(false)
-    dst:div_(g.size)
-    core.set_grad_enabled(prev_)
-  end
+  B.C.allreduce(g.comm, src, dst, wire_op(op))
+  finish_mean(g, op, dst)
 end
 
 local ALL_REDUCE = { "op", "group", "out" }
@@ -319,9 +353,7 @@ function M.all_reduce(t, ...)
   check_tensor("all_reduce", t)
   op = check_red("all_reduce", op)
   local g = group_of("all_reduce", group)
-  if op == "mean" and not t.dtype.is_floating_point then
-    raise(("TypeError: all_reduce: op 'mean' needs a floating-point tensor, but got %s (use 'sum')"):format(t.dtype.name))
-  end
+  check_mean("all_reduce", op, t, " (use 'sum')")
   if out ~= nil then check_out("all_reduce", out, t.dtype, t.shape) end
   agree("all_reduce", g, header("all_reduce", t, op))
   local h = host(t)
@@ -332,24 +364,12 @@ function M.all_reduce(t, ...)
   end
   local r = core.empty(t.shape, t.dtype)
   raw_all_reduce(g, h, r, op)
-  r = to_device_of(t, r)
-  if recording(t) then
-    if op == "prod" then
-      -- MindSpore has no backward for a product all-reduce either.
-      node(r, { t }, function()
-        error("RuntimeError: all_reduce: the backward of op 'prod' is not supported (as in MindSpore)", 0)
-      end)
-    else
-      local x = t:detach()
-      local y = r:detach()
-      node(r, { t }, function(grad)
-        local dx = M.all_reduce(grad, op == "mean" and "mean" or "sum", group)
-        if op == "max" or op == "min" then dx = dx * x:eq(y):astype(dx.dtype) end
-        return dx
-      end)
-    end
-  end
-  return r
+  local x, y = t:detach(), r:detach()
+  return finish("all_reduce", t, r, op, NOT_PROD, function(grad)
+    local dx = M.all_reduce(grad, op == "mean" and "mean" or "sum", group)
+    if op == "max" or op == "min" then dx = dx * x:eq(y):astype(dx.dtype) end
+    return dx
+  end)
 end
 
 local GATHER = { "group", "out" }
@@ -397,9 +417,7 @@ function M.reduce_scatter(t, ...)
     raise(("ValueError: reduce_scatter: the first dimension of tensor %s must divide by the group size %d")
       :format(T.shape_str(t.shape), g.size))
   end
-  if op == "mean" and not t.dtype.is_floating_point then
-    raise(("TypeError: reduce_scatter: op 'mean' needs a floating-point tensor, but got %s"):format(t.dtype.name))
-  end
+  check_mean("reduce_scatter", op, t)
   local oshape = {}
   for i, v in ipairs(t.shape) do oshape[i] = v end
   oshape[1] = oshape[1] / g.size
@@ -407,28 +425,14 @@ function M.reduce_scatter(t, ...)
   agree("reduce_scatter", g, header("reduce_scatter", t, op))
   local h = host(t)
   local ho = out ~= nil and host(out) or core.empty(oshape, t.dtype)
-  B.C.reduce_scatter(g.comm, h, ho, op == "mean" and "sum" or op)
-  if op == "mean" then
-    local prev_ = core.set_grad_enabled(false)
-    ho:div_(g.size)
-    core.set_grad_enabled(prev_)
-  end
+  B.C.reduce_scatter(g.comm, h, ho, wire_op(op))
+  finish_mean(g, op, ho)
   if out ~= nil then return write_back(out, ho) end
-  local r = to_device_of(t, ho)
-  if recording(t) then
-    if op ~= "sum" and op ~= "mean" then
-      node(r, { t }, function()
-        error(("RuntimeError: reduce_scatter: the backward of op '%s' is not supported (as in MindSpore)"):format(op), 0)
-      end)
-    else
-      node(r, { t }, function(grad)
-        local dx = M.all_gather(grad, group)
-        if op == "mean" then dx = dx / g.size end
-        return dx
-      end)
-    end
-  end
-  return r
+  return finish("reduce_scatter", t, ho, op, SUM_MEAN, function(grad)
+    local dx = M.all_gather(grad, group)
+    if op == "mean" then dx = dx / g.size end
+    return dx
+  end)
 end
 
 local BCAST = { "group", "out" }
@@ -485,35 +489,19 @@ function M.reduce(t, dst, ...)
     raise(("ValueError: reduce: dst must be a rank of the group (0..%d), but got %s")
       :format(g.size - 1, type(dst) == "number" and tostring(dst) or type_name(dst)))
   end
-  if op == "mean" and not t.dtype.is_floating_point then
-    raise(("TypeError: reduce: op 'mean' needs a floating-point tensor, but got %s"):format(t.dtype.name))
-  end
+  check_mean("reduce", op, t)
   if out ~= nil then check_out("reduce", out, t.dtype, t.shape) end
   agree("reduce", g, header("reduce", t, op, dst))
   local h = host(t)
   local ho = out ~= nil and host(out) or core.zeros(t.shape, t.dtype)
-  B.C.reduce(g.comm, h, ho, op == "mean" and "sum" or op, dst)
-  if g.rank == dst and op == "mean" then
-    local prev_ = core.set_grad_enabled(false)
-    ho:div_(g.size)
-    core.set_grad_enabled(prev_)
-  end
+  B.C.reduce(g.comm, h, ho, wire_op(op), dst)
+  if g.rank == dst then finish_mean(g, op, ho) end
   if out ~= nil then return write_back(out, ho) end
-  local r = to_device_of(t, ho)
-  if recording(t) then
-    if op ~= "sum" and op ~= "mean" then
-      node(r, { t }, function()
-        error(("RuntimeError: reduce: the backward of op '%s' is not supported"):format(op), 0)
-      end)
-    else
-      node(r, { t }, function(grad)
-        local dx = M.broadcast(grad, dst, group)
-        if op == "mean" then dx = dx / g.size end
-        return dx
-      end)
-    end
-  end
-  return r
+  return finish("reduce", t, ho, op, SUM_MEAN, function(grad)
+    local dx = M.broadcast(grad, dst, group)
+    if op == "mean" then dx = dx / g.size end
+    return dx
+  end)
 end
 
 --- barrier([group]): wait until every rank of the group reaches it.
