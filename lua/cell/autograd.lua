@@ -219,13 +219,21 @@ end
 -- nested grad).
 local depth = 0
 
---- fn(...) with depth one deeper, restored even on error.
+--- fn(...) with recording on and depth one deeper, both restored even on
+-- error; its results packed ({...; n = count}). One pcall, one table: this
+-- runs on every step of a training loop.
 local function deeper(fn, ...)
   depth = depth + 1
-  local res = pack(pcall(with_grad_mode, true, fn, ...))
+  local prev = core.set_grad_enabled(true)
+  local res = pack(pcall(fn, ...))
+  core.set_grad_enabled(prev)
   depth = depth - 1
   if not res[1] then error(res[2], 0) end
-  return unpack(res, 2, res.n)
+  local n = res.n
+  for i = 2, n do res[i - 1] = res[i] end
+  res[n] = nil
+  res.n = n - 1
+  return res
 end
 
 --- The differentiating function behind grad and value_and_grad. Options:
@@ -273,11 +281,15 @@ local function differentiate(fn, opts, with_value)
       args[p] = leaf
       leaves[k] = leaf
     end
-    local res = pack(deeper(fn, unpack(args, 1, args.n)))
+    local res = deeper(fn, unpack(args, 1, args.n))
     local out = res[1]
     local outs = outputs_of(res, opts.has_aux)
     local root
-    root, sens = with_grad_mode(true, combine, outs, sens)
+    if #outs == 1 then -- nothing to record: no grad-mode switch
+      root, sens = combine(outs, sens)
+    else
+      root, sens = with_grad_mode(true, combine, outs, sens)
+    end
     local targets = {}
     for _, t in ipairs(leaves) do targets[#targets + 1] = t end
     for _, w in ipairs(weights) do targets[#targets + 1] = w end

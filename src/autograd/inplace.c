@@ -219,7 +219,8 @@ static const char *ip_name(const ip_op *o) {
 /* The in-place kernel; a device error in it names the op ("mul_" reads
  * as "mul", the family the out-of-place form names too). */
 static cell_status raw(const ip_op *o, cell_tensor *t) {
-  const char *saved = cell_op_enter(ip_name(o));
+  /* the name is looked up only when no outer op has named the kernels */
+  const char *saved = cell_op_enter(cell_thread_ctx.op_name ? NULL : ip_name(o));
   cell_status s;
   switch (o->kind) {
   case IP_BINARY: s = cell_k_binary_((cell_binop)o->op, t, o->other); break;
@@ -359,6 +360,12 @@ static bool overlaps(const cell_tensor *t) {
 
 /* Whether an in-place op on t must be recorded, or refused. */
 static cell_status check(const ip_op *o, cell_tensor *t, bool *rec) {
+  /* The common case first: neither tensor has autograd state, so nothing
+   * can require grad (no view base either) and nothing is recorded. */
+  if (!t->autograd && (!o->other || !o->other->autograd)) {
+    *rec = false;
+    return CELL_OK;
+  }
   cell_tensor *base = t->autograd ? meta(t)->base : NULL;
   *rec = cell_grad_is_enabled() && cell_dtype_is_float(t->dtype) &&
          (cell_tensor_requires_grad(t) || (o->other && cell_tensor_requires_grad(o->other)) ||
@@ -393,8 +400,10 @@ static cell_status check(const ip_op *o, cell_tensor *t, bool *rec) {
 static cell_status inplace(const ip_op *o, cell_tensor *t) {
   if (!t || ((o->kind == IP_BINARY || o->kind == IP_COPY) && !o->other))
     return cell_error(CELL_ERR_VALUE, "%s_: NULL tensor", ip_name(o));
-  bool rec;
-  CELL_TRY(check(o, t, &rec));
+  bool rec = false;
+  /* tensors without autograd state record nothing (check's first case):
+   * straight to the kernel, the cost of a plain in-place op */
+  if (t->autograd || (o->other && o->other->autograd)) CELL_TRY(check(o, t, &rec));
   if (!rec) return raw(o, t);
   cell_tensor *base = t->autograd ? meta(t)->base : NULL;
   cell_tensor *r = NULL;

@@ -9,7 +9,7 @@
 #endif
 
 static cell_context ctx = {1, 0, 0};
-__thread cell_thread_context cell_thread_ctx = {1, NULL};
+__thread cell_thread_context cell_thread_ctx CELL_TLS_FAST = {1, -1, NULL, NULL};
 /* Once, whichever thread comes first: a plain flag here was a data race
  * between two threads making their first call together. */
 static pthread_once_t threads_once = PTHREAD_ONCE_INIT;

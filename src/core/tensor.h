@@ -118,10 +118,16 @@ cell_context *cell_ctx(void);
 struct cell_ag_pass;
 typedef struct cell_thread_context {
   int grad_enabled;             /* record ops (1) or not; each thread starts at 1 */
+  int device;                   /* the device of the kernel running here (-1: none; src/ops/device.c) */
   struct cell_ag_pass *pass;    /* the innermost backward pass running here, or NULL */
+  const char *op_name;          /* the op those kernels serve (cell_op_enter; NULL: none named) */
 } cell_thread_context;
-/* The calling thread's (a static TLS initialiser: no setup call). */
-extern __thread cell_thread_context cell_thread_ctx;
+/* The calling thread's (a static TLS initialiser: no setup call). Every op
+ * reads it several times, so it uses the initial-exec model: a load from
+ * the thread pointer rather than a __tls_get_addr call per access. It is
+ * 24 bytes, well inside the static TLS a dlopen'ed module may take. */
+#define CELL_TLS_FAST __attribute__((tls_model("initial-exec")))
+extern __thread cell_thread_context cell_thread_ctx CELL_TLS_FAST;
 static inline cell_thread_context *cell_tctx(void) { return &cell_thread_ctx; }
 
 #define CELL_TRY(expr)                 \

@@ -21,10 +21,8 @@ static const cell_device_table *registry[CELL_MAX_DEVICES] = {&cell_device_cpu};
 static char names[CELL_MAX_DEVICES][48] = {"CPU"};
 static int ndevices = 1;
 static int default_device = 0;
-/* The device of the kernel running on this thread (-1: none). */
-static __thread int current = -1;
-/* The op those kernels serve (cell_op_enter; NULL: none named). */
-static __thread const char *op_name;
+/* The device of the kernel running on this thread (-1: none) and the op
+ * those kernels serve are cell_thread_ctx.device and .op_name. */
 
 const char *const cell_kid_names[CELL_KID_COUNT] = {
 #define CELL_KNAME_(name, params, args, ts) [CELL_KID_##name] = #name,
@@ -91,27 +89,22 @@ cell_status cell_set_device(int id) {
   return CELL_OK;
 }
 int cell_get_device(void) { return default_device; }
-int cell_device_current(void) { return current; }
+int cell_device_current(void) { return cell_thread_ctx.device; }
 
 int cell_tensor_device(const cell_tensor *t) { return t ? t->storage->device : 0; }
 
 int cell_device_enter(int dev) {
-  int saved = current;
-  current = dev;
+  int saved = cell_thread_ctx.device;
+  cell_thread_ctx.device = dev;
   return saved;
 }
-void cell_device_leave(int saved) { current = saved; }
+void cell_device_leave(int saved) { cell_thread_ctx.device = saved; }
 
-const char *cell_op_enter(const char *name) {
-  const char *saved = op_name;
-  if (!saved) op_name = name;
-  return saved;
-}
-void cell_op_leave(const char *saved) { op_name = saved; }
 
 /* --- dispatch -------------------------------------------------------------------- */
 
-cell_status cell_device_pick(cell_kid id, int nt, const cell_tensor *const *ts, int *dev) {
+/* Inlined into every dispatcher below, where nt is a constant. */
+static inline cell_status pick(cell_kid id, int nt, const cell_tensor *const *ts, int *dev) {
   int d = -1;
   for (int i = 0; i < nt; i++) {
     if (!ts[i]) continue;
@@ -120,26 +113,31 @@ cell_status cell_device_pick(cell_kid id, int nt, const cell_tensor *const *ts, 
       d = e;
     else if (e != d)
       return cell_error(CELL_ERR_VALUE, "%s: tensors on different devices: %s and %s",
-                        op_name ? op_name : cell_kid_names[id], names[d], names[e]);
+                        cell_thread_ctx.op_name ? cell_thread_ctx.op_name : cell_kid_names[id], names[d], names[e]);
   }
-  if (d < 0) d = current >= 0 ? current : default_device;
+  if (d < 0) d = cell_thread_ctx.device >= 0 ? cell_thread_ctx.device : default_device;
   const cell_device_table *t = registry[d];
   if (t->supports_op && !t->supports_op(t->ctx, id, nt, ts))
     return cell_error(CELL_ERR_NOTIMPL, "%s is not supported on device %s",
-                      op_name ? op_name : cell_kid_names[id], names[d]);
+                      cell_thread_ctx.op_name ? cell_thread_ctx.op_name : cell_kid_names[id], names[d]);
   *dev = d;
   return CELL_OK;
+}
+
+cell_status cell_device_pick(cell_kid id, int nt, const cell_tensor *const *ts, int *dev) {
+  return pick(id, nt, ts, dev);
 }
 
 #define CELL_UNPAREN_(...) __VA_ARGS__
 #define CELL_KDEF_(name, params, args, tl)                                                 \
   cell_status cell_k_##name params {                                                       \
     const cell_tensor *ts_[] = {CELL_UNPAREN_ tl};                                         \
-    int d_;                                                                                \
-    CELL_TRY(cell_device_pick(CELL_KID_##name, (int)(sizeof ts_ / sizeof ts_[0]), ts_, &d_)); \
-    int saved_ = cell_device_enter(d_);                                                    \
+    int d_ = 0;                                                                             \
+    CELL_TRY(pick(CELL_KID_##name, (int)(sizeof ts_ / sizeof ts_[0]), ts_, &d_));           \
+    int saved_ = cell_thread_ctx.device;                                                   \
+    cell_thread_ctx.device = d_;                                                           \
     cell_status s_ = registry[d_]->kernels->name args;                                     \
-    cell_device_leave(saved_);                                                             \
+    cell_thread_ctx.device = saved_;                                                       \
     return s_;                                                                             \
   }
 CELL_KERNEL_LIST(CELL_KDEF_)
@@ -178,7 +176,7 @@ void cell_k_batch_norm_update(cell_tensor *running_mean, cell_tensor *running_va
                               const cell_tensor *mean, const cell_tensor *var, int64_t count,
                               double momentum) {
   const cell_tensor *ts[] = {running_mean, running_var, mean, var};
-  int d;
+  int d = 0;
   if (cell_device_pick(CELL_KID_batch_norm_update, 4, ts, &d) != CELL_OK) return;
   int saved = cell_device_enter(d);
   registry[d]->kernels->batch_norm_update(running_mean, running_var, mean, var, count, momentum);

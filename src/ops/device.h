@@ -10,6 +10,7 @@
 #ifndef CELL_BACKEND_DEVICE_H
 #define CELL_BACKEND_DEVICE_H
 #include "cell_device.h"
+#include "../core/tensor.h"
 #include "kernel_list.h"
 
 #define CELL_MAX_DEVICES 16
@@ -51,8 +52,12 @@ cell_status cell_tensor_to_host(const cell_tensor *t, cell_tensor **out);
  * the caller called is the one named) and returns what cell_op_leave
  * restores: two thread-local stores per op, no formatting unless an error
  * is raised. */
-const char *cell_op_enter(const char *name);
-void cell_op_leave(const char *saved);
+static inline const char *cell_op_enter(const char *name) {
+  const char *saved = cell_thread_ctx.op_name;
+  if (!saved) cell_thread_ctx.op_name = name;
+  return saved;
+}
+static inline void cell_op_leave(const char *saved) { cell_thread_ctx.op_name = saved; }
 /* A public op's body: return call's status, with name the op named. */
 #define CELL_OP_NAMED(name, call)                    \
   do {                                               \
