@@ -202,7 +202,7 @@ describe("train.Model", function()
       { function() train.Model(3) end, "TypeError: For 'Model', the argument 'network' must be a Cell, but got number." },
       { function() train.Model(net, 3) end, "TypeError: For 'Model', the argument 'loss_fn' must be a Cell or a function, but got number." },
       { function() train.Model(net, nil, net) end, "TypeError: For 'Model', the argument 'optimizer' must be an optimizer (nn.Optimizer), but got Dense." },
-      { function() train.Model(net, nil, nil, { "f1" }) end, "KeyError: Unknown metric 'f1'; known: 'accuracy' ('acc'), 'loss'." },
+      { function() train.Model(net, nil, nil, { "f1" }) end, "KeyError: Unknown metric 'f1'; known: 'F1', 'acc', 'accuracy', 'loss', 'mae', 'mse', 'precision', 'recall', 'top_1_categorical_accuracy', 'top_5_categorical_accuracy'." },
       { function() train.Model(net, nil, nil, { x = 3 }) end, "TypeError: For 'Model', the metric 'x' must be a metric name or an object with clear, update and eval, but got number." },
       { function() train.Model(net, { optimiser = opt }) end, "TypeError: Model() got an unexpected keyword argument 'optimiser'; the options are loss_fn, optimizer, metrics, eval_network" },
       { function() train.Model(net, nn.CrossEntropyLoss()):train(1, ds) end, "ValueError: For 'Model.train', the model has no optimizer, so it cannot be trained; give Model an optimizer." },
