@@ -210,7 +210,7 @@ describe("train.Model", function()
       { function() m:train(2, ds, { initial_epoch = 2 }) end, "ValueError: For 'Model.train', the argument 'initial_epoch' must be an integer in [0, epoch), but got 2." },
       { function() m:train(1, 5) end, "TypeError: For 'Model', the argument 'train_dataset' must be a dataset (an object with len() and each(epoch), as cell.dataset.batches returns) or a list of {x, y} pairs, but got number." },
       { function() m:train(1, ds, { callbacks = { 3 } }) end, "TypeError: For 'Model', callbacks[1] must be a callback (a table of on_train_* methods), but got number." },
-      { function() m:train(1, ds, { progres = false }) end, "TypeError: Model.train() got an unexpected keyword argument 'progres'; the options are callbacks, dataset_sink_mode, sink_size, initial_epoch, progress" },
+      { function() m:train(1, ds, { progres = false }) end, "TypeError: Model.train() got an unexpected keyword argument 'progres'; the options are callbacks, dataset_sink_mode, sink_size, initial_epoch, progress, report" },
       { function() m:train(1, ds, { progress = "yes" }) end, "TypeError: For 'Model.train', the option 'progress' must be a boolean or a callback, but got string." },
       { function() train.Model(net, nn.CrossEntropyLoss()):eval(ds) end, "ValueError: For 'Model.eval', the model argument 'metrics' can not be None or empty, you should set the argument 'metrics' for model." },
       { function() train.Model(net, nil, nil, { "loss" }):eval(ds) end, "ValueError: For 'Model.eval', the 'loss' metric needs a loss_fn (or an eval_network)." },
