@@ -65,12 +65,12 @@ describe("train.Precision and train.Recall", function()
       err(function() train.Precision("x") end))
     assert.are.equal("ValueError: For 'Precision.update', y must have shape (2,) (class ids) or (2, 3) (one-hot), but got (3,).",
       err(function() p:update(cell.zeros({ 2, 3 }), cell.ones({ 3 })) end))
-    assert.are.equal("ValueError: For 'Precision.update', the labels must be class ids in [1, 3], but y[2] is 4.0.",
+    assert.are.equal("ValueError: For 'Precision.update', the labels must be class ids in [1, 3], but y[2] is 4.",
       err(function() p:update(cell.zeros({ 2, 3 }), cell.tensor({ 1, 4 })) end))
     assert.are.equal("TypeError: For 'Recall.update', y_pred and y must be Tensors, but got number and Tensor.",
       err(function() train.Recall():update(1, cell.ones({ 1 })) end))
     assert.are.equal("ValueError: For 'Recall.update', with eval_type 'multilabel' y_pred and y must hold 0 and 1, "
-      .. "but got 0.5 and 1.0 at [1, 1].",
+      .. "but got 0.5 and 1 at [1, 1].",
       err(function() train.Recall("multilabel"):update(cell.tensor({ { 0.5 } }), cell.tensor({ { 1 } })) end))
     p:update(cell.zeros({ 1, 3 }), cell.tensor({ 1 }))
     assert.are.equal("ValueError: For 'Precision.update', y_pred has 2 classes, but earlier batches had 3.",
@@ -152,7 +152,7 @@ describe("train.ConfusionMatrix", function()
   it("names bad input", function()
     assert.are.equal("ValueError: For 'ConfusionMatrix', the 'normalize' must be one of 'no_norm', 'target', "
       .. "'prediction', 'all', but got 'rows'.", err(function() train.ConfusionMatrix(2, "rows") end))
-    assert.are.equal("ValueError: For 'ConfusionMatrix.update', class ids must be in [1, 2], but sample 1 has label 3.0 "
+    assert.are.equal("ValueError: For 'ConfusionMatrix.update', class ids must be in [1, 2], but sample 1 has label 3 "
       .. "and prediction 1.", err(function() train.ConfusionMatrix(2):update(cell.tensor({ { 1, 0 } }), cell.tensor({ 3 })) end))
     assert.are.equal("ValueError: For 'ConfusionMatrix.update', y_pred has 3 classes in dimension 2, but num_classes is 2.",
       err(function() train.ConfusionMatrix(2):update(cell.zeros({ 1, 3 }), cell.tensor({ 1 })) end))

@@ -21,6 +21,9 @@ local floor = math.floor
 
 local M = {}
 
+--- A value from a tensor, written the same on Lua 5.4 and LuaJIT (3, 0.5).
+local function num(v) return ("%.10g"):format(v) end
+
 -- Python's sys.float_info.min, which MindSpore adds to denominators.
 local EPS = 2.2250738585072014e-308
 
@@ -49,7 +52,7 @@ local function class_ids(cls, y_pred, y)
       local v = labels[i]
       if v ~= floor(v) or v < 1 or v > c then
         raise(("ValueError: For '%s.update', the labels must be class ids in [1, %d], but y[%d] is %s.")
-          :format(cls, c, i, tostring(v)))
+          :format(cls, c, i, num(v)))
       end
       labels[i] = floor(v)
     end
@@ -111,7 +114,7 @@ function Counts:_count(cls, y_pred, y)
         local a, b = p[i][j], t[i][j]
         if (a ~= 0 and a ~= 1) or (b ~= 0 and b ~= 1) then
           raise(("ValueError: For '%s.update', with eval_type 'multilabel' y_pred and y must hold 0 and 1, "
-            .. "but got %s and %s at [%d, %d]."):format(cls, tostring(a), tostring(b), i, j))
+            .. "but got %s and %s at [%d, %d]."):format(cls, num(a), num(b), i, j))
         end
         pos[j], act[j], tp[j] = pos[j] + a, act[j] + b, tp[j] + a * b
       end
@@ -374,7 +377,7 @@ function ConfusionMatrix:update(y_pred, y)
     local t, p = labels[i], pred[i]
     if t ~= floor(t) or t < 1 or t > c or p ~= floor(p) or p < 1 or p > c then
       raise(("ValueError: For 'ConfusionMatrix.update', class ids must be in [1, %d], but sample %d has label %s "
-        .. "and prediction %s."):format(c, i, tostring(t), tostring(p)))
+        .. "and prediction %s."):format(c, i, num(t), num(p)))
     end
     self._m[t][p] = self._m[t][p] + 1
   end
