@@ -36,7 +36,7 @@ local progress = require "cell.train.progress"
 local type_name = T.type_name
 
 local M = {}
-for _, mod in ipairs { callbacks, metrics, progress, (require "cell.train.reduce_lr"), (require "cell.train.callbacks_more"), (require "cell.train.summary"),
+for _, mod in ipairs { callbacks, metrics, progress, (require "cell.train.reduce_lr"), (require "cell.train.callbacks_more"), (require "cell.train.summary"), (require "cell.train.report"),
   (require "cell.train.metrics_classification"), (require "cell.train.metrics_regression") } do
   for k, v in pairs(mod) do
     if type(k) == "string" and k:sub(1, 1):match("%u") then M[k] = v end
