@@ -73,6 +73,24 @@ describe("train.EarlyStopping", function()
     assert.are.same({ "Epoch 00001: early stopping\n" }, log)
   end)
 
+  it("ends the progress bar's line before ReduceLROnPlateau prints too", function()
+    local log = {}
+    local net = nn.Dense(2, 2)
+    local r = train.ReduceLROnPlateau { monitor = "loss", patience = 0, verbose = true,
+      writer = function(s) log[#log + 1] = s end }
+    local cleared = 0
+    require("cell.train.callbacks").set_live_line(function() cleared = cleared + 1 end)
+    local rc = train.RunContext { optimizer = nn.SGD(net:trainable_params(), 0.1), cur_epoch_num = 1,
+      net_outputs = cell.tensor(1) }
+    r:on_train_begin(rc)
+    r:on_train_epoch_end(rc)  -- an improvement on inf: no line
+    rc.cur_epoch_num = 2
+    r:on_train_epoch_end(rc)  -- no improvement, patience 0: reduced
+    assert.are.equal(1, #log)
+    assert.is_truthy(log[1]:find("^Epoch 00002: ReduceLROnPlateau reducing learning rate to 0%.01"), log[1])
+    assert.are.equal(1, cleared)
+  end)
+
   it("names bad arguments", function()
     assert.are.equal("ValueError: For 'EarlyStopping', the 'mode' must be one of ['auto', 'min', 'max'], but got 'up'.",
       err(function() train.EarlyStopping { mode = "up" } end))

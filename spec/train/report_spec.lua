@@ -4,7 +4,8 @@
 -- histogram per parameter; and, where Debian's chromium is installed, a
 -- real browser renders it: the screenshot is far from blank (much larger
 -- than a blank page's at the same size) and the DOM holds the curves.
--- Without chromium the browser checks are skipped, and say so.
+-- Without chromium the browser checks are skipped, and say so
+-- ("skipped: no chromium (2 browser checks)" on stderr).
 local H = require "helpers"
 local cell = H.cell
 local nn = cell.nn
@@ -33,9 +34,12 @@ local function sh(cmd)
   return body, tonumber(rc)
 end
 
+-- CELL_CHROMIUM names the browser (a path that is not there: none), else
+-- chromium or chromium-browser on PATH.
 local CHROMIUM
-for _, c in ipairs { "chromium", "chromium-browser" } do
-  local out = sh("command -v " .. c)
+local given = os.getenv("CELL_CHROMIUM")
+for _, c in ipairs(given and { given } or { "chromium", "chromium-browser" }) do
+  local out = sh("command -v '" .. c:gsub("'", "") .. "'")
   if out and out:match("%S") then
     CHROMIUM = out:match("^%s*(.-)%s*$")
     break

@@ -326,12 +326,22 @@ end
 
 --- A Python repr of a metric's value: floats as Python prints them,
 -- integers (Lua 5.4) as integers, strings quoted, anything else by tostring.
-local function py_repr(v)
+local py_repr
+function py_repr(v)
   if type(v) == "number" then
     if math.type and math.type(v) == "integer" then return tostring(v) end
     return callbacks.py_float(v)
   end
   if type(v) == "string" then return "'" .. (v:gsub("\\", "\\\\"):gsub("'", "\\'")) .. "'" end
+  if core.is_tensor(v) then -- a metric's array (Precision, ConfusionMatrix): as numpy's array
+    local function list(t)
+      if type(t) ~= "table" then return py_repr(t) end
+      local parts = {}
+      for i = 1, #t do parts[i] = list(t[i]) end
+      return "[" .. table.concat(parts, ", ") .. "]"
+    end
+    return "array(" .. list(v:astype(core.float64):tolist()) .. ")"
+  end
   return tostring(v)
 end
 
