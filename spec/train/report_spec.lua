@@ -100,7 +100,8 @@ describe("train.ReportCallback", function()
     local function render(url, flag, out)
       local profile = os.tmpname()
       os.remove(profile)
-      local body, rc = sh(("timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run "
+      -- not under the sanitizers' preloaded runtimes (make asan, make tsan)
+      local body, rc = sh(("env -u LD_PRELOAD -u ASAN_OPTIONS -u TSAN_OPTIONS -u LSAN_OPTIONS timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run "
         .. "--user-data-dir='%s' --window-size=1000,1200 %s '%s' %s"):format(CHROMIUM, profile, flag, url,
           out and ("> '" .. out .. "'") or ""))
       os.execute("rm -rf '" .. profile .. "'")
