@@ -842,4 +842,8 @@ Cell._global = global
 require("cell.nn.call").install(Cell)
 require("cell.nn.state_dict").install(Cell)
 
+--- summary(input_shape [, dtype, print]): the table of the cell's sub-cells,
+-- output shapes and parameter counts (see cell.nn.summary).
+function Cell:summary(...) return require("cell.nn.summary").summary(self, ...) end
+
 return Cell

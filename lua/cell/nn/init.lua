@@ -36,6 +36,7 @@ local modules = {
   "cell.nn.transformer",
   "cell.nn.loss_extra",
   "cell.nn.rnn",
+  "cell.nn.summary",
 }
 
 -- "idle" until the first lookup of a missing name, "loading" while the

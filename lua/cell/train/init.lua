@@ -36,7 +36,8 @@ local progress = require "cell.train.progress"
 local type_name = T.type_name
 
 local M = {}
-for _, mod in ipairs { callbacks, metrics, progress, (require "cell.train.reduce_lr") } do
+for _, mod in ipairs { callbacks, metrics, progress, (require "cell.train.reduce_lr"), (require "cell.train.callbacks_more"), (require "cell.train.summary"), (require "cell.train.report"),
+  (require "cell.train.metrics_classification"), (require "cell.train.metrics_regression") } do
   for k, v in pairs(mod) do
     if type(k) == "string" and k:sub(1, 1):match("%u") then M[k] = v end
   end
@@ -198,46 +199,85 @@ local function is_callback(t)
   return false
 end
 
-local TRAIN_OPTIONS = { "callbacks", "dataset_sink_mode", "sink_size", "initial_epoch", "progress",
+local TRAIN_OPTIONS = { "callbacks", "dataset_sink_mode", "sink_size", "initial_epoch", "progress", "report",
   value_if = { callbacks = is_callback } }
+local FIT_OPTIONS = { "valid_dataset", "valid_frequency", "callbacks", "dataset_sink_mode", "valid_dataset_sink_mode",
+  "sink_size", "initial_epoch", "progress", "report", value_if = { callbacks = is_callback } }
 local EVAL_OPTIONS = { "callbacks", "dataset_sink_mode", value_if = { callbacks = is_callback } }
 
 --- train(epoch, train_dataset [, callbacks, dataset_sink_mode, sink_size,
 -- initial_epoch]) or train(epoch, train_dataset, {callbacks =, progress =,
--- initial_epoch =, dataset_sink_mode =, sink_size =}). `epoch` is the
+-- report =, initial_epoch =, dataset_sink_mode =, sink_size =}). `epoch` is the
 -- total number of epochs; with initial_epoch = k training resumes at epoch
 -- k + 1. dataset_sink_mode and sink_size are accepted and ignored.
 -- progress: nil or true for a ProgressBar, false for none, or a
--- ProgressBar (or any callback) of one's own.
+-- ProgressBar (or any callback) of one's own. report: a path, where an
+-- HTML report of the run is written at its end (a ReportCallback).
 function Model:train(epoch, train_dataset, ...)
-  local cbs, dataset_sink_mode, sink_size, initial_epoch, show =
+  local cbs, dataset_sink_mode, sink_size, initial_epoch, show, report =
     args_util.parse("Model.train", TRAIN_OPTIONS, 2, select("#", ...), ...)
-  if show == nil then show = true end
   local _, _ = dataset_sink_mode, sink_size
+  return self:_run("Model.train", epoch, train_dataset, cbs, initial_epoch, show, report)
+end
+
+--- fit(epoch, train_dataset [, valid_dataset, valid_frequency = 1,
+-- callbacks, dataset_sink_mode, valid_dataset_sink_mode, sink_size,
+-- initial_epoch]) (or those after train_dataset as options, with progress
+-- and report as in train): train, and every valid_frequency epochs (and
+-- after the last) evaluate valid_dataset with the model's metrics before
+-- the callbacks' on_train_epoch_end, which find the result as the run
+-- context's eval_results.
+function Model:fit(epoch, train_dataset, ...)
+  local valid, freq, cbs, _, _, _, initial_epoch, show, report =
+    args_util.parse("Model.fit", FIT_OPTIONS, 2, select("#", ...), ...)
+  if freq == nil then freq = 1 end
+  if type(freq) ~= "number" or freq ~= math.floor(freq) or freq < 1 or freq == math.huge then
+    raise(("ValueError: For 'Model.fit', the argument 'valid_frequency' must be a positive integer, but got %s.")
+      :format(type(freq) == "number" and tostring(freq) or type_name(freq)))
+  end
+  if valid ~= nil then
+    if #self._metrics == 0 then
+      raise("ValueError: For 'Model.fit', evaluating valid_dataset needs the model's argument 'metrics'.")
+    end
+    dataset_of(valid, "valid_dataset", 3)
+  end
+  return self:_run("Model.fit", epoch, train_dataset, cbs, initial_epoch, show, report, valid, freq)
+end
+
+function Model:_run(fname, epoch, train_dataset, cbs, initial_epoch, show, report, valid, freq)
+  if show == nil then show = true end
   if self.train_network == nil then
-    raise("ValueError: For 'Model.train', the model has no optimizer, so it cannot be trained; "
-      .. "give Model an optimizer.")
+    raise(("ValueError: For '%s', the model has no optimizer, so it cannot be trained; "
+      .. "give Model an optimizer."):format(fname))
   end
   if type(epoch) ~= "number" or epoch ~= math.floor(epoch) or epoch < 1 or epoch == math.huge then
-    raise(("ValueError: For 'Model.train', the argument 'epoch' must be a positive integer, but got %s.")
-      :format(type(epoch) == "number" and tostring(epoch) or type_name(epoch)))
+    raise(("ValueError: For '%s', the argument 'epoch' must be a positive integer, but got %s.")
+      :format(fname, type(epoch) == "number" and tostring(epoch) or type_name(epoch)))
   end
   if initial_epoch == nil then initial_epoch = 0 end
   if type(initial_epoch) ~= "number" or initial_epoch ~= math.floor(initial_epoch) or initial_epoch < 0
       or initial_epoch >= epoch then
-    raise(("ValueError: For 'Model.train', the argument 'initial_epoch' must be an integer in [0, epoch), but got %s.")
-      :format(type(initial_epoch) == "number" and tostring(initial_epoch) or type_name(initial_epoch)))
+    raise(("ValueError: For '%s', the argument 'initial_epoch' must be an integer in [0, epoch), but got %s.")
+      :format(fname, type(initial_epoch) == "number" and tostring(initial_epoch) or type_name(initial_epoch)))
   end
   local batch_num, each = dataset_of(train_dataset, "train_dataset", 3)
   local list = callback_list(cbs, 3)
+  local eval_list = { (unpack or table.unpack)(list) }
   local pc = require "cell.parallel_context"
+  if report ~= nil then
+    if type(report) ~= "string" or report == "" then
+      raise(("TypeError: For '%s', the option 'report' must be a path (a string), but got %s.")
+        :format(fname, type_name(report)))
+    end
+    if not pc.distributed() or pc.rank() == 0 then list[#list + 1] = require("cell.train.report").ReportCallback(report) end
+  end
   if show == true then
     -- data-parallel: one bar, rank 0's
     if not pc.distributed() or pc.rank() == 0 then list[#list + 1] = progress.ProgressBar() end
   elseif show ~= false then
     if type(show) ~= "table" then
-      raise(("TypeError: For 'Model.train', the option 'progress' must be a boolean or a callback, but got %s.")
-        :format(type_name(show)))
+      raise(("TypeError: For '%s', the option 'progress' must be a boolean or a callback, but got %s.")
+        :format(fname, type_name(show)))
     end
     list[#list + 1] = show
   end
@@ -247,11 +287,11 @@ function Model:train(epoch, train_dataset, ...)
     train_network = net, network = self.network, loss_fn = self.loss_fn, optimizer = self.optimizer,
     train_dataset = train_dataset, epoch_num = epoch, batch_num = batch_num, cur_epoch_num = initial_epoch,
     cur_step_num = initial_epoch * batch_num, step_in_epoch = 0, mode = "train", dataset_sink_mode = false,
-    list_callback = list,
+    list_callback = list, valid_dataset = valid,
   }
   call_all(list, "on_train_begin", rc)
   for e = initial_epoch + 1, epoch do
-    rc.cur_epoch_num, rc.step_in_epoch = e, 0
+    rc.cur_epoch_num, rc.step_in_epoch, rc.eval_results = e, 0, nil
     call_all(list, "on_train_epoch_begin", rc)
     for x, y in each(e) do
       rc.cur_step_num = rc.cur_step_num + 1
@@ -261,6 +301,10 @@ function Model:train(epoch, train_dataset, ...)
       rc.net_outputs = net(x, y)
       call_all(list, "on_train_step_end", rc)
       if rc:get_stop_requested() then break end
+    end
+    if valid ~= nil and ((e - initial_epoch) % freq == 0 or e == epoch) then
+      rc.eval_results = self:eval(valid, { callbacks = eval_list })
+      net:set_train(true)
     end
     call_all(list, "on_train_epoch_end", rc)
     if rc:get_stop_requested() then break end
@@ -282,12 +326,22 @@ end
 
 --- A Python repr of a metric's value: floats as Python prints them,
 -- integers (Lua 5.4) as integers, strings quoted, anything else by tostring.
-local function py_repr(v)
+local py_repr
+function py_repr(v)
   if type(v) == "number" then
     if math.type and math.type(v) == "integer" then return tostring(v) end
     return callbacks.py_float(v)
   end
   if type(v) == "string" then return "'" .. (v:gsub("\\", "\\\\"):gsub("'", "\\'")) .. "'" end
+  if core.is_tensor(v) then -- a metric's array (Precision, ConfusionMatrix): as numpy's array
+    local function list(t)
+      if type(t) ~= "table" then return py_repr(t) end
+      local parts = {}
+      for i = 1, #t do parts[i] = list(t[i]) end
+      return "[" .. table.concat(parts, ", ") .. "]"
+    end
+    return "array(" .. list(v:astype(core.float64):tolist()) .. ")"
+  end
   return tostring(v)
 end
 

@@ -131,15 +131,39 @@ function Loss:eval()
   return self._sum / self._total
 end
 
-local BY_NAME = { accuracy = Accuracy, acc = Accuracy, loss = Loss }
+--- MindSpore's metric names: [name] = {module, class}.
+local BY_NAME = {
+  accuracy = { "cell.train.metrics", "Accuracy" }, acc = { "cell.train.metrics", "Accuracy" },
+  loss = { "cell.train.metrics", "Loss" },
+  precision = { "cell.train.metrics_classification", "Precision" },
+  recall = { "cell.train.metrics_classification", "Recall" },
+  F1 = { "cell.train.metrics_classification", "F1" },
+  top_1_categorical_accuracy = { "cell.train.metrics_classification", "Top1CategoricalAccuracy" },
+  top_5_categorical_accuracy = { "cell.train.metrics_classification", "Top5CategoricalAccuracy" },
+  mae = { "cell.train.metrics_regression", "MAE" },
+  mse = { "cell.train.metrics_regression", "MSE" },
+}
 
---- A metric object from a name ("accuracy", "acc", "loss").
+--- The names get_metric_fn knows, sorted.
+function M.names()
+  local out = {}
+  for k in pairs(BY_NAME) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+--- A metric object from a MindSpore name ("accuracy" or "acc", "loss",
+-- "precision", "recall", "F1", "top_1_categorical_accuracy",
+-- "top_5_categorical_accuracy", "mae", "mse").
 function M.get_metric_fn(name, lvl)
-  local cls = BY_NAME[name]
-  if not cls then
-    raise(("KeyError: Unknown metric '%s'; known: 'accuracy' ('acc'), 'loss'."):format(tostring(name)))
+  local e = type(name) == "string" and BY_NAME[name]
+  if not e then
+    local known = {}
+    for i, k in ipairs(M.names()) do known[i] = "'" .. k .. "'" end
+    raise(("KeyError: Unknown metric '%s'; known: %s."):format(tostring(name), table.concat(known, ", ")))
   end
-  return cls()
+  if e[1] == "cell.train.metrics" then return M[e[2]]() end
+  return require(e[1])[e[2]]()
 end
 
 return M

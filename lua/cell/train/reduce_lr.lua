@@ -81,7 +81,12 @@ function ReduceLROnPlateau:init(...)
   self.patience = count("patience", a.patience, 10)
   self.cooldown = count("cooldown", a.cooldown, 0)
   self.min_delta, self.min_lr = min_delta, min_lr
-  self._write = a.writer or function(s) io.stdout:write(s) end
+  local write = a.writer or function(s) io.stdout:write(s) end
+  -- through the progress bar's live line, as every monitor's text goes
+  self._write = function(s)
+    callbacks.end_live_line()
+    write(s)
+  end
   self:_reset()
 end
 
