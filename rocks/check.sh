@@ -36,6 +36,11 @@ if [ ! -f /usr/include/cblas.h ] && [ ! -f /usr/local/include/cblas.h ]; then
 fi
 
 ncpu=$(nproc 2>/dev/null || echo 2)
+# Where mpicc reports MPI's flags the rock holds cell.communication's MPI
+# layer too (cell/comm_mpi.so), and check_rock loads it.
+CELL_HAVE_MPI=0
+if mpicc --showme:link >/dev/null 2>&1; then CELL_HAVE_MPI=1; fi
+export CELL_HAVE_MPI
 
 # The README's two commands, as written (plus --tree): Lua 5.4, then LuaJIT
 # through LuaRocks' 5.1 tree (Debian's default), into the same tree; each
@@ -72,6 +77,10 @@ assert(inside(search("cell.core", package.cpath)), "cell.core is not the rock'"'
 local z = cell.zeros({ 2 })
 assert(z:numel() == 2 and z:sum():item() == 0, "cell.zeros({2}) is wrong")
 assert(tostring(z):find("Tensor(shape=[2], dtype=Float32", 1, true), tostring(z))
+if os.getenv("CELL_HAVE_MPI") == "1" then -- the Makefile builds the MPI layer where mpicc is
+  assert(inside(search("cell.comm_mpi", package.cpath)), "cell.comm_mpi is not in the rock")
+  assert(type(require("cell.comm_mpi").init) == "function", "cell.comm_mpi has no init")
+end
 ' || fail "require \"cell\" from the tree under $2"
   out=$("$tree/bin/$3" -e 'print((require "cell").ones({ 3 }):sum():item())') ||
     fail "$tree/bin/$3"
