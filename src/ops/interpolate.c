@@ -9,7 +9,15 @@
  * to that window. Coordinates are computed in the compute dtype as PyTorch
  * computes them (float32 for float32, float64 for float64; nearest in
  * float32 always), so sizes where a position lands on a boundary pick the
- * same pixels. float16 and bfloat16 compute through float32. */
+ * same pixels. float16 and bfloat16 compute through float32.
+ *
+ * Both directions go through one driver (drive_f32 / drive_f64) over the
+ * planes (N x C): separable passes, a W pass into an H x OW scratch per
+ * thread and an H pass over contiguous output rows, with tap-major tables
+ * so the inner loops are branch-free and vectorised; the backward reads
+ * the output gradient through its strides and does the W pass as a gather
+ * over the transposed table. Where that scratch would dwarf the input and
+ * output, the direct K x K loop runs instead. */
 #include "../core/iter.h"
 #include "conv.h"
 #include "kernels.h"

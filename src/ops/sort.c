@@ -5,9 +5,11 @@
  * position in the line); a line is sorted by a stable LSD radix sort on
  * the keys (insertion sort for short lines), and topk / median select with
  * an expected-linear quickselect on the total order (key, position), so
- * ties go to the earlier element. Values are copied from the input by
- * their positions, so every dtype keeps its exact bits. Independent lines
- * run in parallel when there is enough work. */
+ * ties go to the earlier element (small k: one pass that keeps the k
+ * best, float lines filtered 16 elements at a time against the worst
+ * kept). Values are copied from the input by their positions, so every
+ * dtype keeps its exact bits. Independent lines run in parallel when there
+ * is enough work. */
 #include "kernels.h"
 #include "kernel_list.h"
 #include "lines.h"
@@ -313,15 +315,7 @@ static void sort_total_small(cell_keyrec *a, int64_t n) {
   }
 }
 
-/* Small k over a float line: one pass keeping the k best records in a
- * heap whose top (the worst kept) is also held as a value tv, so most
- * elements cost one float comparison, done 16 at a time into a bit mask
- * whose set bits (the rare candidates) are then tried one by one.
- * An element passes the filter unless it is certainly no better than tv
- * (largest: x <= tv; smallest: x >= tv); NaN (which orders above +inf)
- * and a NaN tv always pass, and the exact key test decides. Keys order
- * floats as their values do, with -0 == +0, so the filter loses nothing. */
-/* One candidate v at position pos against the heap (and tv). */
+/* One candidate v at position pos against the kept records (and tv). */
 #define TOPK_TRY(T, v_, pos)                                                                 \
   {                                                                                          \
     T v = (v_);                                                                              \
@@ -333,6 +327,14 @@ static void sort_total_small(cell_keyrec *a, int64_t n) {
       }                                                                                      \
     }                                                                                        \
   }
+/* Small k over a float line: one pass keeping the k best records
+ * (keep_*), the worst kept also held as a value tv, so most elements cost
+ * one float comparison, done 16 at a time (a branch-free test, then a bit
+ * mask whose set bits, the rare candidates, are tried one by one). An
+ * element passes the filter unless it is certainly no better than tv
+ * (largest: x <= tv; smallest: x >= tv); NaN (which orders above +inf)
+ * and a NaN tv always pass, and the exact key test decides. Keys order
+ * floats as their values do, with -0 == +0, so the filter loses nothing. */
 #define TOPK_FLOAT(T, S)                                                                     \
   static void topk_heap_##S(line_ctx *c, const T *x, int64_t st, cell_keyrec *h) {           \
     const int64_t k = c->k, n = c->len;                                                      \
