@@ -357,7 +357,7 @@ static int64_t *tap_major_idx(const axis_tab *t) {
     }                                                                                        \
     T *scratch = p.scratch;                                                                  \
     CELL_FOR(par, int64_t, q, planes, {                                                      \
-      T *tmp = scratch + per * interp_thread_num();                                            \
+      T *tmp = scratch + per * (par ? interp_thread_num() : 0);                                \
       if (bwd)                                                                               \
         plane_bwd_##S(&p, src + (q / chans) * s0 + (q % chans) * s1, sr, sc,                 \
                       dst + q * h * w, tmp, tmp + h * ow);                                   \
