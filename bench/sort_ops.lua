@@ -2,9 +2,12 @@
 -- 1000 rows of 1000 (and of one line of 1e6), topk (k = 10) of the rows,
 -- logsumexp of the rows. Prints `cell_<op> X ms` lines, the side-by-side of
 -- bench/torch/sort_ops.py (same shapes, wall clock, best of 5 after a
--- warm-up).
+-- warm-up). CELL_BENCH_THREADS, when set, is the thread count.
 -- Usage: lua5.4 bench/sort_ops.lua
 local cell = require "cell"
+
+local threads = tonumber(os.getenv("CELL_BENCH_THREADS") or "")
+if threads and threads > 0 then cell.set_num_threads(math.floor(threads)) end
 
 local REPS = 5
 

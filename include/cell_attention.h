@@ -12,10 +12,11 @@
  * key j for query i only when j <= i (with a mask, both apply).
  * has_scale == 0 takes scale = 1 / sqrt(E). dropout_p in [0, 1) drops
  * attention weights with the engine's generator (the backward reuses the
- * mask). Records "ScaledDotProductAttentionBackward" when q, k or v
- * requires grad; the backward recomputes the weights from the saved
- * log-sum-exp of each row, so no L x S matrix is kept. The mask gets no
- * gradient. A row whose keys are all masked gives NaN, as softmax does.
+ * mask). Records "ScaledDotProductAttentionBackward" when q, k, v or a
+ * float mask requires grad; the backward recomputes the weights from the
+ * saved log-sum-exp of each row, so no L x S matrix is kept. A float mask
+ * gets the scores' gradient summed into its own shape (a bool mask none).
+ * A row whose keys are all masked gives NaN, as softmax does.
  * TypeError for non-float q/k/v, mixed dtypes or a mask neither bool nor
  * float; ValueError for mismatched shapes or dropout_p outside [0, 1). */
 CELL_API cell_status cell_op_scaled_dot_product_attention(const cell_tensor *q,

@@ -81,7 +81,8 @@ CELL_API cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor 
  *             param -= lr * (|param| > 0 and |r| > 0 ? |param|/|r| : 1) * r   (|.|: 2-norm of the tensor)
  *   LARS      h = {coefficient, epsilon}; param only read; s0 receives the new gradient:
  *             s0 = trust * (grad + weight_decay/grad_scale*param), trust = coefficient*|param| /
- *             (|grad*grad_scale| + weight_decay*|param| + epsilon) (1 where either norm is 0); lr unused
+ *             (|grad*grad_scale| + weight_decay*|param| + epsilon) (1 where either norm is 0);
+ *             flags&1 use_clip: trust = min(trust/lr, 1) (1 when lr is 0), else lr unused
  *   ADAMWD    h = {beta1, beta2, eps}; s0 m, s1 v (no bias correction, g without decay):
  *             param -= lr * (m/(sqrt(v) + eps) + weight_decay*param)
  *   FTRL      h = {l1, l2, lr_power}; s0 accum, s1 linear: a = accum + g^2;
@@ -89,7 +90,8 @@ CELL_API cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor 
  *             param = |linear| > l1 ? (sign(linear)*l1 - linear)/(a^-lr_power/lr + 2*l2) : 0
  *   ASGD      h = {lambd, alpha, t0}; s0 ax: eta = t == 1 ? lr : lr/(1 + lambd*lr*(t-1))^alpha,
  *             mu = t == 1 ? 1 : 1/max(1, t-1-t0); param = param*(1 - lambd*eta) - eta*g;
- *             ax = mu == 1 ? param : ax + (param - ax)*mu
+ *             ax = mu == 1 ? param : ax + (param - ax)*mu; flags&1: eta = h[1] and mu = h[2] as
+ *             given (the caller keeps them as state, MindSpore's eta_ and mu_ parameters)
  *   RPROP     h = {etaminus, etaplus, step_min, step_max}; s0 prev, s1 step_size (taken as lr at t == 1):
  *             sign(g*prev) > 0: step_size = min(step_size*etaplus, step_max), < 0: max(step_size*etaminus,
  *             step_min) and g = 0; param -= sign(g)*step_size; prev = g

@@ -1,12 +1,17 @@
 """sort_ops.py - PyTorch's side of bench/sort_ops.lua: sort of 1000 rows of
 1000 float32 (and of one line of 1e6), topk (k = 10) of the rows, logsumexp
-of the rows; wall clock, best of 5 after a warm-up.
+of the rows; wall clock, best of 5 after a warm-up, with CELL_BENCH_THREADS
+threads when set.
 Prints `torch_<op> X ms` lines."""
+import os
 import time
 
 import torch
 
 REPS = 5
+threads = int(os.environ.get("CELL_BENCH_THREADS", "0") or 0)
+if threads > 0:
+    torch.set_num_threads(threads)
 torch.set_grad_enabled(False)
 torch.manual_seed(0)
 m = torch.randn(1000, 1000)

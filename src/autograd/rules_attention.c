@@ -2,7 +2,8 @@
  * as a recording wrapper over the fused kernels of src/ops/attention.h,
  * and its backward rule.
  *
- * ScaledDotProductAttentionBackward has inputs q, k, v and saves q, k, v,
+ * ScaledDotProductAttentionBackward has inputs q, k, v (and a float mask,
+ * whose gradient the kernel sums into its shape) and saves q, k, v,
  * the mask (when given), the output and the per-row log-sum-exp: O(L)
  * per head besides the operands, never the L x S weights, which the
  * backward kernel recomputes block by block. The dropout mask is
@@ -18,19 +19,25 @@ static const char *const NODE = "ScaledDotProductAttentionBackward";
 typedef struct {
   cell_sdpa_args a;
   int has_mask;
+  int mask_input; /* a float mask is the node's 4th input (it may need a gradient) */
 } sdpa_node_args;
 
 static cell_status sdpa_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   const sdpa_node_args *na = CELL_AG_ARGS(n, sdpa_node_args);
-  cell_tensor *t[3] = {NULL, NULL, NULL};
-  cell_tensor **want[3];
-  for (int i = 0; i < 3; i++) want[i] = n->in[i].next ? &t[i] : NULL;
-  if (!want[0] && !want[1] && !want[2]) return CELL_OK;
+  int nin = na->mask_input ? 4 : 3;
+  cell_tensor *t[4] = {NULL, NULL, NULL, NULL};
+  cell_tensor **want[4] = {NULL, NULL, NULL, NULL};
+  int any = 0;
+  for (int i = 0; i < nin; i++) {
+    want[i] = n->in[i].next ? &t[i] : NULL;
+    any |= want[i] != NULL;
+  }
+  if (!any) return CELL_OK;
   int m = na->has_mask;
   cell_status s = cell_k_sdpa_backward(g, n->saved[0], n->saved[1], n->saved[2],
                                        m ? n->saved[3] : NULL, n->saved[3 + m], n->saved[4 + m],
-                                       &na->a, want[0], want[1], want[2]);
-  for (int i = 0; i < 3; i++) s = cell_ag_give(n, i, s, t[i], gin);
+                                       &na->a, want[0], want[1], want[2], want[3]);
+  for (int i = 0; i < nin; i++) s = cell_ag_give(n, i, s, t[i], gin);
   return s;
 }
 
@@ -47,14 +54,15 @@ cell_status cell_op_scaled_dot_product_attention(const cell_tensor *q, const cel
                                      : 1.0);
   a.causal = is_causal != 0;
   a.p = dropout_p;
-  const cell_tensor *in[3] = {q, k, v};
-  if (!cell_ag_wants(3, in)) return cell_k_sdpa(q, k, v, attn_mask, &a, out, NULL);
+  const cell_tensor *in[4] = {q, k, v, attn_mask};
+  int nin = attn_mask && cell_dtype_is_float(attn_mask->dtype) ? 4 : 3;
+  if (!cell_ag_wants(nin, in)) return cell_k_sdpa(q, k, v, attn_mask, &a, out, NULL);
   cell_tensor *r = NULL, *lse = NULL;
   cell_status s = CELL_AG_RAW(cell_k_sdpa(q, k, v, attn_mask, &a, &r, &lse));
   if (s != CELL_OK) return s;
-  cell_node *n = CELL_AG_NODE(NODE, sdpa_backward, 3, in, 6, sdpa_node_args);
+  cell_node *n = CELL_AG_NODE(NODE, sdpa_backward, nin, in, 6, sdpa_node_args);
   if (n) {
-    *CELL_AG_ARGS(n, sdpa_node_args) = (sdpa_node_args){a, attn_mask != NULL};
+    *CELL_AG_ARGS(n, sdpa_node_args) = (sdpa_node_args){a, attn_mask != NULL, nin == 4};
     s = cell_ag_save(n, q);
     if (s == CELL_OK) s = cell_ag_save(n, k);
     if (s == CELL_OK) s = cell_ag_save(n, v);

@@ -9,6 +9,8 @@
  * Backward: per batch-head, each probability is recomputed as
  * exp(score - lse) and used at once for dV, dQ and dK, with
  * D_i = dO_i . O_i standing for sum_j P_ij dP_ij; nothing L x S is stored.
+ * A float mask that needs a gradient gets P_ij (dP_ij - D_i) summed into its
+ * own shape, in a second pass over the heads grouped by mask plane.
  * Rows (forward) and batch-heads (backward) split over threads; each
  * result element is summed in the same order whatever the thread count. */
 #include "attention.h"
@@ -18,6 +20,7 @@
 #include "../core/alloc.h"
 #include "../core/rng.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define BLOCK 64
@@ -307,6 +310,86 @@ static void backward_head(const geom *g, int64_t h, const double *go, const doub
   }
 }
 
+/* The mask's gradient from the heads h[0..nh) that share one mask plane
+ * (ascending, so each element sums in a fixed order): a float mask adds
+ * to the scores, so its gradient is the scores' (without the scale),
+ * P * (dz * f - D), recomputed here as backward_head does. */
+static void mask_grad_heads(const geom *g, const int64_t *hs, int64_t nh, const double *go,
+                            const double *o, const double *lse, double *dm) {
+  double sc[BLOCK];
+  for (int64_t t = 0; t < nh; t++) {
+    int64_t h = hs[t];
+    for (int64_t i = 0; i < g->L; i++) {
+      int64_t r = h * g->L + i;
+      double li = lse[r];
+      if (!(li > -INFINITY) || isnan(li)) continue;
+      const double *goi = go + r * g->Ev, *oi = o + r * g->Ev;
+      double *dmi = dm + g->moff[h] + i * g->msi, D = 0;
+      CELL_NN_SIMD_SUM(D)
+      for (int64_t e = 0; e < g->Ev; e++) D += goi[e] * oi[e];
+      int64_t jend = key_end(g, i);
+      for (int64_t j0 = 0; j0 < jend; j0 += BLOCK) {
+        int64_t j1 = j0 + BLOCK < jend ? j0 + BLOCK : jend;
+        scores(g, h, i, j0, j1, sc);
+        for (int64_t j = j0; j < j1; j++) {
+          double P = exp(sc[j - j0] - li);
+          if (P == 0) continue;
+          double f = g->p > 0 ? drop(g, h, i, j) : 1.0;
+          const double *vj = g->v + (h * g->S + j) * g->Ev;
+          double dz = 0;
+          CELL_NN_SIMD_SUM(dz)
+          for (int64_t e = 0; e < g->Ev; e++) dz += goi[e] * vj[e];
+          dmi[j * g->msj] += P * (dz * f - D);
+        }
+      }
+    }
+  }
+}
+
+static int cmp_by_plane(const void *x, const void *y) {
+  const int64_t *a = x, *b = y; /* (plane offset, head) pairs */
+  return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* The mask's gradient into dm (its numel doubles, zeroed): heads grouped by
+ * the mask plane they read (broadcast dimensions share one), the groups in
+ * parallel, each group's heads in order. */
+static cell_status mask_grad(const geom *g, const double *go, const double *o, const double *lse,
+                             double *dm) {
+  int64_t nbh = g->nbh;
+  int64_t *pairs = cell_alloc((size_t)(2 * (nbh > 0 ? nbh : 1)) * sizeof(int64_t));
+  int64_t *heads = cell_alloc((size_t)(nbh > 0 ? nbh : 1) * sizeof(int64_t));
+  int64_t *start = cell_alloc((size_t)(nbh + 1) * sizeof(int64_t));
+  if (!pairs || !heads || !start) {
+    cell_dealloc(pairs);
+    cell_dealloc(heads);
+    cell_dealloc(start);
+    return cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
+  }
+  for (int64_t h = 0; h < nbh; h++) {
+    pairs[2 * h] = g->moff[h];
+    pairs[2 * h + 1] = h;
+  }
+  qsort(pairs, (size_t)nbh, 2 * sizeof(int64_t), cmp_by_plane);
+  int64_t groups = 0;
+  for (int64_t t = 0; t < nbh; t++) {
+    heads[t] = pairs[2 * t + 1];
+    if (t == 0 || pairs[2 * t] != pairs[2 * t - 2]) start[groups++] = t;
+  }
+  start[groups] = nbh;
+  volatile int *intr = &cell_ctx()->interrupt;
+  int par = cell_nn_parallel(groups, nbh * g->L * g->S * (g->E + g->Ev));
+  CELL_FOR(par, int64_t, q, groups, {
+    if (*intr) continue;
+    mask_grad_heads(g, heads + start[q], start[q + 1] - start[q], go, o, lse, dm);
+  });
+  cell_dealloc(pairs);
+  cell_dealloc(heads);
+  cell_dealloc(start);
+  if (*intr) return cell_error(CELL_ERR_INTERRUPT, "interrupted");
+  return CELL_OK;
+}
+
 /* A new tensor like t (t's dtype and shape) holding n doubles from b. */
 static cell_status give(const cell_tensor *t, const double *b, int64_t n, cell_tensor **out) {
   if (!out) return CELL_OK;
@@ -321,10 +404,13 @@ cell_status cell_cpu_sdpa_backward(const cell_tensor *gt, const cell_tensor *q,
                                    const cell_tensor *k, const cell_tensor *v,
                                    const cell_tensor *mask, const cell_tensor *ot,
                                    const cell_tensor *lset, const cell_sdpa_args *a,
-                                   cell_tensor **gq, cell_tensor **gk, cell_tensor **gv) {
+                                   cell_tensor **gq, cell_tensor **gk, cell_tensor **gv,
+                                   cell_tensor **gm) {
   if (!gt || !ot || !lset) return cell_error(CELL_ERR_VALUE, "%s backward: NULL argument", OP);
   CELL_TRY(check(q, k, v, mask, a));
-  if (!gq && !gk && !gv) return CELL_OK;
+  if (gm && (!mask || mask->dtype == CELL_DTYPE_BOOL))
+    return cell_error(CELL_ERR_VALUE, "%s backward: a mask gradient needs a float mask", OP);
+  if (!gq && !gk && !gv && !gm) return CELL_OK;
   geom g;
   CELL_TRY(load(q, k, v, mask, a, &g));
   int64_t nq = g.nbh * g.L * g.E, nk = g.nbh * g.S * g.E, nv = g.nbh * g.S * g.Ev;
@@ -335,11 +421,14 @@ cell_status cell_cpu_sdpa_backward(const cell_tensor *gt, const cell_tensor *q,
     return cell_error(CELL_ERR_VALUE, "%s backward: the gradient has %lld elements, expected %lld",
                       OP, (long long)cell_tensor_numel(gt), (long long)no);
   }
-  double *go = NULL, *o = NULL, *ls = NULL;
+  double *go = NULL, *o = NULL, *ls = NULL, *dm = NULL;
+  int64_t nm = gm ? cell_tensor_numel(mask) : 0;
   double *dq = cell_alloc_zero((size_t)(nq > 0 ? nq : 1) * sizeof(double));
   double *dk = cell_alloc_zero((size_t)(nk > 0 ? nk : 1) * sizeof(double));
   double *dv = cell_alloc_zero((size_t)(nv > 0 ? nv : 1) * sizeof(double));
-  cell_status s = dq && dk && dv ? CELL_OK : cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
+  if (gm) dm = cell_alloc_zero((size_t)(nm > 0 ? nm : 1) * sizeof(double));
+  cell_status s = dq && dk && dv && (!gm || dm) ? CELL_OK
+                                                : cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
   if (s == CELL_OK) s = cell_nn_doubles(OP, gt, no, 0, &go);
   if (s == CELL_OK) s = cell_nn_doubles(OP, ot, no, 0, &o);
   if (s == CELL_OK) s = cell_nn_doubles(OP, lset, g.nbh * g.L, 0, &ls);
@@ -352,10 +441,13 @@ cell_status cell_cpu_sdpa_backward(const cell_tensor *gt, const cell_tensor *q,
     });
     if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
   }
-  cell_tensor *rq = NULL, *rk = NULL, *rv = NULL;
+  if (s == CELL_OK && gm) s = mask_grad(&g, go, o, ls, dm);
+  cell_tensor *rq = NULL, *rk = NULL, *rv = NULL, *rm = NULL;
   if (s == CELL_OK) s = give(q, dq, nq, gq ? &rq : NULL);
   if (s == CELL_OK) s = give(k, dk, nk, gk ? &rk : NULL);
   if (s == CELL_OK) s = give(v, dv, nv, gv ? &rv : NULL);
+  if (s == CELL_OK) s = give(mask, dm, nm, gm ? &rm : NULL);
+  cell_dealloc(dm);
   cell_dealloc(dq);
   cell_dealloc(dk);
   cell_dealloc(dv);
@@ -367,10 +459,12 @@ cell_status cell_cpu_sdpa_backward(const cell_tensor *gt, const cell_tensor *q,
     cell_tensor_release(rq);
     cell_tensor_release(rk);
     cell_tensor_release(rv);
+    cell_tensor_release(rm);
     return s;
   }
   if (gq) *gq = rq;
   if (gk) *gk = rk;
   if (gv) *gv = rv;
+  if (gm) *gm = rm;
   return CELL_OK;
 }

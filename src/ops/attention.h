@@ -29,12 +29,14 @@ typedef struct cell_sdpa_args {
 cell_status cell_k_sdpa(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
                         const cell_tensor *mask, cell_sdpa_args *a, cell_tensor **out,
                         cell_tensor **lse);
-/* The gradients of q, k, v (each may be NULL: not computed) from the
- * output's gradient g, the saved inputs, output and lse. */
+/* The gradients of q, k, v and of a float mask (each may be NULL: not
+ * computed; gm needs a float mask) from the output's gradient g, the saved
+ * inputs, output and lse. The mask's gradient has its shape, summed over
+ * the dimensions it broadcasts along. */
 cell_status cell_k_sdpa_backward(const cell_tensor *g, const cell_tensor *q, const cell_tensor *k,
                                  const cell_tensor *v, const cell_tensor *mask,
                                  const cell_tensor *o, const cell_tensor *lse,
                                  const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk,
-                                 cell_tensor **gv);
+                                 cell_tensor **gv, cell_tensor **gm);
 
 #endif

@@ -9,16 +9,33 @@
  * to that window. Coordinates are computed in the compute dtype as PyTorch
  * computes them (float32 for float32, float64 for float64; nearest in
  * float32 always), so sizes where a position lands on a boundary pick the
- * same pixels. float16 and bfloat16 compute through float32. */
+ * same pixels. float16 and bfloat16 compute through float32.
+ *
+ * Both directions go through one driver (drive_f32 / drive_f64) over the
+ * planes (N x C): separable passes, a W pass into an H x OW scratch per
+ * thread and an H pass over contiguous output rows, with tap-major tables
+ * so the inner loops are branch-free and vectorised; the backward reads
+ * the output gradient through its strides and does the W pass as a gather
+ * over the transposed table. Where that scratch would dwarf the input and
+ * output, the direct K x K loop runs instead. */
 #include "../core/iter.h"
 #include "conv.h"
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include "nn.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-#define KMAX 4
+#ifdef _OPENMP
+#include <omp.h>
+static int interp_max_threads(void) { return omp_get_max_threads(); }
+static int interp_thread_num(void) { return omp_get_thread_num(); }
+#else
+static int interp_max_threads(void) { return 1; }
+static int interp_thread_num(void) { return 0; }
+#endif
 
 typedef struct {
   int k;          /* taps per output position */
@@ -116,50 +133,44 @@ static void free_tab(axis_tab *t) {
 
 /* Direct: each output from its K x K window, no scratch. Taken when the
  * separable passes' scratch (H x OW per plane) would be far larger than
- * the input and the output. */
+ * the input and the output. The backward reads the output gradient
+ * through its row and column strides and adds into a zeroed gx. */
 #define DIRECT_LOOPS(T, S)                                                                   \
-  static void dfwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,     \
-                      int64_t w, const T *x, T *y) {                                         \
+  static void dfwd_##S(const axis_tab *th, const axis_tab *tw, int64_t h, int64_t w,          \
+                       const T *xp, T *yp) {                                                 \
     int64_t oh = th->n, ow = tw->n;                                                          \
-    CELL_FOR(cell_conv_parallel(planes * oh * ow * th->k * tw->k), int64_t, p, planes, {     \
-      const T *xp = x + p * h * w;                                                           \
-      T *yp = y + p * oh * ow;                                                               \
-      for (int64_t i = 0; i < oh; i++) {                                                     \
-        const int64_t *hi = th->idx + i * th->k;                                             \
-        const double *hw = th->w + i * th->k;                                                \
-        for (int64_t j = 0; j < ow; j++) {                                                   \
-          const int64_t *wi = tw->idx + j * tw->k;                                           \
-          const double *ww = tw->w + j * tw->k;                                              \
-          T acc = 0;                                                                         \
-          for (int a = 0; a < th->k; a++) {                                                  \
-            T row = 0;                                                                       \
-            for (int b = 0; b < tw->k; b++) row += (T)ww[b] * xp[hi[a] * w + wi[b]];         \
-            acc += (T)hw[a] * row;                                                           \
-          }                                                                                  \
-          yp[i * ow + j] = acc;                                                              \
+    (void)h;                                                                                 \
+    for (int64_t i = 0; i < oh; i++) {                                                       \
+      const int64_t *hi = th->idx + i * th->k;                                               \
+      const double *hw = th->w + i * th->k;                                                  \
+      for (int64_t j = 0; j < ow; j++) {                                                     \
+        const int64_t *wi = tw->idx + j * tw->k;                                             \
+        const double *ww = tw->w + j * tw->k;                                                \
+        T acc = 0;                                                                           \
+        for (int a = 0; a < th->k; a++) {                                                    \
+          T row = 0;                                                                         \
+          for (int b = 0; b < tw->k; b++) row += (T)ww[b] * xp[hi[a] * w + wi[b]];           \
+          acc += (T)hw[a] * row;                                                             \
         }                                                                                    \
+        yp[i * ow + j] = acc;                                                                \
       }                                                                                      \
-    });                                                                                      \
+    }                                                                                        \
   }                                                                                          \
-  static void dbwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,     \
-                      int64_t w, const T *g, T *gx) {                                        \
+  static void dbwd_##S(const axis_tab *th, const axis_tab *tw, int64_t h, int64_t w,          \
+                       const T *gp, int64_t gsr, int64_t gsc, T *xp) {                       \
     int64_t oh = th->n, ow = tw->n;                                                          \
-    CELL_FOR(cell_conv_parallel(planes * oh * ow * th->k * tw->k), int64_t, p, planes, {     \
-      T *gp = gx + p * h * w;                                                                \
-      const T *yp = g + p * oh * ow;                                                         \
-      for (int64_t i = 0; i < oh; i++) {                                                     \
-        const int64_t *hi = th->idx + i * th->k;                                             \
-        const double *hw = th->w + i * th->k;                                                \
-        for (int64_t j = 0; j < ow; j++) {                                                   \
-          const int64_t *wi = tw->idx + j * tw->k;                                           \
-          const double *ww = tw->w + j * tw->k;                                              \
-          T v = yp[i * ow + j];                                                              \
-          for (int a = 0; a < th->k; a++)                                                    \
-            for (int b = 0; b < tw->k; b++)                                                  \
-              gp[hi[a] * w + wi[b]] += (T)hw[a] * (T)ww[b] * v;                              \
-        }                                                                                    \
+    for (int64_t q = 0; q < h * w; q++) xp[q] = 0;                                           \
+    for (int64_t i = 0; i < oh; i++) {                                                       \
+      const int64_t *hi = th->idx + i * th->k;                                               \
+      const double *hw = th->w + i * th->k;                                                  \
+      for (int64_t j = 0; j < ow; j++) {                                                     \
+        const int64_t *wi = tw->idx + j * tw->k;                                             \
+        const double *ww = tw->w + j * tw->k;                                                \
+        T v = gp[i * gsr + j * gsc];                                                         \
+        for (int a = 0; a < th->k; a++)                                                      \
+          for (int b = 0; b < tw->k; b++) xp[hi[a] * w + wi[b]] += (T)hw[a] * (T)ww[b] * v;  \
       }                                                                                      \
-    });                                                                                      \
+    }                                                                                        \
   }
 
 DIRECT_LOOPS(float, f32)
@@ -169,130 +180,196 @@ static int scratch_too_big(int64_t h, int64_t w, int64_t oh, int64_t ow) {
   return h * ow > 4 * (h * w + oh * ow) + ((int64_t)1 << 16);
 }
 
-/* Separable: a pass along W into a scratch of H x OW rows, then one along
- * H whose inner loop runs over contiguous outputs (vectorised). Each output
- * is sum_a wh[a] * (sum_b ww[b] * x[hi[a]][wi[b]]), in that order.
- * Backward runs the two passes' adjoints in reverse order. Returns 0, or -1
- * when the scratch cannot be allocated. */
-#define INTERP_LOOPS(T, S)                                                                   \
-  static T *weights_##S(const axis_tab *t) {                                                 \
-    T *w = malloc(sizeof(T) * (size_t)(t->n * t->k + 1));                                    \
-    if (w)                                                                                   \
-      for (int64_t i = 0; i < t->n * t->k; i++) w[i] = (T)t->w[i];                           \
-    return w;                                                                                \
+/* One call's plan for the separable passes. The tables are tap-major
+ * (tap b of output position j at [b * n + j]) so each pass's inner loop
+ * runs over contiguous outputs without a branch. For the backward the W
+ * table is also transposed: input column c receives, in the order the
+ * forward visits them, the (output column, weight) pairs
+ * tcol / tw[tstart[c] .. tstart[c + 1]), so the W pass of the backward
+ * gathers into a register instead of adding into gx column by column. */
+typedef struct {
+  int kh, kw;
+  int64_t h, w, oh, ow;
+  int64_t *hidx, *widx; /* kh * oh, kw * ow */
+  void *hw, *ww;        /* the weights in the compute type */
+  int64_t *tstart, *tcol;
+  void *tw;
+  void *scratch; /* per thread: h * ow (the intermediate) + ow (a gradient row) */
+  int nthreads;
+} sep_plan;
+
+static void sep_free(sep_plan *p) {
+  free(p->hidx);
+  free(p->widx);
+  free(p->hw);
+  free(p->ww);
+  free(p->tstart);
+  free(p->tcol);
+  free(p->tw);
+  free(p->scratch);
+}
+
+/* Tap-major copies of t's positions (and, by the caller, weights). */
+static int64_t *tap_major_idx(const axis_tab *t) {
+  int64_t *r = malloc(sizeof(int64_t) * (size_t)(t->n * t->k + 1));
+  if (r)
+    for (int64_t j = 0; j < t->n; j++)
+      for (int b = 0; b < t->k; b++) r[b * t->n + j] = t->idx[j * t->k + b];
+  return r;
+}
+
+/* The passes in type T: the plan's typed tables, the forward and backward
+ * of one plane, and the driver both directions share. */
+#define SEP_LOOPS(T, S)                                                                      \
+  static T *tap_major_w_##S(const axis_tab *t) {                                             \
+    T *r = malloc(sizeof(T) * (size_t)(t->n * t->k + 1));                                    \
+    if (r)                                                                                   \
+      for (int64_t j = 0; j < t->n; j++)                                                     \
+        for (int b = 0; b < t->k; b++) r[b * t->n + j] = (T)t->w[j * t->k + b];              \
+    return r;                                                                                \
   }                                                                                          \
-  static int fwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,      \
-                     int64_t w, const T *x, T *y) {                                          \
+  /* The transposed W table of the backward (0, or -1 out of memory). */                     \
+  static int transpose_w_##S(const axis_tab *t, int64_t in, sep_plan *p) {                   \
+    int64_t m = t->n * t->k;                                                                 \
+    p->tstart = calloc((size_t)(in + 1), sizeof(int64_t));                                   \
+    p->tcol = malloc(sizeof(int64_t) * (size_t)(m + 1));                                     \
+    p->tw = malloc(sizeof(T) * (size_t)(m + 1));                                             \
+    if (!p->tstart || !p->tcol || !p->tw) return -1;                                         \
+    for (int64_t q = 0; q < m; q++) p->tstart[t->idx[q] + 1]++;                              \
+    for (int64_t c = 0; c < in; c++) p->tstart[c + 1] += p->tstart[c];                       \
+    int64_t *fill = malloc(sizeof(int64_t) * (size_t)(in + 1));                              \
+    if (!fill) return -1;                                                                    \
+    memcpy(fill, p->tstart, sizeof(int64_t) * (size_t)in);                                   \
+    T *tw = p->tw;                                                                           \
+    for (int64_t j = 0; j < t->n; j++)                                                       \
+      for (int b = 0; b < t->k; b++) {                                                       \
+        int64_t q = fill[t->idx[j * t->k + b]]++;                                            \
+        p->tcol[q] = j;                                                                      \
+        tw[q] = (T)t->w[j * t->k + b];                                                       \
+      }                                                                                      \
+    free(fill);                                                                              \
+    return 0;                                                                                \
+  }                                                                                          \
+  /* y (oh x ow) from x (h x w): the W pass into tmp (h x ow), then the H                    \
+   * pass; y = sum_a wh[a] * (sum_b ww[b] * x[hi[a]][wi[b]]), in that order. */             \
+  CONV_CLONES static void plane_fwd_##S(const sep_plan *p, const T *x, T *y, T *tmp) {       \
+    const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;                                \
+    const int64_t *wi = p->widx, *hi = p->hidx;                                              \
+    const T *ww = p->ww, *hw = p->hw;                                                        \
+    for (int64_t r = 0; r < h; r++) {                                                        \
+      const T *xr = x + r * w;                                                               \
+      T *restrict tr = tmp + r * ow;                                                         \
+      if (p->kw == 1) {                                                                      \
+        CELL_NN_SIMD for (int64_t j = 0; j < ow; j++) tr[j] = ww[j] * xr[wi[j]];             \
+      } else if (p->kw == 2) {                                                               \
+        CELL_NN_SIMD for (int64_t j = 0; j < ow; j++)                                        \
+          tr[j] = ww[j] * xr[wi[j]] + ww[ow + j] * xr[wi[ow + j]];                           \
+      } else {                                                                               \
+        CELL_NN_SIMD for (int64_t j = 0; j < ow; j++)                                        \
+          tr[j] = ww[j] * xr[wi[j]] + ww[ow + j] * xr[wi[ow + j]] +                          \
+                  ww[2 * ow + j] * xr[wi[2 * ow + j]] + ww[3 * ow + j] * xr[wi[3 * ow + j]]; \
+      }                                                                                      \
+    }                                                                                        \
+    for (int64_t i = 0; i < oh; i++) {                                                       \
+      T *restrict yr = y + i * ow;                                                           \
+      const T *t0 = tmp + hi[i] * ow;                                                        \
+      const T w0 = hw[i];                                                                    \
+      if (p->kh == 1) {                                                                      \
+        CELL_NN_SIMD for (int64_t j = 0; j < ow; j++) yr[j] = w0 * t0[j];                    \
+      } else if (p->kh == 2) {                                                               \
+        const T *t1 = tmp + hi[oh + i] * ow;                                                 \
+        const T w1 = hw[oh + i];                                                             \
+        CELL_NN_SIMD for (int64_t j = 0; j < ow; j++) yr[j] = w0 * t0[j] + w1 * t1[j];       \
+      } else {                                                                               \
+        const T *t1 = tmp + hi[oh + i] * ow, *t2 = tmp + hi[2 * oh + i] * ow,                \
+                *t3 = tmp + hi[3 * oh + i] * ow;                                             \
+        const T w1 = hw[oh + i], w2 = hw[2 * oh + i], w3 = hw[3 * oh + i];                   \
+        CELL_NN_SIMD for (int64_t j = 0; j < ow; j++)                                        \
+          yr[j] = w0 * t0[j] + w1 * t1[j] + w2 * t2[j] + w3 * t3[j];                         \
+      }                                                                                      \
+    }                                                                                        \
+  }                                                                                          \
+  /* gx (h x w) from g (oh x ow, rows gsr and columns gsc apart): the                        \
+   * adjoint of the H pass into tmp, then the W pass as a gather. */                         \
+  CONV_CLONES static void plane_bwd_##S(const sep_plan *p, const T *g, int64_t gsr,          \
+                                        int64_t gsc, T *gx, T *tmp, T *row) {                \
+    const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;                                \
+    const int64_t *hi = p->hidx, *ts = p->tstart, *tc = p->tcol;                             \
+    const T *hw = p->hw, *tw = p->tw;                                                        \
+    memset(tmp, 0, sizeof(T) * (size_t)(h * ow));                                            \
+    for (int64_t i = 0; i < oh; i++) {                                                       \
+      const T *gr = g + i * gsr;                                                             \
+      if (gsc != 1) {                                                                        \
+        for (int64_t j = 0; j < ow; j++) row[j] = gr[j * gsc];                               \
+        gr = row;                                                                            \
+      }                                                                                      \
+      for (int a = 0; a < p->kh; a++) {                                                      \
+        T *restrict ta = tmp + hi[a * oh + i] * ow;                                          \
+        const T wa = hw[a * oh + i];                                                         \
+        CELL_NN_SIMD for (int64_t j = 0; j < ow; j++) ta[j] += wa * gr[j];                   \
+      }                                                                                      \
+    }                                                                                        \
+    for (int64_t r = 0; r < h; r++) {                                                        \
+      const T *tr = tmp + r * ow;                                                            \
+      T *xr = gx + r * w;                                                                    \
+      for (int64_t c = 0; c < w; c++) {                                                      \
+        T acc = 0;                                                                           \
+        for (int64_t q = ts[c]; q < ts[c + 1]; q++) acc += tw[q] * tr[tc[q]];                \
+        xr[c] = acc;                                                                         \
+      }                                                                                      \
+    }                                                                                        \
+  }                                                                                          \
+  /* The driver of both directions over planes (a plane = one (n, c)):                       \
+   * forward dst = resize(src), src contiguous; backward dst = adjoint(src),                 \
+   * src read through gst (the strides of its N, C, H and W dimensions;                      \
+   * chans = C). Returns 0, or -1 when memory runs out. */                                   \
+  static int drive_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t chans, \
+                       int64_t h, int64_t w, const T *src, const int64_t *gst, T *dst,       \
+                       int bwd) {                                                            \
     int64_t oh = th->n, ow = tw->n;                                                          \
-    const int kh = th->k, kw = tw->k;                                                        \
+    int64_t s0 = bwd ? gst[0] : chans * oh * ow, s1 = bwd ? gst[1] : oh * ow;                \
+    int64_t sr = bwd ? gst[2] : ow, sc = bwd ? gst[3] : 1;                                   \
+    int64_t work = planes * (h + oh) * ow * (th->k + tw->k);                                 \
+    int par = cell_conv_parallel(work);                                                      \
     if (scratch_too_big(h, w, oh, ow)) {                                                     \
-      dfwd_##S(th, tw, planes, h, w, x, y);                                                  \
+      CELL_FOR(par, int64_t, q, planes, {                                                    \
+        const T *sp = src + (q / chans) * s0 + (q % chans) * s1;                             \
+        if (bwd)                                                                             \
+          dbwd_##S(th, tw, h, w, sp, sr, sc, dst + q * h * w);                               \
+        else                                                                                 \
+          dfwd_##S(th, tw, h, w, src + q * h * w, dst + q * oh * ow);                        \
+      });                                                                                    \
       return 0;                                                                              \
     }                                                                                        \
-    T *wh = weights_##S(th), *ww = weights_##S(tw);                                          \
-    volatile int failed = !wh || !ww;                                                        \
-    CELL_FOR(!failed && cell_conv_parallel(planes * (h + oh) * ow * (kh + kw)), int64_t, p,  \
-             failed ? 0 : planes, {                                                          \
-      T *tmp = malloc(sizeof(T) * (size_t)(h * ow + 1));                                     \
-      if (!tmp) {                                                                            \
-        failed = 1;                                                                          \
-        continue;                                                                            \
-      }                                                                                      \
-      const T *xp = x + p * h * w;                                                           \
-      T *yp = y + p * oh * ow;                                                               \
-      for (int64_t r = 0; r < h; r++) {                                                      \
-        const T *xr = xp + r * w;                                                            \
-        T *tr = tmp + r * ow;                                                                \
-        if (kw == 2)                                                                         \
-          for (int64_t j = 0; j < ow; j++)                                                   \
-            tr[j] = ww[2 * j] * xr[tw->idx[2 * j]] + ww[2 * j + 1] * xr[tw->idx[2 * j + 1]]; \
-        else                                                                                 \
-          for (int64_t j = 0; j < ow; j++) {                                                 \
-            const int64_t *wi = tw->idx + j * kw;                                            \
-            const T *wj = ww + j * kw;                                                       \
-            T acc = 0;                                                                       \
-            for (int b = 0; b < kw; b++) acc += wj[b] * xr[wi[b]];                           \
-            tr[j] = acc;                                                                     \
-          }                                                                                  \
-      }                                                                                      \
-      for (int64_t i = 0; i < oh; i++) {                                                     \
-        const int64_t *hi = th->idx + i * kh;                                                \
-        const T *wi = wh + i * kh;                                                           \
-        T *restrict yr = yp + i * ow;                                                        \
-        const T *restrict t0 = tmp + hi[0] * ow;                                             \
-        const T w0 = wi[0];                                                                  \
-        if (kh == 2) {                                                                       \
-          const T *restrict t1 = tmp + hi[1] * ow;                                           \
-          const T w1 = wi[1];                                                                \
-          for (int64_t j = 0; j < ow; j++) yr[j] = w0 * t0[j] + w1 * t1[j];                  \
-          continue;                                                                          \
-        }                                                                                    \
-        for (int64_t j = 0; j < ow; j++) yr[j] = w0 * t0[j];                                 \
-        for (int a = 1; a < kh; a++) {                                                       \
-          const T *restrict ta = tmp + hi[a] * ow;                                           \
-          const T wa = wi[a];                                                                \
-          for (int64_t j = 0; j < ow; j++) yr[j] += wa * ta[j];                              \
-        }                                                                                    \
-      }                                                                                      \
-      free(tmp);                                                                             \
-    });                                                                                      \
-    free(wh);                                                                                \
-    free(ww);                                                                                \
-    return failed ? -1 : 0;                                                                  \
-  }                                                                                          \
-  static int bwd_##S(const axis_tab *th, const axis_tab *tw, int64_t planes, int64_t h,      \
-                     int64_t w, const T *g, T *gx) {                                         \
-    int64_t oh = th->n, ow = tw->n;                                                          \
-    const int kh = th->k, kw = tw->k;                                                        \
-    if (scratch_too_big(h, w, oh, ow)) {                                                     \
-      dbwd_##S(th, tw, planes, h, w, g, gx);                                                 \
-      return 0;                                                                              \
+    sep_plan p = {.kh = th->k, .kw = tw->k, .h = h, .w = w, .oh = oh, .ow = ow};             \
+    p.nthreads = par ? interp_max_threads() : 1;                                               \
+    int64_t per = h * ow + ow;                                                               \
+    p.hidx = tap_major_idx(th);                                                              \
+    p.widx = tap_major_idx(tw);                                                              \
+    p.hw = tap_major_w_##S(th);                                                              \
+    p.ww = tap_major_w_##S(tw);                                                              \
+    p.scratch = malloc(sizeof(T) * (size_t)(per * p.nthreads + 1));                          \
+    int bad = !p.hidx || !p.widx || !p.hw || !p.ww || !p.scratch;                            \
+    if (!bad && bwd) bad = transpose_w_##S(tw, w, &p);                                       \
+    if (bad) {                                                                               \
+      sep_free(&p);                                                                          \
+      return -1;                                                                             \
     }                                                                                        \
-    T *wh = weights_##S(th), *ww = weights_##S(tw);                                          \
-    volatile int failed = !wh || !ww;                                                        \
-    CELL_FOR(!failed && cell_conv_parallel(planes * (h + oh) * ow * (kh + kw)), int64_t, p,  \
-             failed ? 0 : planes, {                                                          \
-      T *tmp = calloc((size_t)(h * ow + 1), sizeof(T));                                      \
-      if (!tmp) {                                                                            \
-        failed = 1;                                                                          \
-        continue;                                                                            \
-      }                                                                                      \
-      const T *gp = g + p * oh * ow;                                                         \
-      T *xp = gx + p * h * w;                                                                \
-      for (int64_t i = 0; i < oh; i++) {                                                     \
-        const int64_t *hi = th->idx + i * kh;                                                \
-        const T *wi = wh + i * kh;                                                           \
-        const T *restrict gr = gp + i * ow;                                                  \
-        for (int a = 0; a < kh; a++) {                                                       \
-          T *restrict ta = tmp + hi[a] * ow;                                                 \
-          const T wa = wi[a];                                                                \
-          for (int64_t j = 0; j < ow; j++) ta[j] += wa * gr[j];                              \
-        }                                                                                    \
-      }                                                                                      \
-      for (int64_t r = 0; r < h; r++) {                                                      \
-        T *xr = xp + r * w;                                                                  \
-        const T *tr = tmp + r * ow;                                                          \
-        if (kw == 2)                                                                         \
-          for (int64_t j = 0; j < ow; j++) {                                                 \
-            xr[tw->idx[2 * j]] += ww[2 * j] * tr[j];                                         \
-            xr[tw->idx[2 * j + 1]] += ww[2 * j + 1] * tr[j];                                 \
-          }                                                                                  \
-        else                                                                                 \
-          for (int64_t j = 0; j < ow; j++) {                                                 \
-            const int64_t *wi = tw->idx + j * kw;                                            \
-            const T *wj = ww + j * kw;                                                       \
-            for (int b = 0; b < kw; b++) xr[wi[b]] += wj[b] * tr[j];                         \
-          }                                                                                  \
-      }                                                                                      \
-      free(tmp);                                                                             \
+    T *scratch = p.scratch;                                                                  \
+    CELL_FOR(par, int64_t, q, planes, {                                                      \
+      T *tmp = scratch + per * (par ? interp_thread_num() : 0);                                \
+      if (bwd)                                                                               \
+        plane_bwd_##S(&p, src + (q / chans) * s0 + (q % chans) * s1, sr, sc,                 \
+                      dst + q * h * w, tmp, tmp + h * ow);                                   \
+      else                                                                                   \
+        plane_fwd_##S(&p, src + q * h * w, dst + q * oh * ow, tmp);                          \
     });                                                                                      \
-    free(wh);                                                                                \
-    free(ww);                                                                                \
-    return failed ? -1 : 0;                                                                  \
+    sep_free(&p);                                                                            \
+    return 0;                                                                                \
   }
 
-INTERP_LOOPS(float, f32)
-INTERP_LOOPS(double, f64)
+SEP_LOOPS(float, f32)
+SEP_LOOPS(double, f64)
 
 #define DISPATCH(ct, fn, ...) \
   ((ct) == CELL_DTYPE_F64 ? fn##_f64(__VA_ARGS__) : fn##_f32(__VA_ARGS__))
@@ -390,8 +467,9 @@ cell_status cell_cpu_interpolate(const cell_tensor *x, int mode, int align_corne
     s = tabs(mode, align_corners, nd, x->shape, size, scales, ct != CELL_DTYPE_F64, &th, &tw);
   if (s == CELL_OK) {
     int64_t h = nd == 4 ? x->shape[2] : 1;
-    if (DISPATCH(ct, fwd, &th, &tw, x->shape[0] * x->shape[1], h, x->shape[nd - 1],
-                 (const void *)cell_tensor_base(xc), (void *)cell_tensor_base(r)))
+    if (DISPATCH(ct, drive, &th, &tw, x->shape[0] * x->shape[1], x->shape[1], h,
+                 x->shape[nd - 1], (const void *)cell_tensor_base(xc), NULL,
+                 (void *)cell_tensor_base(r), 0))
       s = cell_error(CELL_ERR_MEMORY, "interpolate: out of memory");
     cell_tensor_bump(r);
   }
@@ -418,18 +496,25 @@ cell_status cell_cpu_interpolate_backward(const cell_tensor *g, int mode, int al
   CELL_TRY(check(mode, ndim, in_shape, g->shape + 2));
   cell_dtype ct = cell_conv_compute_dtype(dt);
   cell_tensor *gc = NULL, *r = NULL;
-  cell_status s = cell_tensor_full(ct, ndim, in_shape, 0, &r);
-  if (s == CELL_OK && (cell_shape_numel(ndim, in_shape) == 0 || cell_shape_numel(g->ndim, g->shape) == 0))
-    return to_dtype(s, r, dt, gx);
-  if (s == CELL_OK) s = cell_conv_operand(g, ct, &gc);
+  if (cell_shape_numel(ndim, in_shape) == 0 || cell_shape_numel(g->ndim, g->shape) == 0) {
+    cell_status z = cell_tensor_full(ct, ndim, in_shape, 0, &r);
+    return to_dtype(z, r, dt, gx);
+  }
+  /* every element of r is written; g is read through its strides (the
+   * gradient of a sum arrives as a broadcast view, not worth a copy) */
+  cell_status s = cell_tensor_new_contig(ct, ndim, in_shape, &r);
+  if (s == CELL_OK) s = cell_as_dtype(g, ct, &gc);
   axis_tab th = {0, 0, NULL, NULL}, tw = {0, 0, NULL, NULL};
   if (s == CELL_OK)
     s = tabs(mode, align_corners, ndim, in_shape, g->shape + 2, scales, ct != CELL_DTYPE_F64, &th,
              &tw);
   if (s == CELL_OK) {
     int64_t h = ndim == 4 ? in_shape[2] : 1;
-    if (DISPATCH(ct, bwd, &th, &tw, in_shape[0] * in_shape[1], h, in_shape[ndim - 1],
-                 (const void *)cell_tensor_base(gc), (void *)cell_tensor_base(r)))
+    int64_t gst[4] = {gc->stride[0], gc->stride[1], ndim == 4 ? gc->stride[2] : 0,
+                      gc->stride[ndim - 1]};
+    if (DISPATCH(ct, drive, &th, &tw, in_shape[0] * in_shape[1], in_shape[1], h,
+                 in_shape[ndim - 1], (const void *)cell_tensor_base(gc), gst,
+                 (void *)cell_tensor_base(r), 1))
       s = cell_error(CELL_ERR_MEMORY, "interpolate backward: out of memory");
     cell_tensor_bump(r);
   }

@@ -216,7 +216,10 @@ cell_status cell_cpu_optim_step(cell_tensor *param, const cell_tensor *grad, cel
   double t = (double)cfg->step;
   e.bc1 = 1.0 - pow(cfg->h[0], t);
   e.bc2s = sqrt(1.0 - pow(cfg->h[1], t));
-  if (cfg->kind == CELL_OPTIM_ASGD) {
+  if (cfg->kind == CELL_OPTIM_ASGD && (cfg->flags & 1)) {
+    e.eta = cfg->h[1]; /* the caller's state */
+    e.mu = cfg->h[2];
+  } else if (cfg->kind == CELL_OPTIM_ASGD) {
     e.eta = cfg->step == 1 ? cfg->lr : cfg->lr / pow(1 + cfg->h[0] * cfg->lr * (t - 1), cfg->h[1]);
     e.mu = cfg->step == 1 ? 1.0 : 1.0 / fmax(1.0, t - 1 - cfg->h[2]);
   }
@@ -228,6 +231,8 @@ cell_status cell_cpu_optim_step(cell_tensor *param, const cell_tensor *grad, cel
       e.ratio = wn > 0 && rn > 0 ? wn / rn : 1.0;
     else
       e.ratio = wn > 0 && rn > 0 ? cfg->h[0] * wn / (rn + cfg->weight_decay * wn + cfg->h[1]) : 1.0;
+    if (cfg->kind == CELL_OPTIM_LARS && (cfg->flags & 1)) /* use_clip: min(trust / lr, 1) */
+      e.ratio = cfg->lr > 0 ? fmin(e.ratio / cfg->lr, 1.0) : 1.0;
     e.pass = 1;
   }
   walk(&e, ops);

@@ -5,9 +5,11 @@
  * position in the line); a line is sorted by a stable LSD radix sort on
  * the keys (insertion sort for short lines), and topk / median select with
  * an expected-linear quickselect on the total order (key, position), so
- * ties go to the earlier element. Values are copied from the input by
- * their positions, so every dtype keeps its exact bits. Independent lines
- * run in parallel when there is enough work. */
+ * ties go to the earlier element (small k: one pass that keeps the k
+ * best, float lines filtered 16 elements at a time against the worst
+ * kept). Values are copied from the input by their positions, so every
+ * dtype keeps its exact bits. Independent lines run in parallel when there
+ * is enough work. */
 #include "kernels.h"
 #include "kernel_list.h"
 #include "lines.h"
@@ -263,24 +265,130 @@ static void sift_down(cell_keyrec *h, int64_t n, int64_t i) {
   h[i] = x;
 }
 
-/* Small k: one pass keeping the k smallest records in a max-heap, so most
- * elements cost one comparison with its top. */
+/* The k kept records h[0..k), h[0] the worst (the largest by the total
+ * order): for k <= KEEP_SORTED a descending array, where an insertion
+ * shifts a few records with one hard-to-predict branch, else a max-heap. */
+#define KEEP_SORTED 32
+static void keep_init(cell_keyrec *h, int64_t k) {
+  if (k > KEEP_SORTED) {
+    for (int64_t i = k / 2 - 1; i >= 0; i--) sift_down(h, k, i);
+    return;
+  }
+  for (int64_t i = 1; i < k; i++) {
+    cell_keyrec r = h[i];
+    int64_t j = i;
+    while (j > 0 && rec_lt(&h[j - 1], &r)) {
+      h[j] = h[j - 1];
+      j--;
+    }
+    h[j] = r;
+  }
+}
+
+/* Replace the worst kept record by (key, pos), which is better than it;
+ * pos is past every kept position, so it loses ties. */
+static inline void keep_insert(cell_keyrec *h, int64_t k, uint64_t key, int64_t pos) {
+  if (k > KEEP_SORTED) {
+    h[0] = (cell_keyrec){key, pos};
+    sift_down(h, k, 0);
+    return;
+  }
+  int64_t j = 1;
+  for (; j < k && h[j].k > key; j++) h[j - 1] = h[j];
+  h[j - 1] = (cell_keyrec){key, pos};
+}
+
+/* Sort k (small) records by the total order, in place. */
+static void sort_total_small(cell_keyrec *a, int64_t n) {
+  if (n > 32) {
+    cell_keyrec_sort_total(a, n);
+    return;
+  }
+  for (int64_t i = 1; i < n; i++) {
+    cell_keyrec r = a[i];
+    int64_t j = i;
+    while (j > 0 && rec_lt(&r, &a[j - 1])) {
+      a[j] = a[j - 1];
+      j--;
+    }
+    a[j] = r;
+  }
+}
+
+/* One candidate v at position pos against the kept records (and tv). */
+#define TOPK_TRY(T, v_, pos)                                                                 \
+  {                                                                                          \
+    T v = (v_);                                                                              \
+    if (!(big ? v <= tv : v >= tv)) {                                                        \
+      uint64_t key = cell_key_f64(v) ^ fl;                                                   \
+      if (key < h[0].k) { /* pos is past every kept index: ties stay out */                \
+        keep_insert(h, k, key, (pos));                                                       \
+        tv = x[h[0].i * st];                                                                 \
+      }                                                                                      \
+    }                                                                                        \
+  }
+/* Small k over a float line: one pass keeping the k best records
+ * (keep_*), the worst kept also held as a value tv, so most elements cost
+ * one float comparison, done 16 at a time (a branch-free test, then a bit
+ * mask whose set bits, the rare candidates, are tried one by one). An
+ * element passes the filter unless it is certainly no better than tv
+ * (largest: x <= tv; smallest: x >= tv); NaN (which orders above +inf)
+ * and a NaN tv always pass, and the exact key test decides. Keys order
+ * floats as their values do, with -0 == +0, so the filter loses nothing. */
+#define TOPK_FLOAT(T, S)                                                                     \
+  static void topk_heap_##S(line_ctx *c, const T *x, int64_t st, cell_keyrec *h) {           \
+    const int64_t k = c->k, n = c->len;                                                      \
+    const int big = c->flip;                                                                 \
+    const uint64_t fl = big ? ~(uint64_t)0 : 0;                                              \
+    for (int64_t i = 0; i < k; i++) h[i] = (cell_keyrec){cell_key_f64(x[i * st]) ^ fl, i};   \
+    keep_init(h, k);                                                                         \
+    T tv = x[h[0].i * st];                                                                   \
+    int64_t i = k;                                                                           \
+    if (st == 1)                                                                             \
+      for (; i + 16 <= n; i += 16) {                                                         \
+        const T *bl = x + i;                                                                 \
+        int any = 0; /* a branch-free pass the compiler vectorises */                        \
+        if (big)                                                                             \
+          for (int j = 0; j < 16; j++) any |= !(bl[j] <= tv);                                \
+        else                                                                                 \
+          for (int j = 0; j < 16; j++) any |= !(bl[j] >= tv);                                \
+        if (!any) continue;                                                                  \
+        unsigned m = 0;                                                                      \
+        if (big)                                                                             \
+          for (int j = 0; j < 16; j++) m |= (unsigned)!(bl[j] <= tv) << j;                   \
+        else                                                                                 \
+          for (int j = 0; j < 16; j++) m |= (unsigned)!(bl[j] >= tv) << j;                   \
+        while (m) {                                                                          \
+          int j = __builtin_ctz(m);                                                          \
+          m &= m - 1;                                                                        \
+          TOPK_TRY(T, bl[j], i + j)                                                          \
+        }                                                                                    \
+      }                                                                                      \
+    for (; i < n; i++) TOPK_TRY(T, x[i * st], i)                                             \
+  }
+TOPK_FLOAT(float, f32)
+TOPK_FLOAT(double, f64)
+
+/* Small k: one pass keeping the k smallest records (keep_*), so most
+ * elements cost one comparison with the worst kept. */
 static void topk_heap(line_ctx *c, int64_t line, cell_keyrec *h) {
   const char *p = line_src(c, line);
   int64_t es = cell_dtype_size(c->a->dtype), bs = c->stride * es, k = c->k;
   uint64_t fl = c->flip ? ~(uint64_t)0 : 0;
   cell_dtype dt = c->a->dtype;
-  for (int64_t i = 0; i < k; i++) h[i] = (cell_keyrec){cell_key_of(dt, p + i * bs) ^ fl, i};
-  for (int64_t i = k / 2 - 1; i >= 0; i--) sift_down(h, k, i);
-  for (int64_t i = k; i < c->len; i++) {
-    uint64_t key = (dt == CELL_DTYPE_F32 ? cell_key_f64(*(const float *)(p + i * bs))
-                                         : cell_key_of(dt, p + i * bs)) ^ fl;
-    if (key < h[0].k) { /* i is larger than every index in the heap: ties stay out */
-      h[0] = (cell_keyrec){key, i};
-      sift_down(h, k, 0);
+  if (dt == CELL_DTYPE_F32) {
+    topk_heap_f32(c, (const float *)p, c->stride, h);
+  } else if (dt == CELL_DTYPE_F64) {
+    topk_heap_f64(c, (const double *)p, c->stride, h);
+  } else {
+    for (int64_t i = 0; i < k; i++) h[i] = (cell_keyrec){cell_key_of(dt, p + i * bs) ^ fl, i};
+    keep_init(h, k);
+    for (int64_t i = k; i < c->len; i++) {
+      uint64_t key = cell_key_of(dt, p + i * bs) ^ fl;
+      if (key < h[0].k) keep_insert(h, k, key, i); /* ties stay out */
     }
   }
-  cell_keyrec_sort_total(h, k);
+  sort_total_small(h, k);
   write_line(c, line, h, k);
 }
 

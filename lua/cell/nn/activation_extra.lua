@@ -2,7 +2,8 @@
 -- them: LeakyReLU, ELU, SeLU, CELU, PReLU, Softplus, Softsign, Mish, ReLU6,
 -- HSwish, HSigmoid, LogSigmoid, Hardtanh, Tanhshrink. Each but PReLU is
 -- one fused kernel forward and backward (cell.ops.leaky_relu and friends);
--- PReLU learns its slope `w` (a Parameter, one value or one per channel).
+-- PReLU learns its slope `w` (a Parameter named "a" as in MindSpore, one
+-- value or one per channel).
 -- Options positionally in MindSpore's order or as a table.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local check_tensor = require("cell.errors").check_tensor
@@ -107,7 +108,7 @@ function PReLU:init(...)
       :format(string.format("%.17g", channel), T.type_name(w)))
   end
   self.channel = channel
-  self.w = Parameter(t, "w")
+  self.w = Parameter(t, "a") -- MindSpore's name for it: checkpoints key it as <path>.a
 end
 function PReLU:construct(x)
   local shape = check_tensor("PReLU", "x", x).shape

@@ -72,6 +72,8 @@ end
 -- affine = true, gamma_init = "ones", beta_init = "zeros", dtype = float32]):
 -- inputs {N, C, L} / {N, C, H, W} / {N, C, D, H, W}, each channel of each
 -- sample normalised by its own statistics (in training and inference).
+-- Buffers moving_mean / moving_variance, as MindSpore's, track the
+-- statistics in training without entering the output.
 local function instance_norm_class(name, rank, layout)
   local C = Cell:extend(name)
   function C:init(num_features, ...)
@@ -89,6 +91,19 @@ local function instance_norm_class(name, rank, layout)
     local shape = { num_features }
     self.gamma = Parameter(make_param(name, gamma_init, "ones", shape, dtype, "gamma_init"), "gamma", self.affine)
     self.beta = Parameter(make_param(name, beta_init, "zeros", shape, dtype, "beta_init"), "beta", self.affine)
+    self:register_buffer("moving_mean", core.zeros(shape, dtype))
+    self:register_buffer("moving_variance", core.ones(shape, dtype))
+  end
+  -- MindSpore's running statistics, kept but never used to normalise:
+  -- running = momentum * running + (1 - momentum) * observed, observed the
+  -- mean over the batch of each instance's mean (and unbiased variance).
+  local function track(self, x, shape)
+    local n, c = shape[1], shape[2]
+    local count = x:numel() / (n * c)
+    local m = self.momentum
+    local flat = x:detach():reshape({ n, c, count }):astype(self.moving_mean.dtype)
+    self.moving_mean:mul_(m):add_(flat:mean(3):mean(1) * (1 - m))
+    if count > 1 then self.moving_variance:mul_(m):add_(flat:var(3, 1):mean(1) * (1 - m)) end
   end
   function C:construct(x)
     local shape = check_tensor(name, "x", x).shape
@@ -98,6 +113,7 @@ local function instance_norm_class(name, rank, layout)
     end
     local g, b = self.gamma, self.beta
     if g.dtype ~= x.dtype then g, b = g:astype(x.dtype), b:astype(x.dtype) end
+    if self.training and x:numel() > 0 then track(self, x, shape) end
     return ops.instance_norm(x, g, b, self.eps)
   end
   function C:extend_repr()

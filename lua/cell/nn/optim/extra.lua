@@ -11,6 +11,8 @@ local O = require "cell.nn.optim.optimizer"
 local core = require "cell.core"
 
 local K = O.K
+local parameter = require "cell.parameter"
+local Parameter, ParameterTuple = parameter.Parameter, parameter.ParameterTuple
 local optim_step = require("cell.ops_internal").optim_step
 
 -- cell_optim_kind (include/cell_optim.h)
@@ -152,7 +154,34 @@ DEFS.ASGD = {
     k.t0 = num(cls, a, "t0", 1e6, O.check_non_negative)
     k.h, k.flags = { k.lambd, k.alpha, k.t0, 0 }, 0
     k.repr = { { "lambd", "lambd" }, { "alpha", "alpha" }, { "t0", "t0" }, { "weight_decay", "weight_decay" } }
-    return { "ax" }
+    return { "ax_" }
+  end,
+  -- MindSpore's per-parameter float32 scalars mu_<name> (1) and eta_<name>
+  -- (0; the rate at step 1), as PyTorch's state mu and eta
+  extra_state = function(self, k)
+    local mu, eta = {}, {}
+    for i, p in ipairs(k.params) do
+      mu[i] = Parameter(core.ones({}, core.float32), "mu_" .. p.name, false)
+      eta[i] = Parameter(core.zeros({}, core.float32), "eta_" .. p.name, false)
+    end
+    self.mu, self.eta = ParameterTuple(mu), ParameterTuple(eta)
+    k.mu, k.eta = mu, eta
+  end,
+  -- eta and mu come from the state (the C step takes them with flags 1),
+  -- then advance: eta = lr / (1 + lambd*lr*t)^alpha, mu = 1 / max(1, t - t0)
+  apply = function(self, grads, t)
+    local k = rawget(self, K)
+    local item, fill_ = core.Tensor.item, core.Tensor.fill_
+    local lambd, alpha, t0 = k.lambd, k.alpha, k.t0
+    local ax = k.states[1]
+    for i = 1, k.n do
+      local lr = k.lr_now[k.spec_of[i]]
+      if t == 1 then fill_(k.eta[i], lr) end
+      optim_step(k.params[i], grads[i], ax[i], nil, nil, KIND.ASGD, lr, k.wd[i], k.grad_scale, lambd,
+        item(k.eta[i]), item(k.mu[i]), 0, t, 1, k.labels[i])
+      fill_(k.eta[i], lr / (1 + lambd * lr * t) ^ alpha)
+      fill_(k.mu[i], 1 / math.max(1, t - t0))
+    end
   end,
 }
 
@@ -208,6 +237,7 @@ local function build(self, cls, ...)
     end
     k.states[j] = list
   end
+  if d.extra_state then d.extra_state(self, k) end
 end
 
 local function apply(self, grads, t)
@@ -226,7 +256,7 @@ for cls in pairs(DEFS) do
   local C = O.Optimizer:extend(cls)
   local name = cls
   function C:init(...) O.guard(build, self, name, ...) end
-  C._apply = apply
+  C._apply = DEFS[cls].apply or apply
   M[cls] = C
 end
 M.Adamax = M.AdaMax
@@ -236,6 +266,8 @@ M.Adamax = M.AdaMax
 --- nn.LARS(optimizer [, epsilon = 1e-5, coefficient = 0.001, use_clip =
 -- false, lars_filter]): scales each filtered parameter's gradient by its
 -- layer's trust ratio before `optimizer` steps; takes over its weight decay.
+-- use_clip clips the ratio to min(ratio / learning_rate, 1), MindSpore's
+-- LARSUpdate clip.
 local LARS = O.Optimizer:extend("LARS")
 local LARS_NAMES = { "optimizer", "epsilon", "coefficient", "use_clip", "lars_filter" }
 local args_util = require "cell.util.args"
@@ -256,16 +288,15 @@ local function build_lars(self, ...)
   if ik.lars then O.fail("ValueError: For 'LARS', the optimizer is already wrapped by a LARS.") end
   local eps = a.epsilon == nil and 1e-5 or O.check_non_negative(cls, "epsilon", a.epsilon)
   local coef = a.coefficient == nil and 0.001 or O.check_non_negative(cls, "coefficient", a.coefficient)
-  if a.use_clip ~= nil and O.check_bool(cls, "use_clip", a.use_clip) then
-    O.fail("NotImplementedError: For 'LARS', use_clip=true is not supported.")
-  end
+  local clip = a.use_clip ~= nil and O.check_bool(cls, "use_clip", a.use_clip) or false
   local filter = a.lars_filter or default_filter
   if not require("cell.util.types").is_callable(filter) then
     O.fail("TypeError: For 'LARS', the argument 'lars_filter' must be a function(param), but got %s.",
       require("cell.util.types").type_name(filter))
   end
   require("cell.nn.cell").init(self, { auto_prefix = false })
-  local k = { cls = cls, inner = opt, ik = ik, epsilon = eps, coefficient = coef, wd = {}, flag = {}, scratch = {} }
+  local k = { cls = cls, inner = opt, ik = ik, epsilon = eps, coefficient = coef, use_clip = clip, wd = {}, flag = {},
+    scratch = {} }
   for i, p in ipairs(ik.params) do
     k.wd[i] = ik.wd[i]
     ik.wd[i] = 0
@@ -274,7 +305,7 @@ local function build_lars(self, ...)
   end
   ik.lars = true
   k.n, k.params, k.labels, k.global_step = ik.n, ik.params, ik.labels, ik.global_step
-  k.repr = { { "epsilon", "epsilon" }, { "coefficient", "coefficient" } }
+  k.repr = { { "epsilon", "epsilon" }, { "coefficient", "coefficient" }, { "use_clip", "use_clip" } }
   k.default_lr = ik.default_lr
   rawset(self, K, k)
   self.opt = opt
@@ -296,11 +327,15 @@ function LARS:construct(gradients)
   end
   local ok, err = pcall(check_grads, k.params, gradients, k.labels, k.n)
   if not ok then rethrow(err) end
-  local out, gs = {}, k.ik.grad_scale
+  local out, gs, ik = {}, k.ik.grad_scale, k.ik
+  -- use_clip: the trust ratio is min(trust / lr, 1), lr the wrapped
+  -- optimizer's rate for the step it is about to take
+  local t = k.use_clip and core.Tensor.item(ik.global_step) + 1
   for i = 1, k.n do
     if k.flag[i] then
-      ok, err = pcall(optim_step, k.params[i], gradients[i], k.scratch[i], nil, nil, KIND.LARS, 0, k.wd[i], gs,
-        k.coefficient, k.epsilon, 0, 0, 1, 0, k.labels[i])
+      local lr = t and O.lr_at(ik.specs[ik.spec_of[i]], t) or 0
+      ok, err = pcall(optim_step, k.params[i], gradients[i], k.scratch[i], nil, nil, KIND.LARS, lr, k.wd[i], gs,
+        k.coefficient, k.epsilon, 0, 0, 1, k.use_clip and 1 or 0, k.labels[i])
       if not ok then rethrow(err) end
       out[i] = k.scratch[i]
     else

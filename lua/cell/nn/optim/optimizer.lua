@@ -248,6 +248,7 @@ local function lr_at(spec, t)
   if type(v) ~= "number" or not finite(v) or v < 0 then return nil, v end
   return v
 end
+M.lr_at = lr_at -- for wrappers (nn.LARS) that need the rate of the step about to be taken
 
 local function lr_str(spec)
   if spec.param then lr_at(spec, 1) end
