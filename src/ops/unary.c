@@ -157,14 +157,24 @@ static const cell_loop_fn kernels[CELL_UNOP_COUNT][CELL_DTYPE_COUNT] = {
     FLOAT_TYPES(ROW_F) INT_TYPES(ROW_I)[CELL_OP_LOGICAL_NOT][CELL_DTYPE_BOOL] = not_BOOL,
     FLOAT_TYPES(ROW_F_MATH) INT_TYPES(ROW_I_MATH) ROW_PRED_CONST(BOOL)};
 
-/* float32's transcendentals through vmath.h's vector code when both runs
- * are contiguous (the loops above otherwise). */
+/* float32's transcendentals through vmath.h's vector code: straight on
+ * contiguous runs, through a buffer on strided ones (so that a view gives
+ * the same values as a contiguous copy). */
+#define VM_CHUNK 256
 #define VM_LOOP(name, vmfn)                                                      \
   static void name##_F32_vm(void *ctx, int64_t n, char **p, const int64_t *s) { \
-    if (s[0] == sizeof(float) && s[1] == sizeof(float))                         \
+    (void)ctx;                                                                  \
+    if (s[0] == sizeof(float) && s[1] == sizeof(float)) {                       \
       vmfn((float *)p[0], (const float *)p[1], n);                              \
-    else                                                                        \
-      name##_F32(ctx, n, p, s);                                                 \
+      return;                                                                   \
+    }                                                                           \
+    float buf[VM_CHUNK];                                                        \
+    for (int64_t i0 = 0; i0 < n; i0 += VM_CHUNK) {                              \
+      int64_t m = n - i0 < VM_CHUNK ? n - i0 : VM_CHUNK;                        \
+      for (int64_t i = 0; i < m; i++) buf[i] = *(const float *)(p[1] + (i0 + i) * s[1]); \
+      vmfn(buf, buf, m);                                                        \
+      for (int64_t i = 0; i < m; i++) *(float *)(p[0] + (i0 + i) * s[0]) = buf[i]; \
+    }                                                                           \
   }
 VM_LOOP(exp, cell_vm_exp_f32)
 VM_LOOP(log, cell_vm_log_f32)
