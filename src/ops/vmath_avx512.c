@@ -2,7 +2,11 @@
  * at run time by vmath.c; the rest of the library keeps the baseline ISA). */
 #include "vmath.h"
 #ifdef CELL_VM_X86
+#ifdef __clang__
+#define VM_ATTR __attribute__((target("avx512f,avx512dq,avx2,fma")))
+#else /* gcc's generic tuning would keep to 256-bit vectors */
 #define VM_ATTR __attribute__((target("avx512f,avx512dq,avx2,fma,prefer-vector-width=512")))
+#endif
 #define VM_TABLE cell_vm_avx512
 #include "vmath_impl.h"
 #else
