@@ -13,7 +13,8 @@
 --   infer  batch-1 inference of the MLP 784-256-10 (no recording), in us
 -- Prints `cell_model_<name>_t<threads>_ms` (`_us` for infer),
 -- `cell_model_<cnn|gpt>_scaling_t2_over_t1` and `cell_model_peak_rss_mib`.
--- Arguments name the models to run (default: all six).
+-- Arguments name the models to run (default: all six);
+-- CELL_BENCH_MODEL_THREADS (default "1 2") the thread counts.
 local cell = require "cell"
 local nn, ops = cell.nn, cell.ops
 
@@ -121,12 +122,15 @@ for i = 1, #(arg or {}) do
 end
 if #wanted == 0 then wanted = ORDER end
 
+local THREADS = {}
+for th in (os.getenv("CELL_BENCH_MODEL_THREADS") or "1 2"):gmatch("%d+") do THREADS[#THREADS + 1] = tonumber(th) end
+
 local prev = cell.get_num_threads()
 for _, name in ipairs(wanted) do
   cell.set_seed(1)
   local fn = builders[name]()
   local ms = {}
-  for _, th in ipairs({ 1, 2 }) do
+  for _, th in ipairs(THREADS) do
     cell.set_num_threads(th)
     if name == "infer" then
       ms[th] = timing.bench_ms(fn, REPS, 2000)
@@ -136,7 +140,7 @@ for _, name in ipairs(wanted) do
       print(("cell_model_%s_t%d_ms %.4f ms"):format(name, th, ms[th]))
     end
   end
-  if name == "cnn" or name == "gpt" then
+  if (name == "cnn" or name == "gpt") and ms[1] and ms[2] then
     print(("cell_model_%s_scaling_t2_over_t1 %.3f x"):format(name, ms[2] / ms[1]))
   end
 end

@@ -6,7 +6,9 @@ CNN (batch 32, Momentum), the tiny GPT (batch 16, AdamW), the LSTM language
 model (batch 16, Adam) and batch-1 MLP inference (in us). Prints
 `torch_model_<name>_t<threads>_ms` (`_us` for infer),
 `torch_model_<cnn|gpt>_scaling_t2_over_t1` and `torch_model_peak_rss_mib`.
-Arguments name the models to run (default: all six)."""
+Arguments name the models to run (default: all six); CELL_BENCH_MODEL_THREADS
+(default "1 2") the thread counts."""
+import os
 import resource
 import sys
 
@@ -127,6 +129,7 @@ def build_infer():
 BUILDERS = {"mlp": build_mlp, "lenet": build_lenet, "cnn": build_cnn, "gpt": build_gpt, "lstm": build_lstm,
             "infer": build_infer}
 
+THREADS = [int(t) for t in os.environ.get("CELL_BENCH_MODEL_THREADS", "1 2").split()]
 wanted = sys.argv[1:] or list(BUILDERS)
 for name in wanted:
     if name not in BUILDERS:
@@ -135,7 +138,7 @@ for name in wanted:
     torch.manual_seed(1)
     fn = BUILDERS[name]()
     ms = {}
-    for th in (1, 2):
+    for th in THREADS:
         torch.set_num_threads(th)
         if name == "infer":
             ms[th] = timing.bench_ms(fn, REPS, 2000)
@@ -143,7 +146,7 @@ for name in wanted:
         else:
             ms[th] = timing.bench_ms(fn, REPS, CALLS)
             print(f"torch_model_{name}_t{th}_ms {ms[th]:.4f} ms")
-    if name in ("cnn", "gpt"):
+    if name in ("cnn", "gpt") and 1 in ms and 2 in ms:
         print(f"torch_model_{name}_scaling_t2_over_t1 {ms[2] / ms[1]:.3f} x")
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(f"torch_model_peak_rss_mib {peak:.1f} MiB")
