@@ -1,7 +1,7 @@
 -- vmath_spec.lua - the float32 transcendentals computed by the vector code
 -- of src/ops/vmath*.c (exp, log, tanh, erf, sigmoid, silu, gelu; softmax,
--- log_softmax, cross_entropy, the tanh GELU and the gradients of GELU,
--- SiLU, erf, softmax and log_softmax) against the same values in float64,
+-- log_softmax, cross_entropy, the tanh GELU, attention's softmax and the
+-- gradients of GELU, SiLU, erf, softmax, log_softmax and attention) against the same values in float64,
 -- which stays on libm: an independent reference. Inputs sweep the whole
 -- float32 range (subnormals, the extremes, both signs) plus NaN, +-inf and
 -- +-0. The elementwise ops are within 1 ulp of the float64 value rounded
@@ -186,6 +186,18 @@ describe("float32 softmax, cross_entropy and activation gradients", function()
       assert.is_true(max_rel(y32, y64:float(), 1e-6) <= 2e-6, name)
       assert.is_true(max_scaled(g32, g64) <= 1e-5, name .. " gradient")
     end
+  end)
+
+  it("scaled_dot_product_attention (its softmax's exps) matches float64, value and gradients", function()
+    local q, k, v = cell.randn({ 2, 3, 70, 8 }):float(), cell.randn({ 2, 3, 70, 8 }):float(),
+      cell.randn({ 2, 3, 70, 8 }):float()
+    local function att(a, b, c) return cell.ops.scaled_dot_product_attention(a, b, c, { is_causal = true }) end
+    local w = cell.randn({ 2, 3, 70, 8 })
+    local g32 = cell.grad(function(a, b, c) return (att(a, b, c) * w:float()):sum() end, { 1, 2, 3 })
+    local g64 = cell.grad(function(a, b, c) return (att(a, b, c) * w):sum() end, { 1, 2, 3 })
+    assert.is_true(max_scaled(att(q, k, v), att(q:double(), k:double(), v:double())) <= 2e-6)
+    local a32, a64 = g32(q, k, v), g64(q:double(), k:double(), v:double())
+    for i = 1, 3 do assert.is_true(max_scaled(a32[i], a64[i]) <= 1e-5, "gradient " .. i) end
   end)
 
   it("takes the same path for every shape: random shapes and dims", function()
