@@ -112,7 +112,8 @@ VM_FN double vm_erf_small(double a, double z) {
   p = p * z + 1.12837916708010422e+00;
   return a * p;
 }
-VM_FN double vm_erfc_large(double a) {
+/* t G(t), t = 1/a for a >= 1 (1 below): erfc(a) exp(a^2). */
+VM_FN double vm_erfcx_large(double a) {
   double ac = a < 1 ? 1 : a, t = 1.0 / ac;
   double p = 4.17232810993252157e-01;
   p = p * t - 3.89228649138494909e+00;
@@ -131,7 +132,11 @@ VM_FN double vm_erfc_large(double a) {
   p = p * t - 2.82089838091372891e-01;
   p = p * t - 4.57731699499468282e-08;
   p = p * t + 5.64189583618467494e-01;
-  return vm_exp(-(ac * ac)) * t * p;
+  return t * p;
+}
+VM_FN double vm_erfc_large(double a) {
+  double ac = a < 1 ? 1 : a;
+  return vm_exp(-(ac * ac)) * vm_erfcx_large(a);
 }
 VM_FN double vm_erf(double x) {
   double a = __builtin_fabs(x);
@@ -184,8 +189,17 @@ VM_MAP(exp_d, double, vm_exp(x))
 /* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = C (x + K x^3) */
 VM_MAP(gelu_tanh_d, double, x * vm_sigmoid(2.0 * GELU_C * (x + GELU_K * x * x * x)))
 
-/* g (Phi(x) + x phi(x)) */
-VM_GRAD(gelu_grad_d, g * (vm_phi(x) + x * 0.39894228040143267794 * vm_exp(-0.5 * x * x)))
+/* Phi(x) + x phi(x): one exp, exp(-x^2 / 2), serves the density and
+ * Phi's tails (erfc(|z|) with z = x / sqrt 2). */
+VM_FN double vm_gelu_grad(double x) {
+  double z = x * 0.70710678118654752440, a = __builtin_fabs(z);
+  double e = vm_exp(-0.5 * (x * x));
+  double c = 0.5 * e * vm_erfcx_large(a);
+  double big = z > 0 ? 1.0 - c : c;
+  double small = 0.5 + 0.5 * __builtin_copysign(vm_erf_small(a, a * a), z);
+  return (a < 1 ? small : big) + x * 0.39894228040143267794 * e;
+}
+VM_GRAD(gelu_grad_d, g * vm_gelu_grad(x))
 /* 0.5 (1 + t) + 0.5 x (1 - t^2) C (1 + 3 K x^2), t = tanh(u), with
  * 1 + t = 2 s and 1 - t^2 = 4 s (1 - s), s = sigmoid(2u) */
 VM_FN double vm_gelu_tanh_grad(double x) {
