@@ -12,7 +12,8 @@
 # falls on every benchmark alike), shows each run on stderr and prints each
 # line's median over the N runs (bench/median.awk). CELL_BENCH_ONLY (default
 # all) names the benchmarks to run, among: small_ops matmul memory autograd
-# cells train torch. bench/compare.sh runs two revisions this way.
+# cells train ops models torch (models: the model suite, cell and PyTorch
+# back to back). bench/compare.sh runs two revisions this way.
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,7 +30,7 @@ PYTHON=${CELL_BENCH_PYTHON:-/usr/bin/python3}
 
 REPEAT=${CELL_BENCH_REPEAT:-1}
 case "$REPEAT" in '' | *[!0-9]* | 0) echo "bench: CELL_BENCH_REPEAT must be a positive integer, got '$REPEAT'" >&2; exit 2 ;; esac
-ALL="small_ops matmul memory autograd cells train ops torch"
+ALL="small_ops matmul memory autograd cells train ops models torch"
 ONLY=${CELL_BENCH_ONLY:-$ALL}
 for b in $ONLY; do
   case " $ALL " in *" $b "*) ;; *) echo "bench: unknown benchmark '$b' in CELL_BENCH_ONLY (known: $ALL)" >&2; exit 2 ;; esac
@@ -99,6 +100,15 @@ bench_all() {
     run "$LUA_BIN" bench/einsum.lua
     echo "# interpolate ($LUA_BIN: bilinear 16x3x64x64 -> 128x128, float32)" >&3
     run "$LUA_BIN" bench/interpolate.lua
+  fi
+  if want models; then
+    echo "# model suite ($LUA_BIN, then PyTorch: MLP, LeNet-5, CIFAR-size CNN, tiny GPT, LSTM LM, batch-1 MLP inference; 1 and 2 threads)" >&3
+    run "$LUA_BIN" bench/models.lua
+    if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
+      run "$PYTHON" bench/torch/models_bench.py
+    else
+      echo "torch: not available, skipped" >&3
+    fi
   fi
   if want torch; then
     echo "# PyTorch" >&3
@@ -174,6 +184,14 @@ END {
   ratio("ratio_einsum_attention_torch_over_cell", "torch_einsum_attention_ms", "cell_einsum_attention_ms")
   ratio("ratio_load_state_dict_torch_over_cell", "torch_load_state_dict_1000_params_ms",
     "cell_load_state_dict_1000_params_ms")
+  split("mlp lenet cnn gpt lstm", models, " ")
+  for (m = 1; m <= 5; m++)
+    for (t = 1; t <= 2; t++)
+      ratio("ratio_model_" models[m] "_t" t "_torch_over_cell", "torch_model_" models[m] "_t" t "_ms",
+        "cell_model_" models[m] "_t" t "_ms")
+  ratio("ratio_model_infer_t1_torch_over_cell", "torch_model_infer_t1_us", "cell_model_infer_t1_us")
+  ratio("ratio_model_infer_t2_torch_over_cell", "torch_model_infer_t2_us", "cell_model_infer_t2_us")
+  ratio("ratio_model_peak_rss_torch_over_cell", "torch_model_peak_rss_mib", "cell_model_peak_rss_mib")
 }' "$results" >"$tmp"
 cat "$tmp"
 cat "$tmp" >>"$results"

@@ -6,6 +6,7 @@
 #include "kernels.h"
 #include "kernel_list.h"
 #include "cell_act.h"
+#include "vmath.h"
 #include <math.h>
 
 #define CHUNK 256
@@ -86,7 +87,10 @@ static void fwd_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
   for (int64_t i0 = 0; i0 < n; i0 += CHUNK) {
     int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
     cell_load_run(c->dt[1], p[1] + i0 * s[1], s[1], m, buf);
-    for (int64_t i = 0; i < m; i++) buf[i] = act_fwd(c->kind, buf[i], c->p0, c->p1);
+    if (c->kind == CELL_ACT_GELU_TANH && c->dt[0] != CELL_DTYPE_F64) /* vector code, float32 accuracy */
+      cell_vm_gelu_tanh_d(buf, buf, m);
+    else
+      for (int64_t i = 0; i < m; i++) buf[i] = act_fwd(c->kind, buf[i], c->p0, c->p1);
     cell_store_run(c->dt[0], p[0] + i0 * s[0], s[0], m, buf);
   }
 }
@@ -98,7 +102,10 @@ static void bwd_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
     int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
     cell_load_run(c->dt[1], p[1] + i0 * s[1], s[1], m, g);
     cell_load_run(c->dt[2], p[2] + i0 * s[2], s[2], m, x);
-    for (int64_t i = 0; i < m; i++) g[i] *= act_grad(c->kind, x[i], c->p0, c->p1);
+    if (c->kind == CELL_ACT_GELU_TANH && c->dt[0] != CELL_DTYPE_F64)
+      cell_vm_gelu_tanh_grad_d(g, g, x, m);
+    else
+      for (int64_t i = 0; i < m; i++) g[i] *= act_grad(c->kind, x[i], c->p0, c->p1);
     cell_store_run(c->dt[0], p[0] + i0 * s[0], s[0], m, g);
   }
 }

@@ -22,6 +22,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "vmath.h"
 
 #define BLOCK 64
 
@@ -35,7 +36,18 @@ typedef struct {
   int causal;
   double p, keep_scale;
   uint64_t threshold, seed, first;
+  int vexp; /* results narrower than float64: vmath.h's vector exp */
 } geom;
+
+/* e[j] = exp(sc[j] - m) over n scores. */
+static void exp_block(const geom *g, double *e, const double *sc, double m, int64_t n) {
+  if (!g->vexp) {
+    for (int64_t j = 0; j < n; j++) e[j] = exp(sc[j] - m);
+    return;
+  }
+  CELL_NN_SIMD for (int64_t j = 0; j < n; j++) e[j] = sc[j] - m;
+  cell_vm_exp_d(e, e, n);
+}
 
 static const char *OP = "scaled_dot_product_attention";
 
@@ -114,6 +126,7 @@ static cell_status load(const cell_tensor *q, const cell_tensor *k, const cell_t
   g->nbh = 1;
   for (int d = 0; d < nd - 2; d++) g->nbh *= q->shape[d];
   g->scale = a->scale;
+  g->vexp = q->dtype != CELL_DTYPE_F64;
   g->causal = a->causal;
   g->p = a->p;
   g->keep_scale = 1.0 / (1.0 - a->p);
@@ -208,8 +221,10 @@ static void forward_row(const geom *g, int64_t h, int64_t i, double *o, double *
       CELL_NN_SIMD for (int64_t e = 0; e < g->Ev; e++) o[e] *= c;
     }
     m = mn;
+    double pe[BLOCK];
+    exp_block(g, pe, sc, m, j1 - j0);
     for (int64_t j = j0; j < j1; j++) {
-      double pj = exp(sc[j - j0] - m);
+      double pj = pe[j - j0];
       l += pj;
       if (g->p > 0) pj *= drop(g, h, i, j);
       if (pj == 0) continue;
@@ -287,8 +302,10 @@ static void backward_head(const geom *g, int64_t h, const double *go, const doub
     for (int64_t j0 = 0; j0 < jend; j0 += BLOCK) {
       int64_t j1 = j0 + BLOCK < jend ? j0 + BLOCK : jend;
       scores(g, h, i, j0, j1, sc);
+      double pe[BLOCK];
+      exp_block(g, pe, sc, li, j1 - j0);
       for (int64_t j = j0; j < j1; j++) {
-        double P = exp(sc[j - j0] - li);
+        double P = pe[j - j0];
         if (P == 0) continue;
         double f = g->p > 0 ? drop(g, h, i, j) : 1.0;
         const double *vj = g->v + (h * g->S + j) * g->Ev, *kj = g->k + (h * g->S + j) * g->E;

@@ -2,6 +2,7 @@
  * CPU's kernel ew. */
 #include "kernel_list.h"
 #include "../core/iter.h"
+#include "vmath.h"
 
 #define EW_CHUNK 256
 
@@ -51,10 +52,18 @@ static void ew_apply(const ew_ctx *c, int64_t n, const double *a, const double *
   case EW_SIGMOID: EW_FOR(a[i] * cc[i] * (1.0 - cc[i])); break;
   case EW_RELU: EW_FOR(b[i] > 0 ? a[i] : 0.0); break;
   case EW_GELU: /* Phi(x) + x phi(x) */
+    if (c->dt[0] != CELL_DTYPE_F64) { /* vector code, float32 accuracy */
+      cell_vm_gelu_grad_d(r, a, b, n);
+      break;
+    }
     EW_FOR(a[i] * (0.5 * (1.0 + erf(b[i] * 0.70710678118654752440)) +
                    b[i] * 0.39894228040143267794 * exp(-0.5 * b[i] * b[i])));
     break;
   case EW_SILU:
+    if (c->dt[0] != CELL_DTYPE_F64) {
+      cell_vm_silu_grad_d(r, a, b, n);
+      break;
+    }
     for (int64_t i = 0; i < n; i++) {
       double s = sigmoid(b[i]);
       r[i] = a[i] * s * (1.0 + b[i] * (1.0 - s));
@@ -87,7 +96,12 @@ static void ew_apply(const ew_ctx *c, int64_t n, const double *a, const double *
     else if (k0 == 2.0) EW_FOR(a[i] * b[i]);
     else EW_FOR(b[i] == 0 ? 0.0 : a[i] * sgn(b[i]) * pow(fabs(b[i]), k0 - 1.0));
     break;
-  case EW_ERF: EW_FOR(a[i] * 1.12837916709551257390 * exp(-b[i] * b[i])); break;
+  case EW_ERF:
+    if (c->dt[0] != CELL_DTYPE_F64) {
+      cell_vm_erf_grad_d(r, a, b, n);
+      break;
+    }
+    EW_FOR(a[i] * 1.12837916709551257390 * exp(-b[i] * b[i])); break;
   case EW_ERFC: EW_FOR(-a[i] * 1.12837916709551257390 * exp(-b[i] * b[i])); break;
   case EW_TAN: EW_FOR(a[i] * (1.0 + cc[i] * cc[i])); break;
   case EW_ATAN: EW_FOR(a[i] / (1.0 + b[i] * b[i])); break;
@@ -114,7 +128,9 @@ static void ew_apply(const ew_ctx *c, int64_t n, const double *a, const double *
 
 /* ReLU's gradient on contiguous float32, the hot case of a training step:
  * one branch-free pass instead of the chunked double path (a branch per
- * element mispredicts on random signs). */
+ * element mispredicts on random signs). Both loads come first, so the
+ * select is a vector blend: a load under the condition keeps the loop
+ * scalar, with a branch per element. */
 static bool relu_f32_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s) {
   int qa = c->pos[0], qb = c->pos[1];
   if (c->op != EW_RELU || !qa || !qb || c->dt[0] != CELL_DTYPE_F32 || c->dt[qa] != CELL_DTYPE_F32 ||
@@ -123,7 +139,10 @@ static bool relu_f32_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s
   float *r = (float *)p[0];
   const float *g = (const float *)p[qa], *x = (const float *)p[qb];
 #pragma omp simd
-  for (int64_t i = 0; i < n; i++) r[i] = x[i] > 0.0f ? g[i] : 0.0f;
+  for (int64_t i = 0; i < n; i++) {
+    float gi = g[i], xi = x[i];
+    r[i] = xi > 0.0f ? gi : 0.0f;
+  }
   return true;
 }
 

@@ -16,8 +16,21 @@
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include "vmath.h"
 
 #define CHUNK CELL_NN_CHUNK
+
+/* e[i] = exp(v[i] - m) over n elements: vmath.h's vector exp for results
+ * narrower than float64 (accurate far below their ulp), libm's for
+ * float64. e may be v. */
+static void exp_minus(cell_dtype dt, double *e, const double *v, double m, int64_t n) {
+  if (dt == CELL_DTYPE_F64) {
+    for (int64_t i = 0; i < n; i++) e[i] = exp(v[i] - m);
+    return;
+  }
+  CELL_NN_SIMD for (int64_t i = 0; i < n; i++) e[i] = v[i] - m;
+  cell_vm_exp_d(e, e, n);
+}
 
 /* The result of a reduced loss: a 0-D tensor holding v. */
 static cell_status scalar_out(cell_dtype dt, double v, cell_tensor **out) {
@@ -157,7 +170,7 @@ static cell_status finish_rows(const cls_geom *g, cell_reduction red, const cell
  * and sum(w x) when w is given. */
 static double row_lse(cell_dtype dt, const char *x, int64_t xs, int64_t c, const double *w,
                       double *wx) {
-  double buf[CHUNK], m = -INFINITY, s = 0, acc = 0;
+  double buf[CHUNK], e[CHUNK], m = -INFINITY, s = 0, acc = 0;
   for (int64_t i0 = 0; i0 < c; i0 += CHUNK) {
     int64_t n = c - i0 < CHUNK ? c - i0 : CHUNK;
     cell_load_run(dt, x + i0 * xs, xs, n, buf);
@@ -168,7 +181,8 @@ static double row_lse(cell_dtype dt, const char *x, int64_t xs, int64_t c, const
       s *= exp(m - cm);
       m = cm;
     }
-    for (int64_t i = 0; i < n; i++) s += exp(buf[i] - m);
+    exp_minus(dt, e, buf, m, n);
+    for (int64_t i = 0; i < n; i++) s += e[i];
     if (w)
       for (int64_t i = 0; i < n; i++) acc += w[i0 + i] * buf[i];
   }
@@ -361,16 +375,19 @@ cell_status cell_cpu_cross_entropy_backward(const cell_tensor *g, const cell_ten
             for (int64_t i = 0; i < n; i++) tg[i] = -k * (1 - ls) * w[i0 + i] * (xbuf[i] - l);
             cell_store_run(tdt, otb + to + i0 * ts, ts, n, tg);
           }
+          double pe[CHUNK];
+          exp_minus(xdt, pe, xbuf, l, n);
           for (int64_t i = 0; i < n; i++) {
-            double p = exp(xbuf[i] - l), q = ((1 - ls) * tbuf[i] + u) * w[i0 + i];
+            double p = pe[i], q = ((1 - ls) * tbuf[i] + u) * w[i0 + i];
             xbuf[i] = -k * (q - p * wt);
           }
         } else if (y < 0) {
           for (int64_t i = 0; i < n; i++) xbuf[i] = 0;
         } else {
-          double wy = w[y];
+          double wy = w[y], pe[CHUNK];
+          exp_minus(xdt, pe, xbuf, l, n);
           for (int64_t i = 0; i < n; i++) {
-            double p = exp(xbuf[i] - l), hit = i0 + i == y ? 1.0 : 0.0;
+            double p = pe[i], hit = i0 + i == y ? 1.0 : 0.0;
             xbuf[i] = -k * ((1 - ls) * wy * (hit - p) + u * (w[i0 + i] - p * wsum));
           }
         }

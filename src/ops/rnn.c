@@ -12,6 +12,7 @@
 #include "kernels.h"
 #include "kernel_list.h"
 #include "../backend/backend.h"
+#include "vmath.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,28 +36,39 @@ static cell_status rnn_gemm(cell_dtype dt, int64_t m, int64_t n, int64_t k, cons
   return cell_gemm_run(&g);
 }
 
+/* RVSIG(v, n) and RVTANH(y, v, n): sigmoid in place and tanh over a run
+ * of the LSTM's gates: vmath.h's vector code for float32, libm's for
+ * float64. */
 #define R float
 #define RT CELL_DTYPE_F32
 #define SFX _f32
 #define REXP expf
 #define RTANH tanhf
+#define RVSIG(v, n) cell_vm_sigmoid_f32(v, v, n)
+#define RVTANH(y, v, n) cell_vm_tanh_f32(y, v, n)
 #include "rnn_impl.h"
 #undef R
 #undef RT
 #undef SFX
 #undef REXP
 #undef RTANH
+#undef RVSIG
+#undef RVTANH
 #define R double
 #define RT CELL_DTYPE_F64
 #define SFX _f64
 #define REXP exp
 #define RTANH tanh
+#define RVSIG(v, n) sig_run__f64(v, n)
+#define RVTANH(y, v, n) tanh_run__f64(y, v, n)
 #include "rnn_impl.h"
 #undef R
 #undef RT
 #undef SFX
 #undef REXP
 #undef RTANH
+#undef RVSIG
+#undef RVTANH
 
 static cell_status check_shape(const char *what, const cell_tensor *t, int ndim, const int64_t *want,
                                cell_dtype dt) {

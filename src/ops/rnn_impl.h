@@ -6,6 +6,12 @@
 #define FN(name) CAT_(name, SFX)
 
 static inline R FN(sig_)(R v) { return (R)1 / ((R)1 + REXP(-v)); }
+static inline void FN(sig_run_)(R *v, int64_t n) {
+  for (int64_t i = 0; i < n; i++) v[i] = FN(sig_)(v[i]);
+}
+static inline void FN(tanh_run_)(R *y, const R *v, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = RTANH(v[i]);
+}
 
 /* Forward of one layer-direction. x [T,B,I], h0/c0 [B,H], weights
  * contiguous; y the packed output [T+2,B,H]; ws the saved workspace. */
@@ -46,19 +52,19 @@ static cell_status FN(rnn_fwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
       if (mode == CELL_RNN_LSTM) {
         const R *cpb = cs + k * BH + b * H;
         R *ccb = cs + (k + 1) * BH + b * H;
+        /* the gates [i f g o] in place over their pre-activations, each
+         * nonlinearity one pass over a run (vector code for float32) */
+        for (int64_t o = 0; o < GH; o++) gb[o] = xb[o] + hb[o] + (bih ? bih[o] : 0) + (bhh ? bhh[o] : 0);
+        RVSIG(gb, 2 * H);
+        RVTANH(gb + 2 * H, gb + 2 * H, H);
+        RVSIG(gb + 3 * H, H);
         for (int64_t j = 0; j < H; j++) {
-          R a[4];
-          for (int q = 0; q < 4; q++) {
-            int64_t o = q * H + j;
-            a[q] = xb[o] + hb[o] + (bih ? bih[o] : 0) + (bhh ? bhh[o] : 0);
-          }
-          R ig = FN(sig_)(a[0]), fg = FN(sig_)(a[1]), gg = RTANH(a[2]),
-            og = FN(sig_)(a[3]);
-          R c = fg * cpb[j] + ig * gg;
+          R c = gb[H + j] * cpb[j] + gb[j] * gb[2 * H + j];
           ccb[j] = c;
-          hcb[j] = og * RTANH(c);
-          gb[j] = ig, gb[H + j] = fg, gb[2 * H + j] = gg, gb[3 * H + j] = og;
+          hcb[j] = c;
         }
+        RVTANH(hcb, hcb, H);
+        for (int64_t j = 0; j < H; j++) hcb[j] *= gb[3 * H + j];
       } else if (mode == CELL_RNN_GRU) {
         R *nb = hnp + k * BH + b * H;
         for (int64_t j = 0; j < H; j++) {
@@ -130,9 +136,10 @@ static cell_status FN(rnn_bwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
       for (int64_t j = 0; j < H; j++) dhb[j] += gyb[j];
       if (mode == CELL_RNN_LSTM) {
         const R *cpb = cs + k * BH + b * H, *ccb = cs + (k + 1) * BH + b * H;
+        RVTANH(dpb, ccb, H); /* tanh(c), in dpb until it is zeroed */
         for (int64_t j = 0; j < H; j++) {
           R ig = gb[j], fg = gb[H + j], gg = gb[2 * H + j], og = gb[3 * H + j];
-          R tc = RTANH(ccb[j]);
+          R tc = dpb[j];
           R d = dcb[j] + dhb[j] * og * ((R)1 - tc * tc);
           R ai = d * gg * ig * ((R)1 - ig), af = d * cpb[j] * fg * ((R)1 - fg),
             ag = d * ig * ((R)1 - gg * gg), ao = dhb[j] * tc * og * ((R)1 - og);

@@ -9,6 +9,7 @@
 #include "../core/iter.h"
 #include "kernels.h"
 #include "kernel_list.h"
+#include "vmath.h"
 
 #define CHUNK CELL_NN_CHUNK
 
@@ -53,6 +54,24 @@ static double row_max(cell_dtype dt, const char *x, int64_t xs, int64_t len) {
   return m;
 }
 
+/* e[i] = exp(v[i] - m) for n elements, and their sum: vmath.h's vector
+ * exp for results narrower than float64 (accurate far below their ulp),
+ * libm's for float64. e may be v. */
+static double exp_shifted(cell_dtype dt, double *e, const double *v, double m, int64_t n) {
+  double s = 0;
+  if (dt == CELL_DTYPE_F64) {
+    for (int64_t i = 0; i < n; i++) {
+      e[i] = exp(v[i] - m);
+      s += e[i];
+    }
+    return s;
+  }
+  CELL_NN_SIMD for (int64_t i = 0; i < n; i++) e[i] = v[i] - m;
+  cell_vm_exp_d(e, e, n);
+  for (int64_t i = 0; i < n; i++) s += e[i];
+  return s;
+}
+
 /* One row: len elements of dtype dt at x (stride xs bytes) into y (ys).
  * Each element takes one exp: a row that fits in the buffer is loaded
  * once; a longer one takes a pass for its maximum, a pass that sums the
@@ -65,14 +84,12 @@ static void softmax_row(cell_dtype dt, const char *x, char *y, int64_t xs, int64
     cell_load_run(dt, x, xs, len, buf);
     double m = run_max(buf, len, -INFINITY), s = 0;
     if (log_) {
-      for (int64_t i = 0; i < len; i++) s += exp(buf[i] - m);
+      double e[CHUNK];
+      s = exp_shifted(dt, e, buf, m, len);
       double c = m + log(s);
       CELL_NN_SIMD for (int64_t i = 0; i < len; i++) buf[i] -= c;
     } else {
-      for (int64_t i = 0; i < len; i++) {
-        buf[i] = exp(buf[i] - m);
-        s += buf[i];
-      }
+      s = exp_shifted(dt, buf, buf, m, len);
       double r = 1.0 / s;
       CELL_NN_SIMD for (int64_t i = 0; i < len; i++) buf[i] *= r;
     }
@@ -84,10 +101,7 @@ static void softmax_row(cell_dtype dt, const char *x, char *y, int64_t xs, int64
   for (int64_t i0 = 0; i0 < len; i0 += CHUNK) {
     int64_t n = len - i0 < CHUNK ? len - i0 : CHUNK;
     cell_load_run(dt, x + i0 * xs, xs, n, buf);
-    for (int64_t i = 0; i < n; i++) {
-      buf[i] = exp(buf[i] - m);
-      s += buf[i];
-    }
+    s += exp_shifted(dt, buf, buf, m, n);
     if (keep) cell_store_run(dt, y + i0 * ys, ys, n, buf);
   }
   double c = m + log(s), r = 1.0 / s;
@@ -101,7 +115,8 @@ static void softmax_row(cell_dtype dt, const char *x, char *y, int64_t xs, int64
       if (log_) {
         CELL_NN_SIMD for (int64_t i = 0; i < n; i++) buf[i] -= c;
       } else {
-        for (int64_t i = 0; i < n; i++) buf[i] = exp(buf[i] - m) * r;
+        exp_shifted(dt, buf, buf, m, n);
+        CELL_NN_SIMD for (int64_t i = 0; i < n; i++) buf[i] *= r;
       }
     }
     cell_store_run(dt, y + i0 * ys, ys, n, buf);
@@ -158,7 +173,8 @@ static void backward_row(cell_dtype ydt, cell_dtype gdt, const char *y, const ch
     cell_load_run(gdt, g + i0 * gs, gs, n, gb);
     cell_load_run(ydt, y + i0 * ys, ys, n, yb);
     if (log_) {
-      for (int64_t i = 0; i < n; i++) gb[i] -= exp(yb[i]) * dot;
+      exp_shifted(ydt, yb, yb, 0.0, n);
+      CELL_NN_SIMD for (int64_t i = 0; i < n; i++) gb[i] -= yb[i] * dot;
     } else {
       CELL_NN_SIMD for (int64_t i = 0; i < n; i++) gb[i] = yb[i] * (gb[i] - dot);
     }

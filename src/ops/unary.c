@@ -4,6 +4,7 @@
 #include "ops.h"
 #include <tgmath.h>
 #include "kernel_list.h"
+#include "vmath.h"
 
 #define ID(x) (x)
 #define WRAP(ST) (ST)(uint64_t)
@@ -156,6 +157,41 @@ static const cell_loop_fn kernels[CELL_UNOP_COUNT][CELL_DTYPE_COUNT] = {
     FLOAT_TYPES(ROW_F) INT_TYPES(ROW_I)[CELL_OP_LOGICAL_NOT][CELL_DTYPE_BOOL] = not_BOOL,
     FLOAT_TYPES(ROW_F_MATH) INT_TYPES(ROW_I_MATH) ROW_PRED_CONST(BOOL)};
 
+/* float32's transcendentals through vmath.h's vector code: straight on
+ * contiguous runs, through a buffer on strided ones (so that a view gives
+ * the same values as a contiguous copy). */
+#define VM_CHUNK 256
+#define VM_LOOP(name, vmfn)                                                      \
+  static void name##_F32_vm(void *ctx, int64_t n, char **p, const int64_t *s) { \
+    (void)ctx;                                                                  \
+    if (s[0] == sizeof(float) && s[1] == sizeof(float)) {                       \
+      vmfn((float *)p[0], (const float *)p[1], n);                              \
+      return;                                                                   \
+    }                                                                           \
+    float buf[VM_CHUNK];                                                        \
+    for (int64_t i0 = 0; i0 < n; i0 += VM_CHUNK) {                              \
+      int64_t m = n - i0 < VM_CHUNK ? n - i0 : VM_CHUNK;                        \
+      for (int64_t i = 0; i < m; i++) buf[i] = *(const float *)(p[1] + (i0 + i) * s[1]); \
+      vmfn(buf, buf, m);                                                        \
+      for (int64_t i = 0; i < m; i++) *(float *)(p[0] + (i0 + i) * s[0]) = buf[i]; \
+    }                                                                           \
+  }
+VM_LOOP(exp, cell_vm_exp_f32)
+VM_LOOP(log, cell_vm_log_f32)
+VM_LOOP(tanh, cell_vm_tanh_f32)
+VM_LOOP(erf, cell_vm_erf_f32)
+VM_LOOP(sigmoid, cell_vm_sigmoid_f32)
+VM_LOOP(silu, cell_vm_silu_f32)
+VM_LOOP(gelu, cell_vm_gelu_f32)
+static const cell_loop_fn vm_loops[CELL_UNOP_COUNT] = {
+    [CELL_OP_EXP] = exp_F32_vm,         [CELL_OP_LOG] = log_F32_vm,   [CELL_OP_TANH] = tanh_F32_vm,
+    [CELL_OP_ERF] = erf_F32_vm,         [CELL_OP_SIGMOID] = sigmoid_F32_vm,
+    [CELL_OP_SILU] = silu_F32_vm,       [CELL_OP_GELU] = gelu_F32_vm};
+
+static cell_loop_fn unary_loop(cell_unop op, cell_dtype ct) {
+  return ct == CELL_DTYPE_F32 && vm_loops[op] ? vm_loops[op] : kernels[op][ct];
+}
+
 /* The op table: name, whether integer inputs are computed in float32, and
  * whether the result is bool (predicates, which run on the input's dtype). */
 static const struct {
@@ -212,7 +248,7 @@ static cell_status run_unary(cell_unop op, cell_dtype ct, cell_tensor *out, cons
   cell_iter_init(&it, out->ndim, out->shape);
   cell_iter_add(&it, out);
   cell_iter_add(&it, ca);
-  cell_status s = cell_iter_run(&it, kernels[op][ct], NULL);
+  cell_status s = cell_iter_run(&it, unary_loop(op, ct), NULL);
   cell_tensor_release(ca);
   return s;
 }

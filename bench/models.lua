@@ -1,0 +1,149 @@
+--- models.lua - the model suite: one training step (forward, backward,
+-- optimizer) of six networks, each at 1 and at 2 threads, written the same
+-- way as bench/torch/models_bench.py (same shapes, parameter counts,
+-- optimizers; data made in-process; warm-up; best mean wall time):
+--   mlp    MLP 784-256-10, batch 64, Adam
+--   lenet  LeNet-5 with batch norm (examples/lib/models.lua), batch 64, Adam
+--   cnn    CIFAR-size CNN: 3x32x32, conv3x3 16 and 32 channels, each with
+--          BatchNorm, ReLU and 2x2 max-pool, Dense 2048-10; batch 32, Momentum
+--   gpt    tiny GPT: vocab 40, T 32, d 64, 4 heads, 2 pre-norm blocks
+--          (feed-forward 256, GELU), batch 16, AdamW
+--   lstm   LSTM language model: vocab 64, embedding and hidden 128, T 32,
+--          batch 16, Adam
+--   infer  batch-1 inference of the MLP 784-256-10 (no recording), in us
+-- Prints `cell_model_<name>_t<threads>_ms` (`_us` for infer),
+-- `cell_model_<cnn|gpt>_scaling_t2_over_t1` and `cell_model_peak_rss_mib`.
+-- Arguments name the models to run (default: all six);
+-- CELL_BENCH_MODEL_THREADS (default "1 2") the thread counts.
+local cell = require "cell"
+local nn, ops = cell.nn, cell.ops
+
+local here = (arg and arg[0] or "bench/x.lua"):gsub("[^/]*$", "")
+local timing = dofile(here .. "timing.lua")
+local proc = dofile(here .. "proc.lua")
+package.path = "examples/lib/?.lua;" .. package.path
+local lib = require "models"
+
+local REPS, CALLS = 5, 20
+
+local function train_step(net, loss_fn, opt, x, y)
+  local step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), opt)
+  step:set_train(true)
+  return function() return step(x, y) end
+end
+
+local builders = {}
+
+function builders.mlp()
+  local net = lib.MLP()
+  return train_step(net, nn.CrossEntropyLoss(), nn.Adam(net:trainable_params(), 1e-3), cell.rand({ 64, 1, 28, 28 }),
+    cell.randint(1, 11, { 64 }))
+end
+
+function builders.lenet()
+  local net = lib.LeNet5()
+  return train_step(net, nn.CrossEntropyLoss(), nn.Adam(net:trainable_params(), 1e-3), cell.rand({ 64, 1, 28, 28 }),
+    cell.randint(1, 11, { 64 }))
+end
+
+local CNN = nn.Cell:extend("BenchCNN")
+function CNN:init()
+  self.conv1 = nn.Conv2d(3, 16, 3, { pad_mode = "same" })
+  self.bn1 = nn.BatchNorm2d(16)
+  self.conv2 = nn.Conv2d(16, 32, 3, { pad_mode = "same" })
+  self.bn2 = nn.BatchNorm2d(32)
+  self.relu = nn.ReLU()
+  self.pool = nn.MaxPool2d(2, 2)
+  self.flatten = nn.Flatten()
+  self.fc = nn.Dense(32 * 8 * 8, 10)
+end
+function CNN:construct(x)
+  x = self.pool(self.relu(self.bn1(self.conv1(x))))
+  x = self.pool(self.relu(self.bn2(self.conv2(x))))
+  return self.fc(self.flatten(x))
+end
+
+function builders.cnn()
+  local net = CNN()
+  return train_step(net, nn.CrossEntropyLoss(), nn.Momentum(net:trainable_params(), 0.01, 0.9),
+    cell.rand({ 32, 3, 32, 32 }), cell.randint(1, 11, { 32 }))
+end
+
+local V, T, D, H, L, B = 40, 32, 64, 4, 2, 16
+local GPT = nn.Cell:extend("BenchModelGPT")
+function GPT:init()
+  self.tok = nn.Embedding(V, D)
+  self.pos = nn.Embedding(T, D)
+  local block = nn.TransformerEncoderLayer(D, H, { dim_feedforward = 4 * D, dropout = 0, activation = "gelu",
+    batch_first = true, norm_first = true })
+  self.blocks = nn.TransformerEncoder(block, L, nn.LayerNorm({ D }))
+  self.head = nn.Dense(D, V)
+  self.positions = cell.arange(1, T + 1, 1, cell.int64)
+end
+function GPT:construct(x)
+  return self.head(self.blocks(self.tok(x) + self.pos(self.positions), { is_causal = true }))
+end
+local SeqLoss = nn.Cell:extend("BenchSeqLoss")
+function SeqLoss:construct(logits, y) return ops.cross_entropy(logits:reshape({ -1, V }), y:reshape({ -1 })) end
+
+function builders.gpt()
+  local net = GPT()
+  return train_step(net, SeqLoss(), nn.AdamW(net:trainable_params(), 1e-3), cell.randint(1, V + 1, { B, T }),
+    cell.randint(1, V + 1, { B, T }))
+end
+
+local CharLM = nn.Cell:extend("BenchModelCharLM")
+function CharLM:init()
+  self.embed = nn.Embedding(64, 128)
+  self.lstm = nn.LSTM(128, 128, { batch_first = true })
+  self.head = nn.Dense(128, 64)
+end
+function CharLM:construct(ids) return self.head((self.lstm(self.embed(ids))):reshape({ -1, 128 })) end
+
+function builders.lstm()
+  local net = CharLM()
+  return train_step(net, nn.CrossEntropyLoss(), nn.Adam(net:trainable_params(), 1e-3),
+    cell.randint(1, 65, { 16, 32 }), cell.randint(1, 65, { 16 * 32 }))
+end
+
+function builders.infer()
+  local net = lib.MLP()
+  net:set_train(false)
+  local x = cell.rand({ 1, 784 })
+  return function() return cell.no_grad(net, x) end
+end
+
+local ORDER = { "mlp", "lenet", "cnn", "gpt", "lstm", "infer" }
+local wanted = {}
+for i = 1, #(arg or {}) do
+  if not builders[arg[i]] then error("models.lua: unknown model '" .. arg[i] .. "' (known: " .. table.concat(ORDER, " ")
+    .. ")") end
+  wanted[#wanted + 1] = arg[i]
+end
+if #wanted == 0 then wanted = ORDER end
+
+local THREADS = {}
+for th in (os.getenv("CELL_BENCH_MODEL_THREADS") or "1 2"):gmatch("%d+") do THREADS[#THREADS + 1] = tonumber(th) end
+
+local prev = cell.get_num_threads()
+for _, name in ipairs(wanted) do
+  cell.set_seed(1)
+  local fn = builders[name]()
+  local ms = {}
+  for _, th in ipairs(THREADS) do
+    cell.set_num_threads(th)
+    if name == "infer" then
+      ms[th] = timing.bench_ms(fn, REPS, 2000)
+      print(("cell_model_infer_t%d_us %.3f us"):format(th, ms[th] * 1e3))
+    else
+      ms[th] = timing.bench_ms(fn, REPS, CALLS)
+      print(("cell_model_%s_t%d_ms %.4f ms"):format(name, th, ms[th]))
+    end
+  end
+  if (name == "cnn" or name == "gpt") and ms[1] and ms[2] then
+    print(("cell_model_%s_scaling_t2_over_t1 %.3f x"):format(name, ms[2] / ms[1]))
+  end
+end
+cell.set_num_threads(prev)
+local peak = proc.status_mib("VmHWM")
+if peak then print(("cell_model_peak_rss_mib %.1f MiB"):format(peak)) end

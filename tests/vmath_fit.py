@@ -1,0 +1,51 @@
+"""vmath_fit.py - the polynomial coefficients of src/ops/vmath_impl.h's erf
+(weighted least squares on Chebyshev nodes against Python's math.erf and
+math.erfc, in float64; run with Debian's /usr/bin/python3, which has numpy).
+Prints the C initialisers and the largest relative error of each fit
+evaluated by Horner's rule on a dense grid:
+  erf(x) = x P(x^2) on |x| <= 1                      (P of degree 7)
+  erfc(x) = exp(-x^2) t G(t), t = 1/x, on x >= 1      (G of degree 16)
+exp, log and tanh use Taylor coefficients and need no fit."""
+import math
+
+import warnings
+
+import numpy as np
+
+warnings.simplefilter("ignore", np.RankWarning)
+
+
+def fit(f, a, b, deg, var, n=4000):
+    k = np.arange(n)
+    xs = (a + b) / 2 + (b - a) / 2 * np.cos(np.pi * (k + 0.5) / n)
+    ys = np.array([f(x) for x in xs])
+    c = np.polyfit(var(xs), ys, deg, w=1 / np.abs(ys))
+    xt = np.linspace(a, b, 20001)
+    yt = np.array([f(x) for x in xt])
+    h = np.zeros_like(xt)
+    for ci in c:
+        h = h * var(xt) + ci
+    return c, np.max(np.abs(h - yt) / np.abs(yt))
+
+
+def g(t):
+    """x erfc(x) exp(x^2) at x = 1/t (its limit 1/sqrt(pi) at t = 0)."""
+    if t == 0:
+        return 1 / math.sqrt(math.pi)
+    x = 1 / t
+    if x < 25:
+        return x * math.erfc(x) * math.exp(x * x)
+    s, term = 1.0, 1.0
+    for n in range(1, 8):
+        term *= -(2 * n - 1) / (2 * x * x)
+        s += term
+    return s / math.sqrt(math.pi)
+
+
+def show(name, c, err):
+    print(f"/* {name}: highest power first; max relative error {err:.2e} */")
+    print("{" + ", ".join(f"{v:.17e}" for v in c) + "}")
+
+
+show("erf_small", *fit(lambda x: math.erf(x) / x if x else 2 / math.sqrt(math.pi), 1e-9, 1.0, 7, lambda x: x * x))
+show("erfc_large", *fit(g, 0.0, 1.0, 16, lambda x: x))
