@@ -1,0 +1,192 @@
+/* lowp.c - float16/bfloat16 gemm with float32 accumulation.
+ *
+ * Two backends, asked before the portable one:
+ * - "bf16-avx512": bfloat16 products on the CPU's AVX512-BF16 dot-product
+ *   instruction (vdpbf16ps: pairs of bf16 products summed into float32
+ *   lanes), chosen at run time when cpuid reports avx512_bf16 (and
+ *   CELL_BF16_ISA is not "0" in the environment, which forces the other
+ *   path, for tests and comparisons). B is packed into panels of 32
+ *   columns holding k-pairs, A into rows of k-pairs; a micro-kernel keeps
+ *   an 8 x 32 tile of C in 16 float32 registers; the tile is rounded to
+ *   bfloat16 (to nearest even) once, at the end.
+ * - "lowp": float16, and bfloat16 elsewhere: the operands converted to
+ *   float32, OpenBLAS's sgemm, the result rounded back once.
+ * Both take any strides (the operands are packed), so transposed views of
+ * the autograd rules need no copies before the call. */
+#include "backend.h"
+#include "../core/dtype.h"
+#include "../core/iter.h"
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this many multiply-adds the packing costs more than it saves. */
+#define LOWP_MIN_WORK 2048
+
+static int lowp_dtype(cell_dtype dt) { return dt == CELL_DTYPE_F16 || dt == CELL_DTYPE_BF16; }
+
+static int lowp_supports(const cell_gemm *g) {
+  if (!lowp_dtype(g->dtype)) return 0;
+  if (g->m * g->n * g->k < LOWP_MIN_WORK) return 0;
+  return g->m <= INT32_MAX && g->n <= INT32_MAX && g->k <= INT32_MAX;
+}
+
+static inline float lowp_load(cell_dtype dt, uint16_t v) {
+  return dt == CELL_DTYPE_BF16 ? cell_bf16_to_float(v) : cell_half_to_float(v);
+}
+
+static inline uint16_t lowp_store(cell_dtype dt, float v) {
+  return dt == CELL_DTYPE_BF16 ? cell_float_to_bf16(v) : cell_float_to_half(v);
+}
+
+/* Work over this many elements is split across threads. */
+static int lowp_par(int64_t work) { return work > (1 << 18) && cell_ctx()->num_threads > 1; }
+
+/* The convert path: float32 copies of A [m,k] and B [k,n], sgemm, C rounded back. */
+static cell_status lowp_gemm_f32(const cell_gemm *g) {
+  int64_t m = g->m, n = g->n, k = g->k;
+  cell_dtype dt = g->dtype;
+  float *a = malloc(sizeof(float) * (size_t)(m * k + k * n + m * n));
+  if (!a) return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate %lld bytes of float32 workspace",
+                            (long long)(sizeof(float) * (size_t)(m * k + k * n + m * n)));
+  float *b = a + m * k, *c = b + k * n;
+  const uint16_t *A = (const uint16_t *)g->a, *B = (const uint16_t *)g->b;
+  CELL_FOR(lowp_par(m * k), int64_t, i, m, {
+    for (int64_t p = 0; p < k; p++) a[i * k + p] = lowp_load(dt, A[i * g->a_rs + p * g->a_cs]);
+  });
+  CELL_FOR(lowp_par(k * n), int64_t, p, k, {
+    for (int64_t j = 0; j < n; j++) b[p * n + j] = lowp_load(dt, B[p * g->b_rs + j * g->b_cs]);
+  });
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n, 0.0f,
+              c, (int)n);
+  uint16_t *C = (uint16_t *)g->c;
+  CELL_FOR(lowp_par(m * n), int64_t, i, m, {
+    for (int64_t j = 0; j < n; j++) C[i * g->c_rs + j * g->c_cs] = lowp_store(dt, c[i * n + j]);
+  });
+  free(a);
+  return CELL_OK;
+}
+
+const cell_backend cell_backend_lowp = {"lowp", CELL_DEVICE_CPU, lowp_supports, lowp_gemm_f32};
+
+/* --- AVX512-BF16 ------------------------------------------------------------------ */
+
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
+#include <immintrin.h>
+
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define MR 8
+#define NR 32
+
+/* Whether the native kernel runs: cpuid says avx512bf16, and CELL_BF16_ISA
+ * is not "0". Decided once. */
+static int bf16_isa(void) {
+  static int state = -1;
+  if (state < 0) {
+    const char *env = getenv("CELL_BF16_ISA");
+    __builtin_cpu_init();
+    state = __builtin_cpu_supports("avx512bf16") && !(env && env[0] == '0' && env[1] == 0);
+  }
+  return state;
+}
+
+static int bf16_supports(const cell_gemm *g) {
+  return g->dtype == CELL_DTYPE_BF16 && lowp_supports(g) && bf16_isa();
+}
+
+/* One MR x NR tile (rows < MR or cols < NR at the edges): C = A rows . B panel.
+ * ap: rows of kp uint32 pairs; bp: kp x NR pairs (two zmm per k-pair). */
+BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t *ap, int64_t a_ld,
+                                  const uint32_t *bp, uint16_t *C, int64_t c_rs, int64_t c_cs) {
+  __m512 acc[MR][2];
+  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  if (rows == MR) {
+    for (int64_t p = 0; p < kp; p++) {
+      __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
+      __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + 16));
+      for (int r = 0; r < MR; r++) {
+        __m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[r * a_ld + p]);
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+      }
+    }
+  } else {
+    for (int64_t p = 0; p < kp; p++) {
+      __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
+      __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + 16));
+      for (int r = 0; r < rows; r++) {
+        __m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[r * a_ld + p]);
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+      }
+    }
+  }
+  for (int r = 0; r < rows; r++) {
+    uint16_t *crow = C + r * c_rs;
+    if (cols == NR && c_cs == 1) {
+      _mm256_storeu_si256((__m256i *)crow, (__m256i)_mm512_cvtneps_pbh(acc[r][0]));
+      _mm256_storeu_si256((__m256i *)(crow + 16), (__m256i)_mm512_cvtneps_pbh(acc[r][1]));
+    } else {
+      float tmp[NR];
+      _mm512_storeu_ps(tmp, acc[r][0]);
+      _mm512_storeu_ps(tmp + 16, acc[r][1]);
+      for (int j = 0; j < cols; j++) crow[j * c_cs] = cell_float_to_bf16(tmp[j]);
+    }
+  }
+}
+
+static cell_status bf16_gemm(const cell_gemm *g) {
+  int64_t m = g->m, n = g->n, k = g->k;
+  int64_t kp = (k + 1) / 2, panels = (n + NR - 1) / NR, rblocks = (m + MR - 1) / MR;
+  size_t bytes = sizeof(uint32_t) * (size_t)(m * kp + panels * kp * NR);
+  uint32_t *ap = malloc(bytes);
+  if (!ap) return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate %lld bytes of bfloat16 workspace", (long long)bytes);
+  uint32_t *bp = ap + m * kp;
+  const uint16_t *A = (const uint16_t *)g->a, *B = (const uint16_t *)g->b;
+  /* A: row i as k-pairs (a zero pads an odd k) */
+  CELL_FOR(lowp_par(m * k), int64_t, i, m, {
+    uint16_t *row = (uint16_t *)(ap + i * kp);
+    const uint16_t *src = A + i * g->a_rs;
+    if (g->a_cs == 1) {
+      memcpy(row, src, sizeof(uint16_t) * (size_t)k);
+    } else {
+      for (int64_t p = 0; p < k; p++) row[p] = src[p * g->a_cs];
+    }
+    if (k & 1) row[k] = 0;
+  });
+  /* B: panel q, pair p, column j (of NR) holds B[2p][j], B[2p+1][j] (zeros past the edges) */
+  CELL_FOR(lowp_par(k * n), int64_t, q, panels, {
+    uint16_t *dst = (uint16_t *)(bp + q * kp * NR);
+    int64_t j0 = q * NR, cols = n - j0 < NR ? n - j0 : NR;
+    for (int64_t p = 0; p < kp; p++) {
+      const uint16_t *r0 = B + (2 * p) * g->b_rs + j0 * g->b_cs;
+      const uint16_t *r1 = 2 * p + 1 < k ? r0 + g->b_rs : NULL;
+      uint16_t *d = dst + p * NR * 2;
+      int64_t j = 0;
+      for (; j < cols; j++) {
+        d[2 * j] = r0[j * g->b_cs];
+        d[2 * j + 1] = r1 ? r1[j * g->b_cs] : 0;
+      }
+      for (; j < NR; j++) d[2 * j] = d[2 * j + 1] = 0;
+    }
+  });
+  uint16_t *C = (uint16_t *)g->c;
+  CELL_FOR(lowp_par(m * n * k / 16), int64_t, t, rblocks * panels, {
+    int64_t rb = t / panels, q = t % panels;
+    int64_t i0 = rb * MR, j0 = q * NR;
+    int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
+    bf16_tile(rows, cols, kp, ap + i0 * kp, kp, bp + q * kp * NR, C + i0 * g->c_rs + j0 * g->c_cs, g->c_rs, g->c_cs);
+  });
+  free(ap);
+  return CELL_OK;
+}
+
+#else
+static int bf16_supports(const cell_gemm *g) {
+  (void)g;
+  return 0;
+}
+static cell_status bf16_gemm(const cell_gemm *g) { return lowp_gemm_f32(g); }
+#endif
+
+const cell_backend cell_backend_bf16 = {"bf16-avx512", CELL_DEVICE_CPU, bf16_supports, bf16_gemm};
