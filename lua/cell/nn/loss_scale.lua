@@ -180,7 +180,7 @@ function TrainOneStepWithLossScaleCell:init(network, optimizer, scale_sense)
     held.loss = loss
     local l = loss
     if l:numel() ~= 1 then l = l:sum() end
-    if l.dtype ~= f32 then l = l:astype(f32) end
+    if l.dtype == core.float16 or l.dtype == core.bfloat16 then l = l:astype(f32) end -- scaled in float32
     return l * held.scale
   end
   self._grad_fn = autograd.value_and_grad(forward, nil, weights)
