@@ -120,7 +120,9 @@ describe("nn.TrainOneStepWithLossScaleCell", function()
     assert.are.equal("TypeError: For 'DynamicLossScaleUpdateCell', the 'overflow' must be a boolean or a "
       .. "one-element Tensor, but got string.",
       err(function() nn.DynamicLossScaleUpdateCell(2, 2, 2)(cell.Parameter(cell.tensor(2), "s"), "no") end))
-    local bad = nn.TrainOneStepWithLossScaleCell(nn.Dense(1, 1), opt, 2)
+    local BadNet = nn.Cell:extend("BadNet")
+    function BadNet:construct() return { 1 } end
+    local bad = nn.TrainOneStepWithLossScaleCell(BadNet(), opt, 2)
     assert.are.equal("TypeError: For 'TrainOneStepWithLossScaleCell', the network must return the loss as a "
       .. "Tensor, but got table.", (select(2, pcall(bad, x)):gsub("^.-:%d+: ", "")))
   end)
