@@ -30,13 +30,15 @@ static void copy_same(void *vctx, int64_t n, char **p, const int64_t *s) {
 
 /* bfloat16 <-> float32 as integer lane operations the compiler vectorises
  * (the same rounding as cell_float_to_bf16: nearest even, NaN kept quiet). */
-__attribute__((optimize("tree-vectorize"))) static void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
+static void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
   uint32_t *u = (uint32_t *)(void *)y;
+#pragma omp simd
   for (int64_t i = 0; i < n; i++) u[i] = (uint32_t)x[i] << 16;
 }
 
-__attribute__((optimize("tree-vectorize"))) static void f32_to_bf16(const float *x, uint16_t *y, int64_t n) {
+static void f32_to_bf16(const float *x, uint16_t *y, int64_t n) {
   const uint32_t *u = (const uint32_t *)(const void *)x;
+#pragma omp simd
   for (int64_t i = 0; i < n; i++) {
     uint32_t v = u[i];
     uint32_t r = (v + 0x7fffu + ((v >> 16) & 1u)) >> 16;
