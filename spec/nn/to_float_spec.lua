@@ -93,6 +93,16 @@ describe("optimizers with float16/bfloat16 Parameters", function()
     end
   end)
 
+  it("take a value written into the Parameter between steps (a loaded checkpoint)", function()
+    local p = cell.Parameter(cell.tensor({ 1, 2 }):astype(cell.bfloat16), "w")
+    local opt = nn.SGD({ p }, 1)
+    opt({ cell.tensor({ 0.5, 0.5 }) })
+    H.assert_close(p:astype(cell.float32), { 0.5, 1.5 }, 0)
+    p:set_data(cell.tensor({ 10, 20 }):astype(cell.bfloat16))
+    opt({ cell.tensor({ 1, 1 }) })
+    H.assert_close(p:astype(cell.float32), { 9, 19 }, 0)
+  end)
+
   it("still refuse integer Parameters", function()
     assert.are.equal("TypeError: For 'SGD', the parameter 'n' is Int32; optimizers update float32, float64, "
       .. "float16 and bfloat16 parameters.",

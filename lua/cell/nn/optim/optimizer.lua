@@ -510,13 +510,16 @@ function M.setup(self, cls, a, opts)
   -- float16/bfloat16 parameters: the step updates a float32 master copy
   -- (so the state is float32 too) and writes it back rounded (M.grads_in,
   -- M.write_back); k.params holds the masters, k.half the parameters
+  local prev = core.set_grad_enabled(false)
   for i, p in ipairs(k.params) do
     if HALF[p.dtype.name] then
-      k.half = k.half or {}
+      k.half, k.half_version = k.half or {}, k.half_version or {}
       k.half[i] = p
+      k.half_version[i] = p:_version()
       k.params[i] = Parameter(p:astype(core.float32), p.name, p.requires_grad)
     end
   end
+  core.set_grad_enabled(prev)
   k.global_step = Parameter(core.zeros({ 1 }, core.int32), "global_step", false)
   self.global_step = k.global_step
   rawset(self, K, k)
@@ -529,6 +532,16 @@ end
 function M.grads_in(k, gradients)
   local half = k.half
   if half == nil then return gradients end
+  -- a parameter written since the last step (a checkpoint loaded into it,
+  -- set_data, ...): its master takes the new value
+  local prev = core.set_grad_enabled(false)
+  for i, p in pairs(half) do
+    if p:_version() ~= k.half_version[i] then
+      copy_(k.params[i], p)
+      k.half_version[i] = p:_version()
+    end
+  end
+  core.set_grad_enabled(prev)
   local out = {}
   for i = 1, #gradients do
     local g = gradients[i]
@@ -546,7 +559,10 @@ function M.write_back(k)
   local half = k.half
   if half == nil then return end
   local prev = core.set_grad_enabled(false)
-  for i, p in pairs(half) do copy_(p, k.params[i]) end
+  for i, p in pairs(half) do
+    copy_(p, k.params[i])
+    k.half_version[i] = p:_version()
+  end
   core.set_grad_enabled(prev)
 end
 
