@@ -94,65 +94,64 @@ static int bf16_supports(const cell_gemm *g) {
   return g->dtype == CELL_DTYPE_BF16 && lowp_supports(g) && bf16_isa();
 }
 
-/* One MR x NR tile (rows < MR or cols < NR at the edges): C = A rows . B panel.
- * ap: rows of kp uint32 pairs; bp: kp x NR pairs (two zmm per k-pair). */
-BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t *ap, int64_t a_ld,
-                                  const uint32_t *bp, uint16_t *C, int64_t c_rs, int64_t c_cs) {
-  __m512 acc[MR][2];
-  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  if (rows == MR) {
-    for (int64_t p = 0; p < kp; p++) {
-      __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
-      __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + 16));
-      for (int r = 0; r < MR; r++) {
-        __m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[r * a_ld + p]);
-        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
-      }
-    }
-  } else {
-    for (int64_t p = 0; p < kp; p++) {
-      __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
-      __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + 16));
-      for (int r = 0; r < rows; r++) {
-        __m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[r * a_ld + p]);
-        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
-      }
-    }
+/* One MR x NR tile of C (rows <= MR and cols <= NR valid) from an A panel
+ * (kp x MR uint32 pairs: the MR rows' pair p side by side) and a B panel
+ * (kp x NR pairs, two zmm per k-pair). The 16 accumulators are named so
+ * that they stay in registers. */
+#define ACC2(r) __m512 c##r##a = _mm512_setzero_ps(), c##r##b = _mm512_setzero_ps();
+#define DOT2(r)                                                          \
+  {                                                                      \
+    __m512bh av = (__m512bh)_mm512_set1_epi32((int)arow[r]);             \
+    c##r##a = _mm512_dpbf16_ps(c##r##a, av, b0);                         \
+    c##r##b = _mm512_dpbf16_ps(c##r##b, av, b1);                         \
   }
-  for (int r = 0; r < rows; r++) {
-    uint16_t *crow = C + r * c_rs;
-    if (cols == NR && c_cs == 1) {
-      _mm256_storeu_si256((__m256i *)crow, (__m256i)_mm512_cvtneps_pbh(acc[r][0]));
-      _mm256_storeu_si256((__m256i *)(crow + 16), (__m256i)_mm512_cvtneps_pbh(acc[r][1]));
-    } else {
-      float tmp[NR];
-      _mm512_storeu_ps(tmp, acc[r][0]);
-      _mm512_storeu_ps(tmp + 16, acc[r][1]);
-      for (int j = 0; j < cols; j++) crow[j * c_cs] = cell_float_to_bf16(tmp[j]);
-    }
+#define OUT2(r)                                                          \
+  if (r < rows) {                                                        \
+    uint16_t *crow = C + r * c_rs;                                       \
+    if (cols == NR && c_cs == 1) {                                       \
+      _mm256_storeu_si256((__m256i *)crow, (__m256i)_mm512_cvtneps_pbh(c##r##a));        \
+      _mm256_storeu_si256((__m256i *)(crow + 16), (__m256i)_mm512_cvtneps_pbh(c##r##b)); \
+    } else {                                                             \
+      float tmp[NR];                                                     \
+      _mm512_storeu_ps(tmp, c##r##a);                                    \
+      _mm512_storeu_ps(tmp + 16, c##r##b);                               \
+      for (int j = 0; j < cols; j++) crow[j * c_cs] = cell_float_to_bf16(tmp[j]); \
+    }                                                                    \
   }
+
+BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t *ap, const uint32_t *bp,
+                                  uint16_t *C, int64_t c_rs, int64_t c_cs) {
+  ACC2(0) ACC2(1) ACC2(2) ACC2(3) ACC2(4) ACC2(5) ACC2(6) ACC2(7)
+  for (int64_t p = 0; p < kp; p++) {
+    __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
+    __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + 16));
+    const uint32_t *arow = ap + p * MR;
+    DOT2(0) DOT2(1) DOT2(2) DOT2(3) DOT2(4) DOT2(5) DOT2(6) DOT2(7)
+  }
+  OUT2(0) OUT2(1) OUT2(2) OUT2(3) OUT2(4) OUT2(5) OUT2(6) OUT2(7)
 }
 
 static cell_status bf16_gemm(const cell_gemm *g) {
   int64_t m = g->m, n = g->n, k = g->k;
   int64_t kp = (k + 1) / 2, panels = (n + NR - 1) / NR, rblocks = (m + MR - 1) / MR;
-  size_t bytes = sizeof(uint32_t) * (size_t)(m * kp + panels * kp * NR);
+  size_t bytes = sizeof(uint32_t) * (size_t)(rblocks * kp * MR + panels * kp * NR);
   uint32_t *ap = malloc(bytes);
   if (!ap) return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate %lld bytes of bfloat16 workspace", (long long)bytes);
-  uint32_t *bp = ap + m * kp;
+  uint32_t *bp = ap + rblocks * kp * MR;
   const uint16_t *A = (const uint16_t *)g->a, *B = (const uint16_t *)g->b;
-  /* A: row i as k-pairs (a zero pads an odd k) */
-  CELL_FOR(lowp_par(m * k), int64_t, i, m, {
-    uint16_t *row = (uint16_t *)(ap + i * kp);
-    const uint16_t *src = A + i * g->a_rs;
-    if (g->a_cs == 1) {
-      memcpy(row, src, sizeof(uint16_t) * (size_t)k);
-    } else {
-      for (int64_t p = 0; p < k; p++) row[p] = src[p * g->a_cs];
+  /* A: row block rb, pair p, row r holds A[i][2p], A[i][2p+1] (zeros past the edges) */
+  CELL_FOR(lowp_par(m * k), int64_t, rb, rblocks, {
+    uint16_t *dst = (uint16_t *)(ap + rb * kp * MR);
+    for (int r = 0; r < MR; r++) {
+      int64_t i = rb * MR + r;
+      if (i >= m) {
+        for (int64_t p = 0; p < kp; p++) dst[(p * MR + r) * 2] = dst[(p * MR + r) * 2 + 1] = 0;
+        continue;
+      }
+      const uint16_t *src = A + i * g->a_rs;
+      for (int64_t q = 0; q < k; q++) dst[((q >> 1) * MR + r) * 2 + (q & 1)] = src[q * g->a_cs];
+      if (k & 1) dst[((k >> 1) * MR + r) * 2 + 1] = 0;
     }
-    if (k & 1) row[k] = 0;
   });
   /* B: panel q, pair p, column j (of NR) holds B[2p][j], B[2p+1][j] (zeros past the edges) */
   CELL_FOR(lowp_par(k * n), int64_t, q, panels, {
@@ -175,7 +174,7 @@ static cell_status bf16_gemm(const cell_gemm *g) {
     int64_t rb = t / panels, q = t % panels;
     int64_t i0 = rb * MR, j0 = q * NR;
     int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
-    bf16_tile(rows, cols, kp, ap + i0 * kp, kp, bp + q * kp * NR, C + i0 * g->c_rs + j0 * g->c_cs, g->c_rs, g->c_cs);
+    bf16_tile(rows, cols, kp, ap + rb * kp * MR, bp + q * kp * NR, C + i0 * g->c_rs + j0 * g->c_cs, g->c_rs, g->c_cs);
   });
   free(ap);
   return CELL_OK;
