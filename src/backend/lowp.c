@@ -131,6 +131,15 @@ BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t
   OUT2(0) OUT2(1) OUT2(2) OUT2(3) OUT2(4) OUT2(5) OUT2(6) OUT2(7)
 }
 
+/* d[2j] = r0[j], d[2j + 1] = r1[j]: two rows of B as k-pairs. */
+static void interleave(const uint16_t *r0, const uint16_t *r1, uint16_t *d, int64_t cols) {
+#pragma omp simd
+  for (int64_t j = 0; j < cols; j++) {
+    d[2 * j] = r0[j];
+    d[2 * j + 1] = r1[j];
+  }
+}
+
 static cell_status bf16_gemm(const cell_gemm *g) {
   int64_t m = g->m, n = g->n, k = g->k;
   int64_t kp = (k + 1) / 2, panels = (n + NR - 1) / NR, rblocks = (m + MR - 1) / MR;
@@ -149,7 +158,17 @@ static cell_status bf16_gemm(const cell_gemm *g) {
         continue;
       }
       const uint16_t *src = A + i * g->a_rs;
-      for (int64_t q = 0; q < k; q++) dst[((q >> 1) * MR + r) * 2 + (q & 1)] = src[q * g->a_cs];
+      if (g->a_cs == 1) { /* a row's pairs are 32-bit words already */
+        uint32_t *d32 = (uint32_t *)(void *)dst;
+        for (int64_t p = 0; p < k / 2; p++) {
+          uint32_t v;
+          memcpy(&v, src + 2 * p, sizeof v);
+          d32[p * MR + r] = v;
+        }
+        if (k & 1) dst[((k >> 1) * MR + r) * 2] = src[k - 1];
+      } else {
+        for (int64_t q = 0; q < k; q++) dst[((q >> 1) * MR + r) * 2 + (q & 1)] = src[q * g->a_cs];
+      }
       if (k & 1) dst[((k >> 1) * MR + r) * 2 + 1] = 0;
     }
   });
@@ -161,10 +180,15 @@ static cell_status bf16_gemm(const cell_gemm *g) {
       const uint16_t *r0 = B + (2 * p) * g->b_rs + j0 * g->b_cs;
       const uint16_t *r1 = 2 * p + 1 < k ? r0 + g->b_rs : NULL;
       uint16_t *d = dst + p * NR * 2;
-      int64_t j = 0;
-      for (; j < cols; j++) {
-        d[2 * j] = r0[j * g->b_cs];
-        d[2 * j + 1] = r1 ? r1[j * g->b_cs] : 0;
+      int64_t j = 0, bcs = g->b_cs;
+      if (r1 && bcs == 1) {
+        interleave(r0, r1, d, cols);
+        j = cols;
+      } else {
+        for (j = 0; j < cols; j++) {
+          d[2 * j] = r0[j * bcs];
+          d[2 * j + 1] = r1 ? r1[j * bcs] : 0;
+        }
       }
       for (; j < NR; j++) d[2 * j] = d[2 * j + 1] = 0;
     }
@@ -185,6 +209,15 @@ static int bf16_supports(const cell_gemm *g) {
   (void)g;
   return 0;
 }
+/* d[2j] = r0[j], d[2j + 1] = r1[j]: two rows of B as k-pairs. */
+static void interleave(const uint16_t *r0, const uint16_t *r1, uint16_t *d, int64_t cols) {
+#pragma omp simd
+  for (int64_t j = 0; j < cols; j++) {
+    d[2 * j] = r0[j];
+    d[2 * j + 1] = r1[j];
+  }
+}
+
 static cell_status bf16_gemm(const cell_gemm *g) { return lowp_gemm_f32(g); }
 #endif
 
