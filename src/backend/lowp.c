@@ -105,22 +105,33 @@ static int bf16_supports(const cell_gemm *g) {
     c##r##a = _mm512_dpbf16_ps(c##r##a, av, b0);                         \
     c##r##b = _mm512_dpbf16_ps(c##r##b, av, b1);                         \
   }
-#define OUT2(r)                                                          \
-  if (r < rows) {                                                        \
-    uint16_t *crow = C + r * c_rs;                                       \
-    if (cols == NR && c_cs == 1) {                                       \
+#define OUT2(r)                                                                          \
+  if (r < rows && Cf) {                                                                  \
+    float *frow = Cf + r * c_rs;                                                         \
+    if (cols == NR && c_cs == 1) {                                                       \
+      _mm512_storeu_ps(frow, c##r##a);                                                   \
+      _mm512_storeu_ps(frow + 16, c##r##b);                                              \
+    } else {                                                                             \
+      float tmp[NR];                                                                     \
+      _mm512_storeu_ps(tmp, c##r##a);                                                    \
+      _mm512_storeu_ps(tmp + 16, c##r##b);                                               \
+      for (int j = 0; j < cols; j++) frow[j * c_cs] = tmp[j];                            \
+    }                                                                                    \
+  } else if (r < rows) {                                                                 \
+    uint16_t *crow = C + r * c_rs;                                                       \
+    if (cols == NR && c_cs == 1) {                                                       \
       _mm256_storeu_si256((__m256i *)crow, (__m256i)_mm512_cvtneps_pbh(c##r##a));        \
       _mm256_storeu_si256((__m256i *)(crow + 16), (__m256i)_mm512_cvtneps_pbh(c##r##b)); \
-    } else {                                                             \
-      float tmp[NR];                                                     \
-      _mm512_storeu_ps(tmp, c##r##a);                                    \
-      _mm512_storeu_ps(tmp + 16, c##r##b);                               \
-      for (int j = 0; j < cols; j++) crow[j * c_cs] = cell_float_to_bf16(tmp[j]); \
-    }                                                                    \
+    } else {                                                                             \
+      float tmp[NR];                                                                     \
+      _mm512_storeu_ps(tmp, c##r##a);                                                    \
+      _mm512_storeu_ps(tmp + 16, c##r##b);                                               \
+      for (int j = 0; j < cols; j++) crow[j * c_cs] = cell_float_to_bf16(tmp[j]);        \
+    }                                                                                    \
   }
 
 BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t *ap, const uint32_t *bp,
-                                  uint16_t *C, int64_t c_rs, int64_t c_cs) {
+                                  uint16_t *C, float *Cf, int64_t c_rs, int64_t c_cs) {
   ACC2(0) ACC2(1) ACC2(2) ACC2(3) ACC2(4) ACC2(5) ACC2(6) ACC2(7)
   for (int64_t p = 0; p < kp; p++) {
     __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
@@ -140,7 +151,9 @@ static void interleave(const uint16_t *r0, const uint16_t *r1, uint16_t *d, int6
   }
 }
 
-static cell_status bf16_gemm(const cell_gemm *g) {
+/* C = A B with bfloat16 A, B and C, or float32 C when cf is not NULL (then
+ * cf replaces g->c, with g's strides counted in floats). */
+static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
   int64_t m = g->m, n = g->n, k = g->k;
   int64_t kp = (k + 1) / 2, panels = (n + NR - 1) / NR, rblocks = (m + MR - 1) / MR;
   size_t bytes = sizeof(uint32_t) * (size_t)(rblocks * kp * MR + panels * kp * NR);
@@ -198,10 +211,20 @@ static cell_status bf16_gemm(const cell_gemm *g) {
     int64_t rb = t / panels, q = t % panels;
     int64_t i0 = rb * MR, j0 = q * NR;
     int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
-    bf16_tile(rows, cols, kp, ap + rb * kp * MR, bp + q * kp * NR, C + i0 * g->c_rs + j0 * g->c_cs, g->c_rs, g->c_cs);
+    int64_t at = i0 * g->c_rs + j0 * g->c_cs;
+    bf16_tile(rows, cols, kp, ap + rb * kp * MR, bp + q * kp * NR, cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs,
+              g->c_cs);
   });
   free(ap);
   return CELL_OK;
+}
+
+static cell_status bf16_gemm(const cell_gemm *g) { return bf16_gemm_to(g, NULL); }
+
+cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
+  if (g->dtype != CELL_DTYPE_BF16 || !bf16_isa())
+    return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+  return bf16_gemm_to(g, c);
 }
 
 #else
@@ -209,16 +232,12 @@ static int bf16_supports(const cell_gemm *g) {
   (void)g;
   return 0;
 }
-/* d[2j] = r0[j], d[2j + 1] = r1[j]: two rows of B as k-pairs. */
-static void interleave(const uint16_t *r0, const uint16_t *r1, uint16_t *d, int64_t cols) {
-#pragma omp simd
-  for (int64_t j = 0; j < cols; j++) {
-    d[2 * j] = r0[j];
-    d[2 * j + 1] = r1[j];
-  }
-}
-
 static cell_status bf16_gemm(const cell_gemm *g) { return lowp_gemm_f32(g); }
+cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
+  (void)g;
+  (void)c;
+  return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+}
 #endif
 
 const cell_backend cell_backend_bf16 = {"bf16-avx512", CELL_DEVICE_CPU, bf16_supports, bf16_gemm};
