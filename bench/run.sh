@@ -92,6 +92,8 @@ bench_all() {
     run "$LUA_BIN" bench/train.lua
     echo "# tiny GPT training step ($LUA_BIN: vocab 40, T 32, d 64, 4 heads, 2 blocks, batch 16, AdamW; 1 and 2 threads)" >&3
     run "$LUA_BIN" bench/gpt.lua
+    echo "# mixed precision ($LUA_BIN: CIFAR-size CNN and tiny GPT steps, float32 vs bfloat16 O2, alternating)" >&3
+    run "$LUA_BIN" bench/amp.lua
   fi
   if want ops; then
     echo "# ordering ops ($LUA_BIN: sort, topk, logsumexp of 1e6 float32)" >&3

@@ -52,7 +52,7 @@ cell.kwargs = require("cell.nn.call").kwargs
 -- fails (out of memory, any error) leaves nothing behind: the next access
 -- tries again.
 local lazy = require "cell.lazy"
-local submodules = { ops = true, nn = true, dataset = true, train = true, communication = true }
+local submodules = { ops = true, nn = true, dataset = true, train = true, communication = true, amp = true }
 setmetatable(cell, {
   __index = function(t, k)
     if submodules[k] then

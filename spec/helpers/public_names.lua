@@ -89,7 +89,7 @@ function M.lua()
   end
   -- the modules themselves
   for _, m in ipairs { "cell", "cell.ops", "cell.nn", "cell.dataset", "cell.train", "cell.doc", "cell.repl",
-    "cell.communication" } do
+    "cell.communication", "cell.amp" } do
     add(m, require(m))
   end
   for _, k in ipairs(sorted_keys(core.Tensor)) do
@@ -107,6 +107,7 @@ function M.lua()
   add_class("cell.dataset.Batches", M.batches_class())
   walk("cell.train.", cell.train)
   walk("cell.communication.", cell.communication)
+  walk("cell.amp.", cell.amp)
   walk("cell.doc.", require "cell.doc")
   walk("cell.repl.", require "cell.repl")
   local ok, F = pcall(require, "cell.ffi")

@@ -28,6 +28,11 @@ typedef struct cell_backend {
 
 extern const cell_backend cell_backend_cpu;
 extern const cell_backend cell_backend_blas;
+extern const cell_backend cell_backend_bf16; /* lowp.c: bfloat16 on AVX512-BF16 */
+extern const cell_backend cell_backend_lowp; /* lowp.c: float16/bfloat16 through float32 */
+/* lowp.c: bfloat16 A, B on the AVX512-BF16 kernel with a float32 C (c; g->c
+ * unused, strides in floats); a RuntimeError where that kernel is not used. */
+cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c);
 
 /* The first registered backend that accepts g (the CPU one accepts all). */
 const cell_backend *cell_backend_for_gemm(const cell_gemm *g);

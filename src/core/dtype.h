@@ -60,9 +60,10 @@ static inline float cell_bf16_to_float(uint16_t h) {
 static inline uint16_t cell_float_to_bf16(float f) {
   uint32_t x;
   memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return (uint16_t)(x >> 16);
+  /* a select, not a branch, so that loops over it vectorise */
+  uint32_t nan = (x >> 16) | 0x40u;                    /* quiet NaN */
+  uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16; /* to nearest even */
+  return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
 /* Saturating double -> int64 (NaN -> 0), so conversions never hit UB. */

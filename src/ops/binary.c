@@ -12,13 +12,19 @@
 #define TO_BOOL(x) ((uint8_t)((x) != 0))
 #define WRAP(ST) (ST)(uint64_t)
 
-/* name, storage type, compute type, output type, load, store, expression */
-#define BINARY_LOOP(name, ST, CT, OT, LOAD, STORE, EXPR)                                   \
+/* name, storage type, compute type, output type, load, store, expression
+ * (BINARY_LOOP_S: with SIMD before the contiguous loops: `omp simd` for
+ * bfloat16's arithmetic, whose conversions are lane operations) */
+#define NO_SIMD
+#define OMP_SIMD _Pragma("omp simd")
+#define BINARY_LOOP(name, ST, CT, OT, LOAD, STORE, EXPR) BINARY_LOOP_S(name, ST, CT, OT, LOAD, STORE, EXPR, NO_SIMD)
+#define BINARY_LOOP_S(name, ST, CT, OT, LOAD, STORE, EXPR, SIMD)                           \
   static void name(void *ctx, int64_t n, char **p, const int64_t *s) {                     \
     (void)ctx;                                                                             \
     if (s[0] == sizeof(OT) && s[1] == sizeof(ST) && s[2] == sizeof(ST)) {                  \
       OT *o = (OT *)p[0];                                                                  \
       const ST *a = (const ST *)p[1], *b = (const ST *)p[2];                               \
+      SIMD                                                                                 \
       for (int64_t i = 0; i < n; i++) {                                                    \
         CT x = LOAD(a[i]), y = LOAD(b[i]);                                                 \
         o[i] = STORE(EXPR);                                                                \
@@ -27,6 +33,7 @@
       OT *o = (OT *)p[0];                                                                  \
       const ST *a = (const ST *)p[1];                                                      \
       CT y = LOAD(*(const ST *)p[2]);                                                      \
+      SIMD                                                                                 \
       for (int64_t i = 0; i < n; i++) {                                                    \
         CT x = LOAD(a[i]);                                                                 \
         o[i] = STORE(EXPR);                                                                \
@@ -100,7 +107,20 @@ static inline int64_t ipow(int64_t x, int64_t y) {
   BINARY_LOOP(gt_##D, ST, CT, uint8_t, L, TO_BOOL, x > y)           \
   BINARY_LOOP(ge_##D, ST, CT, uint8_t, L, TO_BOOL, x >= y)
 
-FLOAT_TYPES(DEF_FLOAT)
+#define DEF_BF16_VEC(D, ST, CT, L, S)                                    \
+  BINARY_LOOP_S(add_##D, ST, CT, ST, L, S, x + y, OMP_SIMD)            \
+  BINARY_LOOP_S(sub_##D, ST, CT, ST, L, S, x - y, OMP_SIMD)            \
+  BINARY_LOOP_S(mul_##D, ST, CT, ST, L, S, x * y, OMP_SIMD)            \
+  BINARY_LOOP_S(div_##D, ST, CT, ST, L, S, x / y, OMP_SIMD)            \
+  BINARY_LOOP(pow_##D, ST, CT, ST, L, S, (CT)pow(x, y))                \
+  BINARY_LOOP_S(max_##D, ST, CT, ST, L, S, F_MAX(x, y), OMP_SIMD)      \
+  BINARY_LOOP_S(min_##D, ST, CT, ST, L, S, F_MIN(x, y), OMP_SIMD)
+#define FLOAT_TYPES_BUT_BF16(X)                                   \
+  X(F32, float, float, ID, ID)                                    \
+  X(F64, double, double, ID, ID)                                  \
+  X(F16, uint16_t, float, cell_half_to_float, cell_float_to_half)
+FLOAT_TYPES_BUT_BF16(DEF_FLOAT)
+DEF_BF16_VEC(BF16, uint16_t, float, cell_bf16_to_float, cell_float_to_bf16)
 INT_TYPES(DEF_INT)
 
 /* Issue 13's binary math. Floats follow PyTorch's CPU kernels (computed in

@@ -28,6 +28,25 @@ static void copy_same(void *vctx, int64_t n, char **p, const int64_t *s) {
   }
 }
 
+/* bfloat16 <-> float32 as integer lane operations the compiler vectorises
+ * (the same rounding as cell_float_to_bf16: nearest even, NaN kept quiet). */
+static void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
+  uint32_t *u = (uint32_t *)(void *)y;
+#pragma omp simd
+  for (int64_t i = 0; i < n; i++) u[i] = (uint32_t)x[i] << 16;
+}
+
+static void f32_to_bf16(const float *x, uint16_t *y, int64_t n) {
+  const uint32_t *u = (const uint32_t *)(const void *)x;
+#pragma omp simd
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t v = u[i];
+    uint32_t r = (v + 0x7fffu + ((v >> 16) & 1u)) >> 16;
+    uint32_t q = (v >> 16) | 0x40u;
+    y[i] = (uint16_t)((v & 0x7fffffffu) > 0x7f800000u ? q : r);
+  }
+}
+
 static void copy_convert(void *vctx, int64_t n, char **p, const int64_t *s) {
   const cast_ctx *c = vctx;
   char *o = p[0];
@@ -36,6 +55,19 @@ static void copy_convert(void *vctx, int64_t n, char **p, const int64_t *s) {
     for (int64_t i = 0; i < n; i++) ((float *)o)[i] = (float)((const double *)a)[i];
   } else if (c->to == CELL_DTYPE_F64 && c->from == CELL_DTYPE_F32 && s[0] == 8 && s[1] == 4) {
     for (int64_t i = 0; i < n; i++) ((double *)o)[i] = ((const float *)a)[i];
+  } else if (c->from == CELL_DTYPE_F32 && s[1] == 4 && s[0] == 2 &&
+             (c->to == CELL_DTYPE_BF16 || c->to == CELL_DTYPE_F16)) {
+    /* float32 -> bfloat16/float16, contiguous (mixed precision's casts) */
+    if (c->to == CELL_DTYPE_BF16)
+      f32_to_bf16((const float *)a, (uint16_t *)o, n);
+    else
+      for (int64_t i = 0; i < n; i++) ((uint16_t *)o)[i] = cell_float_to_half(((const float *)a)[i]);
+  } else if (c->to == CELL_DTYPE_F32 && s[0] == 4 && s[1] == 2 &&
+             (c->from == CELL_DTYPE_BF16 || c->from == CELL_DTYPE_F16)) {
+    if (c->from == CELL_DTYPE_BF16)
+      bf16_to_f32((const uint16_t *)a, (float *)o, n);
+    else
+      for (int64_t i = 0; i < n; i++) ((float *)o)[i] = cell_half_to_float(((const uint16_t *)a)[i]);
   } else if (!cell_dtype_is_float(c->from) && !cell_dtype_is_float(c->to)) {
     for (int64_t i = 0; i < n; i++)
       cell_store_i64(c->to, o + i * s[0], cell_load_i64(c->from, a + i * s[1]));

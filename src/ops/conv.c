@@ -403,8 +403,25 @@ cell_status cell_cpu_conv2d_lowered(cell_conv_lowering how, const cell_tensor *x
   cell_conv_geom g;
   CELL_TRY(cell_k_conv2d_geom(x, w, b, stride, padding, dilation, groups, &g));
   if (!out) return cell_error(CELL_ERR_VALUE, "conv2d: NULL argument");
-  cell_dtype ct = cell_conv_compute_dtype(x->dtype);
   int64_t shape[4] = {g.n, g.o, g.oh, g.ow};
+  if (how == CELL_CONV_AUTO && cell_conv_bf16_ok(&g, x->dtype, w->dtype)) { /* conv_bf16.c */
+    cell_tensor *xb = NULL, *wb = NULL, *rb = NULL;
+    cell_status sb = cell_tensor_new_contig(CELL_DTYPE_BF16, 4, shape, &rb);
+    if (sb == CELL_OK && cell_tensor_numel(rb) > 0) {
+      sb = cell_k_contiguous(x, &xb);
+      if (sb == CELL_OK) sb = cell_k_contiguous(w, &wb);
+      if (sb == CELL_OK) sb = cell_conv_bf16_forward(&g, xb, wb, b, rb);
+    }
+    cell_tensor_release(xb);
+    cell_tensor_release(wb);
+    if (sb != CELL_OK) {
+      cell_tensor_release(rb);
+      return sb;
+    }
+    *out = rb;
+    return CELL_OK;
+  }
+  cell_dtype ct = cell_conv_compute_dtype(x->dtype);
   cell_tensor *xc = NULL, *wc = NULL, *bc = NULL, *r = NULL;
   cell_status s = cell_tensor_new_contig(ct, 4, shape, &r);
   if (s == CELL_OK && cell_tensor_numel(r) > 0) {

@@ -129,6 +129,14 @@ cell_status cell_conv_pair(const char *op, const char *what, const int64_t *v, i
 cell_status cell_conv_pads(const char *op, const int64_t *v, int64_t *out);
 /* Whether a loop over this many elements is worth threads. */
 int cell_conv_parallel(int64_t work);
+
+/* conv_bf16.c: whether conv2d's forward pass runs in bfloat16 (both
+ * operands bfloat16, one group, and the bfloat16 gemm is the CPU's
+ * AVX512-BF16 one), and that pass: x and w contiguous bfloat16, b any
+ * float dtype or NULL, out contiguous bfloat16 {n, o, oh, ow}. */
+int cell_conv_bf16_ok(const cell_conv_geom *g, cell_dtype xdt, cell_dtype wdt);
+cell_status cell_conv_bf16_forward(const cell_conv_geom *g, const cell_tensor *x, const cell_tensor *w,
+                                   const cell_tensor *b, cell_tensor *out);
 /* im2col and col2im in the compute dtype ct (contiguous operands): the
  * rows r = (c * kh + i) * kw + j of cols hold, at n * P + p for the nb
  * samples from n0 (P = oh * ow), the input under tap (i, j) of block p;

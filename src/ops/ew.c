@@ -146,9 +146,28 @@ static bool relu_f32_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s
   return true;
 }
 
+/* The same on contiguous bfloat16/float16 (mixed precision), on the bits:
+ * x > 0 when the sign is clear and x is neither zero nor NaN. */
+static bool relu_half_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s) {
+  int qa = c->pos[0], qb = c->pos[1];
+  cell_dtype dt = c->dt[0];
+  if (c->op != EW_RELU || !qa || !qb || (dt != CELL_DTYPE_BF16 && dt != CELL_DTYPE_F16) || c->dt[qa] != dt ||
+      c->dt[qb] != dt || s[0] != 2 || s[qa] != 2 || s[qb] != 2)
+    return false;
+  const uint16_t inf = dt == CELL_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
+  uint16_t *r = (uint16_t *)p[0];
+  const uint16_t *g = (const uint16_t *)p[qa], *x = (const uint16_t *)p[qb];
+#pragma omp simd
+  for (int64_t i = 0; i < n; i++) {
+    uint16_t h = x[i];
+    r[i] = (h < 0x8000u && h != 0 && h <= inf) ? g[i] : 0;
+  }
+  return true;
+}
+
 static void ew_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
   const ew_ctx *c = vctx;
-  if (relu_f32_fast(c, n, p, s)) return;
+  if (relu_f32_fast(c, n, p, s) || relu_half_fast(c, n, p, s)) return;
   double buf[3][EW_CHUNK], res[EW_CHUNK];
   for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
     int64_t m = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;

@@ -79,7 +79,28 @@
   UNARY_LOOP(ceil_##D, ST, CT, L, S, x, V)                                     \
   UNARY_LOOP(round_##D, ST, CT, L, S, x, V)                                    \
   UNARY_LOOP(sign_##D, ST, CT, L, S, (x > 0) - (x < 0), V)
+/* ReLU of bfloat16/float16 on the bits, vectorised: a set sign gives +0,
+ * except for NaN (above the infinity's bits), which passes. The loops
+ * relu_BF16/relu_F16 above stay for strided operands. */
+#define HALF_RELU(name, INF)                                                 \
+  static void name(void *ctx, int64_t n, char **p, const int64_t *s) {     \
+    (void)ctx;                                                             \
+    if (s[0] != 2 || s[1] != 2) return name##_strided(ctx, n, p, s);       \
+    uint16_t *o = (uint16_t *)p[0];                                        \
+    const uint16_t *a = (const uint16_t *)p[1];                            \
+    VEC                                                                    \
+    for (int64_t i = 0; i < n; i++) {                                      \
+      uint16_t h = a[i];                                                   \
+      o[i] = (h & 0x8000u) && (h & 0x7fffu) <= (INF) ? (uint16_t)0 : h;    \
+    }                                                                      \
+  }
+#define relu_BF16 relu_BF16_strided
+#define relu_F16 relu_F16_strided
 FLOAT_TYPES(DEF_FLOAT)
+#undef relu_BF16
+#undef relu_F16
+HALF_RELU(relu_BF16, 0x7f80u)
+HALF_RELU(relu_F16, 0x7c00u)
 INT_TYPES(DEF_INT)
 UNARY_LOOP(not_BOOL, uint8_t, int, ID, ID, !x, VEC)
 

@@ -208,6 +208,8 @@ local function custom_bprop(self, bprop, args, kwargs)
   return res
 end
 
+local mixed_call, finish_call
+
 --- The full call path (the fast path is in Cell.__call).
 local function slow_call(self, st, ...)
   if st.lazy then -- MindSpore's _init_check: the cell's own lazy parameters get their values
@@ -256,6 +258,31 @@ local function slow_call(self, st, ...)
       end
     end
   end
+  if st.mixed then return mixed_call(self, st, args, kwargs, kw_view) end
+  return finish_call(self, st, args, kwargs, kw_view)
+end
+
+--- A cell under to_float: its Parameters read as cast copies while it runs
+-- (st.pcast, a cache per call; the previous one is put back afterwards,
+-- also when construct raises). Outputs cast to st.mixed_out when set
+-- (cell.amp's cells whose result goes back to the surrounding precision).
+function mixed_call(self, st, args, kwargs, kw_view)
+  local saved = st.pcast
+  st.pcast = {}
+  local r = pack(pcall(finish_call, self, st, args, kwargs, kw_view))
+  st.pcast = saved
+  if not r[1] then error(r[2], 0) end
+  local out_dt = st.mixed_out
+  if out_dt then
+    for i = 2, r.n do
+      local a = r[i]
+      if core.is_tensor(a) and a.dtype.is_floating_point and a.dtype ~= out_dt then r[i] = a:astype(out_dt) end
+    end
+  end
+  return unpack(r, 2, r.n)
+end
+
+function finish_call(self, st, args, kwargs, kw_view)
   local grad = core.is_grad_enabled()
   local bprop = getmetatable(self).bprop
   local res

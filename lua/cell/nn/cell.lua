@@ -124,7 +124,19 @@ function Cell.__index(self, k)
   local g = getters[k]
   if g then return g(st, self) end
   local v = st.params.val[k]
-  if v ~= nil then return v end
+  if v ~= nil then
+    -- under to_float, during a call: the parameter cast to the cell's dtype
+    -- (once per call; the cast is differentiable, so gradients reach v)
+    local pc = st.pcast
+    if pc == nil then return v end
+    local c = pc[v]
+    if c == nil then
+      c = v
+      if v.dtype.is_floating_point and v.dtype ~= st.mixed then c = v:astype(st.mixed) end
+      pc[v] = c
+    end
+    return c
+  end
   v = st.buffers.val[k]
   if v ~= nil then return v end
   v = st.cells.val[k]
@@ -757,8 +769,11 @@ end
 
 local float_dtypes = { float16 = true, bfloat16 = true, float32 = true }
 
---- to_float(dtype): floating-point inputs of this cell and of every cell
--- below it are cast to dtype (float16, bfloat16 or float32) when called.
+--- to_float(dtype): this cell and every cell below it compute in dtype
+-- (float16, bfloat16 or float32): when called, their floating-point
+-- inputs are cast to dtype, and so are their floating-point Parameters
+-- as construct reads them (the float32 Parameters stay the masters: the
+-- cast is differentiable, gradients come back in the Parameter's dtype).
 function Cell:to_float(dst_type)
   if not (core.is_dtype(dst_type) and float_dtypes[dst_type.name]) then
     raise(("ValueError: For 'to_float', the argument 'dst_type' must be float32, float16 or bfloat16, "

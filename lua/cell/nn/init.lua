@@ -20,6 +20,7 @@ local modules = {
   "cell.nn.learning_rate",
   "cell.nn.lr_schedule",
   "cell.nn.wrap",
+  "cell.nn.loss_scale",
   "cell.nn.conv",
   "cell.nn.pooling",
   "cell.nn.conv_nd",

@@ -325,6 +325,7 @@ function LARS:construct(gradients)
   if #gradients ~= k.n then
     require("cell.errors").raise(("ValueError: For 'LARS', got %d gradients for %d parameters."):format(#gradients, k.n))
   end
+  gradients = O.grads_in(k.ik, gradients)
   local ok, err = pcall(check_grads, k.params, gradients, k.labels, k.n)
   if not ok then rethrow(err) end
   local out, gs, ik = {}, k.ik.grad_scale, k.ik

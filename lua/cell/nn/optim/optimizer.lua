@@ -52,6 +52,7 @@ local parameter = require "cell.parameter"
 local args_util = require "cell.util.args"
 
 local Tensor = core.Tensor
+local copy_ = Tensor.copy_
 local type_name = T.type_name
 local Parameter, ParameterTuple = parameter.Parameter, parameter.ParameterTuple
 local is_parameter = parameter.is_parameter
@@ -295,15 +296,17 @@ end
 local GROUP_KEYS = { params = true, lr = true, weight_decay = true, order_params = true, grad_centralization = true }
 local GROUP_KEYS_STR = "['params', 'lr', 'weight_decay', 'order_params', 'grad_centralization']"
 
+local HALF = { float16 = true, bfloat16 = true }
+
 --- Check one Parameter of the optimizer.
 local function check_param(cls, p, seen, names)
   if seen[p] or names[p.name] then
     fail("RuntimeError: For '%s', the %s parameter already exists, it does not support repeated setting. "
       .. "Please check whether the optimizer parameter has been set multiple times.", cls, p.name)
   end
-  if p.dtype ~= core.float32 and p.dtype ~= core.float64 then
-    fail("TypeError: For '%s', the parameter '%s' is %s; optimizers update float32 and float64 parameters.",
-      cls, p.name, tostring(p.dtype))
+  if not HALF[p.dtype.name] and p.dtype ~= core.float32 and p.dtype ~= core.float64 then
+    fail("TypeError: For '%s', the parameter '%s' is %s; optimizers update float32, float64, float16 and "
+      .. "bfloat16 parameters.", cls, p.name, tostring(p.dtype))
   end
   seen[p] = true
   names[p.name] = true
@@ -505,11 +508,63 @@ function M.setup(self, cls, a, opts)
   for i, p in ipairs(k.params) do labels[i] = ("For '%s', parameter '%s' (gradients[%d])"):format(cls, p.name, i) end
   k.labels = labels
   self.parameters = ParameterTuple(k.params)
+  -- float16/bfloat16 parameters: the step updates a float32 master copy
+  -- (so the state is float32 too) and writes it back rounded (M.grads_in,
+  -- M.write_back); k.params holds the masters, k.half the parameters
+  local prev = core.set_grad_enabled(false)
+  for i, p in ipairs(k.params) do
+    if HALF[p.dtype.name] then
+      k.half, k.half_version = k.half or {}, k.half_version or {}
+      k.half[i] = p
+      k.half_version[i] = p:_version()
+      k.params[i] = Parameter(p:astype(core.float32), p.name, p.requires_grad)
+    end
+  end
+  core.set_grad_enabled(prev)
   k.global_step = Parameter(core.zeros({ 1 }, core.int32), "global_step", false)
   self.global_step = k.global_step
   rawset(self, K, k)
   publish(self, k)
   return k
+end
+
+--- The gradients as the step takes them: those of float16/bfloat16
+-- parameters cast to float32 (a new list; the caller's is not changed).
+function M.grads_in(k, gradients)
+  local half = k.half
+  if half == nil then return gradients end
+  -- a parameter written since the last step (a checkpoint loaded into it,
+  -- set_data, ...): its master takes the new value
+  local prev = core.set_grad_enabled(false)
+  for i, p in pairs(half) do
+    if p:_version() ~= k.half_version[i] then
+      copy_(k.params[i], p)
+      k.half_version[i] = p:_version()
+    end
+  end
+  core.set_grad_enabled(prev)
+  local out = {}
+  for i = 1, #gradients do
+    local g = gradients[i]
+    if half[i] and core.is_tensor(g) and g.dtype ~= core.float32 and g.dtype.is_floating_point then
+      g = g:astype(core.float32)
+    end
+    out[i] = g
+  end
+  return out
+end
+
+--- After a step: each float16/bfloat16 parameter takes its float32 master's
+-- value (rounded to nearest).
+function M.write_back(k)
+  local half = k.half
+  if half == nil then return end
+  local prev = core.set_grad_enabled(false)
+  for i, p in pairs(half) do
+    copy_(p, k.params[i])
+    k.half_version[i] = p:_version()
+  end
+  core.set_grad_enabled(prev)
 end
 
 --- Zero-filled state tensors, one per parameter, named prefix.<name> and
@@ -568,6 +623,7 @@ function Optimizer:construct(gradients)
     raise(("ValueError: For '%s', got %d gradients for %d parameters."):format(k.cls, #gradients, n))
   end
   -- all of them before any update, so a bad list changes nothing
+  gradients = M.grads_in(k, gradients)
   local ok, err = pcall(check_grads, k.params, gradients, k.labels, n)
   if not ok then rethrow(err) end
   local t = item(k.global_step) + 1
@@ -582,6 +638,7 @@ function Optimizer:construct(gradients)
   end
   ok, err = pcall(self._apply, self, gradients, t)
   if not ok then rethrow(err) end
+  M.write_back(k)
   fill_(k.global_step, t)
   return true
 end
@@ -619,7 +676,7 @@ function Optimizer:get_lr_parameter(param)
         :format(type_name(p)))
     end
     for i = 1, k.n do
-      if k.params[i] == p then return public(k.specs[k.spec_of[i]]) end
+      if k.params[i] == p or k.half and k.half[i] == p then return public(k.specs[k.spec_of[i]]) end
     end
     raise(("ValueError: For 'get_lr_parameter', the parameter %s is not in the optimizer."):format(p.name))
   end

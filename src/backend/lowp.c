@@ -1,0 +1,243 @@
+/* lowp.c - float16/bfloat16 gemm with float32 accumulation.
+ *
+ * Two backends, asked before the portable one:
+ * - "bf16-avx512": bfloat16 products on the CPU's AVX512-BF16 dot-product
+ *   instruction (vdpbf16ps: pairs of bf16 products summed into float32
+ *   lanes), chosen at run time when cpuid reports avx512_bf16 (and
+ *   CELL_BF16_ISA is not "0" in the environment, which forces the other
+ *   path, for tests and comparisons). B is packed into panels of 32
+ *   columns holding k-pairs, A into rows of k-pairs; a micro-kernel keeps
+ *   an 8 x 32 tile of C in 16 float32 registers; the tile is rounded to
+ *   bfloat16 (to nearest even) once, at the end.
+ * - "lowp": float16, and bfloat16 elsewhere: the operands converted to
+ *   float32, OpenBLAS's sgemm, the result rounded back once.
+ * Both take any strides (the operands are packed), so transposed views of
+ * the autograd rules need no copies before the call. */
+#include "backend.h"
+#include "../core/dtype.h"
+#include "../core/iter.h"
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this many multiply-adds the packing costs more than it saves. */
+#define LOWP_MIN_WORK 2048
+
+static int lowp_dtype(cell_dtype dt) { return dt == CELL_DTYPE_F16 || dt == CELL_DTYPE_BF16; }
+
+static int lowp_supports(const cell_gemm *g) {
+  if (!lowp_dtype(g->dtype)) return 0;
+  if (g->m * g->n * g->k < LOWP_MIN_WORK) return 0;
+  return g->m <= INT32_MAX && g->n <= INT32_MAX && g->k <= INT32_MAX;
+}
+
+static inline float lowp_load(cell_dtype dt, uint16_t v) {
+  return dt == CELL_DTYPE_BF16 ? cell_bf16_to_float(v) : cell_half_to_float(v);
+}
+
+static inline uint16_t lowp_store(cell_dtype dt, float v) {
+  return dt == CELL_DTYPE_BF16 ? cell_float_to_bf16(v) : cell_float_to_half(v);
+}
+
+/* Work over this many elements is split across threads. */
+static int lowp_par(int64_t work) { return work > (1 << 18) && cell_ctx()->num_threads > 1; }
+
+/* The convert path: float32 copies of A [m,k] and B [k,n], sgemm, C rounded back. */
+static cell_status lowp_gemm_f32(const cell_gemm *g) {
+  int64_t m = g->m, n = g->n, k = g->k;
+  cell_dtype dt = g->dtype;
+  float *a = malloc(sizeof(float) * (size_t)(m * k + k * n + m * n));
+  if (!a) return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate %lld bytes of float32 workspace",
+                            (long long)(sizeof(float) * (size_t)(m * k + k * n + m * n)));
+  float *b = a + m * k, *c = b + k * n;
+  const uint16_t *A = (const uint16_t *)g->a, *B = (const uint16_t *)g->b;
+  CELL_FOR(lowp_par(m * k), int64_t, i, m, {
+    for (int64_t p = 0; p < k; p++) a[i * k + p] = lowp_load(dt, A[i * g->a_rs + p * g->a_cs]);
+  });
+  CELL_FOR(lowp_par(k * n), int64_t, p, k, {
+    for (int64_t j = 0; j < n; j++) b[p * n + j] = lowp_load(dt, B[p * g->b_rs + j * g->b_cs]);
+  });
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n, 0.0f,
+              c, (int)n);
+  uint16_t *C = (uint16_t *)g->c;
+  CELL_FOR(lowp_par(m * n), int64_t, i, m, {
+    for (int64_t j = 0; j < n; j++) C[i * g->c_rs + j * g->c_cs] = lowp_store(dt, c[i * n + j]);
+  });
+  free(a);
+  return CELL_OK;
+}
+
+const cell_backend cell_backend_lowp = {"lowp", CELL_DEVICE_CPU, lowp_supports, lowp_gemm_f32};
+
+/* --- AVX512-BF16 ------------------------------------------------------------------ */
+
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
+#include <immintrin.h>
+
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define MR 8
+#define NR 32
+
+/* Whether the native kernel runs: cpuid says avx512bf16, and CELL_BF16_ISA
+ * is not "0". Decided once. */
+static int bf16_isa(void) {
+  static int state = -1;
+  if (state < 0) {
+    const char *env = getenv("CELL_BF16_ISA");
+    __builtin_cpu_init();
+    state = __builtin_cpu_supports("avx512bf16") && !(env && env[0] == '0' && env[1] == 0);
+  }
+  return state;
+}
+
+static int bf16_supports(const cell_gemm *g) {
+  return g->dtype == CELL_DTYPE_BF16 && lowp_supports(g) && bf16_isa();
+}
+
+/* One MR x NR tile of C (rows <= MR and cols <= NR valid) from an A panel
+ * (kp x MR uint32 pairs: the MR rows' pair p side by side) and a B panel
+ * (kp x NR pairs, two zmm per k-pair). The 16 accumulators are named so
+ * that they stay in registers. */
+#define ACC2(r) __m512 c##r##a = _mm512_setzero_ps(), c##r##b = _mm512_setzero_ps();
+#define DOT2(r)                                                          \
+  {                                                                      \
+    __m512bh av = (__m512bh)_mm512_set1_epi32((int)arow[r]);             \
+    c##r##a = _mm512_dpbf16_ps(c##r##a, av, b0);                         \
+    c##r##b = _mm512_dpbf16_ps(c##r##b, av, b1);                         \
+  }
+#define OUT2(r)                                                                          \
+  if (r < rows && Cf) {                                                                  \
+    float *frow = Cf + r * c_rs;                                                         \
+    if (cols == NR && c_cs == 1) {                                                       \
+      _mm512_storeu_ps(frow, c##r##a);                                                   \
+      _mm512_storeu_ps(frow + 16, c##r##b);                                              \
+    } else {                                                                             \
+      float tmp[NR];                                                                     \
+      _mm512_storeu_ps(tmp, c##r##a);                                                    \
+      _mm512_storeu_ps(tmp + 16, c##r##b);                                               \
+      for (int j = 0; j < cols; j++) frow[j * c_cs] = tmp[j];                            \
+    }                                                                                    \
+  } else if (r < rows) {                                                                 \
+    uint16_t *crow = C + r * c_rs;                                                       \
+    if (cols == NR && c_cs == 1) {                                                       \
+      _mm256_storeu_si256((__m256i *)crow, (__m256i)_mm512_cvtneps_pbh(c##r##a));        \
+      _mm256_storeu_si256((__m256i *)(crow + 16), (__m256i)_mm512_cvtneps_pbh(c##r##b)); \
+    } else {                                                                             \
+      float tmp[NR];                                                                     \
+      _mm512_storeu_ps(tmp, c##r##a);                                                    \
+      _mm512_storeu_ps(tmp + 16, c##r##b);                                               \
+      for (int j = 0; j < cols; j++) crow[j * c_cs] = cell_float_to_bf16(tmp[j]);        \
+    }                                                                                    \
+  }
+
+BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t *ap, const uint32_t *bp,
+                                  uint16_t *C, float *Cf, int64_t c_rs, int64_t c_cs) {
+  ACC2(0) ACC2(1) ACC2(2) ACC2(3) ACC2(4) ACC2(5) ACC2(6) ACC2(7)
+  for (int64_t p = 0; p < kp; p++) {
+    __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
+    __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + 16));
+    const uint32_t *arow = ap + p * MR;
+    DOT2(0) DOT2(1) DOT2(2) DOT2(3) DOT2(4) DOT2(5) DOT2(6) DOT2(7)
+  }
+  OUT2(0) OUT2(1) OUT2(2) OUT2(3) OUT2(4) OUT2(5) OUT2(6) OUT2(7)
+}
+
+/* d[2j] = r0[j], d[2j + 1] = r1[j]: two rows of B as k-pairs. */
+static void interleave(const uint16_t *r0, const uint16_t *r1, uint16_t *d, int64_t cols) {
+#pragma omp simd
+  for (int64_t j = 0; j < cols; j++) {
+    d[2 * j] = r0[j];
+    d[2 * j + 1] = r1[j];
+  }
+}
+
+/* C = A B with bfloat16 A, B and C, or float32 C when cf is not NULL (then
+ * cf replaces g->c, with g's strides counted in floats). */
+static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
+  int64_t m = g->m, n = g->n, k = g->k;
+  int64_t kp = (k + 1) / 2, panels = (n + NR - 1) / NR, rblocks = (m + MR - 1) / MR;
+  size_t bytes = sizeof(uint32_t) * (size_t)(rblocks * kp * MR + panels * kp * NR);
+  uint32_t *ap = malloc(bytes);
+  if (!ap) return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate %lld bytes of bfloat16 workspace", (long long)bytes);
+  uint32_t *bp = ap + rblocks * kp * MR;
+  const uint16_t *A = (const uint16_t *)g->a, *B = (const uint16_t *)g->b;
+  /* A: row block rb, pair p, row r holds A[i][2p], A[i][2p+1] (zeros past the edges) */
+  CELL_FOR(lowp_par(m * k), int64_t, rb, rblocks, {
+    uint16_t *dst = (uint16_t *)(ap + rb * kp * MR);
+    for (int r = 0; r < MR; r++) {
+      int64_t i = rb * MR + r;
+      if (i >= m) {
+        for (int64_t p = 0; p < kp; p++) dst[(p * MR + r) * 2] = dst[(p * MR + r) * 2 + 1] = 0;
+        continue;
+      }
+      const uint16_t *src = A + i * g->a_rs;
+      if (g->a_cs == 1) { /* a row's pairs are 32-bit words already */
+        uint32_t *d32 = (uint32_t *)(void *)dst;
+        for (int64_t p = 0; p < k / 2; p++) {
+          uint32_t v;
+          memcpy(&v, src + 2 * p, sizeof v);
+          d32[p * MR + r] = v;
+        }
+        if (k & 1) dst[((k >> 1) * MR + r) * 2] = src[k - 1];
+      } else {
+        for (int64_t q = 0; q < k; q++) dst[((q >> 1) * MR + r) * 2 + (q & 1)] = src[q * g->a_cs];
+      }
+      if (k & 1) dst[((k >> 1) * MR + r) * 2 + 1] = 0;
+    }
+  });
+  /* B: panel q, pair p, column j (of NR) holds B[2p][j], B[2p+1][j] (zeros past the edges) */
+  CELL_FOR(lowp_par(k * n), int64_t, q, panels, {
+    uint16_t *dst = (uint16_t *)(bp + q * kp * NR);
+    int64_t j0 = q * NR, cols = n - j0 < NR ? n - j0 : NR;
+    for (int64_t p = 0; p < kp; p++) {
+      const uint16_t *r0 = B + (2 * p) * g->b_rs + j0 * g->b_cs;
+      const uint16_t *r1 = 2 * p + 1 < k ? r0 + g->b_rs : NULL;
+      uint16_t *d = dst + p * NR * 2;
+      int64_t j = 0, bcs = g->b_cs;
+      if (r1 && bcs == 1) {
+        interleave(r0, r1, d, cols);
+        j = cols;
+      } else {
+        for (j = 0; j < cols; j++) {
+          d[2 * j] = r0[j * bcs];
+          d[2 * j + 1] = r1 ? r1[j * bcs] : 0;
+        }
+      }
+      for (; j < NR; j++) d[2 * j] = d[2 * j + 1] = 0;
+    }
+  });
+  uint16_t *C = (uint16_t *)g->c;
+  CELL_FOR(lowp_par(m * n * k / 16), int64_t, t, rblocks * panels, {
+    int64_t rb = t / panels, q = t % panels;
+    int64_t i0 = rb * MR, j0 = q * NR;
+    int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
+    int64_t at = i0 * g->c_rs + j0 * g->c_cs;
+    bf16_tile(rows, cols, kp, ap + rb * kp * MR, bp + q * kp * NR, cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs,
+              g->c_cs);
+  });
+  free(ap);
+  return CELL_OK;
+}
+
+static cell_status bf16_gemm(const cell_gemm *g) { return bf16_gemm_to(g, NULL); }
+
+cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
+  if (g->dtype != CELL_DTYPE_BF16 || !bf16_isa())
+    return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+  return bf16_gemm_to(g, c);
+}
+
+#else
+static int bf16_supports(const cell_gemm *g) {
+  (void)g;
+  return 0;
+}
+static cell_status bf16_gemm(const cell_gemm *g) { return lowp_gemm_f32(g); }
+cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
+  (void)g;
+  (void)c;
+  return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+}
+#endif
+
+const cell_backend cell_backend_bf16 = {"bf16-avx512", CELL_DEVICE_CPU, bf16_supports, bf16_gemm};

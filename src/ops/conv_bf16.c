@@ -1,0 +1,103 @@
+/* conv_bf16.c - conv2d's forward pass in bfloat16 on the CPU's AVX512-BF16
+ * gemm: the input unfolded (im2col) in bfloat16, one bfloat16 gemm per
+ * chunk of samples with float32 accumulation and a float32 result
+ * (src/backend/lowp.c), moved to NCHW with the bias added and rounded
+ * once. Taken only when the bfloat16 gemm backend is the native one;
+ * elsewhere bfloat16 convolutions compute in float32 (conv.c). The
+ * backward pass stays in float32 (conv.c). */
+#include "conv.h"
+#include "../backend/backend.h"
+#include "../core/alloc.h"
+#include "../core/dtype.h"
+#include "../core/iter.h"
+
+/* im2col chunks hold at most this many bytes, unless one sample needs more. */
+#define BF16_CHUNK_BYTES ((int64_t)8 << 20)
+
+/* The output columns ow in [*lo, *hi) whose input column ow * s + off lies in [0, w). */
+static void cols_in(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *lo, int64_t *hi) {
+  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+  int64_t b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
+  if (a > n) a = n;
+  if (b > n) b = n;
+  if (b < a) b = a;
+  *lo = a;
+  *hi = b;
+}
+
+/* cols[r][n * P + p] for samples [n0, n0 + nb), r = (c, i, j). */
+static void im2col_bf16(const cell_conv_geom *g, const uint16_t *x, int64_t n0, int64_t nb, uint16_t *cols) {
+  const int64_t P = g->oh * g->ow, NP = nb * P, HW = g->h * g->w, kk = g->kh * g->kw;
+  const int64_t rows = g->c * kk;
+  CELL_FOR(cell_conv_parallel(rows * NP), int64_t, r, rows, {
+    int64_t c = r / kk, i = (r / g->kw) % g->kh, j = r % g->kw;
+    int64_t off = j * g->dw - g->pl, lo, hi;
+    cols_in(off, g->sw, g->w, g->ow, &lo, &hi);
+    for (int64_t n = 0; n < nb; n++) {
+      const uint16_t *src = x + ((n0 + n) * g->c + c) * HW;
+      uint16_t *d = cols + r * NP + n * P;
+      for (int64_t oh = 0; oh < g->oh; oh++, d += g->ow) {
+        int64_t ih = oh * g->sh - g->pt + i * g->dh;
+        if (ih < 0 || ih >= g->h) {
+          memset(d, 0, sizeof(uint16_t) * (size_t)g->ow);
+          continue;
+        }
+        const uint16_t *s = src + ih * g->w + off;
+        if (lo > 0) memset(d, 0, sizeof(uint16_t) * (size_t)lo);
+        if (g->sw == 1) {
+          if (hi > lo) memcpy(d + lo, s + lo, sizeof(uint16_t) * (size_t)(hi - lo));
+        } else {
+          for (int64_t q = lo; q < hi; q++) d[q] = s[q * g->sw];
+        }
+        if (g->ow > hi) memset(d + hi, 0, sizeof(uint16_t) * (size_t)(g->ow - hi));
+      }
+    }
+  });
+}
+
+int cell_conv_bf16_ok(const cell_conv_geom *g, cell_dtype xdt, cell_dtype wdt) {
+  if (xdt != CELL_DTYPE_BF16 || wdt != CELL_DTYPE_BF16 || g->groups != 1) return 0;
+  cell_gemm probe = {CELL_DTYPE_BF16, g->o, g->oh * g->ow, g->c * g->kh * g->kw, NULL, 0, 1, NULL, 0, 1, NULL, 0, 1};
+  return cell_backend_for_gemm(&probe) == &cell_backend_bf16;
+}
+
+cell_status cell_conv_bf16_forward(const cell_conv_geom *g, const cell_tensor *x, const cell_tensor *w,
+                                   const cell_tensor *b, cell_tensor *out) {
+  const int64_t P = g->oh * g->ow, K = g->c * g->kh * g->kw, O = g->o;
+  int64_t nb = P * K > 0 ? BF16_CHUNK_BYTES / (2 * P * K) : g->n;
+  if (nb < 1) nb = 1;
+  if (nb > g->n) nb = g->n;
+  uint16_t *cols = cell_alloc(sizeof(uint16_t) * (size_t)(K * nb * P > 0 ? K * nb * P : 1));
+  float *m = cell_alloc(sizeof(float) * (size_t)(O * nb * P > 0 ? O * nb * P : 1));
+  float *bias = b ? cell_alloc(sizeof(float) * (size_t)(O > 0 ? O : 1)) : NULL;
+  if (!cols || !m || (b && !bias)) {
+    cell_dealloc(cols);
+    cell_dealloc(m);
+    cell_dealloc(bias);
+    return cell_error(CELL_ERR_MEMORY, "conv2d: out of memory for the bfloat16 im2col scratch");
+  }
+  const char *bb = b ? cell_tensor_base(b) : NULL;
+  for (int64_t k = 0; b && k < O; k++) bias[k] = (float)cell_load_f64(b->dtype, bb + k * b->stride[0] * cell_dtype_size(b->dtype));
+  const uint16_t *xo = (const uint16_t *)cell_tensor_base(x), *wo = (const uint16_t *)cell_tensor_base(w);
+  uint16_t *yo = (uint16_t *)cell_tensor_base(out);
+  cell_status s = CELL_OK;
+  for (int64_t n0 = 0; n0 < g->n && s == CELL_OK; n0 += nb) {
+    int64_t cnt = g->n - n0 < nb ? g->n - n0 : nb, NP = cnt * P;
+    im2col_bf16(g, xo, n0, cnt, cols);
+    cell_gemm gm = {CELL_DTYPE_BF16, O, NP, K, (const char *)wo, K, 1, (const char *)cols, NP, 1, NULL, NP, 1};
+    s = cell_bf16_gemm_f32(&gm, m);
+    if (s != CELL_OK) break;
+    CELL_FOR(cell_conv_parallel(O * NP), int64_t, t, cnt * O, {
+      int64_t n = t / O, k = t % O;
+      const float *src = m + k * NP + n * P;
+      uint16_t *dst = yo + ((n0 + n) * O + k) * P;
+      float bk = bias ? bias[k] : 0.0f;
+      for (int64_t p = 0; p < P; p++) dst[p] = cell_float_to_bf16(src[p] + bk); /* rounded once */
+    });
+    if (cell_ctx()->interrupt) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
+  }
+  cell_dealloc(cols);
+  cell_dealloc(m);
+  cell_dealloc(bias);
+  return s;
+}
