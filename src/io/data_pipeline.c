@@ -353,10 +353,19 @@ cell_status cell_data_pipeline_next(cell_data_pipeline *p, cell_tensor **outs, i
     return CELL_OK;
   }
   slot *s;
+  cell_status st;
+  char msg[MSG];
   if (p->nworkers == 0) {
     s = &p->slots[0];
     produce(p, p->emit, s);
     p->emit++;
+    st = s->st;
+    if (st != CELL_OK) memcpy(msg, s->msg, MSG);
+    else
+      for (int c = 0; c < p->ncols; c++) {
+        outs[c] = s->t[c];
+        s->t[c] = NULL;
+      }
   } else {
     pthread_mutex_lock(&p->mu);
     s = &p->slots[p->emit % p->nslots];
@@ -365,26 +374,26 @@ cell_status cell_data_pipeline_next(cell_data_pipeline *p, cell_tensor **outs, i
       while (!s->ready) pthread_cond_wait(&p->ready_cv, &p->mu);
       p->wait_ns += now_ns() - t0;
     }
+    /* take the slot's contents before it is freed for output emit + nslots */
+    st = s->st;
+    if (st != CELL_OK) memcpy(msg, s->msg, MSG);
+    else
+      for (int c = 0; c < p->ncols; c++) {
+        outs[c] = s->t[c];
+        s->t[c] = NULL;
+      }
     s->ready = 0;
     p->emit++;
+    if (st != CELL_OK) p->nout = p->emit; /* the epoch ends here: the workers stop claiming */
     pthread_cond_broadcast(&p->space_cv);
     pthread_mutex_unlock(&p->mu);
   }
   p->waited_outputs++;
-  if (s->st != CELL_OK) {
-    cell_status st = s->st;
-    /* the epoch ends here: the workers stop claiming */
-    pthread_mutex_lock(&p->mu);
+  if (st != CELL_OK) {
     p->nout = p->emit;
-    pthread_cond_broadcast(&p->space_cv);
-    pthread_mutex_unlock(&p->mu);
-    return cell_error(st, "%s", s->msg);
+    return cell_error(st, "%s", msg);
   }
   *done = 0;
-  for (int c = 0; c < p->ncols; c++) {
-    outs[c] = s->t[c];
-    s->t[c] = NULL;
-  }
   return CELL_OK;
 }
 
