@@ -81,6 +81,19 @@ CELL_API cell_status cell_sample_op_run(const cell_sample_op *op, cell_tensor *i
  * 1 - smoothing + smoothing / num_classes at the id and
  * smoothing / num_classes elsewhere. */
 CELL_API cell_status cell_sample_op_typecast(cell_dtype dt, cell_sample_op **out);
+/* Fill: every element of the sample set to value (its shape and dtype
+ * kept). */
+CELL_API cell_status cell_sample_op_fill(double value, cell_sample_op **out);
+/* RandomApply: the n ops ops[0..n) in order with probability prob (in
+ * [0, 1]), else the sample unchanged; RandomChoice: one of the n ops,
+ * chosen uniformly. The draws come from the sample's stream, so they are
+ * the same whatever the worker. The ops are borrowed: they must outlive
+ * the new op (the Lua binding keeps them referenced by its value); n in
+ * [1, 64] (ValueError otherwise, and for prob outside [0, 1]). */
+CELL_API cell_status cell_sample_op_random_apply(int n, const cell_sample_op *const *ops, double prob,
+                                                 cell_sample_op **out);
+CELL_API cell_status cell_sample_op_random_choice(int n, const cell_sample_op *const *ops,
+                                                  cell_sample_op **out);
 CELL_API cell_status cell_sample_op_onehot(int64_t num_classes, int64_t index_base,
                                            double smoothing, cell_dtype dt,
                                            cell_sample_op **out);

@@ -1,10 +1,11 @@
 --- cell.dataset.transforms: transforms of any data, as MindSpore's
--- mindspore.dataset.transforms: Compose, TypeCast, OneHot.
+-- mindspore.dataset.transforms: Compose, TypeCast, OneHot, Fill,
+-- RandomApply, RandomChoice.
 --
 --     ds = ds:map(transforms.TypeCast(cell.float32), {input_columns = "image"})
 --     ds = ds:map(transforms.OneHot(10), {input_columns = "label"})
 --
--- TypeCast and OneHot are C transforms: a pipeline runs them on its worker
+-- All but Compose are C transforms: a pipeline runs them on its worker
 -- threads. Each is also callable on one sample: transforms.OneHot(3)(t).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
@@ -45,6 +46,52 @@ function M.OneHot(num_classes, ...)
     raise(("TypeError: OneHot: dtype must be a dtype, but got %s"):format(type_name(o.dtype)))
   end
   return core.data_onehot(num_classes, base, s, o.dtype)
+end
+
+--- Fill(fill_value): every element of the sample set to fill_value.
+function M.Fill(fill_value)
+  if type(fill_value) ~= "number" then
+    raise(("TypeError: Fill: fill_value must be a number, but got %s"):format(type_name(fill_value)))
+  end
+  return core.data_fill(fill_value)
+end
+
+local function c_list(fname, transforms)
+  if type(transforms) ~= "table" or getmetatable(transforms) ~= nil or #transforms == 0 then
+    raise(("TypeError: %s: transforms must be a non-empty list of transforms, but got %s")
+      :format(fname, type_name(transforms)))
+  end
+  local list = {}
+  for i = 1, #transforms do
+    local t = transforms[i]
+    if class.is_instance(t, M.Compose) then
+      for _, u in ipairs(t.transforms) do list[#list + 1] = u end
+    else
+      list[#list + 1] = t
+    end
+  end
+  for i, t in ipairs(list) do
+    if not core.data_is_transform(t) then
+      raise(("TypeError: %s: transforms[%d] must be a C transform (cell.dataset.transforms, cell.dataset.vision), "
+        .. "but got %s"):format(fname, i, type_name(t)))
+    end
+  end
+  return list
+end
+
+--- RandomApply(transforms [, prob = 0.5]): the transforms in order with
+-- probability prob, else the sample unchanged (per sample, from its seed).
+function M.RandomApply(transforms, prob)
+  if prob == nil then prob = 0.5 end
+  if type(prob) ~= "number" then
+    raise(("TypeError: RandomApply: prob must be a number, but got %s"):format(type_name(prob)))
+  end
+  return core.data_random_apply(c_list("RandomApply", transforms), prob)
+end
+
+--- RandomChoice(transforms): one of the transforms, chosen per sample.
+function M.RandomChoice(transforms)
+  return core.data_random_choice(c_list("RandomChoice", transforms))
 end
 
 local Compose = class("Compose")
