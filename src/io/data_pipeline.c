@@ -112,6 +112,16 @@ static cell_status make_sample(cell_data_pipeline *p, int64_t i, int c, cell_ten
   return CELL_OK;
 }
 
+/* Whether two samples have one shape and dtype. */
+static int same_layout(const cell_tensor *a, const cell_tensor *b) {
+  int n = cell_tensor_ndim(a);
+  if (n != cell_tensor_ndim(b) || cell_tensor_dtype(a) != cell_tensor_dtype(b)) return 0;
+  const int64_t *sa = cell_tensor_shape(a), *sb = cell_tensor_shape(b);
+  for (int d = 0; d < n; d++)
+    if (sa[d] != sb[d]) return 0;
+  return 1;
+}
+
 /* Output k into s (its tensors, or a status and message). */
 static void produce(cell_data_pipeline *p, int64_t k, slot *s) {
   s->st = CELL_OK;
@@ -140,29 +150,28 @@ static void produce(cell_data_pipeline *p, int64_t k, slot *s) {
     for (; made < count; made++) {
       s->st = make_sample(p, first + made, c, &tmp[made], s->msg);
       if (s->st != CELL_OK) break;
-      if (made > 0) {
-        const cell_tensor *a = tmp[0], *b = tmp[made];
-        int na = cell_tensor_ndim(a), nb = cell_tensor_ndim(b);
-        const int64_t *sa = cell_tensor_shape(a), *sb = cell_tensor_shape(b);
-        int same = na == nb;
-        for (int d = 0; same && d < na; d++) same = sa[d] == sb[d];
-        if (!same) {
-          char x[200], y[200];
-          cell_io_shape_tuple(nb, sb, x, sizeof x);
-          cell_io_shape_tuple(na, sa, y, sizeof y);
-          snprintf(s->msg, MSG, "batch: sample %lld column '%s' has shape %s, expected %s", (long long)(first + made + 1),
-                   p->names[c], x, y);
-          s->st = CELL_ERR_VALUE;
-          made++;
-          break;
-        }
+    }
+    if (s->st == CELL_OK) {
+      /* The samples must agree. The odd one out is named: the first that
+       * differs from sample 1, or sample 1 itself when 2 and 3 agree
+       * against it. */
+      int64_t ref = 0;
+      if (count >= 3 && !same_layout(tmp[0], tmp[1]) && same_layout(tmp[1], tmp[2])) ref = 1;
+      for (int64_t j = 0; j < count; j++) {
+        if (same_layout(tmp[j], tmp[ref])) continue;
+        const cell_tensor *a = tmp[ref], *b = tmp[j];
         if (cell_tensor_dtype(a) != cell_tensor_dtype(b)) {
-          snprintf(s->msg, MSG, "batch: sample %lld column '%s' has dtype %s, expected %s", (long long)(first + made + 1),
+          snprintf(s->msg, MSG, "batch: sample %lld column '%s' has dtype %s, expected %s", (long long)(first + j + 1),
                    p->names[c], cell_dtype_name(cell_tensor_dtype(b)), cell_dtype_name(cell_tensor_dtype(a)));
-          s->st = CELL_ERR_VALUE;
-          made++;
-          break;
+        } else {
+          char x[200], y[200];
+          cell_io_shape_tuple(cell_tensor_ndim(b), cell_tensor_shape(b), x, sizeof x);
+          cell_io_shape_tuple(cell_tensor_ndim(a), cell_tensor_shape(a), y, sizeof y);
+          snprintf(s->msg, MSG, "batch: sample %lld column '%s' has shape %s, expected %s", (long long)(first + j + 1),
+                   p->names[c], x, y);
         }
+        s->st = CELL_ERR_VALUE;
+        break;
       }
     }
     if (s->st == CELL_OK) {

@@ -56,7 +56,8 @@ function M.Fill(fill_value)
   return core.data_fill(fill_value)
 end
 
-local function c_list(fname, transforms)
+local c_list
+function c_list(fname, transforms)
   if type(transforms) ~= "table" or getmetatable(transforms) ~= nil or #transforms == 0 then
     raise(("TypeError: %s: transforms must be a non-empty list of transforms, but got %s")
       :format(fname, type_name(transforms)))
@@ -65,7 +66,8 @@ local function c_list(fname, transforms)
   for i = 1, #transforms do
     local t = transforms[i]
     if class.is_instance(t, M.Compose) then
-      for _, u in ipairs(t.transforms) do list[#list + 1] = u end
+      -- one transform that runs them all (a RandomApply of probability 1)
+      list[#list + 1] = core.data_random_apply(c_list(fname, t.transforms), 1)
     else
       list[#list + 1] = t
     end
