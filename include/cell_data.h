@@ -48,7 +48,10 @@ CELL_API int64_t cell_data_rng_int(cell_data_rng *r, int64_t lo, int64_t hi);
  * is larger than the image 28 x 28"); *out is then left unset. apply must
  * be thread-safe: several workers call it at once with different samples,
  * so it reads params and never writes them. The pipeline adds which sample
- * and column failed. destroy frees params and the op itself (called once,
+ * and column failed. Tensors an op makes must be on the CPU whatever the
+ * default device (cell_set_device): cell_tensor_empty, or
+ * cell_tensor_full_on(0, ...), not cell_tensor_full (the pipeline moves an
+ * output found elsewhere back to the CPU, at a cost). destroy frees params and the op itself (called once,
  * by whoever owns the op: the Lua binding when the Lua value is
  * collected). name is static or owned by params.
  * The Lua binding wraps an op as a userdata (src/lua/ldata.h:

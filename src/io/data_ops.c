@@ -1,6 +1,7 @@
 /* data_ops.c - per-sample random streams and the engine's own per-sample
  * transforms (TypeCast, OneHot) of include/cell_data.h. */
 #include "cell_data.h"
+#include "cell_device.h"
 #include "../core/rng.h"
 #include <math.h>
 #include <stdio.h>
@@ -146,7 +147,7 @@ static cell_status onehot_apply(const cell_sample_op *op, cell_tensor *in, cell_
   shape[nd] = p->classes;
   double off = p->smoothing / (double)p->classes, on = 1.0 - p->smoothing + off;
   cell_tensor *o = NULL;
-  cell_status s = cell_tensor_full(CELL_DTYPE_F64, nd + 1, shape, off, &o);
+  cell_status s = cell_tensor_full_on(0, CELL_DTYPE_F64, nd + 1, shape, off, &o);
   if (s != CELL_OK) {
     cell_tensor_release(d);
     snprintf(err, errlen, "OneHot: %s", cell_last_error());
@@ -214,7 +215,7 @@ static cell_status fill_apply(const cell_sample_op *op, cell_tensor *in, cell_te
   (void)seed;
   (void)index;
   const fill_params *p = op->params;
-  cell_status s = cell_tensor_full(cell_tensor_dtype(in), cell_tensor_ndim(in), cell_tensor_shape(in), p->value, out);
+  cell_status s = cell_tensor_full_on(0, cell_tensor_dtype(in), cell_tensor_ndim(in), cell_tensor_shape(in), p->value, out);
   if (s != CELL_OK) snprintf(err, errlen, "Fill: %s", cell_last_error());
   return s;
 }
