@@ -55,13 +55,13 @@ describe("dataset.transforms", function()
     local core = require "cell.core"
     local applied, seen = 0, {}
     for i = 0, 299 do
-      local a = core.data_apply(apply, x, 11, i):totable()[1]
+      local a = core._data_apply(apply, x, 11, i):totable()[1]
       assert.is_true(a == 1 or a == 6) -- both run in order, or neither
       if a == 6 then applied = applied + 1 end
-      local c = core.data_apply(choice, x, 11, i):totable()[1]
+      local c = core._data_apply(choice, x, 11, i):totable()[1]
       seen[c] = (seen[c] or 0) + 1
       -- the same (seed, index) draws the same
-      assert.are.equal(c, core.data_apply(choice, x, 11, i):totable()[1])
+      assert.are.equal(c, core._data_apply(choice, x, 11, i):totable()[1])
     end
     assert.is_true(applied > 110 and applied < 190, "applied " .. applied .. " of 300")
     for v = 2, 4 do assert.is_true((seen[v] or 0) > 60, "value " .. v .. " chosen " .. tostring(seen[v])) end

@@ -104,6 +104,10 @@ function M.lua()
   local _ = nn.Dense -- loads every cell.nn module
   walk("nn.", nn)
   walk("cell.dataset.", cell.dataset)
+  for _, m in ipairs { "transforms", "config" } do
+    add("cell.dataset." .. m, cell.dataset[m])
+    walk("cell.dataset." .. m .. ".", cell.dataset[m])
+  end
   add_class("cell.dataset.Batches", M.batches_class())
   walk("cell.train.", cell.train)
   walk("cell.communication.", cell.communication)

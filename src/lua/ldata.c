@@ -1,17 +1,17 @@
 /* ldata.c - the Lua binding of include/cell_data.h, as functions of
  * cell.core (lua/cell/dataset/ builds on them):
- *   core.data_typecast(dtype) -> transform
- *   core.data_onehot(num_classes, index_base, smoothing [, dtype]) -> transform
- *   core.data_fill(value), core.data_random_apply(list, prob),
- *   core.data_random_choice(list) -> transform
- *   core.data_apply(transform, tensor [, seed [, index]]) -> tensor
- *   core.data_is_transform(v) -> name or nil
- *   core.data_pipeline(columns, names) -> pipeline
- *   core.data_add_op(pipeline, column, transform)      (column from 1)
- *   core.data_start(pipeline, order, batch_size, drop_remainder, seed, workers, prefetch)
- *   core.data_next(pipeline) -> one tensor per column, or nothing at the end
- *   core.data_wait(pipeline [, reset]) -> seconds waited, outputs
- *   core.data_free(pipeline)
+ *   core._data_typecast(dtype) -> transform
+ *   core._data_onehot(num_classes, index_base, smoothing [, dtype]) -> transform
+ *   core._data_fill(value), core._data_random_apply(list, prob),
+ *   core._data_random_choice(list) -> transform
+ *   core._data_apply(transform, tensor [, seed [, index]]) -> tensor
+ *   core._data_is_transform(v) -> name or nil
+ *   core._data_pipeline(columns, names) -> pipeline
+ *   core._data_add_op(pipeline, column, transform)      (column from 1)
+ *   core._data_start(pipeline, order, batch_size, drop_remainder, seed, workers, prefetch)
+ *   core._data_next(pipeline) -> one tensor per column, or nothing at the end
+ *   core._data_wait(pipeline [, reset]) -> seconds waited, outputs
+ *   core._data_free(pipeline)
  * A transform is a userdata (LC_SAMPLE_OP_MT) owning a cell_sample_op;
  * calling it on a tensor applies it (data_apply). */
 #include "lcell.h"
@@ -279,19 +279,19 @@ static int pipe_gc(lua_State *L) {
   return 0;
 }
 
-static const luaL_Reg data_funcs[] = {{"data_typecast", l_typecast},
-                                      {"data_onehot", l_onehot},
-                                      {"data_apply", l_apply},
-                                      {"data_fill", l_fill},
-                                      {"data_random_apply", l_random_apply},
-                                      {"data_random_choice", l_random_choice},
-                                      {"data_is_transform", l_is_transform},
-                                      {"data_pipeline", l_pipeline},
-                                      {"data_add_op", l_add_op},
-                                      {"data_start", l_start},
-                                      {"data_next", l_next},
-                                      {"data_wait", l_wait},
-                                      {"data_free", pipe_gc},
+static const luaL_Reg data_funcs[] = {{"_data_typecast", l_typecast},
+                                      {"_data_onehot", l_onehot},
+                                      {"_data_apply", l_apply},
+                                      {"_data_fill", l_fill},
+                                      {"_data_random_apply", l_random_apply},
+                                      {"_data_random_choice", l_random_choice},
+                                      {"_data_is_transform", l_is_transform},
+                                      {"_data_pipeline", l_pipeline},
+                                      {"_data_add_op", l_add_op},
+                                      {"_data_start", l_start},
+                                      {"_data_next", l_next},
+                                      {"_data_wait", l_wait},
+                                      {"_data_free", pipe_gc},
                                       {NULL, NULL}};
 
 void lc_register_data(lua_State *L, int module, int base) {
