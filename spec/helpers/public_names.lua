@@ -104,12 +104,12 @@ function M.lua()
   local _ = nn.Dense -- loads every cell.nn module
   walk("nn.", nn)
   walk("cell.dataset.", cell.dataset)
+  add_class("cell.dataset.Batches", M.batches_class())
+  walk("cell.train.", cell.train)
   for _, m in ipairs { "transforms", "config" } do
     add("cell.dataset." .. m, cell.dataset[m])
     walk("cell.dataset." .. m .. ".", cell.dataset[m])
   end
-  add_class("cell.dataset.Batches", M.batches_class())
-  walk("cell.train.", cell.train)
   walk("cell.communication.", cell.communication)
   walk("cell.doc.", require "cell.doc")
   walk("cell.repl.", require "cell.repl")
