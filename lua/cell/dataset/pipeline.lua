@@ -121,7 +121,7 @@ function Dataset:each(epoch)
   end
 end
 
---- Seconds the consumer waited for the worker threads in the last epoch
+--- Seconds the consumer waited for the worker threads (without workers: spent making the batches itself) in the last epoch
 -- the C path ran (0 on the Lua path), and the outputs it took then.
 function Dataset:get_wait_time()
   local w = self._wait
