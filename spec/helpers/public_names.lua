@@ -106,6 +106,10 @@ function M.lua()
   walk("cell.dataset.", cell.dataset)
   add_class("cell.dataset.Batches", M.batches_class())
   walk("cell.train.", cell.train)
+  for _, m in ipairs { "transforms", "config" } do
+    add("cell.dataset." .. m, cell.dataset[m])
+    walk("cell.dataset." .. m .. ".", cell.dataset[m])
+  end
   walk("cell.communication.", cell.communication)
   walk("cell.amp.", cell.amp)
   walk("cell.doc.", require "cell.doc")
