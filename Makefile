@@ -34,11 +34,11 @@ endif
 BLAS_INCDIR ?= /usr/include/x86_64-linux-gnu
 BLAS_LIB ?= -lopenblas
 # src/io: zlib reads gzip'd data sets (safetensors headers are parsed by
-# src/io itself).
+# src/io itself); libpng and libjpeg-turbo decode images (cell.dataset.vision).
 # The rockspec passes the -I and -L flags LuaRocks finds; the defaults suit
 # Debian, where both live in the compiler's own search paths.
 IO_CFLAGS ?=
-IO_LIBS ?= -lz
+IO_LIBS ?= -lz -lpng -ljpeg
 
 # Flags the build needs, kept apart from the user's CFLAGS.
 WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Werror=implicit-function-declaration
@@ -353,6 +353,8 @@ DEPS += fortunes
 # make tsan and make fuzz: clang, its sanitizer and libFuzzer runtimes and LLVM's OpenMP
 # (with Archer, for tsan).
 DEPS += clang libclang-rt-dev libomp-dev
+# cell.dataset.vision: PNG and JPEG decoding.
+DEPS += libpng-dev libjpeg62-turbo-dev
 deps:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
