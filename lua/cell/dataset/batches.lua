@@ -20,6 +20,7 @@ local synthetic = require "cell.dataset.synthetic"
 local args_util = require "cell.util.args"
 
 local M = {}
+local unpack = table.unpack or unpack
 
 local type_name = require("cell.util.types").type_name
 
@@ -98,6 +99,30 @@ end
 --- Errors are raised at the caller of cell.dataset.batches (4 levels up:
 -- init, the class's __call, batches).
 function Batches:init(x, y, batch_size, opts)
+  if type(x) == "table" and getmetatable(x) == nil then
+    -- batches({x, y, z, ...}, batch_size [, opts]): any number of columns
+    if opts ~= nil then
+      raise("TypeError: batches: with a table of tensors, the arguments are ({x, y, ...}, batch_size [, opts])")
+    end
+    local cols = x
+    if #cols == 0 then raise("ValueError: batches: the table of tensors is empty") end
+    for i = 1, #cols do
+      if not core.is_tensor(cols[i]) then
+        raise(("TypeError: batches: tensor %d of the table must be a Tensor, but got %s"):format(i, type_name(cols[i])))
+      end
+      if cols[i].ndim == 0 then
+        raise(("ValueError: batches: tensor %d must have at least one dimension, but it is 0-D"):format(i))
+      end
+      if cols[i].shape[1] ~= cols[1].shape[1] then
+        raise(("ValueError: batches: tensor 1 has %d samples (its first dimension) but tensor %d has %d")
+          :format(cols[1].shape[1], i, cols[i].shape[1]))
+      end
+    end
+    self:init(cols[1], cols[2], y, batch_size)
+    self.cols = {}
+    for i = 1, #cols do self.cols[i] = cols[i] end
+    return
+  end
   if not core.is_tensor(x) then
     raise(("TypeError: batches: x must be a Tensor, but got %s"):format(type_name(x)))
   end
@@ -163,6 +188,24 @@ function Batches:each(epoch)
     index = core.tensor(permutation(n, self.seed, epoch), core.int64)
   end
   local k = 0
+  local cols = self.cols
+  if cols and #cols > 2 then
+    return function()
+      k = k + 1
+      if k > count then return nil end
+      local start = (k - 1) * b + 1
+      local len = math.min(b, n - start + 1)
+      local out = {}
+      for i = 1, #cols do
+        if index then
+          out[i] = cols[i]:index_select(1, index:narrow(1, start, len))
+        else
+          out[i] = cols[i]:narrow(1, start, len):contiguous()
+        end
+      end
+      return unpack(out, 1, #cols)
+    end
+  end
   return function()
     k = k + 1
     if k > count then return nil end
@@ -183,7 +226,8 @@ end
 
 --- batches(x, y, batch_size [, {shuffle = false, drop_last = false, seed = 0,
 -- num_shards =, shard_id =}]): with num_shards, only shard shard_id's
--- samples (see shard_positions).
+-- samples (see shard_positions). batches({x, y, z, ...}, batch_size [, opts]):
+-- any number of tensors, batched alike (the iterator yields one per tensor).
 function M.batches(x, y, batch_size, opts)
   local b = Batches(x, y, batch_size, opts)
   return b

@@ -55,13 +55,18 @@ local function idx(path, lvl, dtype, scale)
   return t
 end
 
---- Images and labels of one split, checked against each other.
-local function load_split(dir, usage, lvl)
+--- Images and labels of one split, checked against each other (raw:
+-- the images as the file's bytes, else float32 in [0, 1]).
+local function load_split(dir, usage, lvl, raw)
   local f = FILES[usage]
   local ipath, lpath = find(dir, f[1], lvl + 1), find(dir, f[2], lvl + 1)
   -- Bytes to [0, 1] in the reader's one pass (the IDX type is checked
   -- by the engine: a float file would be refused below by its shape only).
-  local images, labels = idx(ipath, lvl + 1, core.float32, 1 / 255), idx(lpath, lvl + 1)
+  local images = raw and idx(ipath, lvl + 1) or idx(ipath, lvl + 1, core.float32, 1 / 255)
+  local labels = idx(lpath, lvl + 1)
+  if raw and images.dtype ~= core.uint8 then
+    raise(("ValueError: FashionMnistDataset: %s holds %s, not uint8 images"):format(ipath, tostring(images.dtype)))
+  end
   local ish, lsh = images.shape, labels.shape
   if #ish ~= 3 or ish[2] ~= 28 or ish[3] ~= 28 then
     raise(("ValueError: FashionMNIST: %s holds data of shape (%s), not images of 28 x 28")
@@ -80,6 +85,8 @@ local function load_split(dir, usage, lvl)
   end
   return images, labels
 end
+
+M.load_split = load_split
 
 local OPTIONS = { "usage", "num_shards", "shard_id" }
 

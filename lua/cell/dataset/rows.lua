@@ -1,0 +1,156 @@
+--- cell.dataset.rows: what the pipeline's nodes share: rows (a Lua list
+-- of one tensor per column), their checks and stacking, seeds and the
+-- deterministic shuffles. Internal to cell.dataset.
+-- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
+local raise = require("cell.errors").raise
+local core = require "cell.core"
+local synthetic = require "cell.dataset.synthetic"
+local type_name = require("cell.util.types").type_name
+
+local M = {}
+
+--- A seed below 2^48 from the config seed, a node's depth and an epoch
+-- (exact in doubles and in Lua 5.4 integers alike).
+function M.mix(seed, depth, epoch)
+  return (seed % 4294967296 * 1000003 + depth * 7919 + epoch * 104729) % 281474976710656
+end
+
+--- A generator of integers in [0, 2^31 - 1) (Park and Miller's).
+function M.generator(seed) return synthetic.generator(seed) end
+
+--- A permutation of 1..n from seed (Fisher-Yates).
+function M.permutation(n, seed)
+  local rand = M.generator(seed)
+  local p = {}
+  for i = 1, n do p[i] = i end
+  for i = n, 2, -1 do
+    local j = rand() % i + 1
+    p[i], p[j] = p[j], p[i]
+  end
+  return p
+end
+
+--- MindSpore's shuffle with a buffer: the first buffer_size items fill the
+-- buffer; each later item takes the place of a random one, which comes
+-- out; at the end the buffer empties in random order. `nxt` gives items
+-- (nil at the end); returns an iterator of the shuffled items.
+function M.buffer_shuffle(nxt, buffer_size, seed)
+  local rand = M.generator(seed)
+  local buf, n, ended = {}, 0, false
+  return function()
+    while not ended and n < buffer_size do
+      local v = nxt()
+      if v == nil then
+        ended = true
+      else
+        n = n + 1
+        buf[n] = v
+      end
+    end
+    if n == 0 then return nil end
+    local j = rand() % n + 1
+    local out = buf[j]
+    if not ended then
+      local v = nxt()
+      if v == nil then
+        ended = true
+        buf[j] = buf[n]
+        buf[n] = nil
+        n = n - 1
+      else
+        buf[j] = v
+      end
+    else
+      buf[j] = buf[n]
+      buf[n] = nil
+      n = n - 1
+    end
+    return out
+  end
+end
+
+--- A list shuffled as buffer_shuffle shuffles it.
+function M.buffer_shuffle_list(list, buffer_size, seed)
+  local i = 0
+  local it = M.buffer_shuffle(function()
+    i = i + 1
+    return list[i]
+  end, buffer_size, seed)
+  local out = {}
+  for v in it do out[#out + 1] = v end
+  return out
+end
+
+--- A column value as a tensor: tensors as they are, a boolean as a bool
+-- tensor, a whole number as int64 (MindSpore's Python int), another number
+-- as float32, a table of numbers through cell.tensor. Anything else is a
+-- TypeError naming the sample and column.
+function M.to_tensor(v, what, sample, col)
+  if core.is_tensor(v) then return v end
+  local t = type(v)
+  if t == "number" then
+    if v == math.floor(v) and v > -9007199254740992 and v < 9007199254740992 then
+      return core.tensor(v, core.int64)
+    end
+    return core.tensor(v, core.float32)
+  end
+  if t == "boolean" then return core.tensor(v, core.bool) end
+  if t == "table" and getmetatable(v) == nil then
+    local ok, r = pcall(core.tensor, v)
+    if ok then return r end
+  end
+  raise(("TypeError: %s: sample %d column '%s' is %s, not a Tensor (or a number, a boolean, a table of numbers)")
+    :format(what, sample, col, type_name(v)))
+end
+
+local function shape_text(s)
+  if #s == 1 then return "(" .. s[1] .. ",)" end
+  return "(" .. table.concat(s, ", ") .. ")"
+end
+M.shape_text = shape_text
+
+--- The rows rows[1..#rows] (positions first .. in the stream, for
+-- messages) stacked column by column on a new dimension 1.
+function M.stack(rows, names, first)
+  local out = {}
+  for c = 1, #names do
+    local list = {}
+    local t1 = rows[1][c]
+    local s1 = t1.shape
+    for i = 1, #rows do
+      local t = rows[i][c]
+      if i > 1 then
+        local s = t.shape
+        local same = #s == #s1
+        for d = 1, #s do same = same and s[d] == s1[d] end
+        if not same then
+          raise(("ValueError: batch: sample %d column '%s' has shape %s, expected %s")
+            :format(first + i - 1, names[c], shape_text(s), shape_text(s1)))
+        end
+        if t.dtype ~= t1.dtype then
+          raise(("ValueError: batch: sample %d column '%s' has dtype %s, expected %s")
+            :format(first + i - 1, names[c], tostring(t.dtype), tostring(t1.dtype)))
+        end
+      end
+      list[i] = t
+    end
+    out[c] = core.stack(list, 1)
+  end
+  return out
+end
+
+--- An error's text with the exception name kept in front: "ValueError:
+-- map: sample 3: ..." from "ValueError: ..." (RuntimeError when the text
+-- has none); the "file:line: " position a Lua error carries is dropped.
+function M.rewrap(msg, where)
+  msg = tostring(msg)
+  msg = msg:gsub("^[^\n]-:%d+: ", "", 1)
+  local name, rest = msg:match("^(%u%a*Error): (.*)$")
+  if not name then
+    name, rest = msg:match("^(%u%a*Interrupt): (.*)$")
+  end
+  if not name then name, rest = "RuntimeError", msg end
+  return name .. ": " .. where .. ": " .. rest
+end
+
+return M
