@@ -51,6 +51,12 @@ typedef struct cell_image_folder {
 CELL_API cell_status cell_image_folder_scan(const char *dir, const char *const *exts, int n_ext,
                                             cell_image_folder **out);
 CELL_API void cell_image_folder_free(cell_image_folder *f);
+/* An op reading the files paths[0..n) (copied): a sample holding the
+ * integer i (any shape with one element) becomes file i's bytes (1-D
+ * uint8), or its decoded image when decode. IndexError for i outside
+ * [0, n); the errors of cell_file_read_bytes and cell_image_decode, which
+ * name the file. What ImageFolderDataset's image column runs first. */
+CELL_API cell_status cell_image_reader(int64_t n, const char *const *paths, int decode, cell_sample_op **out);
 
 /* --- transforms as per-sample ops ---------------------------------------------
  * Each constructor validates its arguments (ValueError naming the bad one)

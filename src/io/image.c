@@ -376,3 +376,65 @@ cell_status cell_image_folder_scan(const char *dir, const char *const *exts, int
   *out = f;
   return CELL_OK;
 }
+
+/* --- a folder's files as a per-sample op ------------------------------------------ */
+
+typedef struct reader_params {
+  int64_t n;
+  int decode;
+  char **paths;
+} reader_params;
+
+static cell_status reader_apply(const cell_sample_op *op, cell_tensor *in, cell_tensor **out, uint64_t seed,
+                                uint64_t index, char *err, size_t errlen) {
+  (void)seed, (void)index;
+  const reader_params *p = op->params;
+  int64_t i;
+  if (cell_tensor_numel(in) != 1 || cell_tensor_item_i64(in, &i) != CELL_OK) {
+    snprintf(err, errlen, "ImageFolderDataset: the image column must hold file numbers (one integer per sample)");
+    return CELL_ERR_TYPE;
+  }
+  if (i < 0 || i >= p->n) {
+    snprintf(err, errlen, "ImageFolderDataset: file number %lld is out of range [0, %lld)", (long long)i,
+             (long long)p->n);
+    return CELL_ERR_INDEX;
+  }
+  cell_status s = p->decode ? cell_image_load(p->paths[i], out) : cell_file_read_bytes(p->paths[i], out);
+  if (s) snprintf(err, errlen, "%s", cell_last_error());
+  return s;
+}
+
+static void reader_destroy(cell_sample_op *op) {
+  if (!op) return;
+  reader_params *p = op->params;
+  if (p) {
+    for (int64_t i = 0; i < p->n; i++) free(p->paths[i]);
+    free(p->paths);
+    free(p);
+  }
+  free(op);
+}
+
+cell_status cell_image_reader(int64_t n, const char *const *paths, int decode, cell_sample_op **out) {
+  if (!out || n < 0 || (n > 0 && !paths)) return cell_error(CELL_ERR_VALUE, "ImageFolderDataset: NULL argument");
+  cell_sample_op *op = calloc(1, sizeof *op);
+  reader_params *p = calloc(1, sizeof *p);
+  char **v = calloc((size_t)(n ? n : 1), sizeof *v);
+  if (!op || !p || !v) {
+    free(op), free(p), free(v);
+    return cell_error(CELL_ERR_MEMORY, "ImageFolderDataset: out of memory");
+  }
+  p->paths = v, p->decode = decode != 0;
+  op->name = decode ? "ImageFolderDataset(decode)" : "ImageFolderDataset";
+  op->apply = reader_apply, op->destroy = reader_destroy, op->params = p;
+  for (int64_t i = 0; i < n; i++) {
+    if (!paths[i] || !(v[i] = strdup(paths[i]))) {
+      reader_destroy(op);
+      return paths[i] ? cell_error(CELL_ERR_MEMORY, "ImageFolderDataset: out of memory")
+                      : cell_error(CELL_ERR_VALUE, "ImageFolderDataset: NULL path %lld", (long long)i);
+    }
+    p->n = i + 1;
+  }
+  *out = op;
+  return CELL_OK;
+}

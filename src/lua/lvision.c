@@ -15,6 +15,7 @@
  *   core.image_load(path) -> {H, W, 3} uint8
  *   core.file_read_bytes(path) -> 1-D uint8
  *   core.image_folder_scan(dir, {ext, ...}) -> classes, files, labels (0-based)
+ *   core.image_reader({path, ...}, decode) -> transform: file number (0-based) to bytes or image
  * inter and border are the enums' numbers. Transforms are the userdata of
  * ldata.h: calling one on a tensor applies it. */
 #include "lcell.h"
@@ -194,6 +195,22 @@ static int l_file_read_bytes(lua_State *L) {
   return lc_finish(L, s);
 }
 
+/* core.image_reader({path, ...}, decode) -> transform */
+static int l_image_reader(lua_State *L) {
+  lua_settop(L, 2);
+  lc_check_table(L, 1, "a list of paths");
+  int64_t n = (int64_t)lua_rawlen(L, 1);
+  const char **paths = lua_newuserdatauv(L, sizeof *paths * (size_t)(n ? n : 1), 0);
+  for (int64_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 1, (lua_Integer)i + 1);
+    paths[i] = check_path(L, lua_gettop(L), "a path");
+    lua_pop(L, 1); /* the string stays alive in the table */
+  }
+  cell_sample_op *op = NULL;
+  cell_status st = cell_image_reader(n, paths, lua_toboolean(L, 2), &op);
+  return push_op(L, st, &op);
+}
+
 #define FOLDER_MT "cell.ImageFolderScan"
 
 static int folder_gc(lua_State *L) {
@@ -259,6 +276,7 @@ static const luaL_Reg vision_funcs[] = {{"vision_decode", l_decode},
                                         {"image_load", l_image_load},
                                         {"file_read_bytes", l_file_read_bytes},
                                         {"image_folder_scan", l_image_folder_scan},
+                                        {"image_reader", l_image_reader},
                                         {NULL, NULL}};
 
 void lc_register_vision(lua_State *L, int module, int base) { lc_setfuncs(L, module, base, vision_funcs); }
