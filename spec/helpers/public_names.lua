@@ -103,7 +103,9 @@ function M.lua()
   local nn = cell.nn
   local _ = nn.Dense -- loads every cell.nn module
   walk("nn.", nn)
+  local _ = cell.dataset.ImageFolderDataset -- lazily loaded (cell.dataset.vision)
   walk("cell.dataset.", cell.dataset)
+  walk("cell.dataset.vision.", cell.dataset.vision)
   add_class("cell.dataset.Batches", M.batches_class())
   walk("cell.train.", cell.train)
   walk("cell.communication.", cell.communication)

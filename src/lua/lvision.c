@@ -1,21 +1,21 @@
 /* lvision.c - the Lua binding of include/cell_vision.h, as functions of
  * cell.core (lua/cell/dataset/vision.lua and image_folder.lua build on
  * them; they check the MindSpore-style arguments, these the C ranges):
- *   core.vision_decode() -> transform
- *   core.vision_resize(h, w, inter)                       (w 0: shorter edge)
- *   core.vision_random_crop(h, w, {l, t, r, b}, pad_if_needed, {fill x3}, border)
- *   core.vision_random_flip(vertical, prob)
- *   core.vision_random_resized_crop(h, w, {s0, s1}, {r0, r1}, inter, attempts)
- *   core.vision_normalize({mean}, {std}, is_hwc)
- *   core.vision_hwc2chw()
- *   core.vision_random_rotation(d0, d1, inter, expand, {cx, cy} | nil, {fill x3})
- *   core.vision_color_jitter({b0, b1}, {c0, c1}, {s0, s1}, {h0, h1})
- *   core.vision_to_tensor(dtype)
- *   core.image_decode(bytes [, name]) -> {H, W, 3} uint8   (bytes: string or uint8 tensor)
- *   core.image_load(path) -> {H, W, 3} uint8
- *   core.file_read_bytes(path) -> 1-D uint8
- *   core.image_folder_scan(dir, {ext, ...}) -> classes, files, labels (0-based)
- *   core.image_reader({path, ...}, decode) -> transform: file number (0-based) to bytes or image
+ *   core._vision_decode() -> transform
+ *   core._vision_resize(h, w, inter)                       (w 0: shorter edge)
+ *   core._vision_random_crop(h, w, {l, t, r, b}, pad_if_needed, {fill x3}, border)
+ *   core._vision_random_flip(vertical, prob)
+ *   core._vision_random_resized_crop(h, w, {s0, s1}, {r0, r1}, inter, attempts)
+ *   core._vision_normalize({mean}, {std}, is_hwc)
+ *   core._vision_hwc2chw()
+ *   core._vision_random_rotation(d0, d1, inter, expand, {cx, cy} | nil, {fill x3})
+ *   core._vision_color_jitter({b0, b1}, {c0, c1}, {s0, s1}, {h0, h1})
+ *   core._vision_to_tensor(dtype)
+ *   core._image_decode(bytes [, name]) -> {H, W, 3} uint8   (bytes: string or uint8 tensor)
+ *   core._image_load(path) -> {H, W, 3} uint8
+ *   core._file_read_bytes(path) -> 1-D uint8
+ *   core._image_folder_scan(dir, {ext, ...}) -> classes, files, labels (0-based)
+ *   core._image_reader({path, ...}, decode) -> transform: file number (0-based) to bytes or image
  * inter and border are the enums' numbers. Transforms are the userdata of
  * ldata.h: calling one on a tensor applies it. */
 #include "lcell.h"
@@ -262,21 +262,21 @@ static int l_image_folder_scan(lua_State *L) {
   return 3;
 }
 
-static const luaL_Reg vision_funcs[] = {{"vision_decode", l_decode},
-                                        {"vision_resize", l_resize},
-                                        {"vision_random_crop", l_random_crop},
-                                        {"vision_random_flip", l_random_flip},
-                                        {"vision_random_resized_crop", l_random_resized_crop},
-                                        {"vision_normalize", l_normalize},
-                                        {"vision_hwc2chw", l_hwc2chw},
-                                        {"vision_random_rotation", l_random_rotation},
-                                        {"vision_color_jitter", l_color_jitter},
-                                        {"vision_to_tensor", l_to_tensor},
-                                        {"image_decode", l_image_decode},
-                                        {"image_load", l_image_load},
-                                        {"file_read_bytes", l_file_read_bytes},
-                                        {"image_folder_scan", l_image_folder_scan},
-                                        {"image_reader", l_image_reader},
+static const luaL_Reg vision_funcs[] = {{"_vision_decode", l_decode},
+                                        {"_vision_resize", l_resize},
+                                        {"_vision_random_crop", l_random_crop},
+                                        {"_vision_random_flip", l_random_flip},
+                                        {"_vision_random_resized_crop", l_random_resized_crop},
+                                        {"_vision_normalize", l_normalize},
+                                        {"_vision_hwc2chw", l_hwc2chw},
+                                        {"_vision_random_rotation", l_random_rotation},
+                                        {"_vision_color_jitter", l_color_jitter},
+                                        {"_vision_to_tensor", l_to_tensor},
+                                        {"_image_decode", l_image_decode},
+                                        {"_image_load", l_image_load},
+                                        {"_file_read_bytes", l_file_read_bytes},
+                                        {"_image_folder_scan", l_image_folder_scan},
+                                        {"_image_reader", l_image_reader},
                                         {NULL, NULL}};
 
 void lc_register_vision(lua_State *L, int module, int base) { lc_setfuncs(L, module, base, vision_funcs); }

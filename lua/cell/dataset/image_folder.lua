@@ -88,7 +88,7 @@ function ImageFolderDataset:init(dir, ...)
   if type(decode) ~= "boolean" then
     raise(("TypeError: %s: decode must be a boolean, but got %s"):format(fname, type_name(decode)))
   end
-  local ok, classes, files, idx = pcall(core.image_folder_scan, dir, exts)
+  local ok, classes, files, idx = pcall(core._image_folder_scan, dir, exts)
   if not ok then rethrow(classes) end
   local labels = class_labels(fname, classes, o.class_indexing)
   local keep_files, keep_labels = {}, {}
@@ -104,7 +104,7 @@ function ImageFolderDataset:init(dir, ...)
       exts and (" with extensions " .. table.concat(exts, ", ")) or ""))
   end
   local n = #keep_files
-  self._reader = core.image_reader(keep_files, decode)
+  self._reader = core._image_reader(keep_files, decode)
   self.files = keep_files
   self.classes = {}
   for _, c in ipairs(classes) do

@@ -112,7 +112,7 @@ end
 function M.Decode(...)
   local o = args_util.named("Decode", { "to_pil" }, 2, select("#", ...), ...)
   if o.to_pil then raise("NotImplementedError: Decode: to_pil (cell has no PIL images)") end
-  return core.vision_decode()
+  return core._vision_decode()
 end
 
 --- Resize(size [, interpolation = Inter.LINEAR]): to {h, w}, or the
@@ -120,7 +120,7 @@ end
 function M.Resize(size, ...)
   local o = args_util.named("Resize", { "interpolation" }, 2, select("#", ...), ...)
   local h, w = check_size("Resize", size)
-  return core.vision_resize(h, w or 0, check_inter("Resize", o.interpolation, "bilinear"))
+  return core._vision_resize(h, w or 0, check_inter("Resize", o.interpolation, "bilinear"))
 end
 
 --- Padding: n (all sides), {lr, tb} or {left, top, right, bottom}.
@@ -161,7 +161,7 @@ function M.RandomCrop(size, ...)
     raise(("ValueError: %s: padding_mode must be a vision.Border (CONSTANT, EDGE, REFLECT, SYMMETRIC), but got %s")
       :format(fname, show(mode)))
   end
-  return core.vision_random_crop(h, w or h, check_padding(fname, o.padding),
+  return core._vision_random_crop(h, w or h, check_padding(fname, o.padding),
     check_bool(fname, "pad_if_needed", o.pad_if_needed, false), check_fill(fname, o.fill_value), m)
 end
 
@@ -175,13 +175,13 @@ end
 --- RandomHorizontalFlip([prob = 0.5]): mirror left-right with probability prob.
 function M.RandomHorizontalFlip(...)
   local o = args_util.named("RandomHorizontalFlip", { "prob" }, 2, select("#", ...), ...)
-  return core.vision_random_flip(false, check_prob("RandomHorizontalFlip", o.prob))
+  return core._vision_random_flip(false, check_prob("RandomHorizontalFlip", o.prob))
 end
 
 --- RandomVerticalFlip([prob = 0.5]): mirror top-bottom with probability prob.
 function M.RandomVerticalFlip(...)
   local o = args_util.named("RandomVerticalFlip", { "prob" }, 2, select("#", ...), ...)
-  return core.vision_random_flip(true, check_prob("RandomVerticalFlip", o.prob))
+  return core._vision_random_flip(true, check_prob("RandomVerticalFlip", o.prob))
 end
 
 local RRC_OPTIONS = { "scale", "ratio", "interpolation", "max_attempts" }
@@ -210,7 +210,7 @@ function M.RandomResizedCrop(size, ...)
   if not is_int(attempts) or attempts < 1 then
     raise(("ValueError: %s: max_attempts must be a positive integer, but got %s"):format(fname, show(attempts)))
   end
-  return core.vision_random_resized_crop(h, w or h, scale, ratio, check_inter(fname, o.interpolation, "bilinear"),
+  return core._vision_random_resized_crop(h, w or h, scale, ratio, check_inter(fname, o.interpolation, "bilinear"),
     attempts)
 end
 
@@ -237,11 +237,11 @@ function M.Normalize(mean, std, ...)
   for i = 1, #s do
     if not (s[i] > 0) then raise(("ValueError: %s: std[%d] must be positive, but got %s"):format(fname, i, show(s[i]))) end
   end
-  return core.vision_normalize(m, s, check_bool(fname, "is_hwc", o.is_hwc, true))
+  return core._vision_normalize(m, s, check_bool(fname, "is_hwc", o.is_hwc, true))
 end
 
 --- HWC2CHW(): {H, W, C} to {C, H, W}.
-function M.HWC2CHW() return core.vision_hwc2chw() end
+function M.HWC2CHW() return core._vision_hwc2chw() end
 
 local ROT_OPTIONS = { "resample", "expand", "center", "fill_value" }
 
@@ -264,7 +264,7 @@ function M.RandomRotation(degrees, ...)
     end
     center = { check_number(fname, "center", center[1]), check_number(fname, "center", center[2]) }
   end
-  return core.vision_random_rotation(d[1], d[2], check_inter(fname, o.resample, "nearest"),
+  return core._vision_random_rotation(d[1], d[2], check_inter(fname, o.resample, "nearest"),
     check_bool(fname, "expand", o.expand, false), center, check_fill(fname, o.fill_value))
 end
 
@@ -295,7 +295,7 @@ local function color_adjust(fname, o, defaults)
         tostring(r[i][2])))
     end
   end
-  return core.vision_color_jitter(r[1], r[2], r[3], r[4])
+  return core._vision_color_jitter(r[1], r[2], r[3], r[4])
 end
 
 function M.ColorJitter(...)
@@ -317,7 +317,7 @@ function M.ToTensor(...)
   if dt ~= nil and not core.is_dtype(dt) then
     raise(("TypeError: ToTensor: output_type must be a dtype, but got %s"):format(show(dt)))
   end
-  return core.vision_to_tensor(dt)
+  return core._vision_to_tensor(dt)
 end
 
 --- read_image(path): a PNG or JPEG file as {H, W, 3} uint8 RGB.
@@ -325,12 +325,12 @@ function M.read_image(path)
   if type(path) ~= "string" then
     raise(("TypeError: read_image: path must be a string, but got %s"):format(show(path)))
   end
-  return core.image_load(path)
+  return core._image_load(path)
 end
 
 --- decode_image(bytes): PNG or JPEG bytes (a string or a 1-D uint8 tensor)
 -- as {H, W, 3} uint8 RGB.
-function M.decode_image(bytes) return core.image_decode(bytes) end
+function M.decode_image(bytes) return core._image_decode(bytes) end
 
 M.ImageFolderDataset = require("cell.dataset.image_folder").ImageFolderDataset
 
