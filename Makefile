@@ -233,12 +233,13 @@ tsan:
 
 # libFuzzer targets (tests/fuzz/) over the engine built with clang, ASan and
 # UBSan: the safetensors reader, the IDX reader (plain and gzip'd input) and
-# the IDX reader behind a valid gzip layer. Each runs FUZZ_SECONDS, seeded
+# the IDX reader behind a valid gzip layer, the PNG/JPEG decoders and the vision
+# transforms (fuzz_images). Each runs FUZZ_SECONDS, seeded
 # with the committed fixtures; new inputs go to build-fuzz/corpus-*, crashes
 # to build-fuzz/ (crash-*), and a crash fails the target.
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
-FUZZ_TARGETS = safetensors idx idx_gz
+FUZZ_TARGETS = safetensors idx idx_gz images
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 fuzz:
 	$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \

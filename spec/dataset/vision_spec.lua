@@ -45,6 +45,7 @@ describe("vision.Decode and read_image", function()
     { "header_only.png", "RuntimeError", "corrupt PNG image" },
     { "bad_crc.png", "RuntimeError", "corrupt PNG image" },
     { "truncated.jpg", "RuntimeError", "corrupt JPEG image" },
+    { "truncated_scan.jpg", "RuntimeError", "corrupt JPEG image: Premature end of JPEG file" },
     { "garbage.jpg", "RuntimeError", "corrupt JPEG image" },
     { "text.png", "RuntimeError", "not a PNG or JPEG image" },
     { "empty.png", "RuntimeError", "the image is empty" },

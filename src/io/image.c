@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jpeglib.h>
+#include <jerror.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -138,8 +139,15 @@ static void jpeg_on_error(j_common_ptr cinfo) {
   longjmp(c->jump, 1);
 }
 
+/* Warnings (level -1) decode on, as OpenCV does ("extraneous bytes before
+ * marker" is common in cameras' files), except the data ending early: a
+ * truncated file would come out grey below the cut. */
 static void jpeg_on_message(j_common_ptr cinfo, int level) {
-  (void)cinfo, (void)level; /* warnings ("premature end of data") decode on, as OpenCV does */
+  if (level == -1 && cinfo->err->msg_code == JWRN_JPEG_EOF) {
+    jpeg_ctx *c = (jpeg_ctx *)cinfo->err;
+    cinfo->err->format_message(cinfo, c->msg);
+    longjmp(c->jump, 1);
+  }
 }
 
 static cell_status decode_jpeg(const unsigned char *p, size_t n, const char *name, cell_tensor **out) {
