@@ -101,5 +101,6 @@ void test_math_all(void);
 void test_sample_all(void);
 void test_inplace_all(void);
 void test_higher_all(void);
+void test_vision_all(void);
 
 #endif

@@ -433,6 +433,7 @@ static const struct {
     {"sample", test_sample_all},
     {"inplace", test_inplace_all},
     {"higher", test_higher_all},
+    {"vision", test_vision_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 
