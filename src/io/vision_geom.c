@@ -533,27 +533,28 @@ static cell_status rot_apply(const cell_sample_op *op, cell_tensor *in, cell_ten
     for (int64_t x = 0; x < ow; x++) {
       double dx = x - ocx, dy = y - ocy;
       double sx = icx + cs * dx - sn * dy, sy = icy + sn * dx + cs * dy;
+      int64_t at = (y * ow + x) * C;
+      if (p->inter == CELL_INTER_NEAREST) {
+        double rx = floor(sx + 0.5), ry = floor(sy + 0.5);
+        int inside = rx >= 0 && rx < g.w && ry >= 0 && ry < g.h;
+        int64_t from = inside ? ((int64_t)ry * g.w + (int64_t)rx) * C : 0;
+        for (int64_t c = 0; c < C; c++) vx_store(dp, g.dt, at + c, inside ? vx_load(ip, g.dt, from + c) : p->fill[c < 3 ? c : 2]);
+        continue;
+      }
+      /* the four neighbours' offsets (-1: outside, the fill) and weights, once per pixel */
+      double fx = floor(sx), fy = floor(sy), ax = sx - fx, ay = sy - fy;
+      int64_t off[4];
+      double wgt[4];
+      for (int k = 0; k < 4; k++) {
+        double px = fx + (k & 1), py = fy + (k >> 1);
+        wgt[k] = ((k & 1) ? ax : 1 - ax) * ((k >> 1) ? ay : 1 - ay);
+        off[k] = wgt[k] != 0 && px >= 0 && px < g.w && py >= 0 && py < g.h ? ((int64_t)py * g.w + (int64_t)px) * C : -1;
+      }
       for (int64_t c = 0; c < C; c++) {
-        double fillv = p->fill[c < 3 ? c : 2], v;
-        if (p->inter == CELL_INTER_NEAREST) {
-          double rx = floor(sx + 0.5), ry = floor(sy + 0.5);
-          v = rx >= 0 && rx < g.w && ry >= 0 && ry < g.h ? vx_load(ip, g.dt, ((int64_t)ry * g.w + (int64_t)rx) * C + c)
-                                                           : fillv;
-        } else {
-          double fx = floor(sx), fy = floor(sy), ax = sx - fx, ay = sy - fy;
-          double acc = 0;
-          for (int j = 0; j < 2; j++)
-            for (int i = 0; i < 2; i++) {
-              double px = fx + i, py = fy + j, wgt = (i ? ax : 1 - ax) * (j ? ay : 1 - ay);
-              if (wgt == 0) continue;
-              double pv = px >= 0 && px < g.w && py >= 0 && py < g.h
-                              ? vx_load(ip, g.dt, ((int64_t)py * g.w + (int64_t)px) * C + c)
-                              : fillv;
-              acc += wgt * pv;
-            }
-          v = acc;
-        }
-        vx_store(dp, g.dt, (y * ow + x) * C + c, v);
+        double fillv = p->fill[c < 3 ? c : 2], acc = 0;
+        for (int k = 0; k < 4; k++)
+          if (wgt[k] != 0) acc += wgt[k] * (off[k] >= 0 ? vx_load(ip, g.dt, off[k] + c) : fillv);
+        vx_store(dp, g.dt, at + c, acc);
       }
     }
   *out = o;
