@@ -48,7 +48,10 @@ CELL_API int64_t cell_data_rng_int(cell_data_rng *r, int64_t lo, int64_t hi);
  * is larger than the image 28 x 28"); *out is then left unset. apply must
  * be thread-safe: several workers call it at once with different samples,
  * so it reads params and never writes them. The pipeline adds which sample
- * and column failed. destroy frees params and the op itself (called once,
+ * and column failed. Tensors an op makes must be on the CPU whatever the
+ * default device (cell_set_device): cell_tensor_empty, or
+ * cell_tensor_full_on(0, ...), not cell_tensor_full (the pipeline moves an
+ * output found elsewhere back to the CPU, at a cost). destroy frees params and the op itself (called once,
  * by whoever owns the op: the Lua binding when the Lua value is
  * collected). name is static or owned by params.
  * The Lua binding wraps an op as a userdata (src/lua/ldata.h:
@@ -81,6 +84,19 @@ CELL_API cell_status cell_sample_op_run(const cell_sample_op *op, cell_tensor *i
  * 1 - smoothing + smoothing / num_classes at the id and
  * smoothing / num_classes elsewhere. */
 CELL_API cell_status cell_sample_op_typecast(cell_dtype dt, cell_sample_op **out);
+/* Fill: every element of the sample set to value (its shape and dtype
+ * kept). */
+CELL_API cell_status cell_sample_op_fill(double value, cell_sample_op **out);
+/* RandomApply: the n ops ops[0..n) in order with probability prob (in
+ * [0, 1]), else the sample unchanged; RandomChoice: one of the n ops,
+ * chosen uniformly. The draws come from the sample's stream, so they are
+ * the same whatever the worker. The ops are borrowed: they must outlive
+ * the new op (the Lua binding keeps them referenced by its value); n in
+ * [1, 64] (ValueError otherwise, and for prob outside [0, 1]). */
+CELL_API cell_status cell_sample_op_random_apply(int n, const cell_sample_op *const *ops, double prob,
+                                                 cell_sample_op **out);
+CELL_API cell_status cell_sample_op_random_choice(int n, const cell_sample_op *const *ops,
+                                                  cell_sample_op **out);
 CELL_API cell_status cell_sample_op_onehot(int64_t num_classes, int64_t index_base,
                                            double smoothing, cell_dtype dt,
                                            cell_sample_op **out);

@@ -90,6 +90,7 @@ void test_optim_all(void);
 void test_capi_all(void);
 void test_capi_nn_all(void);
 void test_io_all(void);
+void test_data_all(void);
 void test_conv_all(void);
 void test_rng_all(void);
 void test_autograd_threads_all(void);

@@ -424,6 +424,7 @@ static const struct {
     {"capi", test_capi_all},
     {"capi_nn", test_capi_nn_all},
     {"io", test_io_all},
+    {"data", test_data_all},
     {"conv", test_conv_all},
     {"shape_overflow", test_shape_overflow_all},
     {"layers", test_layers_all},

@@ -10,6 +10,7 @@ local FX = require "fixtures.idx_fixtures"
 local MINI = "spec/fixtures/idx/mini"
 local FASHION = "/usr/share/datasets/fashion-mnist"
 
+local function core_is_tensor(v) return cell.is_tensor(v) end
 local function err(fn, ...) return H.caller_error("dataset_spec%.lua", fn, ...) end
 
 local function installed()
@@ -244,6 +245,24 @@ describe("dataset.batches", function()
     assert.are.same({ 9, 6, 4, 8, 1, 5, 2, 7, 3, 10 }, xs)
   end)
 
+  it("takes a table of any number of tensors, batched alike", function()
+    local z = x * 3
+    local n = 0
+    for xb, yb, zb in ds.batches({ x, y, z }, 4, { shuffle = true, seed = 5 }):each(1) do
+      n = n + 1
+      H.assert_close(zb, (xb * 3):totable())
+      assert.are.equal(xb.shape[1], yb.shape[1])
+    end
+    assert.are.equal(3, n)
+    local one = 0
+    for xb, yb in ds.batches({ x }, 4):each(1) do
+      one = one + 1
+      assert.is_nil(yb)
+      assert.is_true(core_is_tensor(xb))
+    end
+    assert.are.equal(3, one)
+  end)
+
   it("works without y", function()
     for xb, yb in ds.batches(x, nil, 6):each() do
       assert.is_nil(yb)
@@ -252,7 +271,12 @@ describe("dataset.batches", function()
   end)
 
   it("checks its arguments", function()
-    assert.are.equal("TypeError: batches: x must be a Tensor, but got table", err(function() ds.batches({}, y, 2) end))
+    assert.are.equal("TypeError: batches: x must be a Tensor, but got string", err(function() ds.batches("x", y, 2) end))
+    assert.are.equal("ValueError: batches: the table of tensors is empty", err(function() ds.batches({}, 2) end))
+    assert.are.equal("TypeError: batches: tensor 2 of the table must be a Tensor, but got number",
+      err(function() ds.batches({ y, 3 }, 2) end))
+    assert.are.equal("ValueError: batches: tensor 1 has 10 samples (its first dimension) but tensor 2 has 3",
+      err(function() ds.batches({ y, cell.zeros({ 3 }) }, 2) end))
     assert.are.equal("TypeError: batches: y must be a Tensor or nil, but got number", err(function() ds.batches(x, 3, 2) end))
     assert.are.equal("ValueError: batches: x has 10 samples (its first dimension) but y has 9",
       err(function() ds.batches(x, cell.zeros({ 9 }), 2) end))

@@ -108,6 +108,10 @@ function M.lua()
   walk("cell.dataset.vision.", cell.dataset.vision)
   add_class("cell.dataset.Batches", M.batches_class())
   walk("cell.train.", cell.train)
+  for _, m in ipairs { "transforms", "config" } do
+    add("cell.dataset." .. m, cell.dataset[m])
+    walk("cell.dataset." .. m .. ".", cell.dataset[m])
+  end
   walk("cell.communication.", cell.communication)
   walk("cell.doc.", require "cell.doc")
   walk("cell.repl.", require "cell.repl")

@@ -1,6 +1,7 @@
 /* data_ops.c - per-sample random streams and the engine's own per-sample
  * transforms (TypeCast, OneHot) of include/cell_data.h. */
 #include "cell_data.h"
+#include "cell_device.h"
 #include "../core/rng.h"
 #include <math.h>
 #include <stdio.h>
@@ -146,7 +147,7 @@ static cell_status onehot_apply(const cell_sample_op *op, cell_tensor *in, cell_
   shape[nd] = p->classes;
   double off = p->smoothing / (double)p->classes, on = 1.0 - p->smoothing + off;
   cell_tensor *o = NULL;
-  cell_status s = cell_tensor_full(CELL_DTYPE_F64, nd + 1, shape, off, &o);
+  cell_status s = cell_tensor_full_on(0, CELL_DTYPE_F64, nd + 1, shape, off, &o);
   if (s != CELL_OK) {
     cell_tensor_release(d);
     snprintf(err, errlen, "OneHot: %s", cell_last_error());
@@ -202,4 +203,108 @@ cell_status cell_sample_op_onehot(int64_t num_classes, int64_t index_base, doubl
   p->smoothing = smoothing;
   p->dt = dt;
   return new_op("OneHot", p, onehot_apply, out);
+}
+
+/* --- Fill --------------------------------------------------------------- */
+typedef struct fill_params {
+  double value;
+} fill_params;
+
+static cell_status fill_apply(const cell_sample_op *op, cell_tensor *in, cell_tensor **out, uint64_t seed,
+                              uint64_t index, char *err, size_t errlen) {
+  (void)seed;
+  (void)index;
+  const fill_params *p = op->params;
+  cell_status s = cell_tensor_full_on(0, cell_tensor_dtype(in), cell_tensor_ndim(in), cell_tensor_shape(in), p->value, out);
+  if (s != CELL_OK) snprintf(err, errlen, "Fill: %s", cell_last_error());
+  return s;
+}
+
+cell_status cell_sample_op_fill(double value, cell_sample_op **out) {
+  if (!out) return cell_error(CELL_ERR_VALUE, "Fill: NULL argument");
+  fill_params *p = malloc(sizeof *p);
+  if (!p) return cell_error(CELL_ERR_MEMORY, "Fill: out of memory");
+  p->value = value;
+  return new_op("Fill", p, fill_apply, out);
+}
+
+/* --- RandomApply, RandomChoice ---------------------------------------- */
+#define MAX_CHILD_OPS 64
+typedef struct random_params {
+  int n;
+  double prob; /* RandomApply's; < 0 for RandomChoice */
+  const cell_sample_op *ops[MAX_CHILD_OPS];
+} random_params;
+
+/* Child op k of a composite: its own seed, so its draws differ from the
+ * composite's and from its siblings'. */
+static uint64_t child_seed(uint64_t seed, int k) {
+  return (seed ^ 0xd1b54a32d192ed03ull) * 0x9e3779b97f4a7c15ull + (uint64_t)k + 1;
+}
+
+static cell_status run_child(const cell_sample_op *child, int k, cell_tensor **cur, uint64_t seed, uint64_t index,
+                             char *err, size_t errlen) {
+  cell_tensor *o = NULL;
+  cell_status s = child->apply(child, *cur, &o, child_seed(seed, k), index, err, errlen);
+  if (s == CELL_OK && !o) {
+    snprintf(err, errlen, "%s: gave no tensor", child->name ? child->name : "transform");
+    s = CELL_ERR_RUNTIME;
+  }
+  if (s != CELL_OK) {
+    cell_tensor_release(o);
+    return s;
+  }
+  cell_tensor_release(*cur);
+  *cur = o;
+  return CELL_OK;
+}
+
+static cell_status random_apply(const cell_sample_op *op, cell_tensor *in, cell_tensor **out, uint64_t seed,
+                                uint64_t index, char *err, size_t errlen) {
+  const random_params *p = op->params;
+  cell_data_rng r;
+  cell_data_rng_init(&r, seed, index, 0);
+  cell_tensor_retain(in);
+  cell_tensor *cur = in;
+  int first = 0, last = p->n;
+  if (p->prob >= 0) {
+    if (!(cell_data_rng_uniform(&r) < p->prob)) last = 0;
+  } else {
+    first = (int)cell_data_rng_int(&r, 0, p->n - 1);
+    last = first + 1;
+  }
+  for (int k = first; k < last; k++) {
+    cell_status s = run_child(p->ops[k], k, &cur, seed, index, err, errlen);
+    if (s != CELL_OK) {
+      cell_tensor_release(cur);
+      return s;
+    }
+  }
+  *out = cur;
+  return CELL_OK;
+}
+
+static cell_status new_random(const char *name, int n, const cell_sample_op *const *ops, double prob,
+                              cell_sample_op **out) {
+  if (!out || !ops) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", name);
+  if (n < 1 || n > MAX_CHILD_OPS)
+    return cell_error(CELL_ERR_VALUE, "%s: %d transforms; between 1 and %d allowed", name, n, MAX_CHILD_OPS);
+  for (int k = 0; k < n; k++)
+    if (!ops[k] || !ops[k]->apply) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", name);
+  random_params *p = malloc(sizeof *p);
+  if (!p) return cell_error(CELL_ERR_MEMORY, "%s: out of memory", name);
+  p->n = n;
+  p->prob = prob;
+  for (int k = 0; k < n; k++) p->ops[k] = ops[k];
+  return new_op(name, p, random_apply, out);
+}
+
+cell_status cell_sample_op_random_apply(int n, const cell_sample_op *const *ops, double prob, cell_sample_op **out) {
+  if (!(prob >= 0 && prob <= 1))
+    return cell_error(CELL_ERR_VALUE, "RandomApply: prob must be in [0, 1], but got %g", prob);
+  return new_random("RandomApply", n, ops, prob, out);
+}
+
+cell_status cell_sample_op_random_choice(int n, const cell_sample_op *const *ops, cell_sample_op **out) {
+  return new_random("RandomChoice", n, ops, -1, out);
 }

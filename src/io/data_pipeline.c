@@ -112,6 +112,16 @@ static cell_status make_sample(cell_data_pipeline *p, int64_t i, int c, cell_ten
   return CELL_OK;
 }
 
+/* Whether two samples have one shape and dtype. */
+static int same_layout(const cell_tensor *a, const cell_tensor *b) {
+  int n = cell_tensor_ndim(a);
+  if (n != cell_tensor_ndim(b) || cell_tensor_dtype(a) != cell_tensor_dtype(b)) return 0;
+  const int64_t *sa = cell_tensor_shape(a), *sb = cell_tensor_shape(b);
+  for (int d = 0; d < n; d++)
+    if (sa[d] != sb[d]) return 0;
+  return 1;
+}
+
 /* Output k into s (its tensors, or a status and message). */
 static void produce(cell_data_pipeline *p, int64_t k, slot *s) {
   s->st = CELL_OK;
@@ -140,29 +150,28 @@ static void produce(cell_data_pipeline *p, int64_t k, slot *s) {
     for (; made < count; made++) {
       s->st = make_sample(p, first + made, c, &tmp[made], s->msg);
       if (s->st != CELL_OK) break;
-      if (made > 0) {
-        const cell_tensor *a = tmp[0], *b = tmp[made];
-        int na = cell_tensor_ndim(a), nb = cell_tensor_ndim(b);
-        const int64_t *sa = cell_tensor_shape(a), *sb = cell_tensor_shape(b);
-        int same = na == nb;
-        for (int d = 0; same && d < na; d++) same = sa[d] == sb[d];
-        if (!same) {
-          char x[200], y[200];
-          cell_io_shape_tuple(nb, sb, x, sizeof x);
-          cell_io_shape_tuple(na, sa, y, sizeof y);
-          snprintf(s->msg, MSG, "batch: sample %lld column '%s' has shape %s, expected %s", (long long)(first + made + 1),
-                   p->names[c], x, y);
-          s->st = CELL_ERR_VALUE;
-          made++;
-          break;
-        }
+    }
+    if (s->st == CELL_OK) {
+      /* The samples must agree. The odd one out is named: the first that
+       * differs from sample 1, or sample 1 itself when 2 and 3 agree
+       * against it. */
+      int64_t ref = 0;
+      if (count >= 3 && !same_layout(tmp[0], tmp[1]) && same_layout(tmp[1], tmp[2])) ref = 1;
+      for (int64_t j = 0; j < count; j++) {
+        if (same_layout(tmp[j], tmp[ref])) continue;
+        const cell_tensor *a = tmp[ref], *b = tmp[j];
         if (cell_tensor_dtype(a) != cell_tensor_dtype(b)) {
-          snprintf(s->msg, MSG, "batch: sample %lld column '%s' has dtype %s, expected %s", (long long)(first + made + 1),
+          snprintf(s->msg, MSG, "batch: sample %lld column '%s' has dtype %s, expected %s", (long long)(first + j + 1),
                    p->names[c], cell_dtype_name(cell_tensor_dtype(b)), cell_dtype_name(cell_tensor_dtype(a)));
-          s->st = CELL_ERR_VALUE;
-          made++;
-          break;
+        } else {
+          char x[200], y[200];
+          cell_io_shape_tuple(cell_tensor_ndim(b), cell_tensor_shape(b), x, sizeof x);
+          cell_io_shape_tuple(cell_tensor_ndim(a), cell_tensor_shape(a), y, sizeof y);
+          snprintf(s->msg, MSG, "batch: sample %lld column '%s' has shape %s, expected %s", (long long)(first + j + 1),
+                   p->names[c], x, y);
         }
+        s->st = CELL_ERR_VALUE;
+        break;
       }
     }
     if (s->st == CELL_OK) {
@@ -353,10 +362,19 @@ cell_status cell_data_pipeline_next(cell_data_pipeline *p, cell_tensor **outs, i
     return CELL_OK;
   }
   slot *s;
+  cell_status st;
+  char msg[MSG];
   if (p->nworkers == 0) {
     s = &p->slots[0];
     produce(p, p->emit, s);
     p->emit++;
+    st = s->st;
+    if (st != CELL_OK) memcpy(msg, s->msg, MSG);
+    else
+      for (int c = 0; c < p->ncols; c++) {
+        outs[c] = s->t[c];
+        s->t[c] = NULL;
+      }
   } else {
     pthread_mutex_lock(&p->mu);
     s = &p->slots[p->emit % p->nslots];
@@ -365,26 +383,26 @@ cell_status cell_data_pipeline_next(cell_data_pipeline *p, cell_tensor **outs, i
       while (!s->ready) pthread_cond_wait(&p->ready_cv, &p->mu);
       p->wait_ns += now_ns() - t0;
     }
+    /* take the slot's contents before it is freed for output emit + nslots */
+    st = s->st;
+    if (st != CELL_OK) memcpy(msg, s->msg, MSG);
+    else
+      for (int c = 0; c < p->ncols; c++) {
+        outs[c] = s->t[c];
+        s->t[c] = NULL;
+      }
     s->ready = 0;
     p->emit++;
+    if (st != CELL_OK) p->nout = p->emit; /* the epoch ends here: the workers stop claiming */
     pthread_cond_broadcast(&p->space_cv);
     pthread_mutex_unlock(&p->mu);
   }
   p->waited_outputs++;
-  if (s->st != CELL_OK) {
-    cell_status st = s->st;
-    /* the epoch ends here: the workers stop claiming */
-    pthread_mutex_lock(&p->mu);
+  if (st != CELL_OK) {
     p->nout = p->emit;
-    pthread_cond_broadcast(&p->space_cv);
-    pthread_mutex_unlock(&p->mu);
-    return cell_error(st, "%s", s->msg);
+    return cell_error(st, "%s", msg);
   }
   *done = 0;
-  for (int c = 0; c < p->ncols; c++) {
-    outs[c] = s->t[c];
-    s->t[c] = NULL;
-  }
   return CELL_OK;
 }
 

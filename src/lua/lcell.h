@@ -147,7 +147,7 @@ cell_status lc_to_default_device(cell_tensor **slot);
 cell_tensor *lc_host_tensor(lua_State *L, cell_tensor *t);
 /* core.safetensors_save/_load, core.idx_load, core.isatty (lio.c). */
 void lc_register_io(lua_State *L, int module, int base);
-/* ldata.c: core.data_* (transforms and pipelines, include/cell_data.h). */
+/* ldata.c: core._data_* (transforms and pipelines, include/cell_data.h). */
 void lc_register_data(lua_State *L, int module, int base);
 /* lvision.c: core._vision_*, core._image_* (include/cell_vision.h). */
 void lc_register_vision(lua_State *L, int module, int base);

@@ -1,15 +1,17 @@
 /* ldata.c - the Lua binding of include/cell_data.h, as functions of
  * cell.core (lua/cell/dataset/ builds on them):
- *   core.data_typecast(dtype) -> transform
- *   core.data_onehot(num_classes, index_base, smoothing [, dtype]) -> transform
- *   core.data_apply(transform, tensor [, seed [, index]]) -> tensor
- *   core.data_is_transform(v) -> name or nil
- *   core.data_pipeline(columns, names) -> pipeline
- *   core.data_add_op(pipeline, column, transform)      (column from 1)
- *   core.data_start(pipeline, order, batch_size, drop_remainder, seed, workers, prefetch)
- *   core.data_next(pipeline) -> one tensor per column, or nothing at the end
- *   core.data_wait(pipeline [, reset]) -> seconds waited, outputs
- *   core.data_free(pipeline)
+ *   core._data_typecast(dtype) -> transform
+ *   core._data_onehot(num_classes, index_base, smoothing [, dtype]) -> transform
+ *   core._data_fill(value), core._data_random_apply(list, prob),
+ *   core._data_random_choice(list) -> transform
+ *   core._data_apply(transform, tensor [, seed [, index]]) -> tensor
+ *   core._data_is_transform(v) -> name or nil
+ *   core._data_pipeline(columns, names) -> pipeline
+ *   core._data_add_op(pipeline, column, transform)      (column from 1)
+ *   core._data_start(pipeline, order, batch_size, drop_remainder, seed, workers, prefetch)
+ *   core._data_next(pipeline) -> one tensor per column, or nothing at the end
+ *   core._data_wait(pipeline [, reset]) -> seconds waited, outputs
+ *   core._data_free(pipeline)
  * A transform is a userdata (LC_SAMPLE_OP_MT) owning a cell_sample_op;
  * calling it on a tensor applies it (data_apply). */
 #include "lcell.h"
@@ -128,6 +130,45 @@ static int l_onehot(lua_State *L) {
   return 1;
 }
 
+static int l_fill(lua_State *L) {
+  lua_Number v = lc_check_number(L, 1);
+  cell_sample_op *op = NULL;
+  if (cell_sample_op_fill(v, &op) != CELL_OK) return lc_raise(L);
+  lc_push_sample_op(L, op);
+  return 1;
+}
+
+/* data_random_apply(list, prob) / data_random_choice(list): the value
+ * keeps the list's transforms alive (its user value). */
+static int random_op(lua_State *L, int choice) {
+  lc_check_table(L, 1, "a list of transforms");
+  int n = (int)lua_rawlen(L, 1);
+  if (n < 1 || n > 64) return lc_argerror(L, 1, "ValueError: %d transforms; between 1 and 64 allowed", n);
+  const cell_sample_op *ops[64];
+  lua_newtable(L);
+  int keep = lua_gettop(L);
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 1, i + 1);
+    ops[i] = lc_test_sample_op(L, -1);
+    if (!ops[i])
+      return lc_argerror(L, 1, "TypeError: transforms[%d] must be a C transform, but got %s", i + 1,
+                         lc_typename(L, -1));
+    lua_rawseti(L, keep, i + 1);
+  }
+  cell_sample_op *op = NULL;
+  cell_status s = choice ? cell_sample_op_random_choice(n, ops, &op)
+                         : cell_sample_op_random_apply(n, ops, lc_check_number(L, 2), &op);
+  if (s != CELL_OK) return lc_raise(L);
+  op_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  u->op = op;
+  luaL_setmetatable(L, LC_SAMPLE_OP_MT);
+  lua_pushvalue(L, keep);
+  lc_setuservalue(L, -2);
+  return 1;
+}
+static int l_random_apply(lua_State *L) { return random_op(L, 0); }
+static int l_random_choice(lua_State *L) { return random_op(L, 1); }
+
 static pipe_ud *check_pipe(lua_State *L, int i) {
   pipe_ud *u = luaL_checkudata(L, i, PIPELINE_MT);
   if (!u->p) lc_argerror(L, i, "RuntimeError: the pipeline was freed");
@@ -238,16 +279,19 @@ static int pipe_gc(lua_State *L) {
   return 0;
 }
 
-static const luaL_Reg data_funcs[] = {{"data_typecast", l_typecast},
-                                      {"data_onehot", l_onehot},
-                                      {"data_apply", l_apply},
-                                      {"data_is_transform", l_is_transform},
-                                      {"data_pipeline", l_pipeline},
-                                      {"data_add_op", l_add_op},
-                                      {"data_start", l_start},
-                                      {"data_next", l_next},
-                                      {"data_wait", l_wait},
-                                      {"data_free", pipe_gc},
+static const luaL_Reg data_funcs[] = {{"_data_typecast", l_typecast},
+                                      {"_data_onehot", l_onehot},
+                                      {"_data_apply", l_apply},
+                                      {"_data_fill", l_fill},
+                                      {"_data_random_apply", l_random_apply},
+                                      {"_data_random_choice", l_random_choice},
+                                      {"_data_is_transform", l_is_transform},
+                                      {"_data_pipeline", l_pipeline},
+                                      {"_data_add_op", l_add_op},
+                                      {"_data_start", l_start},
+                                      {"_data_next", l_next},
+                                      {"_data_wait", l_wait},
+                                      {"_data_free", pipe_gc},
                                       {NULL, NULL}};
 
 void lc_register_data(lua_State *L, int module, int base) {

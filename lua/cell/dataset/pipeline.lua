@@ -10,7 +10,7 @@
 --   takes, skips, projections and at most one batch, the node describes it
 --   as a plan (columns, the epoch's order of rows, each column's transforms,
 --   a batch size) and the engine's pipeline runs it on worker threads with
---   a bounded prefetch queue (core.data_*);
+--   a bounded prefetch queue (core._data_*);
 -- - the Lua path otherwise: each node pulls rows from its child on the
 --   main thread; Lua functions in map run there, C transforms too (one
 --   sample at a time).
@@ -125,9 +125,13 @@ end
 -- the C path ran (0 on the Lua path), and the outputs it took then.
 function Dataset:get_wait_time()
   local w = self._wait
-  if not w then return 0, 0 end
+  if not w then
+    -- the engine ran a node below (a Lua map or a take above a batch)
+    if self._child then return self._child:get_wait_time() end
+    return 0, 0
+  end
   if w.pipe then
-    local s, n = core.data_wait(w.pipe)
+    local s, n = core._data_wait(w.pipe)
     return s, n
   end
   return w.seconds, w.outputs
@@ -141,9 +145,9 @@ end
 --- The engine's pipeline for a plan, as an iterator of rows; the wait
 -- time is kept on ds.
 function M.run_plan(plan, ds)
-  local pipe = core.data_pipeline(plan.columns, plan.names)
+  local pipe = core._data_pipeline(plan.columns, plan.names)
   for c = 1, #plan.columns do
-    for _, op in ipairs(plan.ops[c]) do core.data_add_op(pipe, c, op) end
+    for _, op in ipairs(plan.ops[c]) do core._data_add_op(pipe, c, op) end
   end
   local workers = plan.workers
   if workers == nil then workers = config.get_num_parallel_workers() end
@@ -151,14 +155,14 @@ function M.run_plan(plan, ds)
   for c = 1, #plan.columns do has_ops = has_ops or #plan.ops[c] > 0 end
   -- Without transforms a batch is a copy: not worth a thread.
   if not has_ops and (plan.batch or 0) == 0 then workers = 0 end
-  core.data_start(pipe, plan.order, plan.batch or 0, plan.drop or false, plan.seed, workers,
+  core._data_start(pipe, plan.order, plan.batch or 0, plan.drop or false, plan.seed, workers,
     config.get_prefetch_size())
   ds._wait = { pipe = pipe }
   local n = #plan.columns
   local done = false
   return function()
     if done then return nil end
-    local out = { core.data_next(pipe) }
+    local out = { core._data_next(pipe) }
     if out[1] == nil then
       done = true
       return nil
@@ -220,7 +224,7 @@ M.name_list = name_list
 --- The transforms of map as a flat list: C transforms (userdata), Lua
 -- functions, callable tables; Compose lists are flattened.
 local function flatten_ops(ops, out)
-  if core.data_is_transform(ops) or type(ops) == "function" then
+  if core._data_is_transform(ops) or type(ops) == "function" then
     out[#out + 1] = ops
     return out
   end
@@ -272,7 +276,7 @@ function MapDataset:init(child, operations, opts)
     seen[c] = true
   end
   local all_c = true
-  for _, op in ipairs(ops) do all_c = all_c and core.data_is_transform(op) ~= nil end
+  for _, op in ipairs(ops) do all_c = all_c and core._data_is_transform(op) ~= nil end
   self._ops, self._in, self._out, self._all_c = ops, inidx, output, all_c
   self._workers = check_workers("map", opts.num_parallel_workers)
   self:_setup(child, out_cols)
@@ -297,11 +301,11 @@ end
 
 --- One transform on the values vals (a list), for sample k: a list of outputs.
 local function apply_op(op, vals, seed, k, where)
-  if core.data_is_transform(op) then
+  if core._data_is_transform(op) then
     if #vals ~= 1 then
-      raise(("TypeError: %s: %s takes one column, but got %d"):format(where, core.data_is_transform(op), #vals))
+      raise(("TypeError: %s: %s takes one column, but got %d"):format(where, core._data_is_transform(op), #vals))
     end
-    local ok, r = pcall(core.data_apply, op, vals[1], seed, k - 1)
+    local ok, r = pcall(core._data_apply, op, vals[1], seed, k - 1)
     if not ok then raise(rows.rewrap(r, where)) end
     return { r }
   end

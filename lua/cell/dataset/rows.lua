@@ -109,30 +109,36 @@ local function shape_text(s)
 end
 M.shape_text = shape_text
 
+local function same_layout(a, b)
+  if a.dtype ~= b.dtype then return false end
+  local sa, sb = a.shape, b.shape
+  if #sa ~= #sb then return false end
+  for d = 1, #sa do
+    if sa[d] ~= sb[d] then return false end
+  end
+  return true
+end
+
 --- The rows rows[1..#rows] (positions first .. in the stream, for
 -- messages) stacked column by column on a new dimension 1.
 function M.stack(rows, names, first)
   local out = {}
   for c = 1, #names do
     local list = {}
-    local t1 = rows[1][c]
-    local s1 = t1.shape
-    for i = 1, #rows do
-      local t = rows[i][c]
-      if i > 1 then
-        local s = t.shape
-        local same = #s == #s1
-        for d = 1, #s do same = same and s[d] == s1[d] end
-        if not same then
-          raise(("ValueError: batch: sample %d column '%s' has shape %s, expected %s")
-            :format(first + i - 1, names[c], shape_text(s), shape_text(s1)))
-        end
-        if t.dtype ~= t1.dtype then
+    for i = 1, #rows do list[i] = rows[i][c] end
+    -- the odd one out: the first unlike sample 1, or sample 1 when 2 and 3 agree against it
+    local ref = 1
+    if #list >= 3 and not same_layout(list[1], list[2]) and same_layout(list[2], list[3]) then ref = 2 end
+    for i = 1, #list do
+      local t, r = list[i], list[ref]
+      if not same_layout(t, r) then
+        if t.dtype ~= r.dtype then
           raise(("ValueError: batch: sample %d column '%s' has dtype %s, expected %s")
-            :format(first + i - 1, names[c], tostring(t.dtype), tostring(t1.dtype)))
+            :format(first + i - 1, names[c], tostring(t.dtype), tostring(r.dtype)))
         end
+        raise(("ValueError: batch: sample %d column '%s' has shape %s, expected %s")
+          :format(first + i - 1, names[c], shape_text(t.shape), shape_text(r.shape)))
       end
-      list[i] = t
     end
     out[c] = core.stack(list, 1)
   end
