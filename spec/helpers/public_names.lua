@@ -105,10 +105,9 @@ function M.lua()
   walk("nn.", nn)
   local _ = cell.dataset.ImageFolderDataset -- lazily loaded (cell.dataset.vision)
   walk("cell.dataset.", cell.dataset)
-  walk("cell.dataset.vision.", cell.dataset.vision)
   add_class("cell.dataset.Batches", M.batches_class())
   walk("cell.train.", cell.train)
-  for _, m in ipairs { "transforms", "config" } do
+  for _, m in ipairs { "transforms", "config", "vision" } do
     add("cell.dataset." .. m, cell.dataset[m])
     walk("cell.dataset." .. m .. ".", cell.dataset[m])
   end
