@@ -62,7 +62,7 @@ local timing = {
 }
 model:train(epochs, ds, { callbacks = { timing }, progress = false })
 local n = ds:get_dataset_size() * epochs
-print(("%s, %s, %d worker%s: %d steps in %.1f s (%.1f ms a step), waiting for data %.2f ms a step (%.1f%%)")
+print(("%s, %s, %d worker%s: %d steps in %.1f s (%.1f ms a step), waiting for data %.3f ms a step (%.2f%%)")
   :format(real and "Fashion-MNIST" or "synthetic", has_vision and "random crop + flip" or "no augmentation",
     workers, workers == 1 and "" or "s", n, elapsed, 1000 * elapsed / n, 1000 * waited / n,
     100 * waited / elapsed))

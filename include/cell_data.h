@@ -152,7 +152,8 @@ CELL_API cell_status cell_data_pipeline_next(cell_data_pipeline *p, cell_tensor 
                                              int *done);
 /* The number of outputs the running epoch hands out in all. */
 CELL_API int64_t cell_data_pipeline_length(const cell_data_pipeline *p);
-/* Nanoseconds cell_data_pipeline_next has spent waiting for workers since
+/* Nanoseconds cell_data_pipeline_next has spent waiting for workers (or,
+ * without workers, making the outputs itself) since
  * the pipeline was made (or since the last call with reset != 0, which
  * zeroes it after reading), and the outputs it handed out in that time. */
 CELL_API uint64_t cell_data_pipeline_wait_ns(cell_data_pipeline *p, int reset, int64_t *outputs);

@@ -36,6 +36,19 @@ describe("examples", function()
   end)
 end)
 
+describe("fashion_mnist_pipeline.lua", function()
+  it("trains LeNet-5 from a dataset pipeline and reports the time spent waiting for data", function()
+    local out, err, rc = H.run(sh(BIN) .. " examples/fashion_mnist_pipeline.lua 1 2 20")
+    assert.are.equal(0, rc, err)
+    local steps, pct = out:match("2 workers: (%d+) steps in [%d.]+ s %([%d.]+ ms a step%), waiting for data "
+      .. "[%d.]+ ms a step %(([%d.]+)%%%)")
+    assert.are.equal("20", steps, out)
+    assert.is_true(tonumber(pct) >= 0 and tonumber(pct) < 100, out)
+    local acc = tonumber(out:match("test accuracy ([%d.]+)%%"))
+    assert.is_truthy(acc and acc > 20, out)
+  end)
+end)
+
 describe("tiny_gpt.lua", function()
   it("trains a few steps on the fortunes corpus, lowers the held-out loss, reloads and samples", function()
     local path = os.tmpname() .. ".safetensors"

@@ -61,6 +61,12 @@ local function check_workers(fname, n)
 end
 M.check_workers = check_workers
 
+--- Dataset itself is abstract: every dataset comes from a source or an op.
+function Dataset:init()
+  raise("TypeError: Dataset: the base class of datasets is not made directly; make a dataset with a source "
+    .. "(GeneratorDataset, TensorDataset, FashionMnistDataset) and its ops")
+end
+
 --- Set up a node over child (nil for a source) with column names cols.
 function Dataset:_setup(child, cols)
   self._child = child
@@ -121,7 +127,7 @@ function Dataset:each(epoch)
   end
 end
 
---- Seconds the consumer waited for the worker threads in the last epoch
+--- Seconds the consumer waited for the worker threads (without workers: spent making the batches itself) in the last epoch
 -- the C path ran (0 on the Lua path), and the outputs it took then.
 function Dataset:get_wait_time()
   local w = self._wait
@@ -458,6 +464,8 @@ function RepeatDataset:get_repeat_count() return self._count * self._child:get_r
 function RepeatDataset:_size() return self._count * self._child:get_dataset_size() end
 
 function RepeatDataset:_plan(epoch)
+  -- many repeats: one engine pipeline per repetition (the Lua path) rather than one long order
+  if self._count > 64 then return nil end
   local out
   for k = 1, self._count do
     local p = self._child:_plan((epoch - 1) * self._count + k)
@@ -604,7 +612,9 @@ function ProjectDataset:_rows(epoch)
 end
 
 function Dataset:project(columns)
-  return ProjectDataset(self, name_list(columns, "project", "columns"))
+  local list = name_list(columns, "project", "columns")
+  if list == nil then raise("TypeError: project: columns must be a column name or a list of them, but got nil") end
+  return ProjectDataset(self, list)
 end
 
 function Dataset:rename(input_columns, output_columns)
@@ -762,5 +772,18 @@ end
 function Dataset:create_tuple_iterator(opts) return make_iterator(self, "create_tuple_iterator", opts, false) end
 --- The same, rows as tables {column = tensor}.
 function Dataset:create_dict_iterator(opts) return make_iterator(self, "create_dict_iterator", opts, true) end
+
+--- Every public method checks that it was called on a dataset (with ':').
+for _, k in ipairs { "get_col_names", "get_batch_size", "get_repeat_count", "get_dataset_size", "len", "each",
+  "get_wait_time", "map", "shuffle", "batch", "repeat_", "take", "skip", "project", "rename", "split",
+  "create_tuple_iterator", "create_dict_iterator" } do
+  local f = Dataset[k]
+  Dataset[k] = function(self, ...)
+    if not class.is_instance(self, Dataset) then
+      raise(("TypeError: Dataset:%s: self must be a dataset (call it with ':'), but got %s"):format(k, type_name(self)))
+    end
+    return f(self, ...)
+  end
+end
 
 return M

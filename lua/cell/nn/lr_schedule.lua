@@ -71,6 +71,10 @@ end
 
 --- sched:_rate(step): the rate at `step` as a number (what construct returns, unrounded).
 function LearningRateSchedule:construct(global_step)
+  if type(self._rate) ~= "function" then
+    raise(("NotImplementedError: For '%s', construct needs a _rate(step) method (the base class has none)."):format(
+      T.class_name(self)), 2)
+  end
   return core.tensor(self:_rate(step_of(T.class_name(self), global_step)), core.float32)
 end
 
