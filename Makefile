@@ -34,11 +34,11 @@ endif
 BLAS_INCDIR ?= /usr/include/x86_64-linux-gnu
 BLAS_LIB ?= -lopenblas
 # src/io: zlib reads gzip'd data sets (safetensors headers are parsed by
-# src/io itself).
+# src/io itself); libpng and libjpeg-turbo decode images (cell.dataset.vision).
 # The rockspec passes the -I and -L flags LuaRocks finds; the defaults suit
 # Debian, where both live in the compiler's own search paths.
 IO_CFLAGS ?=
-IO_LIBS ?= -lz
+IO_LIBS ?= -lz -lpng -ljpeg
 
 # Flags the build needs, kept apart from the user's CFLAGS.
 WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Werror=implicit-function-declaration
@@ -233,12 +233,13 @@ tsan:
 
 # libFuzzer targets (tests/fuzz/) over the engine built with clang, ASan and
 # UBSan: the safetensors reader, the IDX reader (plain and gzip'd input) and
-# the IDX reader behind a valid gzip layer. Each runs FUZZ_SECONDS, seeded
+# the IDX reader behind a valid gzip layer, the PNG/JPEG decoders and the vision
+# transforms (fuzz_images). Each runs FUZZ_SECONDS, seeded
 # with the committed fixtures; new inputs go to build-fuzz/corpus-*, crashes
 # to build-fuzz/ (crash-*), and a crash fails the target.
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
-FUZZ_TARGETS = safetensors idx idx_gz
+FUZZ_TARGETS = safetensors idx idx_gz images
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 fuzz:
 	$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
@@ -355,6 +356,8 @@ DEPS += fortunes
 DEPS += clang libclang-rt-dev libomp-dev
 # spec/train/report_spec.lua: the HTML training report rendered in headless Chromium.
 DEPS += chromium
+# cell.dataset.vision: PNG and JPEG decoding.
+DEPS += libpng-dev libjpeg62-turbo-dev
 deps:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \

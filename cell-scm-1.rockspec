@@ -42,6 +42,15 @@ external_dependencies = {
     header = "zlib.h",
     library = "z",
   },
+  -- cell.dataset.vision decodes images with libpng and libjpeg-turbo.
+  PNG = {
+    header = "png.h",
+    library = "png",
+  },
+  JPEG = {
+    header = "jpeglib.h",
+    library = "jpeg",
+  },
 }
 
 build = {
@@ -55,8 +64,8 @@ build = {
     ROCK_LUA_INCDIR = "$(LUA_INCDIR)",
     BLAS_INCDIR = "$(OPENBLAS_INCDIR)",
     BLAS_LIB = "-L$(OPENBLAS_LIBDIR) -lopenblas",
-    IO_CFLAGS = "-I$(ZLIB_INCDIR)",
-    IO_LIBS = "-L$(ZLIB_LIBDIR) -lz",
+    IO_CFLAGS = "-I$(ZLIB_INCDIR) -I$(PNG_INCDIR) -I$(JPEG_INCDIR)",
+    IO_LIBS = "-L$(ZLIB_LIBDIR) -lz -L$(PNG_LIBDIR) -lpng -L$(JPEG_LIBDIR) -ljpeg",
   },
   install_variables = {
     -- the same Lua as the build, or `make install` would build another

@@ -103,5 +103,6 @@ void test_sample_all(void);
 void test_inplace_all(void);
 void test_higher_all(void);
 void test_vmath_all(void);
+void test_vision_all(void);
 
 #endif

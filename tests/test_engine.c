@@ -435,6 +435,7 @@ static const struct {
     {"inplace", test_inplace_all},
     {"higher", test_higher_all},
     {"vmath", test_vmath_all},
+    {"vision", test_vision_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

@@ -103,10 +103,11 @@ function M.lua()
   local nn = cell.nn
   local _ = nn.Dense -- loads every cell.nn module
   walk("nn.", nn)
+  local _ = cell.dataset.ImageFolderDataset -- lazily loaded (cell.dataset.vision)
   walk("cell.dataset.", cell.dataset)
   add_class("cell.dataset.Batches", M.batches_class())
   walk("cell.train.", cell.train)
-  for _, m in ipairs { "transforms", "config" } do
+  for _, m in ipairs { "transforms", "config", "vision" } do
     add("cell.dataset." .. m, cell.dataset[m])
     walk("cell.dataset." .. m .. ".", cell.dataset[m])
   end

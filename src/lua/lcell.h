@@ -149,6 +149,8 @@ cell_tensor *lc_host_tensor(lua_State *L, cell_tensor *t);
 void lc_register_io(lua_State *L, int module, int base);
 /* ldata.c: core._data_* (transforms and pipelines, include/cell_data.h). */
 void lc_register_data(lua_State *L, int module, int base);
+/* lvision.c: core._vision_*, core._image_* (include/cell_vision.h). */
+void lc_register_vision(lua_State *L, int module, int base);
 /* The FFI helpers of lembed.c (core._ffi_*). */
 void lc_register_embed(lua_State *L, int module, int base);
 /* Register into the table core.nnops (at index nnops). */

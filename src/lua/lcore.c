@@ -520,6 +520,7 @@ CELL_API int luaopen_cell_core(lua_State *L) {
   lc_register_device(L, module, base);
   lc_register_io(L, module, base);
   lc_register_data(L, module, base);
+  lc_register_vision(L, module, base);
   lc_register_embed(L, module, base);
   lc_register_index(L, base);
   lua_newtable(L); /* core.nnops: the functional neural-network ops */

@@ -46,6 +46,11 @@ return setmetatable(M, {
       rawset(t, k, m)
       return m
     end
+    if k == "ImageFolderDataset" then -- cell.dataset.vision's reader (image_folder.lua)
+      local c = require("cell.dataset.image_folder").ImageFolderDataset
+      rawset(t, k, c)
+      return c
+    end
     return nil
   end,
 })
