@@ -32,7 +32,16 @@ else
   LUA_BIN = lua5.4
 endif
 BLAS_INCDIR ?= /usr/include/x86_64-linux-gnu
-BLAS_LIB ?= -lopenblas
+# OpenBLAS's OpenMP build where it is installed (Debian: libopenblas-openmp-dev):
+# its gemms then run on the same OpenMP threads as cell's own loops, one pool
+# instead of two sets of workers spinning against each other on a small
+# machine, and cell_set_num_threads(1) leaves no BLAS thread behind. Else the
+# default libopenblas (the pthread build, with its own threads), and always
+# under clang, whose OpenMP is LLVM's libomp, not the libgomp that build uses.
+BLAS_OMP_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
+BLAS_OMP = $(if $(findstring clang,$(CC)),,$(wildcard $(BLAS_OMP_DIR)/libopenblas.so))
+BLAS_LIB ?= $(if $(BLAS_OMP),-L$(BLAS_OMP_DIR) -Wl$(comma)-rpath$(comma)$(BLAS_OMP_DIR) -lopenblas,-lopenblas)
+comma := ,
 # src/io: zlib reads gzip'd data sets (safetensors headers are parsed by
 # src/io itself).
 # The rockspec passes the -I and -L flags LuaRocks finds; the defaults suit
@@ -344,7 +353,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS)))
 
 # Debian packages the build and tests need; installed only when missing.
-DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
+DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev libopenblas-openmp-dev \
   zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark-gfm
 # cell.communication: Open MPI (the comm module is built only where it is found).
 DEPS += libopenmpi-dev openmpi-bin

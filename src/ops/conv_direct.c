@@ -32,14 +32,15 @@
 #define NT 2      /* kernel_w: taps per tile (12 accumulators, 8 loads) */
 #define MAX_PARTS 16
 /* Threads only for work past CELL_PARALLEL_GRAIN elements counted as this
- * many multiply-adds each (2 to 4 ms of one core): a fork and join costs
- * little next to that. Smaller convolutions (LeNet's) stay on one thread:
- * alone, LeNet's second layer ran 1.6x faster on two, but in a whole
- * training step on 2 vCPUs the OpenMP worker left spinning after the region
- * took the core from OpenBLAS's threads in the Dense layers, and the step
- * was slower (best 11.6 ms against 10.0 ms with this setting; see
- * CELL_PARALLEL_GRAIN in iter.h). */
-#define MACS_PER_ELEMENT 64
+ * many multiply-adds each (4M multiply-adds, about 0.2 ms of one core): a
+ * fork and join of the parts costs a few microseconds next to that. The
+ * bar was 64 multiply-adds (4 ms of work) while OpenBLAS ran its own
+ * threads: an OpenMP worker left spinning after a region took the core from
+ * them in the next Dense layer. Linked with OpenBLAS's OpenMP build (the
+ * Makefile's BLAS_LIB) the gemms run on the same threads, so a CIFAR-size
+ * CNN's convolutions (32 x 3 x 32 x 32 into 16 channels, 16 into 32 at
+ * 16 x 16) split over the cores too. */
+#define MACS_PER_ELEMENT 4
 
 /* A loop over the parts, on threads when par: dynamically scheduled, so a
  * thread the OS has not run yet (a busy machine) does not hold up the rest,
