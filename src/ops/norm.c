@@ -275,7 +275,7 @@ cell_status cell_cpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean,
   const char *xb = cell_tensor_base(xc);
   char *yb = cell_tensor_base(y);
   cell_dtype dt = x->dtype;
-  CELL_FOR(bn_parallel(&g), int64_t, c, g.c, {
+  CELL_FOR_DYNAMIC(bn_parallel(&g), int64_t, c, g.c, {
     if (dt == CELL_DTYPE_F32) {
       const float *xf = (const float *)(const void *)xb;
       float *yf = (float *)(void *)yb;
@@ -386,7 +386,7 @@ cell_status cell_cpu_batch_norm_backward(const cell_tensor *g, const cell_tensor
     int f32 = gdt == CELL_DTYPE_F32 && xdt == CELL_DTYPE_F32;
     const float *gf = (const float *)(const void *)gbase, *xf = (const float *)(const void *)xbase;
     float *of = (float *)(void *)obase;
-    CELL_FOR(bn_parallel(&geo), int64_t, c, geo.c, {
+    CELL_FOR_DYNAMIC(bn_parallel(&geo), int64_t, c, geo.c, {
       double sg = 0, sgx = 0, is = 1.0 / sqrt(vv[c] + eps);
       if (f32)
         for (int64_t n = 0; n < geo.n; n++) {

@@ -264,7 +264,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
   static void max_fwd_##S(const cell_conv_geom *g, const T *x, T *y, int64_t *idx) {         \
     const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
     int dil = g->dh != 1 || g->dw != 1;                                                      \
-    CELL_FOR(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
+    CELL_FOR_DYNAMIC(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
              g->n * g->c, {                                                                  \
       if (dil) max_dilated_##S(g, x + pl * HW, y + pl * OP, idx + pl * OP);                  \
       else max_plane_##S(g, x + pl * HW, y + pl * OP, idx + pl * OP);                        \
@@ -275,7 +275,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
    * outside [0, HW) is left zero and that position goes to *bad (else *bad stays -1). */     \
   static void max_bwd_##S(int64_t planes, int64_t HW, int64_t OP, const T *gy,               \
                           const int64_t *idx, T *gx, int64_t *bad) {                         \
-    CELL_FOR(pool_parallel((planes * (OP + HW)) / 4), int64_t, pl, planes, {                 \
+    CELL_FOR_DYNAMIC(pool_parallel((planes * (OP + HW)) / 4), int64_t, pl, planes, {                 \
       T *dst = gx + pl * HW;                                                                 \
       const T *src = gy + pl * OP;                                                           \
       const int64_t *id = idx + pl * OP;                                                     \
@@ -292,7 +292,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
                                                                                              \
   static void avg_fwd_##S(const cell_conv_geom *g, int cip, const T *x, T *y) {              \
     const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
-    CELL_FOR(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
+    CELL_FOR_DYNAMIC(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
              g->n * g->c, {                                                                  \
       const T *src = x + pl * HW;                                                            \
       T *dst = y + pl * OP;                                                                  \
@@ -312,7 +312,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
   /* gx (zeroed) += each output's gradient spread over its window. */                        \
   static void avg_bwd_##S(const cell_conv_geom *g, int cip, const T *gy, T *gx) {            \
     const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
-    CELL_FOR(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
+    CELL_FOR_DYNAMIC(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
              g->n * g->c, {                                                                  \
       T *dst = gx + pl * HW;                                                                 \
       const T *src = gy + pl * OP;                                                           \
