@@ -440,9 +440,12 @@ typedef struct {
       if (gx || (pw && !pl->ovec)) spread_grad_##S(g, d, gyn, ge);                                \
       if (pw) {                                                                                   \
         pad_input_##S(g, d, x + n * g->c * g->h * g->w, xp);                                      \
-        if (pl->ovec)                                                                             \
-          for (int64_t o = 0; o < g->o; o++)                                                      \
-            for (int64_t p = 0; p < P; p++) gyt[p * g->o + o] = gyn[o * P + p];                   \
+        if (pl->ovec) /* the transpose in blocks of 16 positions: their rows stay in cache */     \
+          for (int64_t p0 = 0; p0 < P; p0 += 16) {                                                \
+            int64_t p1 = P - p0 < 16 ? P : p0 + 16;                                               \
+            for (int64_t o = 0; o < g->o; o++)                                                    \
+              for (int64_t p = p0; p < p1; p++) gyt[p * g->o + o] = gyn[o * P + p];               \
+          }                                                                                       \
         for (int64_t gi = 0; gi < g->groups; gi++) {                                              \
           const T *xg = xp + gi * d->cg * d->plane;                                               \
           if (pl->ovec)                                                                           \
@@ -585,7 +588,6 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
     cell_dealloc(tab);
     return oom();
   }
-  if (gw) memset(scr, 0, (size_t)(per * parts) * (size_t)es); /* the partial sums start at 0 */
   int64_t macs = (gx ? g->n * g->o * d.L * d.taps : 0) +
                  (gw ? g->n * g->o * (pl.ovec ? P : d.Lr) * d.taps : 0);
   int par = cell_conv_parallel(macs / MACS_PER_ELEMENT);
@@ -593,6 +595,8 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
     if (cell_ctx()->interrupt) continue;
     int64_t n0 = g->n * p / parts, n1 = g->n * (p + 1) / parts;
     char *sp = scr + (size_t)(p * per) * (size_t)es;
+    if (gw) /* this part's weight-gradient sum starts at 0 (the rest is written before read) */
+      memset(sp + (size_t)(nxp + nge + ngt + ngx) * (size_t)es, 0, (size_t)wsz * (size_t)es);
     if (ct == CELL_DTYPE_F64) {
       double *xp = (double *)(void *)sp, *ge = xp + nxp, *gt = ge + nge, *gxp = gt + ngt;
       backward_f64(&pl, gy, x, w, gx, gw ? gxp + ngx : NULL, n0, n1, xp, ge, gt, gxp);
