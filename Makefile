@@ -69,6 +69,9 @@ PUBLIC_HEADERS = $(wildcard include/*.h)
 LIBCELL_A = $(BUILD)/libcell.a
 LIBCELL_SO = $(BUILD)/libcell.so
 MODULE = $(BUILD)/$(LUA)/cell/core.so
+# cell.ompenv (src/lua/ompenv/ompenv.c): sets OpenMP's wait policy before
+# cell.core loads OpenMP, so it is linked without OpenMP (no -fopenmp).
+OMPENV_MODULE = $(BUILD)/$(LUA)/cell/ompenv.so
 # One executable per host Lua, so a LuaJIT build does not replace the 5.4 one.
 # Other builds (make asan) keep theirs under their own folder.
 CELL_BIN = $(if $(filter build,$(BUILD)),bin,$(BUILD)/bin)/cell$(if $(filter luajit,$(LUA)),-luajit,)
@@ -96,7 +99,7 @@ MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-
 
 .PHONY: all test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
-all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
+all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(OMPENV_MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -125,6 +128,10 @@ MODULE_ENGINE = $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$
 $(MODULE): $(BIND_OBJ) $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO))
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(MODULE_ENGINE) $(LIBS)
+
+$(OMPENV_MODULE): src/lua/ompenv/ompenv.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 -fPIC $(WARN) $(CFLAGS) -I$(LUA_INCDIR) -shared $(LDFLAGS) -o $@ $<
 
 $(BUILD)/$(LUA)/src/comm/%.o: src/comm/%.c $(wildcard src/comm/*.h)
 	@mkdir -p $(dir $@)
@@ -333,6 +340,7 @@ install: all
 	install -d $(DESTDIR)$(LUA_SHARE)/cell/docs/reference
 	install -m 644 docs/reference/*.md $(DESTDIR)$(LUA_SHARE)/cell/docs/reference/
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_CLIB)/cell/core.so
+	install -m 755 $(OMPENV_MODULE) $(DESTDIR)$(LUA_CLIB)/cell/ompenv.so
 	$(if $(STATIC),,install -m 755 $(LIBCELL_SO) $(DESTDIR)$(LUA_CLIB)/cell/libcell.so)
 	$(if $(COMM_MODULE),install -m 755 $(COMM_MODULE) $(DESTDIR)$(LUA_CLIB)/cell/comm_mpi.so)
 	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/$(notdir $(CELL_BIN))
