@@ -107,3 +107,32 @@ describe("kernels split over threads", function()
     end)
   end
 end)
+
+-- src/lua/ompenv/ompenv.c and src/repl/main.c: OpenMP's idle workers sleep
+-- (OMP_WAIT_POLICY=passive) unless the environment chose a policy.
+describe("OpenMP's wait policy", function()
+  local lua = os.getenv("CELL_LUA") or H.LUA
+  local bin = os.getenv("CELL_BIN") or "bin/cell"
+  local show = "print(os.getenv('OMP_WAIT_POLICY'), os.getenv('GOMP_SPINCOUNT'))"
+  local function run(envs, cmd)
+    local out, err, rc = H.run("env " .. envs .. " OMP_DISPLAY_ENV=verbose " .. cmd)
+    assert.are.equal(0, rc, err)
+    local spin -- GCC's libgomp reports its spin count; the executable's first run prints one too
+    for v in err:gmatch("GOMP_SPINCOUNT = '(%d+)'") do spin = v end
+    return out:gsub("%s+$", ""), spin
+  end
+  for _, host in ipairs({ { "require 'cell' (" .. lua .. ")", lua .. " -e \"require 'cell'; " .. show .. "\"" },
+    { "the cell executable", bin .. " -e \"" .. show .. "\"" } }) do
+    it(host[1] .. ": passive by default, the user's choice otherwise", function()
+      local out, spin = run("-u OMP_WAIT_POLICY -u GOMP_SPINCOUNT", host[2])
+      assert.are.equal("passive\tnil", out)
+      if spin then assert.are.equal("0", spin) end
+      out, spin = run("-u GOMP_SPINCOUNT OMP_WAIT_POLICY=active", host[2])
+      assert.are.equal("active\tnil", out)
+      if spin then assert.are_not.equal("0", spin) end
+      out, spin = run("-u OMP_WAIT_POLICY GOMP_SPINCOUNT=7", host[2])
+      assert.are.equal("nil\t7", out)
+      if spin then assert.are.equal("7", spin) end
+    end)
+  end
+end)
