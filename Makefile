@@ -32,7 +32,16 @@ else
   LUA_BIN = lua5.4
 endif
 BLAS_INCDIR ?= /usr/include/x86_64-linux-gnu
-BLAS_LIB ?= -lopenblas
+# OpenBLAS's OpenMP build where it is installed (Debian: libopenblas-openmp-dev):
+# its gemms then run on the same OpenMP threads as cell's own loops, one pool
+# instead of two sets of workers spinning against each other on a small
+# machine, and cell_set_num_threads(1) leaves no BLAS thread behind. Else the
+# default libopenblas (the pthread build, with its own threads), and always
+# under clang, whose OpenMP is LLVM's libomp, not the libgomp that build uses.
+BLAS_OMP_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
+BLAS_OMP = $(if $(findstring clang,$(CC)),,$(wildcard $(BLAS_OMP_DIR)/libopenblas.so))
+BLAS_LIB ?= $(if $(BLAS_OMP),-L$(BLAS_OMP_DIR) -Wl$(comma)-rpath$(comma)$(BLAS_OMP_DIR) -lopenblas,-lopenblas)
+comma := ,
 # src/io: zlib reads gzip'd data sets (safetensors headers are parsed by
 # src/io itself); libpng and libjpeg-turbo decode images (cell.dataset.vision).
 # The rockspec passes the -I and -L flags LuaRocks finds; the defaults suit
@@ -60,6 +69,9 @@ PUBLIC_HEADERS = $(wildcard include/*.h)
 LIBCELL_A = $(BUILD)/libcell.a
 LIBCELL_SO = $(BUILD)/libcell.so
 MODULE = $(BUILD)/$(LUA)/cell/core.so
+# cell.ompenv (src/lua/ompenv/ompenv.c): sets OpenMP's wait policy before
+# cell.core loads OpenMP, so it is linked without OpenMP (no -fopenmp).
+OMPENV_MODULE = $(BUILD)/$(LUA)/cell/ompenv.so
 # One executable per host Lua, so a LuaJIT build does not replace the 5.4 one.
 # Other builds (make asan) keep theirs under their own folder.
 CELL_BIN = $(if $(filter build,$(BUILD)),bin,$(BUILD)/bin)/cell$(if $(filter luajit,$(LUA)),-luajit,)
@@ -87,7 +99,7 @@ MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-
 
 .PHONY: all test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
-all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
+all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(OMPENV_MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -116,6 +128,10 @@ MODULE_ENGINE = $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$
 $(MODULE): $(BIND_OBJ) $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO))
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(MODULE_ENGINE) $(LIBS)
+
+$(OMPENV_MODULE): src/lua/ompenv/ompenv.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 -fPIC $(WARN) $(CFLAGS) -I$(LUA_INCDIR) -shared $(LDFLAGS) -o $@ $<
 
 $(BUILD)/$(LUA)/src/comm/%.o: src/comm/%.c $(wildcard src/comm/*.h)
 	@mkdir -p $(dir $@)
@@ -325,6 +341,7 @@ install: all
 	install -d $(DESTDIR)$(LUA_SHARE)/cell/docs/reference
 	install -m 644 docs/reference/*.md $(DESTDIR)$(LUA_SHARE)/cell/docs/reference/
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_CLIB)/cell/core.so
+	install -m 755 $(OMPENV_MODULE) $(DESTDIR)$(LUA_CLIB)/cell/ompenv.so
 	$(if $(STATIC),,install -m 755 $(LIBCELL_SO) $(DESTDIR)$(LUA_CLIB)/cell/libcell.so)
 	$(if $(COMM_MODULE),install -m 755 $(COMM_MODULE) $(DESTDIR)$(LUA_CLIB)/cell/comm_mpi.so)
 	install -m 755 $(CELL_BIN) $(DESTDIR)$(BINDIR)/$(notdir $(CELL_BIN))
@@ -345,7 +362,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS)))
 
 # Debian packages the build and tests need; installed only when missing.
-DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev \
+DEPS = build-essential pkg-config liblua5.4-dev lua5.4 libluajit-5.1-dev luajit libopenblas-dev libopenblas-openmp-dev \
   zlib1g-dev libreadline-dev lua-busted luarocks dataset-fashion-mnist tmux cmark-gfm
 # cell.communication: Open MPI (the comm module is built only where it is found).
 DEPS += libopenmpi-dev openmpi-bin

@@ -1,6 +1,10 @@
 --- cell: a deep-learning framework for Lua on a C engine.
 -- `local cell = require "cell"` gives tensors, dtypes and the engine's
 -- settings; submodules (`cell.ops`, later `cell.nn`, ...) load on first use.
+-- OpenMP's wait policy (idle workers sleep), set before cell.core loads
+-- OpenMP: src/lua/ompenv/ompenv.c. Where that module is absent (the cell
+-- executable sets it itself) nothing changes.
+pcall(require, "cell.ompenv")
 local core = require "cell.core"
 require "cell.errors" -- errors from here on blame the user's line
 local tensor = require "cell.tensor"

@@ -42,6 +42,21 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx);
     }                                                   \
   } while (0)
 
+/* CELL_FOR handing out iterations one at a time as threads come free
+ * (OpenMP's dynamic schedule): for loops of a few costly iterations
+ * (channels, planes), where a thread the OS has not run yet on a busy
+ * machine would otherwise hold up the others with its static share. Which
+ * thread runs an iteration never changes its result. */
+#define CELL_FOR_DYNAMIC(par, T, var, n, ...)           \
+  do {                                                  \
+    if (par) {                                          \
+      _Pragma("omp parallel for schedule(dynamic, 1)")  \
+      for (T var = 0; var < (n); var++) __VA_ARGS__     \
+    } else {                                            \
+      for (T var = 0; var < (n); var++) __VA_ARGS__     \
+    }                                                   \
+  } while (0)
+
 /* Work below this many elements runs on one thread. The bar is high on
  * purpose: after a parallel region OpenMP's workers spin for a while, and
  * on a small machine they take the cores OpenBLAS's threads need for the

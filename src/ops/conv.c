@@ -260,19 +260,20 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
   /* out[n0 + n][o][p] = m[o][n * P + p] + bias[o] (bias may be NULL). */                      \
   static void to_nchw_##S(const T *m, const T *bias, int64_t o, int64_t P, int64_t n0,         \
                           int64_t nb, T *out) {                                                \
-    for (int64_t n = 0; n < nb; n++)                                                           \
-      for (int64_t k = 0; k < o; k++) {                                                        \
-        const T *s = m + k * nb * P + n * P;                                                   \
-        T *d = out + ((n0 + n) * o + k) * P, bk = bias ? bias[k] : 0;                          \
-        for (int64_t p = 0; p < P; p++) d[p] = s[p] + bk;                                      \
-      }                                                                                        \
+    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
+      int64_t n = nk / o, k = nk % o;                                                          \
+      const T *s = m + k * nb * P + n * P;                                                     \
+      T *d = out + ((n0 + n) * o + k) * P, bk = bias ? bias[k] : 0;                            \
+      for (int64_t p = 0; p < P; p++) d[p] = s[p] + bk;                                        \
+    });                                                                                        \
   }                                                                                            \
                                                                                                \
   /* m[o][n * P + p] = y[n0 + n][o][p]: the inverse move. */                                   \
   static void from_nchw_##S(const T *y, int64_t o, int64_t P, int64_t n0, int64_t nb, T *m) {  \
-    for (int64_t n = 0; n < nb; n++)                                                           \
-      for (int64_t k = 0; k < o; k++)                                                          \
-        memcpy(m + k * nb * P + n * P, y + ((n0 + n) * o + k) * P, sizeof(T) * (size_t)P);     \
+    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
+      int64_t n = nk / o, k = nk % o;                                                          \
+      memcpy(m + k * nb * P + n * P, y + ((n0 + n) * o + k) * P, sizeof(T) * (size_t)P);       \
+    });                                                                                        \
   }                                                                                            \
                                                                                                \
   static void add_bias_##S(T *out, const T *bias, int64_t o, int64_t P, int64_t n0,            \

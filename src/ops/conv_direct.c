@@ -32,14 +32,15 @@
 #define NT 2      /* kernel_w: taps per tile (12 accumulators, 8 loads) */
 #define MAX_PARTS 16
 /* Threads only for work past CELL_PARALLEL_GRAIN elements counted as this
- * many multiply-adds each (2 to 4 ms of one core): a fork and join costs
- * little next to that. Smaller convolutions (LeNet's) stay on one thread:
- * alone, LeNet's second layer ran 1.6x faster on two, but in a whole
- * training step on 2 vCPUs the OpenMP worker left spinning after the region
- * took the core from OpenBLAS's threads in the Dense layers, and the step
- * was slower (best 11.6 ms against 10.0 ms with this setting; see
- * CELL_PARALLEL_GRAIN in iter.h). */
-#define MACS_PER_ELEMENT 64
+ * many multiply-adds each (4M multiply-adds, about 0.2 ms of one core): a
+ * fork and join of the parts costs a few microseconds next to that. The
+ * bar was 64 multiply-adds (4 ms of work) while OpenBLAS ran its own
+ * threads: an OpenMP worker left spinning after a region took the core from
+ * them in the next Dense layer. Linked with OpenBLAS's OpenMP build (the
+ * Makefile's BLAS_LIB) the gemms run on the same threads, so a CIFAR-size
+ * CNN's convolutions (32 x 3 x 32 x 32 into 16 channels, 16 into 32 at
+ * 16 x 16) split over the cores too. */
+#define MACS_PER_ELEMENT 4
 
 /* A loop over the parts, on threads when par: dynamically scheduled, so a
  * thread the OS has not run yet (a busy machine) does not hold up the rest,
@@ -439,9 +440,12 @@ typedef struct {
       if (gx || (pw && !pl->ovec)) spread_grad_##S(g, d, gyn, ge);                                \
       if (pw) {                                                                                   \
         pad_input_##S(g, d, x + n * g->c * g->h * g->w, xp);                                      \
-        if (pl->ovec)                                                                             \
-          for (int64_t o = 0; o < g->o; o++)                                                      \
-            for (int64_t p = 0; p < P; p++) gyt[p * g->o + o] = gyn[o * P + p];                   \
+        if (pl->ovec) /* the transpose in blocks of 16 positions: their rows stay in cache */     \
+          for (int64_t p0 = 0; p0 < P; p0 += 16) {                                                \
+            int64_t p1 = P - p0 < 16 ? P : p0 + 16;                                               \
+            for (int64_t o = 0; o < g->o; o++)                                                    \
+              for (int64_t p = p0; p < p1; p++) gyt[p * g->o + o] = gyn[o * P + p];               \
+          }                                                                                       \
         for (int64_t gi = 0; gi < g->groups; gi++) {                                              \
           const T *xg = xp + gi * d->cg * d->plane;                                               \
           if (pl->ovec)                                                                           \
@@ -584,7 +588,6 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
     cell_dealloc(tab);
     return oom();
   }
-  if (gw) memset(scr, 0, (size_t)(per * parts) * (size_t)es); /* the partial sums start at 0 */
   int64_t macs = (gx ? g->n * g->o * d.L * d.taps : 0) +
                  (gw ? g->n * g->o * (pl.ovec ? P : d.Lr) * d.taps : 0);
   int par = cell_conv_parallel(macs / MACS_PER_ELEMENT);
@@ -592,6 +595,8 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
     if (cell_ctx()->interrupt) continue;
     int64_t n0 = g->n * p / parts, n1 = g->n * (p + 1) / parts;
     char *sp = scr + (size_t)(p * per) * (size_t)es;
+    if (gw) /* this part's weight-gradient sum starts at 0 (the rest is written before read) */
+      memset(sp + (size_t)(nxp + nge + ngt + ngx) * (size_t)es, 0, (size_t)wsz * (size_t)es);
     if (ct == CELL_DTYPE_F64) {
       double *xp = (double *)(void *)sp, *ge = xp + nxp, *gt = ge + nge, *gxp = gt + ngt;
       backward_f64(&pl, gy, x, w, gx, gw ? gxp + ngx : NULL, n0, n1, xp, ge, gt, gxp);

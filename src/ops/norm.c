@@ -132,6 +132,100 @@ static void channel_affine(cell_dtype dt, const char *xb, char *yb, const bn_geo
   }
 }
 
+/* float32 operands (contiguous): the same sums and maps as above, on
+ * explicit vectors that load 4 floats at a time as 4 doubles, so they
+ * compute in double as the generic path does (same results to rounding)
+ * without its conversion buffers. On x86-64 a second copy is compiled for
+ * AVX2 + FMA and picked at load time (as conv.h's CONV_CLONES). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define BN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define BN_CLONES
+#endif
+typedef float bn_v4f __attribute__((vector_size(16)));
+typedef double bn_v4d __attribute__((vector_size(32)));
+
+/* Macros, not functions: a 32-byte vector passed by value warns (-Wpsabi)
+ * in the baseline copy. */
+#define BN_LOAD4(p) __extension__({                 \
+    bn_v4f bn_f_;                                 \
+    memcpy(&bn_f_, (p), sizeof bn_f_);            \
+    __builtin_convertvector(bn_f_, bn_v4d);       \
+  })
+#define BN_STORE4(p, v) do {                        \
+    bn_v4f bn_s_ = __builtin_convertvector((v), bn_v4f); \
+    memcpy((p), &bn_s_, sizeof bn_s_);            \
+  } while (0)
+#define BN_HSUM(v) (((v)[0] + (v)[1]) + ((v)[2] + (v)[3]))
+
+/* Sum of (x - centre) (squared when sq) over n floats. */
+BN_CLONES static double f32_sum(const float *x, int64_t n, double centre, int sq) {
+  bn_v4d a0 = {0, 0, 0, 0}, a1 = a0, cv = a0 + centre;
+  int64_t i = 0;
+  if (sq)
+    for (; i + 8 <= n; i += 8) {
+      bn_v4d d0 = BN_LOAD4(x + i) - cv, d1 = BN_LOAD4(x + i + 4) - cv;
+      a0 += d0 * d0;
+      a1 += d1 * d1;
+    }
+  else
+    for (; i + 8 <= n; i += 8) {
+      a0 += BN_LOAD4(x + i) - cv;
+      a1 += BN_LOAD4(x + i + 4) - cv;
+    }
+  double s = BN_HSUM(a0 + a1);
+  for (; i < n; i++) s += sq ? (x[i] - centre) * (x[i] - centre) : x[i] - centre;
+  return s;
+}
+
+/* y = a * x + b over n floats. */
+BN_CLONES static void f32_affine(const float *x, float *y, int64_t n, double a, double b) {
+  bn_v4d av = (bn_v4d){0, 0, 0, 0} + a, bv = (bn_v4d){0, 0, 0, 0} + b;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) BN_STORE4(y + i, av * BN_LOAD4(x + i) + bv);
+  for (; i < n; i++) y[i] = (float)(a * x[i] + b);
+}
+
+/* sum(g) and sum(g (x - mu)) over n floats, added into *sg and *sgx. */
+BN_CLONES static void f32_grad_sums(const float *g, const float *x, int64_t n, double mu,
+                                    double *sg, double *sgx) {
+  bn_v4d a0 = {0, 0, 0, 0}, a1 = a0, b0 = a0, b1 = a0, mv = a0 + mu;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    bn_v4d g0 = BN_LOAD4(g + i), g1 = BN_LOAD4(g + i + 4);
+    a0 += g0;
+    a1 += g1;
+    b0 += g0 * (BN_LOAD4(x + i) - mv);
+    b1 += g1 * (BN_LOAD4(x + i + 4) - mv);
+  }
+  double a = BN_HSUM(a0 + a1), b = BN_HSUM(b0 + b1);
+  for (; i < n; i++) {
+    a += g[i];
+    b += g[i] * (x[i] - mu);
+  }
+  *sg += a;
+  *sgx += b;
+}
+
+/* out = ka * g + kb * (x - mu) + kc over n floats. */
+BN_CLONES static void f32_grad_x(const float *g, const float *x, float *out, int64_t n,
+                                 double mu, double ka, double kb, double kc) {
+  bn_v4d z = {0, 0, 0, 0}, kav = z + ka, kbv = z + kb, kcv = z + kc, mv = z + mu;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    BN_STORE4(out + i, kav * BN_LOAD4(g + i) + kbv * (BN_LOAD4(x + i) - mv) + kcv);
+  for (; i < n; i++) out[i] = (float)(ka * g[i] + kb * (x[i] - mu) + kc);
+}
+
+/* Whether batch_norm's loops over channels are worth threads: a lower bar
+ * than CELL_PARALLEL_GRAIN, since OpenBLAS shares cell's OpenMP threads
+ * (see BLAS_LIB in the Makefile) and a channel's passes cost more than an
+ * elementwise op's: a CIFAR-size layer (32 x 16 x 32 x 32) splits. */
+#define BN_PARALLEL_GRAIN ((int64_t)1 << 16)
+static bool bn_parallel(const bn_geom *g) {
+  return g->c > 1 && g->m * g->c >= BN_PARALLEL_GRAIN && cell_ctx()->num_threads > 1;
+}
+
 /* running = momentum * running + (1 - momentum) * v * scale, in running's
  * dtype. */
 static void blend_into(cell_tensor *running, const double *v, int64_t n, double momentum,
@@ -181,13 +275,28 @@ cell_status cell_cpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean,
   const char *xb = cell_tensor_base(xc);
   char *yb = cell_tensor_base(y);
   cell_dtype dt = x->dtype;
-  CELL_FOR(cell_nn_parallel(g.c, g.m * g.c), int64_t, c, g.c, {
-    if (training) {
-      mv[c] = g.m ? channel_sum(dt, xb, &g, c, 0.0, 0) / (double)g.m : NAN;
-      vv[c] = g.m ? channel_sum(dt, xb, &g, c, mv[c], 1) / (double)g.m : NAN;
+  CELL_FOR_DYNAMIC(bn_parallel(&g), int64_t, c, g.c, {
+    if (dt == CELL_DTYPE_F32) {
+      const float *xf = (const float *)(const void *)xb;
+      float *yf = (float *)(void *)yb;
+      if (training) {
+        double s1 = 0, s2 = 0;
+        for (int64_t n = 0; n < g.n; n++) s1 += f32_sum(xf + (n * g.c + c) * g.inner, g.inner, 0.0, 0);
+        mv[c] = g.m ? s1 / (double)g.m : NAN;
+        for (int64_t n = 0; n < g.n; n++) s2 += f32_sum(xf + (n * g.c + c) * g.inner, g.inner, mv[c], 1);
+        vv[c] = g.m ? s2 / (double)g.m : NAN;
+      }
+      double is = 1.0 / sqrt(vv[c] + eps), a = is * w[c], sh = b[c] - mv[c] * is * w[c];
+      for (int64_t n = 0; n < g.n; n++)
+        f32_affine(xf + (n * g.c + c) * g.inner, yf + (n * g.c + c) * g.inner, g.inner, a, sh);
+    } else {
+      if (training) {
+        mv[c] = g.m ? channel_sum(dt, xb, &g, c, 0.0, 0) / (double)g.m : NAN;
+        vv[c] = g.m ? channel_sum(dt, xb, &g, c, mv[c], 1) / (double)g.m : NAN;
+      }
+      double is = 1.0 / sqrt(vv[c] + eps);
+      channel_affine(dt, xb, yb, &g, c, is * w[c], b[c] - mv[c] * is * w[c]);
     }
-    double is = 1.0 / sqrt(vv[c] + eps);
-    channel_affine(dt, xb, yb, &g, c, is * w[c], b[c] - mv[c] * is * w[c]);
   });
   if (training && update) /* nothing can fail from here on */
     cell_k_batch_norm_update(running_mean, running_var, mean, var, g.m, momentum);
@@ -274,18 +383,31 @@ cell_status cell_cpu_batch_norm_backward(const cell_tensor *g, const cell_tensor
     double *wv = rw ? f64_data(rw) : NULL, *bv = rb ? f64_data(rb) : NULL;
     cell_dtype gdt = g->dtype, xdt = x->dtype;
     double m = (double)geo.m;
-    CELL_FOR(cell_nn_parallel(geo.c, geo.m * geo.c), int64_t, c, geo.c, {
-      double sg, sgx, is = 1.0 / sqrt(vv[c] + eps);
-      channel_grad_sums(gdt, gbase, xdt, xbase, &geo, c, mv[c], &sg, &sgx);
+    int f32 = gdt == CELL_DTYPE_F32 && xdt == CELL_DTYPE_F32;
+    const float *gf = (const float *)(const void *)gbase, *xf = (const float *)(const void *)xbase;
+    float *of = (float *)(void *)obase;
+    CELL_FOR_DYNAMIC(bn_parallel(&geo), int64_t, c, geo.c, {
+      double sg = 0, sgx = 0, is = 1.0 / sqrt(vv[c] + eps);
+      if (f32)
+        for (int64_t n = 0; n < geo.n; n++) {
+          int64_t e = (n * geo.c + c) * geo.inner;
+          f32_grad_sums(gf + e, xf + e, geo.inner, mv[c], &sg, &sgx);
+        }
+      else
+        channel_grad_sums(gdt, gbase, xdt, xbase, &geo, c, mv[c], &sg, &sgx);
       if (wv) wv[c] = sgx * is;
       if (bv) bv[c] = sg;
       if (obase) {
         double k = w[c] * is;
-        if (training) /* k (g - sg / m - xhat sum(g xhat) / m), xhat = (x - mu) invstd */
-          channel_grad_x(gdt, gbase, xdt, xbase, obase, &geo, c, mv[c], k,
-                         -k * is * is * sgx / m, -k * sg / m);
+        /* k (g - sg / m - xhat sum(g xhat) / m), xhat = (x - mu) invstd; k g when not training */
+        double kb = training ? -k * is * is * sgx / m : 0.0, kc = training ? -k * sg / m : 0.0;
+        if (f32)
+          for (int64_t n = 0; n < geo.n; n++) {
+            int64_t e = (n * geo.c + c) * geo.inner;
+            f32_grad_x(gf + e, xf + e, of + e, geo.inner, mv[c], k, kb, kc);
+          }
         else
-          channel_grad_x(gdt, gbase, xdt, xbase, obase, &geo, c, mv[c], k, 0.0, 0.0);
+          channel_grad_x(gdt, gbase, xdt, xbase, obase, &geo, c, mv[c], k, kb, kc);
       }
     });
   }

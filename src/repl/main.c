@@ -48,6 +48,18 @@
 
 #include "cell.h"
 
+/* OpenMP's wait policy: passive (idle workers sleep) unless the user chose
+ * one, as the Lua module cell.ompenv sets it (src/lua/ompenv/ompenv.c says
+ * why). OpenMP's runtime reads the environment when it loads, before main,
+ * and the C library resets the environment after .preinit_array runs, so
+ * the executable sets the variable and runs itself again, once (the
+ * variable is then set); if that fails it goes on as it is. */
+static void omp_env_default(char **argv) {
+  if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 0) != 0) return;
+  execv("/proc/self/exe", argv);
+}
+
 /* Defined by the binding (src/lua/lcore.c), linked into this executable. */
 int luaopen_cell_core(lua_State *L);
 
@@ -1082,6 +1094,7 @@ static int pmain(lua_State *L) {
 }
 
 int main(int argc, char **argv) {
+  omp_env_default(argv);
   lua_State *L = luaL_newstate();
   if (L == NULL) {
     l_message(argv[0], "cannot create state: not enough memory");
