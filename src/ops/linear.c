@@ -80,7 +80,11 @@ static cell_status rows_of(const cell_tensor *x, const cell_tensor **v, cell_ten
     const T *bb = (const T *)bp;                                             \
     for (int64_t i = 0; i < m; i++) {                                        \
       T *yr = (T *)y + i * n;                                                \
-      for (int64_t j = 0; j < n; j++) yr[j] += bb[j * bs];                    \
+      if (bs == 1) {                                                         \
+        CELL_NN_SIMD for (int64_t j = 0; j < n; j++) yr[j] += bb[j];         \
+      } else {                                                               \
+        for (int64_t j = 0; j < n; j++) yr[j] += bb[j * bs];                 \
+      }                                                                      \
     }                                                                        \
   } while (0)
 
@@ -145,9 +149,9 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
       for (int64_t j = 0; j < nb; j++) acc[j] = 0;                           \
       for (int64_t i = 0; i < m; i++) {                                      \
         const T *gr = G + i * rs + j0 * cs;                                  \
-        if (cs == 1)                                                         \
-          for (int64_t j = 0; j < nb; j++) acc[j] += gr[j];                  \
-        else                                                                 \
+        if (cs == 1) {                                                       \
+          CELL_NN_SIMD for (int64_t j = 0; j < nb; j++) acc[j] += gr[j];     \
+        } else                                                               \
           for (int64_t j = 0; j < nb; j++) acc[j] += gr[j * cs];             \
       }                                                                      \
       for (int64_t j = 0; j < nb; j++) o[j0 + j] = (T)acc[j];                \
