@@ -46,7 +46,7 @@ describe("float32 recurrent loops", function()
     net.weight_hh_l0:set_data(cell.zeros({ 1, 1 }))
     net.bias_ih_l0:set_data(cell.zeros({ 1 }))
     net.bias_hh_l0:set_data(cell.zeros({ 1 }))
-    local xs = { 0, 1e-30, -3e-5, 3.9e-4, 4.1e-4, 0.01, -0.3, 0.5493, 1, -2.5, 4, 5.759, 7.9, -8, 9.5, 20, 1e30,
+    local xs = { 0, 1e-39, -1e-36, 1e-30, -3e-5, 3.9e-4, 4.1e-4, 0.01, -0.3, 0.5493, 1, -2.5, 4, 5.759, 7.9, -8, 9.5, 20, 1e30,
       math.huge, -math.huge }
     local want = {}
     for i, v in ipairs(xs) do

@@ -46,18 +46,18 @@ static cell_status FN(rnn_fwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
       if (mode == CELL_RNN_LSTM) {
         const R *cpb = cs + k * BH + b * H;
         R *ccb = cs + (k + 1) * BH + b * H;
-        for (int64_t j = 0; j < H; j++) {
-          R a[4];
-          for (int q = 0; q < 4; q++) {
-            int64_t o = q * H + j;
-            a[q] = xb[o] + hb[o] + (bih ? bih[o] : 0) + (bhh ? bhh[o] : 0);
-          }
-          R ig = FN(sig_)(a[0]), fg = FN(sig_)(a[1]), gg = RTANH(a[2]),
-            og = FN(sig_)(a[3]);
-          R c = fg * cpb[j] + ig * gg;
+        /* pre-activations, the gates, then the states: loops over
+         * contiguous rows (vectorised where RSIMD says so) */
+        RSIMD for (int64_t o = 0; o < GH; o++) gb[o] = xb[o] + hb[o];
+        if (bih) RSIMD for (int64_t o = 0; o < GH; o++) gb[o] += bih[o];
+        if (bhh) RSIMD for (int64_t o = 0; o < GH; o++) gb[o] += bhh[o];
+        RSIMD for (int64_t o = 0; o < 2 * H; o++) gb[o] = RSIG(gb[o]);
+        RSIMD for (int64_t o = 2 * H; o < 3 * H; o++) gb[o] = RTANH(gb[o]);
+        RSIMD for (int64_t o = 3 * H; o < 4 * H; o++) gb[o] = RSIG(gb[o]);
+        RSIMD for (int64_t j = 0; j < H; j++) {
+          R c = gb[H + j] * cpb[j] + gb[j] * gb[2 * H + j];
           ccb[j] = c;
-          hcb[j] = og * RTANH(c);
-          gb[j] = ig, gb[H + j] = fg, gb[2 * H + j] = gg, gb[3 * H + j] = og;
+          hcb[j] = gb[3 * H + j] * RTANH(c);
         }
       } else if (mode == CELL_RNN_GRU) {
         R *nb = hnp + k * BH + b * H;
@@ -130,7 +130,7 @@ static cell_status FN(rnn_bwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
       for (int64_t j = 0; j < H; j++) dhb[j] += gyb[j];
       if (mode == CELL_RNN_LSTM) {
         const R *cpb = cs + k * BH + b * H, *ccb = cs + (k + 1) * BH + b * H;
-        for (int64_t j = 0; j < H; j++) {
+        RSIMD for (int64_t j = 0; j < H; j++) {
           R ig = gb[j], fg = gb[H + j], gg = gb[2 * H + j], og = gb[3 * H + j];
           R tc = RTANH(ccb[j]);
           R d = dcb[j] + dhb[j] * og * ((R)1 - tc * tc);
