@@ -12,6 +12,7 @@
 #include "kernels.h"
 #include "kernel_list.h"
 #include "../backend/backend.h"
+#include "../core/alloc.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
