@@ -43,6 +43,18 @@ CELL_API cell_status cell_op_batch_norm(const cell_tensor *x, cell_tensor *runni
                                         const cell_tensor *bias, int training, double momentum,
                                         double eps, cell_tensor **out);
 
+/* The fully connected layer y = x W^T + b: x is [..., in], weight [out,
+ * in], bias [out] (or any shape that broadcasts against [..., out]) or
+ * NULL; y is [..., out]. float32 / float64 operands of one dtype with a
+ * [out] bias (or none) run as one gemm that reads W's transpose through
+ * its strides, with the bias added in the same pass; others as
+ * matmul(x, W^T) + b. A weight that is not 2-D, or an input whose last
+ * dimension is not in, is a ValueError. Backward: "DenseBackward" (both
+ * gemms of the backward read transposes through strides, the bias
+ * gradient is one pass). */
+CELL_API cell_status cell_op_dense(const cell_tensor *x, const cell_tensor *weight,
+                                   const cell_tensor *bias, cell_tensor **out);
+
 /* Layer normalisation over the last normalized_ndim dimensions of x (1 to
  * ndim), with the biased variance; weight / bias have the shape of those
  * dimensions, or are NULL. Backward: "LayerNormBackward". */

@@ -207,6 +207,7 @@ M.C = {
   ["cell.ops.log_softmax"] = { "(x, dim)", "Log of softmax along dim, computed stably." },
   ["cell.ops.batch_norm"] = { "(x, running_mean, running_var, weight, bias, {training =, momentum = 0.1, eps = 1e-5})", "Batch normalisation over N (and H, W); in training it updates the running statistics in place (running = (1 - momentum) * running + momentum * batch)." },
   ["cell.ops.layer_norm"] = { "(x, normalized_ndim, weight, bias, eps)", "Normalise over the last normalized_ndim dimensions, then scale and shift." },
+  ["cell.ops.dense"] = { "(x, weight [, bias])", "The fully connected layer x W^T + b for x {..., in}, weight {out, in}, bias {out}: one fused op." },
   ["cell.ops.dropout"] = { "(x, p, training)", "Zero elements with probability p and scale the rest by 1/(1-p); identity when not training." },
   ["cell.ops.embedding"] = { "(ids, weight)", "The rows of weight {V, D} at the 1-based integer ids (any shape)." },
   ["cell.ops.cross_entropy"] = { "(logits, target, {reduction =, weight =, ignore_index =, label_smoothing =})", "Cross-entropy of logits {N, C} against class ids 1..C (or probabilities), fused with log-softmax." },

@@ -15,6 +15,10 @@ return function(b)
       function(x, w, bias) return ops.batch_norm(x, nil, nil, w, bias, { training = true }) end,
       { r({ 3, 2, 2, 2 }, -1, 1, 5), r({ 2 }, 0.5, 1.5, 6), r({ 2 }, -1, 1, 7) },
     },
+    DenseBackward = {
+      function(x, w, bias) return ops.dense(x, w, bias) end,
+      { r({ 2, 3, 4 }, -1, 1, 24), r({ 5, 4 }, -1, 1, 25), r({ 5 }, -1, 1, 26) },
+    },
     LayerNormBackward = {
       function(x, w, bias) return ops.layer_norm(x, 1, w, bias) end,
       { r({ 3, 4 }, -1, 1, 8), r({ 4 }, 0.5, 1.5, 9), r({ 4 }, -1, 1, 10) },

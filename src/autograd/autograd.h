@@ -137,6 +137,7 @@ int cell_ag_index_nodes(const char **names, int max);
 int cell_ag_sample_nodes(const char **names, int max);
 int cell_ag_inplace_nodes(const char **names, int max);
 int cell_ag_attention_nodes(const char **names, int max);
+int cell_ag_linear_nodes(const char **names, int max);
 
 /* --- views and in-place ops (inplace.c) --- */
 /* End of a view op on t: when s is CELL_OK and *out shares t's storage,

@@ -757,6 +757,7 @@ int cell_autograd_node_names(const char **names, int max) {
   n += cell_ag_sample_nodes(names + n, max - n);
   n += cell_ag_inplace_nodes(names + n, max - n);
   n += cell_ag_attention_nodes(names + n, max - n);
+  n += cell_ag_linear_nodes(names + n, max - n);
   n += cell_ag_act_nodes(names + n, max - n);
   return n;
 }

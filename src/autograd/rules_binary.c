@@ -243,19 +243,83 @@ cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double v,
 
 /* --- matrix products ------------------------------------------------------------ */
 
+/* t itself when the gemm backend can read its matrices (and their
+ * transposes) through strides: one of the last two dimensions unit-strided
+ * (or of size 1); otherwise a contiguous copy. */
+static cell_status gemm_ready(const cell_tensor *t, cell_tensor **out) {
+  int nd = t->ndim;
+  if (nd < 2 || t->stride[nd - 1] == 1 || t->stride[nd - 2] == 1 || t->shape[nd - 1] == 1 ||
+      t->shape[nd - 2] == 1) {
+    cell_tensor_retain((cell_tensor *)t);
+    *out = (cell_tensor *)t;
+    return CELL_OK;
+  }
+  return cell_tensor_contiguous(t, out);
+}
+
 /* a @ b with 1-D operands made matrices: gA = g @ b^T, gB = a^T @ g, each
- * summed over broadcast batch dimensions by cell_ag_grad_for. */
+ * summed over broadcast batch dimensions by cell_ag_grad_for. The
+ * transposes are views the gemm backend reads through strides (no copy).
+ * A 2-D b under a batched a (a Dense-like product) gets gB as one product
+ * over all rows, a_rows^T @ g_rows, instead of one per batch summed. */
 static cell_status matmul_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
   const cell_tensor *a = n->saved[0], *b = n->saved[1];
   cell_tensor *a2 = NULL, *b2 = NULL, *g2 = NULL, *t = NULL, *u = NULL;
-  cell_status s = a->ndim == 1 ? cell_tensor_unsqueeze(a, 0, &a2) : cell_tensor_contiguous(a, &a2);
-  if (s == CELL_OK) s = b->ndim == 1 ? cell_tensor_unsqueeze(b, 1, &b2) : cell_tensor_contiguous(b, &b2);
+  cell_status s = a->ndim == 1 ? cell_tensor_unsqueeze(a, 0, &a2) : gemm_ready(a, &a2);
+  if (s == CELL_OK) s = b->ndim == 1 ? cell_tensor_unsqueeze(b, 1, &b2) : gemm_ready(b, &b2);
   if (s == CELL_OK) { /* g with the dimensions the 1-D operands dropped */
     cell_tensor *tmp = NULL;
     s = a->ndim == 1 ? cell_tensor_unsqueeze(g, g->ndim - (b->ndim == 1 ? 0 : 1), &tmp)
-                     : cell_tensor_contiguous(g, &tmp);
-    if (s == CELL_OK) s = b->ndim == 1 ? cell_tensor_unsqueeze(tmp, tmp->ndim, &g2) : cell_tensor_contiguous(tmp, &g2);
+                     : gemm_ready(g, &tmp);
+    if (s == CELL_OK) s = b->ndim == 1 ? cell_tensor_unsqueeze(tmp, tmp->ndim, &g2) : gemm_ready(tmp, &g2);
     cell_tensor_release(tmp);
+  }
+  if (s == CELL_OK && n->in[1].next && b2->ndim == 2 && a2->ndim > 2) {
+    /* fold a's batch into its rows: [-1, k] and g's into [-1, n] */
+    cell_tensor *ar = NULL, *gr = NULL;
+    int64_t as[2] = {-1, a2->shape[a2->ndim - 1]}, gs[2] = {-1, g2->shape[g2->ndim - 1]};
+    s = cell_tensor_reshape(a2, 2, as, &ar);
+    if (s == CELL_OK) s = cell_tensor_reshape(g2, 2, gs, &gr);
+    if (s == CELL_OK) {
+      cell_tensor_release(a2);
+      cell_tensor_release(g2);
+      a2 = ar;
+      g2 = gr;
+      ar = gr = NULL;
+    }
+    cell_tensor_release(ar);
+    cell_tensor_release(gr);
+    if (s == CELL_OK && n->in[0].next) { /* gA from the folded rows, back in a's shape */
+      s = cell_tensor_transpose(b2, 0, 1, &t);
+      if (s == CELL_OK) s = cell_op_matmul(g2, t, &u);
+      cell_tensor_release(t);
+      t = NULL;
+      if (s == CELL_OK) {
+        s = cell_tensor_reshape(u, n->in[0].ndim, n->in[0].shape, &t);
+        cell_tensor_release(u);
+        u = t;
+        t = NULL;
+      }
+      s = cell_ag_give(n, 0, s, u, gin);
+      u = NULL;
+    }
+    if (s == CELL_OK) {
+      s = cell_tensor_transpose(a2, 0, 1, &t);
+      if (s == CELL_OK) s = cell_op_matmul(t, g2, &u);
+      cell_tensor_release(t);
+      t = NULL;
+      if (s == CELL_OK && b->ndim == 1) { /* [k, 1] -> [k] */
+        s = cell_tensor_squeeze(u, 1, &t);
+        cell_tensor_release(u);
+        u = t;
+        t = NULL;
+      }
+      s = cell_ag_give(n, 1, s, u, gin);
+    }
+    cell_tensor_release(a2);
+    cell_tensor_release(b2);
+    cell_tensor_release(g2);
+    return s;
   }
   if (s == CELL_OK && n->in[0].next) {
     s = cell_tensor_transpose(b2, b2->ndim - 2, b2->ndim - 1, &t);

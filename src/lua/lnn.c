@@ -8,6 +8,7 @@
  *     (1 - momentum) * running + momentum * batch (nn.BatchNorm* pass
  *     1 - their own momentum, which weighs the running value)
  *   layer_norm(x, normalized_ndim | normalized_shape [, weight [, bias [, eps = 1e-5]]])
+ *   dense(x, weight [, bias]): x W^T + b
  *   dropout(x [, p = 0.5 [, training = true]])
  *   embedding(ids, weight [, {padding_idx =}])
  *   cross_entropy(logits, target [, {reduction =, weight =, ignore_index =, label_smoothing =}])
@@ -177,6 +178,13 @@ static int nn_layer_norm(lua_State *L) {
   return lc_finish(L, cell_op_layer_norm(x, k, w, b, eps, out));
 }
 
+static int nn_dense(lua_State *L) {
+  cell_tensor *x = lc_check_tensor(L, 1), *w = lc_check_tensor(L, 2);
+  cell_tensor *b = opt_tensor(L, 3, 3, "dense", "bias");
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, cell_op_dense(x, w, b, out));
+}
+
 /* --- dropout, embedding ------------------------------------------------------------------- */
 
 /* Identity (not training, or p == 0) returns x itself. */
@@ -291,6 +299,7 @@ static const luaL_Reg nn_funcs[] = {{"softplus", nn_softplus}, {"softmax", nn_so
                                     {"log_softmax", nn_log_softmax},
                                     {"batch_norm", nn_batch_norm},
                                     {"layer_norm", nn_layer_norm},
+                                    {"dense", nn_dense},
                                     {"dropout", nn_dropout},
                                     {"embedding", nn_embedding},
                                     {"cross_entropy", nn_cross_entropy},

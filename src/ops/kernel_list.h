@@ -45,6 +45,8 @@
   X(mm, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
   X(bmm, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
   X(dot, (const cell_tensor *a, const cell_tensor *b, cell_tensor **out), (a, b, out), (a, b)) \
+  X(linear, (const cell_tensor *x, const cell_tensor *w, const cell_tensor *b, cell_tensor **out), (x, w, b, out), (x, w, b)) \
+  X(linear_backward, (const cell_tensor *g, const cell_tensor *x, const cell_tensor *w, cell_tensor **gx, cell_tensor **gw, cell_tensor **gb), (g, x, w, gx, gw, gb), (g, x, w)) \
   X(gather, (const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base, cell_tensor **out), (a, dim, index, index_base, out), (a, index)) \
   X(scatter, (const cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src, int64_t index_base, cell_tensor **out), (a, dim, index, src, index_base, out), (a, index, src)) \
   X(scatter_add_, (cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src, int64_t index_base), (a, dim, index, src, index_base), (a, index, src)) \

@@ -13,6 +13,7 @@
 #include "kernel_list.h"
 #include "../backend/backend.h"
 #include "vmath.h"
+#include "../core/alloc.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ static cell_status rnn_gemm(cell_dtype dt, int64_t m, int64_t n, int64_t k, cons
 #define RTANH tanhf
 #define RVSIG(v, n) cell_vm_sigmoid_f32(v, v, n)
 #define RVTANH(y, v, n) cell_vm_tanh_f32(y, v, n)
+#define RSIMD _Pragma("omp simd")
 #include "rnn_impl.h"
 #undef R
 #undef RT
@@ -54,7 +56,9 @@ static cell_status rnn_gemm(cell_dtype dt, int64_t m, int64_t n, int64_t k, cons
 #undef RTANH
 #undef RVSIG
 #undef RVTANH
+#undef RSIMD
 #define R double
+#define RSIMD
 #define RT CELL_DTYPE_F64
 #define SFX _f64
 #define REXP exp
@@ -69,6 +73,7 @@ static cell_status rnn_gemm(cell_dtype dt, int64_t m, int64_t n, int64_t k, cons
 #undef RTANH
 #undef RVSIG
 #undef RVTANH
+#undef RSIMD
 
 static cell_status check_shape(const char *what, const cell_tensor *t, int ndim, const int64_t *want,
                                cell_dtype dt) {

@@ -21,10 +21,10 @@ static cell_status FN(rnn_fwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
                                 R *y, R *ws) {
   int64_t G = rnn_gates(mode), GH = G * H, BH = B * H;
   R *gates = ws, *hs = gates + T * B * GH, *cs = hs + (T + 1) * BH, *hnp = cs + (T + 1) * BH;
-  R *xw = malloc(sizeof(R) * (size_t)(T * B * GH)), *hh = malloc(sizeof(R) * (size_t)(B * GH));
+  R *xw = cell_alloc(sizeof(R) * (size_t)(T * B * GH)), *hh = cell_alloc(sizeof(R) * (size_t)(B * GH));
   if (!xw || !hh) {
-    free(xw);
-    free(hh);
+    cell_dealloc(xw);
+    cell_dealloc(hh);
     return cell_error(CELL_ERR_MEMORY, "rnn: out of memory for the gate buffers");
   }
   cell_status s = rnn_gemm(RT, T * B, GH, I, x, I, 1, wih, 1, I, xw);
@@ -92,8 +92,8 @@ static cell_status FN(rnn_fwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
     else
       memset(y + (T + 1) * BH, 0, sizeof(R) * (size_t)BH);
   }
-  free(xw);
-  free(hh);
+  cell_dealloc(xw);
+  cell_dealloc(hh);
   return s;
 }
 
@@ -106,9 +106,9 @@ static cell_status FN(rnn_bwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
                                 R *gbih, R *gbhh) {
   int64_t G = rnn_gates(mode), GH = G * H, BH = B * H;
   const R *gates = ws, *hs = gates + T * B * GH, *cs = hs + (T + 1) * BH, *hnp = cs + (T + 1) * BH;
-  R *dgx = malloc(sizeof(R) * (size_t)(T * B * GH)), *dgh = malloc(sizeof(R) * (size_t)(T * B * GH));
-  R *dh = malloc(sizeof(R) * (size_t)BH), *dc = malloc(sizeof(R) * (size_t)BH),
-    *dhp = malloc(sizeof(R) * (size_t)BH);
+  R *dgx = cell_alloc(sizeof(R) * (size_t)(T * B * GH)), *dgh = cell_alloc(sizeof(R) * (size_t)(T * B * GH));
+  R *dh = cell_alloc(sizeof(R) * (size_t)BH), *dc = cell_alloc(sizeof(R) * (size_t)BH),
+    *dhp = cell_alloc(sizeof(R) * (size_t)BH);
   cell_status s = CELL_OK;
   if (!dgx || !dgh || !dh || !dc || !dhp) {
     s = cell_error(CELL_ERR_MEMORY, "rnn backward: out of memory for the gradient buffers");
@@ -175,7 +175,7 @@ static cell_status FN(rnn_bwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
     }
     s = rnn_gemm(RT, B, H, GH, dgh + k * B * GH, GH, 1, whh, H, 1, dh);
     if (s != CELL_OK) goto done;
-    for (int64_t i = 0; i < BH; i++) dh[i] += dhp[i];
+    RSIMD for (int64_t i = 0; i < BH; i++) dh[i] += dhp[i];
   }
   memcpy(gh0, dh, sizeof(R) * (size_t)BH);
   if (gc0) memcpy(gc0, dc, sizeof(R) * (size_t)BH);
@@ -185,17 +185,17 @@ static cell_status FN(rnn_bwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
   if (s == CELL_OK && gbih && gbhh) {
     for (int64_t o = 0; o < GH; o++) gbih[o] = gbhh[o] = 0;
     for (int64_t r = 0; r < T * B; r++)
-      for (int64_t o = 0; o < GH; o++) {
+      RSIMD for (int64_t o = 0; o < GH; o++) {
         gbih[o] += dgx[r * GH + o];
         gbhh[o] += dgh[r * GH + o];
       }
   }
 done:
-  free(dgx);
-  free(dgh);
-  free(dh);
-  free(dc);
-  free(dhp);
+  cell_dealloc(dgx);
+  cell_dealloc(dgh);
+  cell_dealloc(dh);
+  cell_dealloc(dc);
+  cell_dealloc(dhp);
   return s;
 }
 

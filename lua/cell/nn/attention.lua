@@ -15,6 +15,7 @@ local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local core = require "cell.core"
 local ops = require "cell.ops"
+local dense = core.nnops.dense
 local initializer = require "cell.initializer"
 local Parameter = require("cell.parameter").Parameter
 local T = require "cell.util.types"
@@ -84,11 +85,10 @@ function MHA:init(embed_dim, num_heads, ...)
   end
 end
 
--- x {N, T, D} @ w^T + b
+-- x {N, T, D} @ w^T + b: one fused linear op (the weight read through its
+-- transpose's strides, the bias added in the same pass)
 local function project(x, w, b)
-  local y = x:matmul(w:transpose(1, 2))
-  if b then y = y + b end
-  return y
+  return dense(x, w, b)
 end
 
 -- A mask as an additive float mask of dtype dt (bool: true -> -inf).

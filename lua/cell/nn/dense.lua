@@ -8,6 +8,7 @@ local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local core = require "cell.core"
+local dense = core.nnops.dense
 local initializer = require "cell.initializer"
 local Parameter = require("cell.parameter").Parameter
 local I = require "cell.nn.internal"
@@ -69,16 +70,9 @@ function Dense:construct(x)
     raise(("ValueError: For 'Dense', the last dimension of the input must be in_channels (%d), but got an input "
       .. "of shape %s."):format(self.in_channels, T.shape_str(shape)))
   end
-  if n ~= 2 then x = x:reshape({ -1, shape[n] }) end
-  local y = x:matmul(self.weight.T)
-  if self.has_bias then y = y + self.bias end
+  -- one fused op: x W^T + b as one gemm over all leading dimensions
+  local y = dense(x, self.weight, self.has_bias and self.bias or nil)
   if self.activation then y = self.activation(y) end
-  if n ~= 2 then
-    local out = {}
-    for i = 1, n - 1 do out[i] = shape[i] end
-    out[n] = self.out_channels
-    y = y:reshape(out)
-  end
   return y
 end
 

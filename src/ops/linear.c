@@ -1,0 +1,223 @@
+/* linear.c - the fused linear layer y = x W^T + b and its backward.
+ *
+ * x is [..., in] with any strides whose leading dimensions fold into one
+ * uniformly strided run of rows (a contiguous input, or a transposed or
+ * sliced view of one; others are copied once), W is [out, in] with any
+ * strides, b is [out] or NULL. The forward is one gemm reading W through
+ * its transpose's strides (no copy), then the bias added to each row while
+ * the row is in cache. The backward hands the gemm backend the transposes
+ * too: gx = g W, gW = g^T x over all rows at once (no per-batch products
+ * summed afterwards), and gb the column sums of g in one pass. float32
+ * and float64; all three operands of one dtype (the op layer composes
+ * matmul and add otherwise). */
+#include "../backend/backend.h"
+#include "kernels.h"
+#include "ops.h"
+#include "kernel_list.h"
+
+/* x as rows x cols with element strides (rs, cs); false when its leading
+ * dimensions do not fold into one strided run. */
+static bool fold_rows(const cell_tensor *x, int64_t *rows, int64_t *rs, int64_t *cs) {
+  int nd = x->ndim;
+  int64_t cols = x->shape[nd - 1];
+  *cs = cols == 1 ? 1 : x->stride[nd - 1];
+  *rows = 1;
+  *rs = cols;
+  if (nd == 1) return true;
+  int64_t step = 0; /* the stride of one row, once known */
+  int64_t run = 1;  /* rows covered by the dimensions after the current one */
+  bool known = false;
+  for (int i = nd - 2; i >= 0; i--) {
+    int64_t n = x->shape[i];
+    if (n == 1) continue;
+    if (!known) {
+      step = x->stride[i];
+      known = true;
+    } else if (x->stride[i] != step * run) {
+      return false;
+    }
+    run *= n;
+  }
+  *rows = run;
+  if (known) *rs = step;
+  return true;
+}
+
+static cell_status check(const char *op, const cell_tensor *x, const cell_tensor *w,
+                         const cell_tensor *b) {
+  if (!x || !w) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", op);
+  if (x->dtype != w->dtype || (b && b->dtype != x->dtype) ||
+      (x->dtype != CELL_DTYPE_F32 && x->dtype != CELL_DTYPE_F64))
+    return cell_error(CELL_ERR_TYPE, "%s: the fused kernel takes float32 or float64 operands of one "
+                                     "dtype, got %s, %s%s%s", op, cell_dtype_name(x->dtype),
+                      cell_dtype_name(w->dtype), b ? " and " : "", b ? cell_dtype_name(b->dtype) : "");
+  char sx[256], sw[256], sb[256];
+  if (x->ndim < 1 || w->ndim != 2 || x->shape[x->ndim - 1] != w->shape[1] ||
+      (b && (b->ndim != 1 || b->shape[0] != w->shape[0])))
+    return cell_error(CELL_ERR_VALUE, "%s: input %s, weight %s and bias %s do not fit (input "
+                                      "[..., in], weight [out, in], bias [out])", op,
+                      cell_shape_str(x->ndim, x->shape, sx, sizeof sx),
+                      cell_shape_str(w->ndim, w->shape, sw, sizeof sw),
+                      b ? cell_shape_str(b->ndim, b->shape, sb, sizeof sb) : "none");
+  return CELL_OK;
+}
+
+/* x folded to rows, or a contiguous copy of it (*owned set) when its
+ * strides do not fold. */
+static cell_status rows_of(const cell_tensor *x, const cell_tensor **v, cell_tensor **owned,
+                           int64_t *rows, int64_t *rs, int64_t *cs) {
+  *owned = NULL;
+  *v = x;
+  if (fold_rows(x, rows, rs, cs)) return CELL_OK;
+  CELL_TRY(cell_k_contiguous(x, owned));
+  *v = *owned;
+  fold_rows(*v, rows, rs, cs);
+  return CELL_OK;
+}
+
+#define ADD_ROWS(T)                                                          \
+  do {                                                                       \
+    const T *bb = (const T *)bp;                                             \
+    for (int64_t i = 0; i < m; i++) {                                        \
+      T *yr = (T *)y + i * n;                                                \
+      if (bs == 1) {                                                         \
+        CELL_NN_SIMD for (int64_t j = 0; j < n; j++) yr[j] += bb[j];         \
+      } else {                                                               \
+        for (int64_t j = 0; j < n; j++) yr[j] += bb[j * bs];                 \
+      }                                                                      \
+    }                                                                        \
+  } while (0)
+
+cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
+                            cell_tensor **out) {
+  CELL_TRY(check("linear", x, w, b));
+  if (!out) return cell_error(CELL_ERR_VALUE, "linear: NULL argument");
+  int64_t n = w->shape[0], k = w->shape[1];
+  int64_t shape[CELL_MAX_DIMS];
+  memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+  shape[x->ndim - 1] = n;
+  cell_tensor *r;
+  CELL_TRY(cell_tensor_new_contig(x->dtype, x->ndim, shape, &r));
+  int64_t m = cell_tensor_numel(r) / (n ? n : 1);
+  if (n == 0 || m == 0) {
+    *out = r;
+    return CELL_OK;
+  }
+  char *y = cell_tensor_base(r);
+  cell_status s = CELL_OK;
+  if (k == 0) {
+    s = cell_k_fill_(r, 0);
+  } else {
+    const cell_tensor *xv;
+    cell_tensor *owned;
+    int64_t rows, rs, cs;
+    s = rows_of(x, &xv, &owned, &rows, &rs, &cs);
+    if (s == CELL_OK) {
+      /* B = W^T: [k, n] read through W's strides. */
+      cell_gemm g = {x->dtype, m, n, k, cell_tensor_base(xv), rs, cs,
+                     cell_tensor_base(w), w->stride[1], w->stride[0], y, n, 1};
+      s = cell_gemm_run(&g);
+    }
+    cell_tensor_release(owned);
+  }
+  if (s == CELL_OK && b) {
+    const char *bp = cell_tensor_base(b);
+    int64_t bs = b->stride[0];
+    if (x->dtype == CELL_DTYPE_F32)
+      ADD_ROWS(float);
+    else
+      ADD_ROWS(double);
+  }
+  if (s != CELL_OK) {
+    cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
+}
+
+/* Column sums of the rows x n matrix g (strides rs, cs) into gb, in
+ * blocks of columns so the accumulators (double) stay in registers/L1. */
+#define COL_SUMS(T)                                                          \
+  do {                                                                       \
+    const T *G = (const T *)gp;                                              \
+    T *o = (T *)op;                                                          \
+    enum { BLK = 256 };                                                      \
+    double acc[BLK];                                                         \
+    for (int64_t j0 = 0; j0 < n; j0 += BLK) {                                \
+      int64_t nb = n - j0 < BLK ? n - j0 : BLK;                              \
+      for (int64_t j = 0; j < nb; j++) acc[j] = 0;                           \
+      for (int64_t i = 0; i < m; i++) {                                      \
+        const T *gr = G + i * rs + j0 * cs;                                  \
+        if (cs == 1) {                                                       \
+          CELL_NN_SIMD for (int64_t j = 0; j < nb; j++) acc[j] += gr[j];     \
+        } else                                                               \
+          for (int64_t j = 0; j < nb; j++) acc[j] += gr[j * cs];             \
+      }                                                                      \
+      for (int64_t j = 0; j < nb; j++) o[j0 + j] = (T)acc[j];                \
+    }                                                                        \
+  } while (0)
+
+cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
+                                     const cell_tensor *w, cell_tensor **gx, cell_tensor **gw,
+                                     cell_tensor **gb) {
+  CELL_TRY(check("linear_backward", x, w, NULL));
+  if (!g) return cell_error(CELL_ERR_VALUE, "linear_backward: NULL argument");
+  int64_t n = w->shape[0], k = w->shape[1];
+  if (g->dtype != x->dtype || g->ndim != x->ndim || g->shape[g->ndim - 1] != n ||
+      memcmp(g->shape, x->shape, sizeof(int64_t) * (size_t)(x->ndim - 1)))
+    return cell_error(CELL_ERR_VALUE, "linear_backward: the gradient does not have the output's "
+                                      "shape and dtype");
+  cell_dtype dt = x->dtype;
+  const cell_tensor *gv = NULL, *xv = NULL;
+  cell_tensor *gown = NULL, *xown = NULL, *rx = NULL, *rw = NULL, *rb = NULL;
+  int64_t m, grs, gcs, xrs = k, xcs = 1;
+  cell_status s = rows_of(g, &gv, &gown, &m, &grs, &gcs);
+  if (s == CELL_OK && gw) s = rows_of(x, &xv, &xown, &m, &xrs, &xcs);
+  if (s == CELL_OK && gx) {
+    s = cell_tensor_new_contig(dt, x->ndim, x->shape, &rx);
+    if (s == CELL_OK && (m == 0 || k == 0)) {
+      /* nothing to write */
+    } else if (s == CELL_OK && n == 0) {
+      s = cell_k_fill_(rx, 0);
+    } else if (s == CELL_OK) { /* [m, k] = g [m, n] @ W [n, k] */
+      cell_gemm gm = {dt, m, k, n, cell_tensor_base(gv), grs, gcs,
+                      cell_tensor_base(w), w->stride[0], w->stride[1], cell_tensor_base(rx), k, 1};
+      s = cell_gemm_run(&gm);
+    }
+  }
+  if (s == CELL_OK && gw) {
+    s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
+    if (s == CELL_OK && (n == 0 || k == 0)) {
+      /* empty */
+    } else if (s == CELL_OK && m == 0) {
+      s = cell_k_fill_(rw, 0);
+    } else if (s == CELL_OK) { /* [n, k] = g^T [n, m] @ x [m, k] */
+      cell_gemm gm = {dt, n, k, m, cell_tensor_base(gv), gcs, grs,
+                      cell_tensor_base(xv), xrs, xcs, cell_tensor_base(rw), k, 1};
+      s = cell_gemm_run(&gm);
+    }
+  }
+  if (s == CELL_OK && gb) {
+    s = cell_tensor_new_contig(dt, 1, &n, &rb);
+    if (s == CELL_OK) {
+      const char *gp = cell_tensor_base(gv);
+      char *op = cell_tensor_base(rb);
+      int64_t rs = grs, cs = gcs;
+      if (dt == CELL_DTYPE_F32)
+        COL_SUMS(float);
+      else
+        COL_SUMS(double);
+    }
+  }
+  cell_tensor_release(gown);
+  cell_tensor_release(xown);
+  if (s != CELL_OK) {
+    cell_release4(s, rx, rw, rb, NULL);
+    return s;
+  }
+  if (gx) *gx = rx;
+  if (gw) *gw = rw;
+  if (gb) *gb = rb;
+  return CELL_OK;
+}
