@@ -53,7 +53,7 @@ REPL_SRC = $(wildcard src/repl/*.c)
 ENGINE_OBJ = $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 BIND_OBJ = $(BIND_SRC:%.c=$(BUILD)/$(LUA)/%.o)
 REPL_OBJ = $(REPL_SRC:%.c=$(BUILD)/$(LUA)/%.o)
-HEADERS = $(wildcard include/*.h src/*/*.h)
+HEADERS = $(filter-out src/cuda/%,$(wildcard include/*.h src/*/*.h))
 # cell.h includes the family headers (cell_conv.h, cell_io.h, ...): install all.
 PUBLIC_HEADERS = $(wildcard include/*.h)
 
@@ -136,7 +136,7 @@ $(BUILD)/$(LUA)/cell/comm_mpi.so: $(COMM_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(COMM_OBJ) $(MPI_LIBS)
 
-$(BUILD)/$(LUA)/src/cuda/%.o: src/cuda/%.c $(HEADERS)
+$(BUILD)/$(LUA)/src/cuda/%.o: src/cuda/%.c $(HEADERS) $(wildcard src/cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Werror -I$(CUDA_HOME)/include -I$(LUA_INCDIR) -c $< -o $@
 

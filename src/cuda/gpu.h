@@ -51,6 +51,8 @@ cell_status gpu_copy_h2d(void *ctx, void *dst, const void *src, size_t n);
 cell_status gpu_copy_d2h(void *ctx, void *dst, const void *src, size_t n);
 cell_status gpu_copy_d2d(void *ctx, void *dst, const void *src, size_t n);
 cell_status gpu_fill(void *ctx, void *dst, size_t n, const void *pattern, size_t psize);
+/* cell_tensor_new_contig on g, a MemoryError also naming what is in use. */
+cell_status gpu_new_tensor(gpu_ctx *g, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 /* Free every cached block (cudaFree); the blocks handed out stay. */
 void gpu_empty_cache(gpu_ctx *g);
 /* Class of n bytes and its size. */

@@ -77,7 +77,7 @@ cell_status gpu_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out
                       (long long)(b->ndim > 0 ? b->shape[0] : 0), (long long)(b->ndim > 1 ? b->shape[1] : 0));
   int64_t shape[2] = {a->shape[0], b->shape[1]};
   cell_tensor *o;
-  cell_status s = cell_tensor_new_contig(a->dtype, 2, shape, &o);
+  cell_status s = gpu_new_tensor(gpu_ctx_of(a), a->dtype, 2, shape, &o);
   if (s != CELL_OK) return s;
   s = gemm("mm", a, b, 1, a->shape[0], a->shape[1], b->shape[1], o);
   if (s != CELL_OK) {
@@ -94,7 +94,7 @@ cell_status gpu_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor **ou
     return cell_error(CELL_ERR_VALUE, "bmm: expected (b, n, m) and (b, m, p) of one dtype on GPU");
   int64_t shape[3] = {a->shape[0], a->shape[1], b->shape[2]};
   cell_tensor *o;
-  cell_status s = cell_tensor_new_contig(a->dtype, 3, shape, &o);
+  cell_status s = gpu_new_tensor(gpu_ctx_of(a), a->dtype, 3, shape, &o);
   if (s != CELL_OK) return s;
   s = gemm("bmm", a, b, a->shape[0], a->shape[1], a->shape[2], b->shape[2], o);
   if (s != CELL_OK) {

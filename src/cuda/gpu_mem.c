@@ -11,6 +11,7 @@
  * after recording what is in use for gpu_unavailable-style messages. */
 #include "gpu.h"
 #include "gpu_kern.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,4 +153,16 @@ cell_status gpu_fill(void *ctx, void *dst, size_t n, const void *pattern, size_t
       e = (cudaError_t)gpuk_fill(g->stream, dst, n, pattern, psize);
   }
   return e == cudaSuccess ? CELL_OK : gpu_cuda_error(e, "fill on GPU");
+}
+
+cell_status gpu_new_tensor(gpu_ctx *g, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+  cell_status s = cell_tensor_new_contig(dt, ndim, shape, out);
+  if (s != CELL_ERR_MEMORY || !g) return s;
+  char why[384];
+  snprintf(why, sizeof why, "%s", cell_last_error());
+  pthread_mutex_lock(&g->lock);
+  size_t used = g->allocated, held = g->reserved;
+  pthread_mutex_unlock(&g->lock);
+  return cell_error(CELL_ERR_MEMORY, "%s on GPU:%d (in use: %zu bytes in tensors, %zu bytes reserved; the cache was emptied and the allocation retried)",
+                    why, g->ordinal, used, held);
 }

@@ -1,6 +1,7 @@
 /* gpu_table.c - the GPU's kernels table and its capability query.
  *
- * Implemented: mm and bmm (cuBLAS, float32 / float64, contiguous), binary
+ * Implemented: mm, bmm and matmul of two matrices or two equal batches
+ * (cuBLAS, float32 / float64, contiguous), binary
  * add, sub, mul, div, maximum, minimum and the unary abs, neg, exp, log,
  * sqrt, tanh, sigmoid, relu over contiguous float32 of one shape (CUDA
  * kernels), full and fill_ (float32, float64, int32, int64, contiguous),
@@ -89,7 +90,7 @@ static cell_status launch(int err, const char *op) {
 }
 
 static cell_status new_like(const cell_tensor *t, cell_dtype dt, cell_tensor **o) {
-  return cell_tensor_new_contig(dt, t->ndim, t->shape, o);
+  return gpu_new_tensor(gpu_ctx_of(t), dt, t->ndim, t->shape, o);
 }
 
 static cell_status k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
@@ -184,6 +185,12 @@ static cell_status k_full(cell_dtype dt, int ndim, const int64_t *shape, double 
   return CELL_OK;
 }
 
+/* matmul of two matrices or two batches of one size: mm or bmm (supports_op
+ * declines broadcasting and vectors). */
+static cell_status k_matmul(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  return a->ndim == 2 ? gpu_mm(a, b, out) : gpu_bmm(a, b, out);
+}
+
 static cell_status k_clone(const cell_tensor *t, cell_tensor **out) {
   cell_tensor *o;
   cell_status s = new_like(t, t->dtype, &o);
@@ -212,6 +219,7 @@ void gpu_kernels_init(void) {
   gpu_kernels.batch_norm_update = stub_batch_norm_update;
   gpu_kernels.mm = gpu_mm;
   gpu_kernels.bmm = gpu_bmm;
+  gpu_kernels.matmul = k_matmul;
   gpu_kernels.binary = k_binary;
   gpu_kernels.binary_ = k_binary_;
   gpu_kernels.unary = k_unary;
@@ -233,6 +241,10 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   switch (id) {
   case CELL_KID_mm:
   case CELL_KID_bmm:
+    return all_of(nt, ts, CELL_DTYPE_F32) || all_of(nt, ts, CELL_DTYPE_F64);
+  case CELL_KID_matmul:
+    if (nt != 2 || !ts[0] || !ts[1] || ts[0]->ndim != ts[1]->ndim) return 0;
+    if (ts[0]->ndim != 2 && !(ts[0]->ndim == 3 && ts[0]->shape[0] == ts[1]->shape[0])) return 0;
     return all_of(nt, ts, CELL_DTYPE_F32) || all_of(nt, ts, CELL_DTYPE_F64);
   case CELL_KID_binary:
   case CELL_KID_binary_:
