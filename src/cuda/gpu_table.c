@@ -167,14 +167,16 @@ static cell_status k_fill_(cell_tensor *t, double v) {
   return gpu_fill(gpu_ctx_of(t), gpu_data(t), (size_t)numel(t) * ps, pat, ps);
 }
 
-/* full runs on the default device: the table's own context (no tensor
- * names it), found through the tensor it makes. */
+/* full runs on the default device (no tensor names it). */
 static cell_status k_full(cell_dtype dt, int ndim, const int64_t *shape, double value, cell_tensor **out) {
   unsigned char pat[8];
   size_t ps = pattern_of(dt, value, pat);
   if (!ps) return cell_error(CELL_ERR_NOTIMPL, "full of %s is not supported on device GPU", cell_dtype_name(dt));
+  gpu_ctx *g = NULL; /* the default device, where full runs */
+  for (int i = 0; i < gpu_count; i++)
+    if (gpu_ctxs[i].id == cell_get_device()) g = &gpu_ctxs[i];
   cell_tensor *o;
-  cell_status s = cell_tensor_new_contig(dt, ndim, shape, &o);
+  cell_status s = gpu_new_tensor(g, dt, ndim, shape, &o);
   if (s != CELL_OK) return s;
   s = gpu_fill(gpu_ctx_of(o), gpu_data(o), (size_t)numel(o) * ps, pat, ps);
   if (s != CELL_OK) {
