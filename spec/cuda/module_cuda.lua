@@ -28,7 +28,24 @@ describe("cell.cuda", function()
   it("type-checks set_allow_tf32", function()
     local ok, err = pcall(cuda.set_allow_tf32, "yes")
     assert.is_false(ok)
-    assert.is_truthy(tostring(err):find("boolean expected", 1, true), tostring(err))
+    assert.is_truthy(tostring(err):find("TypeError: cell.cuda.set_allow_tf32: expected a boolean, got string", 1, true),
+      tostring(err))
+    ok, err = pcall(cuda.memory_allocated, "0")
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("TypeError: cell.cuda: device must be an integer, got string", 1, true),
+      tostring(err))
+  end)
+
+  it("has a reference entry in docs/reference/cuda.md for every function", function()
+    local f = assert(io.open("docs/reference/cuda.md"))
+    local page = f:read("*a")
+    f:close()
+    local missing = {}
+    for name in pairs(cuda) do
+      if not page:find("### `cell.cuda." .. name .. "`", 1, true) then missing[#missing + 1] = name end
+    end
+    table.sort(missing)
+    assert.are.same({}, missing)
   end)
 
   if not cuda.is_available() then

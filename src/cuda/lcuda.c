@@ -114,7 +114,9 @@ static void install_guards(lua_State *L) {
 
 /* The device of optional argument i (0-based index; default 0). */
 static gpu_ctx *check_gpu(lua_State *L, int i) {
-  lua_Integer d = luaL_optinteger(L, i, 0);
+  if (!lua_isnoneornil(L, i) && (lua_type(L, i) != LUA_TNUMBER || lua_tonumber(L, i) != (lua_Number)lua_tointeger(L, i)))
+    luaL_error(L, "TypeError: cell.cuda: device must be an integer, got %s", luaL_typename(L, i));
+  lua_Integer d = lua_isnoneornil(L, i) ? 0 : lua_tointeger(L, i);
   if (!gpu_count) no_gpu(L);
   if (d < 0 || d >= gpu_count)
     luaL_error(L, "ValueError: cell.cuda: device %d out of range (%d GPU%s)", (int)d, gpu_count,
@@ -199,7 +201,8 @@ static int l_empty_cache(lua_State *L) {
 }
 
 static int l_set_allow_tf32(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  if (lua_type(L, 1) != LUA_TBOOLEAN)
+    return luaL_error(L, "TypeError: cell.cuda.set_allow_tf32: expected a boolean, got %s", luaL_typename(L, 1));
   gpu_ctx *g = check_gpu(L, 2);
   g->allow_tf32 = lua_toboolean(L, 1);
   return 0;
