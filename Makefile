@@ -96,7 +96,7 @@ CUDA_OBJ = $(patsubst %.c,$(BUILD)/$(LUA)/%.o,$(wildcard src/cuda/*.c)) $(patsub
 CUDA_MODULE = $(BUILD)/$(LUA)/cell/cuda.so
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 
-.PHONY: all cuda test-cuda test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
+.PHONY: all cuda test-cuda bench-cuda test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
 all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
@@ -150,7 +150,16 @@ $(CUDA_MODULE): $(CUDA_OBJ) $(LIBCELL_SO)
 
 cuda: all
 	@[ -n "$(NVCC)" ] || { echo "cuda: nvcc not found (install the CUDA toolkit)"; exit 1; }
-	$(MAKE) --no-print-directory $(CUDA_MODULE)
+	$(MAKE) --no-print-directory $(CUDA_MODULE) $(BENCH_CUDA_GEMM)
+
+# cuBLAS called directly (bench/cuda_gemm.c), the reference for
+# bench/cuda_gemm.lua's figures through cell.cuda (needs a GPU to run).
+BENCH_CUDA_GEMM = $(BUILD)/bench_cuda_gemm
+$(BENCH_CUDA_GEMM): bench/cuda_gemm.c
+	$(CC) -std=gnu99 -O2 -Wall -Wextra -Werror -I$(CUDA_HOME)/include $< -o $@ $(CUDA_LIBS)
+bench-cuda: cuda $(BENCH_CUDA_GEMM)
+	$(BENCH_CUDA_GEMM)
+	$(SPEC_ENV) $(CELL_BIN) bench/cuda_gemm.lua
 
 # cell.cuda's specs (spec/cuda/*_cuda.lua): on a machine without a GPU they
 # check the module loads and refuses the device, and print how many GPU
