@@ -123,7 +123,7 @@ static cell_status copy(gpu_ctx *g, void *dst, const void *src, size_t n, enum c
   if (!n) return CELL_OK;
   cudaError_t e = cudaSetDevice(g->ordinal);
   if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, n, kind, g->stream);
-  if (e == cudaSuccess && kind != cudaMemcpyDeviceToDevice) e = cudaStreamSynchronize(g->stream);
+  if (e == cudaSuccess && kind != cudaMemcpyDefault) e = cudaStreamSynchronize(g->stream);
   return e == cudaSuccess ? CELL_OK : gpu_cuda_error(e, what);
 }
 
@@ -134,7 +134,7 @@ cell_status gpu_copy_d2h(void *ctx, void *dst, const void *src, size_t n) {
   return copy(ctx, dst, src, n, cudaMemcpyDeviceToHost, "copy from GPU");
 }
 cell_status gpu_copy_d2d(void *ctx, void *dst, const void *src, size_t n) {
-  return copy(ctx, dst, src, n, cudaMemcpyDeviceToDevice, "copy on GPU");
+  return copy(ctx, dst, src, n, cudaMemcpyDefault, "copy on GPU"); /* UVA: across GPUs too */
 }
 
 cell_status gpu_fill(void *ctx, void *dst, size_t n, const void *pattern, size_t psize) {
