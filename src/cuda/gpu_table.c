@@ -114,7 +114,7 @@ static cell_status k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b
   if (op > CELL_OP_MINIMUM || op == CELL_OP_POW) return declined(cell_binop_name(op));
   if (!same_shape(a, b)) return declined("in-place binary with broadcasting");
   gpu_ctx *g = gpu_ctx_of(a);
-  a->storage->version++;
+  cell_tensor_bump(a);
   return launch(gpuk_binary_f32(g->stream, (int)op, gpu_data(a), gpu_data(b), gpu_data(a), numel(a)),
                 cell_binop_name(op));
 }
@@ -143,7 +143,7 @@ static cell_status k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out
 static cell_status k_unary_(cell_unop op, cell_tensor *a) {
   if (!unary_ok(op)) return declined(cell_unop_name(op));
   gpu_ctx *g = gpu_ctx_of(a);
-  a->storage->version++;
+  cell_tensor_bump(a);
   return launch(gpuk_unary_f32(g->stream, (int)op, gpu_data(a), gpu_data(a), numel(a)),
                 cell_unop_name(op));
 }
@@ -163,7 +163,7 @@ static cell_status k_fill_(cell_tensor *t, double v) {
   unsigned char pat[8];
   size_t ps = pattern_of(t->dtype, v, pat);
   if (!ps) return declined("fill_ of this dtype");
-  t->storage->version++;
+  cell_tensor_bump(t);
   return gpu_fill(gpu_ctx_of(t), gpu_data(t), (size_t)numel(t) * ps, pat, ps);
 }
 
