@@ -62,7 +62,7 @@ REPL_SRC = $(wildcard src/repl/*.c)
 ENGINE_OBJ = $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 BIND_OBJ = $(BIND_SRC:%.c=$(BUILD)/$(LUA)/%.o)
 REPL_OBJ = $(REPL_SRC:%.c=$(BUILD)/$(LUA)/%.o)
-HEADERS = $(wildcard include/*.h src/*/*.h)
+HEADERS = $(filter-out src/cuda/%,$(wildcard include/*.h src/*/*.h))
 # cell.h includes the family headers (cell_conv.h, cell_io.h, ...): install all.
 PUBLIC_HEADERS = $(wildcard include/*.h)
 
@@ -97,7 +97,18 @@ COMM_OBJ = $(COMM_SRC:%.c=$(BUILD)/$(LUA)/%.o)
 COMM_MODULE = $(if $(MPI_LIBS),$(BUILD)/$(LUA)/cell/comm_mpi.so,)
 MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root,)
 
-.PHONY: all test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
+# cell.cuda (src/cuda): the GPU device module, built by `make cuda` only
+# (nvcc on the PATH or in /usr/local/cuda); `make` and libcell never touch
+# CUDA. Host C with -Werror, device code with nvcc -Werror all-warnings;
+# links cudart and cuBLAS. CUDA_ARCH: sm_90 (H100/H200) plus its PTX.
+NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+CUDA_OBJ = $(patsubst %.c,$(BUILD)/$(LUA)/%.o,$(wildcard src/cuda/*.c)) $(patsubst %.cu,$(BUILD)/$(LUA)/%.cu.o,$(wildcard src/cuda/*.cu))
+CUDA_MODULE = $(BUILD)/$(LUA)/cell/cuda.so
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+
+.PHONY: all cuda test-cuda bench-cuda test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
 all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(OMPENV_MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
@@ -141,6 +152,37 @@ $(BUILD)/$(LUA)/cell/comm_mpi.so: $(COMM_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(COMM_OBJ) $(MPI_LIBS)
 
+$(BUILD)/$(LUA)/src/cuda/%.o: src/cuda/%.c $(HEADERS) $(wildcard src/cuda/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Werror -I$(CUDA_HOME)/include -I$(LUA_INCDIR) -c $< -o $@
+
+$(BUILD)/$(LUA)/src/cuda/%.cu.o: src/cuda/%.cu src/cuda/gpu_kern.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(CUDA_ARCH) -Werror all-warnings -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror -c $< -o $@
+
+$(CUDA_MODULE): $(CUDA_OBJ) $(LIBCELL_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(CUDA_OBJ) $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../..' $(CUDA_LIBS) -lpthread
+
+cuda: all
+	@[ -n "$(NVCC)" ] || { echo "cuda: nvcc not found (install the CUDA toolkit)"; exit 1; }
+	$(MAKE) --no-print-directory $(CUDA_MODULE) $(BENCH_CUDA_GEMM)
+
+# cuBLAS called directly (bench/cuda_gemm.c), the reference for
+# bench/cuda_gemm.lua's figures through cell.cuda (needs a GPU to run).
+BENCH_CUDA_GEMM = $(BUILD)/bench_cuda_gemm
+$(BENCH_CUDA_GEMM): bench/cuda_gemm.c
+	$(CC) -std=gnu99 -O2 -Wall -Wextra -Werror -I$(CUDA_HOME)/include $< -o $@ $(CUDA_LIBS)
+bench-cuda: cuda $(BENCH_CUDA_GEMM)
+	$(BENCH_CUDA_GEMM)
+	$(SPEC_ENV) $(CELL_BIN) bench/cuda_gemm.lua
+
+# cell.cuda's specs (spec/cuda/*_cuda.lua): on a machine without a GPU they
+# check the module loads and refuses the device, and print how many GPU
+# specs they skipped. `make test` runs them too when cuda.so was built.
+test-cuda: cuda
+	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted --pattern=_cuda spec/cuda
+
 $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A) $(LUA_LIB) -lreadline $(LIBS) -ldl -Wl,-E
@@ -183,6 +225,7 @@ test: all $(CTEST)
 	$(CTEST)
 	$(MAKE) --no-print-directory embed
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
+	@if [ -f $(CUDA_MODULE) ]; then $(SPEC_ENV) $(LUA_BIN) /usr/bin/busted --pattern=_cuda spec/cuda; fi
 
 ctest: $(CTEST)
 	$(CTEST)

@@ -7,6 +7,8 @@
 #
 # src/comm (cell.communication's MPI module) sits beside the binding: like
 # it, it may use only the public headers of include/ (it needs none).
+# src/cuda (the cell.cuda GPU module) sits there too, and fills a device
+# table: it may include the device layer's headers (src/ops/device.h).
 #
 # (src/ops dispatches to src/backend, which includes core only.) Besides:
 # no Lua header (lua.h, lauxlib.h, lualib.h, luajit.h, include/cell_lua.h)
@@ -21,7 +23,7 @@ cd "$root" || exit 2
 rank() {
   case "$1" in
   core) echo 1 ;; backend) echo 2 ;; ops) echo 3 ;; autograd) echo 4 ;;
-  io) echo 5 ;; lua | comm) echo 6 ;; repl) echo 7 ;; *) echo 0 ;;
+  io) echo 5 ;; lua | comm | cuda) echo 6 ;; repl) echo 7 ;; *) echo 0 ;;
   esac
 }
 

@@ -35,7 +35,8 @@ struct cell_tensor {
 };
 
 /* A contiguous tensor of the given shape, data uninitialised. */
-cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape,
+/* Exported for device modules outside the engine (src/cuda). */
+CELL_API cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape,
                                    cell_tensor **out);
 /* Device memory (src/ops/device.c): the device the running kernel
  * allocates on (-1: none, the CPU), a device's alloc / free, and one

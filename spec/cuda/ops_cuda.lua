@@ -1,0 +1,204 @@
+-- cell.cuda's kernels against the CPU's (a cross-device check in the
+-- manner of ggml's test-backend-ops): each case runs once on the CPU and
+-- once on the GPU from the same inputs and compares. Runs only where
+-- cell.cuda.is_available(); elsewhere it prints how many it skipped and
+-- checks the module says why there is no GPU.
+local cell = require "cell"
+local cuda = require "cell.cuda"
+
+local function flat(t, out)
+  out = out or {}
+  if type(t) ~= "table" then
+    out[#out + 1] = t
+    return out
+  end
+  for _, v in ipairs(t) do flat(v, out) end
+  return out
+end
+
+-- |a - b| <= atol + rtol |b| everywhere (NaN matches NaN).
+local function close(gpu, cpu, rtol, atol)
+  local g, c = flat(gpu:move_to("CPU"):totable()), flat(cpu:totable())
+  assert.are.equal(#c, #g, "element counts differ")
+  for i = 1, #c do
+    local a, b = g[i], c[i]
+    if not (a ~= a and b ~= b) then
+      assert(math.abs(a - b) <= atol + rtol * math.abs(b),
+        ("element %d: GPU %.9g, CPU %.9g"):format(i, a, b))
+    end
+  end
+end
+
+local cases = {}
+local function case(name, f) cases[#cases + 1] = { name = name, f = f } end
+
+local shapes = { { 7 }, { 33, 65 }, { 3, 4, 1025 } }
+for _, op in ipairs { "add", "sub", "mul", "div", "maximum", "minimum" } do
+  for _, shape in ipairs(shapes) do
+    case(("binary %s %s"):format(op, table.concat(shape, "x")), function()
+      local a, b = cell.randn(shape), cell.randn(shape)
+      close(a:move_to("GPU")[op](a:move_to("GPU"), b:move_to("GPU")), a[op](a, b), 1e-6, 1e-6)
+    end)
+  end
+  case("in-place " .. op .. "_", function()
+    local a, b = cell.randn { 5, 9 }, cell.randn { 5, 9 }
+    local g = a:move_to("GPU")
+    g[op .. "_"](g, b:move_to("GPU"))
+    close(g, a[op](a, b), 1e-6, 1e-6)
+  end)
+end
+
+for _, op in ipairs { "abs", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu" } do
+  case("unary " .. op, function()
+    local a = cell.randn { 17, 31 }
+    if op == "log" or op == "sqrt" then a = a:abs() end
+    close(a:move_to("GPU")[op](a:move_to("GPU")), a[op](a), 2e-6, 1e-6)
+  end)
+end
+
+for _, dims in ipairs { { 1, 1, 1 }, { 64, 64, 64 }, { 127, 33, 65 }, { 5, 0, 3 } } do
+  local m, k, n = dims[1], dims[2], dims[3]
+  for _, dt in ipairs { "float32", "float64" } do
+    case(("mm %dx%dx%d %s"):format(m, k, n, dt), function()
+      local a, b = cell.randn({ m, k }):astype(cell[dt]), cell.randn({ k, n }):astype(cell[dt])
+      local tol = dt == "float32" and 1e-4 or 1e-12
+      close(a:move_to("GPU"):mm(b:move_to("GPU")), a:mm(b), tol, tol)
+      close(a:move_to("GPU"):matmul(b:move_to("GPU")), a:matmul(b), tol, tol)
+    end)
+  end
+end
+
+case("bmm 4x(31x17)x(17x9)", function()
+  local a, b = cell.randn { 4, 31, 17 }, cell.randn { 4, 17, 9 }
+  close(a:move_to("GPU"):bmm(b:move_to("GPU")), a:bmm(b), 1e-4, 1e-4)
+  close(a:move_to("GPU"):matmul(b:move_to("GPU")), a:matmul(b), 1e-4, 1e-4)
+end)
+
+case("TF32 is off by default and can be turned on", function()
+  assert.is_false(cuda.get_allow_tf32())
+  -- 1 + 2^-20 is not representable in TF32's 10-bit mantissa.
+  local a = cell.full({ 1, 1 }, 1 + 2 ^ -20)
+  local one = cell.ones { 1, 1 }
+  local r = a:move_to("GPU"):mm(one:move_to("GPU")):item()
+  assert.are.equal(a:item(), r)
+  cuda.set_allow_tf32(true)
+  assert.is_true(cuda.get_allow_tf32())
+  cuda.set_allow_tf32(false)
+end)
+
+case("zeros, full and fill_ on the GPU", function()
+  cell.set_device("GPU")
+  local ok, err = pcall(function()
+    local z = cell.zeros { 3, 5 }
+    assert.are.equal("GPU:0", z.device)
+    close(z, cell.zeros({ 3, 5 }):move_to("CPU"), 0, 0)
+    local f = cell.full({ 4 }, 2.5)
+    close(f, cell.full({ 4 }, 2.5):move_to("CPU"), 0, 0)
+  end)
+  cell.set_device("CPU")
+  assert(ok, err)
+  local g = cell.zeros({ 6 }, cell.int64):move_to("GPU")
+  g:fill_(7)
+  assert.are.same({ 7, 7, 7, 7, 7, 7 }, g:move_to("CPU"):totable())
+end)
+
+case("clone and contiguous", function()
+  local a = cell.randn { 3, 4 }
+  local g = a:move_to("GPU")
+  close(g:clone(), a, 0, 0)
+  close(g:contiguous(), a, 0, 0)
+end)
+
+case("declined kernels raise NotImplementedError, no CPU fallback", function()
+  local g = cell.randn({ 4, 5 }):move_to("GPU")
+  for _, f in ipairs {
+    function() return g:sum() end,
+    function() return g:softmax(-1) end,
+    function() return g:transpose(1, 2):contiguous() end,
+    function() return g + cell.randn({ 5 }):move_to("GPU") end,
+    function() return g:astype(cell.float64) end,
+    function()
+      local d = cell.randn({ 4, 5 }):astype(cell.float64):move_to("GPU")
+      return d + d
+    end,
+  } do
+    local ok, err = pcall(f)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("NotImplementedError: .* not supported on device GPU"), tostring(err))
+  end
+end)
+
+case("mixing CPU and GPU tensors is a ValueError naming both", function()
+  local ok, err = pcall(function() return cell.ones({ 2 }):move_to("GPU") + cell.ones { 2 } end)
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("ValueError", 1, true), tostring(err))
+  assert.is_truthy(tostring(err):find("GPU:0", 1, true), tostring(err))
+end)
+
+case("the allocator reaches a steady state: no cudaMalloc per step", function()
+  local a, b = cell.randn({ 64, 128 }):move_to("GPU"), cell.randn({ 128, 32 }):move_to("GPU")
+  local function step()
+    local y = a:mm(b):relu()
+    return (y + y):exp()
+  end
+  for _ = 1, 3 do step() end
+  collectgarbage()
+  collectgarbage()
+  cuda.synchronize()
+  local before = cuda.memory_stats()
+  for _ = 1, 50 do
+    step()
+    collectgarbage()
+  end
+  cuda.synchronize()
+  local after = cuda.memory_stats()
+  assert.are.equal(before.num_mallocs, after.num_mallocs)
+  assert.is_true(after.max_allocated >= after.allocated)
+  assert.is_true(after.reserved >= after.allocated)
+end)
+
+case("memory_allocated counts tensors and empty_cache returns cached blocks", function()
+  collectgarbage()
+  collectgarbage()
+  cuda.synchronize()
+  local base = cuda.memory_allocated()
+  local t = cell.ones({ 1024, 1024 }):move_to("GPU") -- 4 MiB: one 4 MiB class block
+  assert.are.equal(base + 4 * 1024 * 1024, cuda.memory_allocated())
+  assert.is_true(cuda.max_memory_allocated() >= base + 4 * 1024 * 1024)
+  t = nil
+  collectgarbage()
+  collectgarbage()
+  assert.are.equal(base, cuda.memory_allocated())
+  local held = cuda.memory_reserved()
+  cuda.empty_cache()
+  assert.is_true(cuda.memory_reserved() < held)
+  assert.are.equal(0, cuda.memory_stats().cached)
+  cuda.reset_peak_memory_stats()
+  assert.are.equal(cuda.memory_allocated(), cuda.max_memory_allocated())
+end)
+
+case("an allocation past the device's memory is a MemoryError naming the size and what is in use", function()
+  cell.set_device("GPU")
+  local ok, err = pcall(cell.zeros, { 2 ^ 40 }, cell.int8) -- 1 TiB, made on the GPU
+  cell.set_device("CPU")
+  assert.is_false(ok)
+  err = tostring(err)
+  assert.is_truthy(err:find("MemoryError", 1, true), err)
+  assert.is_truthy(err:find("1099511627776 bytes", 1, true), err)
+  assert.is_truthy(err:find("in use:", 1, true), err)
+  local t = cell.ones({ 4 }):move_to("GPU") -- the device still works after it
+  assert.are.same({ 1, 1, 1, 1 }, t:move_to("CPU"):totable())
+end)
+
+describe("cell.cuda on the GPU", function()
+  if not cuda.is_available() then
+    it("is skipped: no GPU", function()
+      print(("\ncuda: skipped %d specs: no GPU (%s)"):format(#cases, cuda.unavailable_reason()))
+      assert.is_true(#cases > 0)
+      assert.is_string(cuda.unavailable_reason())
+    end)
+    return
+  end
+  before_each(function() cell.set_seed(1234) end)
+  for _, c in ipairs(cases) do it(c.name, c.f) end
+end)

@@ -1,0 +1,265 @@
+/* gpu_table.c - the GPU's kernels table and its capability query.
+ *
+ * Implemented: mm, bmm and matmul of two matrices or two equal batches
+ * (cuBLAS, float32 / float64, contiguous), binary
+ * add, sub, mul, div, maximum, minimum and the unary abs, neg, exp, log,
+ * sqrt, tanh, sigmoid, relu over contiguous float32 of one shape (CUDA
+ * kernels), full and fill_ (float32, float64, int32, int64, contiguous),
+ * clone and contiguous of a contiguous tensor. supports_op declines every
+ * other row and every other dtype or layout, so the engine raises
+ * NotImplementedError ("<op> is not supported on device GPU:0"); a row
+ * whose op argument it cannot see (which binary op) is refused by the
+ * kernel itself with the same exception. Nothing falls back to the CPU. */
+#include "gpu.h"
+#include "gpu_kern.h"
+#include <string.h>
+
+_Static_assert((int)GPUK_ADD == (int)CELL_OP_ADD && (int)GPUK_SUB == (int)CELL_OP_SUB && (int)GPUK_MUL == (int)CELL_OP_MUL &&
+                   (int)GPUK_DIV == (int)CELL_OP_DIV && (int)GPUK_MAXIMUM == (int)CELL_OP_MAXIMUM &&
+                   (int)GPUK_MINIMUM == (int)CELL_OP_MINIMUM,
+               "gpu_kern.h's binary codes are cell_binop's");
+_Static_assert((int)GPUK_ABS == (int)CELL_OP_ABS && (int)GPUK_NEG == (int)CELL_OP_NEG && (int)GPUK_EXP == (int)CELL_OP_EXP &&
+                   (int)GPUK_LOG == (int)CELL_OP_LOG && (int)GPUK_SQRT == (int)CELL_OP_SQRT && (int)GPUK_TANH == (int)CELL_OP_TANH &&
+                   (int)GPUK_SIGMOID == (int)CELL_OP_SIGMOID && (int)GPUK_RELU == (int)CELL_OP_RELU,
+               "gpu_kern.h's unary codes are cell_unop's");
+
+cell_kernels gpu_kernels;
+
+gpu_ctx *gpu_ctx_of(const cell_tensor *t) {
+  for (int i = 0; i < gpu_count; i++)
+    if (gpu_ctxs[i].id == t->storage->device) return &gpu_ctxs[i];
+  return NULL;
+}
+
+int gpu_is_contig(const cell_tensor *t) {
+  int64_t expect = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] != 1 && t->stride[i] != expect) return 0;
+    expect *= t->shape[i];
+  }
+  return 1;
+}
+
+void *gpu_data(const cell_tensor *t) {
+  return (char *)t->storage->data + t->offset * cell_dtype_size(t->dtype);
+}
+
+static int64_t numel(const cell_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+static int same_shape(const cell_tensor *a, const cell_tensor *b) {
+  if (a->ndim != b->ndim) return 0;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != b->shape[i]) return 0;
+  return 1;
+}
+
+static cell_status declined(const char *op) {
+  return cell_error(CELL_ERR_NOTIMPL, "%s is not supported on device GPU", op);
+}
+
+/* A stub for every row the device does not run (supports_op declines them
+ * first; the stub answers a direct call the same way). */
+#define GPU_STUB_(name, params, args, ts)                                     \
+  static cell_status stub_##name params {                                     \
+    return declined(#name);                                                   \
+  }
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#endif
+CELL_KERNEL_LIST(GPU_STUB_)
+static cell_status stub_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
+  return declined("cat");
+}
+static cell_status stub_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
+  return declined("stack");
+}
+static void stub_batch_norm_update(cell_tensor *rm, cell_tensor *rv, const cell_tensor *mean,
+                                   const cell_tensor *var, int64_t count, double momentum) {}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#undef GPU_STUB_
+
+static cell_status launch(int err, const char *op) {
+  return err ? gpu_cuda_error((cudaError_t)err, op) : CELL_OK;
+}
+
+static cell_status new_like(const cell_tensor *t, cell_dtype dt, cell_tensor **o) {
+  return gpu_new_tensor(gpu_ctx_of(t), dt, t->ndim, t->shape, o);
+}
+
+static cell_status k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  if (op > CELL_OP_MINIMUM || op == CELL_OP_POW) return declined(cell_binop_name(op));
+  if (!same_shape(a, b)) return declined("binary with broadcasting");
+  gpu_ctx *g = gpu_ctx_of(a);
+  cell_tensor *o;
+  cell_status s = new_like(a, CELL_DTYPE_F32, &o);
+  if (s != CELL_OK) return s;
+  s = launch(gpuk_binary_f32(g->stream, (int)op, gpu_data(a), gpu_data(b), gpu_data(o), numel(a)),
+             cell_binop_name(op));
+  if (s != CELL_OK) {
+    cell_tensor_release(o);
+    return s;
+  }
+  *out = o;
+  return CELL_OK;
+}
+
+static cell_status k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
+  if (op > CELL_OP_MINIMUM || op == CELL_OP_POW) return declined(cell_binop_name(op));
+  if (!same_shape(a, b)) return declined("in-place binary with broadcasting");
+  gpu_ctx *g = gpu_ctx_of(a);
+  cell_tensor_bump(a);
+  return launch(gpuk_binary_f32(g->stream, (int)op, gpu_data(a), gpu_data(b), gpu_data(a), numel(a)),
+                cell_binop_name(op));
+}
+
+static int unary_ok(cell_unop op) {
+  return op == CELL_OP_ABS || op == CELL_OP_NEG || op == CELL_OP_EXP || op == CELL_OP_LOG ||
+         op == CELL_OP_SQRT || op == CELL_OP_TANH || op == CELL_OP_SIGMOID || op == CELL_OP_RELU;
+}
+
+static cell_status k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
+  if (!unary_ok(op)) return declined(cell_unop_name(op));
+  gpu_ctx *g = gpu_ctx_of(a);
+  cell_tensor *o;
+  cell_status s = new_like(a, CELL_DTYPE_F32, &o);
+  if (s != CELL_OK) return s;
+  s = launch(gpuk_unary_f32(g->stream, (int)op, gpu_data(a), gpu_data(o), numel(a)),
+             cell_unop_name(op));
+  if (s != CELL_OK) {
+    cell_tensor_release(o);
+    return s;
+  }
+  *out = o;
+  return CELL_OK;
+}
+
+static cell_status k_unary_(cell_unop op, cell_tensor *a) {
+  if (!unary_ok(op)) return declined(cell_unop_name(op));
+  gpu_ctx *g = gpu_ctx_of(a);
+  cell_tensor_bump(a);
+  return launch(gpuk_unary_f32(g->stream, (int)op, gpu_data(a), gpu_data(a), numel(a)),
+                cell_unop_name(op));
+}
+
+/* v as one element of dt; 0 for a dtype the fills do not handle. */
+static size_t pattern_of(cell_dtype dt, double v, unsigned char *pat) {
+  switch (dt) {
+  case CELL_DTYPE_F32: { float f = (float)v; memcpy(pat, &f, 4); return 4; }
+  case CELL_DTYPE_F64: memcpy(pat, &v, 8); return 8;
+  case CELL_DTYPE_I32: { int32_t i = (int32_t)v; memcpy(pat, &i, 4); return 4; }
+  case CELL_DTYPE_I64: { int64_t i = (int64_t)v; memcpy(pat, &i, 8); return 8; }
+  default: return 0;
+  }
+}
+
+static cell_status k_fill_(cell_tensor *t, double v) {
+  unsigned char pat[8];
+  size_t ps = pattern_of(t->dtype, v, pat);
+  if (!ps) return declined("fill_ of this dtype");
+  cell_tensor_bump(t);
+  return gpu_fill(gpu_ctx_of(t), gpu_data(t), (size_t)numel(t) * ps, pat, ps);
+}
+
+/* full runs on the default device (no tensor names it). */
+static cell_status k_full(cell_dtype dt, int ndim, const int64_t *shape, double value, cell_tensor **out) {
+  unsigned char pat[8];
+  size_t ps = pattern_of(dt, value, pat);
+  if (!ps) return cell_error(CELL_ERR_NOTIMPL, "full of %s is not supported on device GPU", cell_dtype_name(dt));
+  gpu_ctx *g = NULL; /* the default device, where full runs */
+  for (int i = 0; i < gpu_count; i++)
+    if (gpu_ctxs[i].id == cell_get_device()) g = &gpu_ctxs[i];
+  cell_tensor *o;
+  cell_status s = gpu_new_tensor(g, dt, ndim, shape, &o);
+  if (s != CELL_OK) return s;
+  s = gpu_fill(gpu_ctx_of(o), gpu_data(o), (size_t)numel(o) * ps, pat, ps);
+  if (s != CELL_OK) {
+    cell_tensor_release(o);
+    return s;
+  }
+  *out = o;
+  return CELL_OK;
+}
+
+/* matmul of two matrices or two batches of one size: mm or bmm (supports_op
+ * declines broadcasting and vectors). */
+static cell_status k_matmul(const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  return a->ndim == 2 ? gpu_mm(a, b, out) : gpu_bmm(a, b, out);
+}
+
+static cell_status k_clone(const cell_tensor *t, cell_tensor **out) {
+  cell_tensor *o;
+  cell_status s = new_like(t, t->dtype, &o);
+  if (s != CELL_OK) return s;
+  s = gpu_copy_d2d(gpu_ctx_of(t), gpu_data(o), gpu_data(t), (size_t)numel(t) * (size_t)cell_dtype_size(t->dtype));
+  if (s != CELL_OK) {
+    cell_tensor_release(o);
+    return s;
+  }
+  *out = o;
+  return CELL_OK;
+}
+
+static cell_status k_contiguous(const cell_tensor *t, cell_tensor **out) {
+  cell_tensor_retain((cell_tensor *)t); /* supports_op let only contiguous ones through */
+  *out = (cell_tensor *)t;
+  return CELL_OK;
+}
+
+void gpu_kernels_init(void) {
+#define GPU_ROW_(name, params, args, ts) gpu_kernels.name = stub_##name;
+  CELL_KERNEL_LIST(GPU_ROW_)
+#undef GPU_ROW_
+  gpu_kernels.cat = stub_cat;
+  gpu_kernels.stack = stub_stack;
+  gpu_kernels.batch_norm_update = stub_batch_norm_update;
+  gpu_kernels.mm = gpu_mm;
+  gpu_kernels.bmm = gpu_bmm;
+  gpu_kernels.matmul = k_matmul;
+  gpu_kernels.binary = k_binary;
+  gpu_kernels.binary_ = k_binary_;
+  gpu_kernels.unary = k_unary;
+  gpu_kernels.unary_ = k_unary_;
+  gpu_kernels.fill_ = k_fill_;
+  gpu_kernels.full = k_full;
+  gpu_kernels.clone = k_clone;
+  gpu_kernels.contiguous = k_contiguous;
+}
+
+static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
+  for (int i = 0; i < nt; i++)
+    if (ts[i] && (ts[i]->dtype != dt || !gpu_is_contig(ts[i]))) return 0;
+  return 1;
+}
+
+int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
+  (void)ctx;
+  switch (id) {
+  case CELL_KID_mm:
+  case CELL_KID_bmm:
+    return all_of(nt, ts, CELL_DTYPE_F32) || all_of(nt, ts, CELL_DTYPE_F64);
+  case CELL_KID_matmul:
+    if (nt != 2 || !ts[0] || !ts[1] || ts[0]->ndim != ts[1]->ndim) return 0;
+    if (ts[0]->ndim != 2 && !(ts[0]->ndim == 3 && ts[0]->shape[0] == ts[1]->shape[0])) return 0;
+    return all_of(nt, ts, CELL_DTYPE_F32) || all_of(nt, ts, CELL_DTYPE_F64);
+  case CELL_KID_binary:
+  case CELL_KID_binary_:
+  case CELL_KID_unary:
+  case CELL_KID_unary_:
+    return all_of(nt, ts, CELL_DTYPE_F32);
+  case CELL_KID_fill_:
+  case CELL_KID_clone:
+  case CELL_KID_contiguous:
+    return nt > 0 && ts[0] && gpu_is_contig(ts[0]);
+  case CELL_KID_full:
+    return 1;
+  default:
+    return 0;
+  }
+}

@@ -1,0 +1,53 @@
+#!/bin/sh
+# gpu_check.sh - the checks of cell.cuda that need an NVIDIA GPU, in one run:
+# build the module, run its specs (which must find the GPU: a run where
+# cell.cuda.is_available() is false fails here rather than skipping), the
+# same specs under compute-sanitizer (memcheck with leak checking, then
+# racecheck), and the gemm figures of cell.cuda against cuBLAS called
+# directly (make bench-cuda). Prints a summary line per step and exits
+# non-zero if any step failed or could not run.
+# Usage: sh tests/gpu_check.sh [LUA=lua5.4|luajit]   (from anywhere)
+set -u
+cd "$(dirname "$0")/.." || exit 2
+LUA=${LUA:-lua5.4}
+case "$LUA" in luajit) LUA_BIN=luajit ;; *) LUA_BIN=lua5.4 ;; esac
+export LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;"
+export LUA_CPATH="build/$LUA/?.so;;"
+export CELL_TEST_DEVICE=1
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+CUDA_BIN=$(dirname "$NVCC")
+SAN=$(command -v compute-sanitizer || { [ -x "$CUDA_BIN/compute-sanitizer" ] && echo "$CUDA_BIN/compute-sanitizer"; } || true)
+summary=""
+failed=0
+note() { summary="$summary
+$1"; }
+run() { # name, command...
+  name=$1
+  shift
+  echo "== $name: $*"
+  if "$@"; then note "ok      $name"; else note "FAILED  $name (exit $?)"; failed=1; fi
+}
+
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || echo "(nvidia-smi not found)"
+"$NVCC" --version | tail -1
+
+run "build (make, make cuda)" sh -c "make -j\"\$(nproc)\" LUA=$LUA >/dev/null && make cuda LUA=$LUA >/dev/null"
+run "a GPU is visible to cell.cuda" $LUA_BIN -e '
+  local cuda = require "cell.cuda"
+  print("cell.cuda: " .. cuda.device_count() .. " device(s)", cuda.unavailable_reason() or "")
+  os.exit(cuda.is_available() and 0 or 3)'
+run "specs (spec/cuda)" $LUA_BIN /usr/bin/busted --pattern=_cuda spec/cuda
+if [ -n "$SAN" ]; then
+  run "compute-sanitizer memcheck" "$SAN" --tool memcheck --leak-check full --error-exitcode 9 \
+    $LUA_BIN /usr/bin/busted --pattern=_cuda spec/cuda
+  run "compute-sanitizer racecheck" "$SAN" --tool racecheck --error-exitcode 9 \
+    $LUA_BIN /usr/bin/busted --pattern=_cuda spec/cuda
+else
+  note "NOT RUN compute-sanitizer (not found on the PATH nor beside nvcc)"
+  failed=1
+fi
+run "gemm figures (cuBLAS direct, then cell.cuda)" make --no-print-directory bench-cuda LUA=$LUA
+
+echo "== summary$summary"
+exit $failed
