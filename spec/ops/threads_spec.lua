@@ -108,8 +108,8 @@ describe("kernels split over threads", function()
   end
 end)
 
--- src/lua/ompenv/ompenv.c and src/repl/main.c: OpenMP's idle workers sleep
--- (OMP_WAIT_POLICY=passive) unless the environment chose a policy.
+-- src/lua/ompenv/ompenv.c and src/repl/main.c: OpenMP's idle workers spin
+-- briefly, then sleep (GOMP_SPINCOUNT=10000) unless the environment chose a policy.
 describe("OpenMP's wait policy", function()
   local lua = os.getenv("CELL_LUA") or H.LUA
   local bin = os.getenv("CELL_BIN") or "bin/cell"
@@ -123,10 +123,10 @@ describe("OpenMP's wait policy", function()
   end
   for _, host in ipairs({ { "require 'cell' (" .. lua .. ")", lua .. " -e \"require 'cell'; " .. show .. "\"" },
     { "the cell executable", bin .. " -e \"" .. show .. "\"" } }) do
-    it(host[1] .. ": passive by default, the user's choice otherwise", function()
+    it(host[1] .. ": a short spin by default, the user's choice otherwise", function()
       local out, spin = run("-u OMP_WAIT_POLICY -u GOMP_SPINCOUNT", host[2])
-      assert.are.equal("passive\tnil", out)
-      if spin then assert.are.equal("0", spin) end
+      assert.are.equal("nil\t10000", out)
+      if spin then assert.are.equal("10000", spin) end
       out, spin = run("-u GOMP_SPINCOUNT OMP_WAIT_POLICY=active", host[2])
       assert.are.equal("active\tnil", out)
       if spin then assert.are_not.equal("0", spin) end

@@ -48,15 +48,16 @@
 
 #include "cell.h"
 
-/* OpenMP's wait policy: passive (idle workers sleep) unless the user chose
- * one, as the Lua module cell.ompenv sets it (src/lua/ompenv/ompenv.c says
+/* OpenMP's wait policy: a short spin (GOMP_SPINCOUNT=10000), then idle
+ * workers sleep, unless the user chose one, as the Lua module cell.ompenv
+ * sets it (src/lua/ompenv/ompenv.c says
  * why). OpenMP's runtime reads the environment when it loads, before main,
  * and the C library resets the environment after .preinit_array runs, so
  * the executable sets the variable and runs itself again, once (the
  * variable is then set); if that fails it goes on as it is. */
 static void omp_env_default(char **argv) {
   if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 0) != 0) return;
+  if (setenv("GOMP_SPINCOUNT", "10000", 0) != 0) return;
   execv("/proc/self/exe", argv);
 }
 
