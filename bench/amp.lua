@@ -9,7 +9,7 @@
 -- and the same for `gpt`. CELL_BENCH_THREADS, when set, is the thread count;
 -- CELL_AMP_DTYPE=float16 measures float16 instead.
 local cell = require "cell"
-local nn, ops, amp = cell.nn, cell.ops, cell.amp
+local nn, amp = cell.nn, cell.amp
 
 local threads = tonumber(os.getenv("CELL_BENCH_THREADS") or "")
 if threads and threads > 0 then cell.set_num_threads(math.floor(threads)) end
@@ -32,21 +32,10 @@ end
 function CNN:construct(x) return self.head(self.features(x):reshape({ x.shape[1], -1 })) end
 
 local V, T, D, H, L, B = 40, 32, 64, 4, 2, 16
-local GPT = nn.Cell:extend("BenchAmpGPT")
-function GPT:init()
-  self.tok = nn.Embedding(V, D)
-  self.pos = nn.Embedding(T, D)
-  local block = nn.TransformerEncoderLayer(D, H, { dim_feedforward = 4 * D, dropout = 0, activation = "gelu",
-    batch_first = true, norm_first = true })
-  self.blocks = nn.TransformerEncoder(block, L, nn.LayerNorm({ D }))
-  self.head = nn.Dense(D, V)
-  self.positions = cell.arange(1, T + 1, 1, cell.int64)
-end
-function GPT:construct(x)
-  return self.head(self.blocks(self.tok(x) + self.pos(self.positions), { is_causal = true }))
-end
-local SeqLoss = nn.Cell:extend("BenchAmpSeqLoss")
-function SeqLoss:construct(logits, y) return ops.cross_entropy(logits:reshape({ -1, V }), y:reshape({ -1 })) end
+package.path = "examples/lib/?.lua;" .. package.path
+local lib = require "models"
+local function GPT() return lib.TinyGPT(V, T, D, H, L) end
+local function SeqLoss() return lib.SeqLoss(V) end
 
 local function cnn_step(level)
   cell.set_seed(1)

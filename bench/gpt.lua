@@ -5,26 +5,15 @@
 -- `cell_train_step_gpt_t1_ms` and `cell_train_step_gpt_t2_ms`. The
 -- side-by-side is bench/torch/gpt.py.
 local cell = require "cell"
-local nn, ops = cell.nn, cell.ops
+local nn = cell.nn
 
 local V, T, D, H, L, B = 40, 32, 64, 4, 2, 16
 local REPS, CALLS = 5, 20
 
-local GPT = nn.Cell:extend("BenchGPT")
-function GPT:init()
-  self.tok = nn.Embedding(V, D)
-  self.pos = nn.Embedding(T, D)
-  local block = nn.TransformerEncoderLayer(D, H, { dim_feedforward = 4 * D, dropout = 0, activation = "gelu",
-    batch_first = true, norm_first = true })
-  self.blocks = nn.TransformerEncoder(block, L, nn.LayerNorm({ D }))
-  self.head = nn.Dense(D, V)
-  self.positions = cell.arange(1, T + 1, 1, cell.int64)
-end
-function GPT:construct(x)
-  return self.head(self.blocks(self.tok(x) + self.pos(self.positions), { is_causal = true }))
-end
-local SeqLoss = nn.Cell:extend("SeqLoss")
-function SeqLoss:construct(logits, y) return ops.cross_entropy(logits:reshape({ -1, V }), y:reshape({ -1 })) end
+package.path = "examples/lib/?.lua;" .. package.path
+local lib = require "models"
+local function GPT() return lib.TinyGPT(V, T, D, H, L) end
+local function SeqLoss() return lib.SeqLoss(V) end
 
 cell.set_seed(1)
 local x = cell.randint(1, V + 1, { B, T })

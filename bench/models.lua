@@ -16,7 +16,7 @@
 -- Arguments name the models to run (default: all six);
 -- CELL_BENCH_MODEL_THREADS (default "1 2") the thread counts.
 local cell = require "cell"
-local nn, ops = cell.nn, cell.ops
+local nn = cell.nn
 
 local here = (arg and arg[0] or "bench/x.lua"):gsub("[^/]*$", "")
 local timing = dofile(here .. "timing.lua")
@@ -70,21 +70,8 @@ function builders.cnn()
 end
 
 local V, T, D, H, L, B = 40, 32, 64, 4, 2, 16
-local GPT = nn.Cell:extend("BenchModelGPT")
-function GPT:init()
-  self.tok = nn.Embedding(V, D)
-  self.pos = nn.Embedding(T, D)
-  local block = nn.TransformerEncoderLayer(D, H, { dim_feedforward = 4 * D, dropout = 0, activation = "gelu",
-    batch_first = true, norm_first = true })
-  self.blocks = nn.TransformerEncoder(block, L, nn.LayerNorm({ D }))
-  self.head = nn.Dense(D, V)
-  self.positions = cell.arange(1, T + 1, 1, cell.int64)
-end
-function GPT:construct(x)
-  return self.head(self.blocks(self.tok(x) + self.pos(self.positions), { is_causal = true }))
-end
-local SeqLoss = nn.Cell:extend("BenchSeqLoss")
-function SeqLoss:construct(logits, y) return ops.cross_entropy(logits:reshape({ -1, V }), y:reshape({ -1 })) end
+local function GPT() return lib.TinyGPT(V, T, D, H, L) end
+local function SeqLoss() return lib.SeqLoss(V) end
 
 function builders.gpt()
   local net = GPT()

@@ -1,6 +1,6 @@
 --- examples/lib/models.lua - the networks the examples and benchmarks
 -- train: LeNet-5 (with batch normalisation after each convolution) for
--- 28x28 images, and the 784-256-10 perceptron.
+-- 28x28 images, the 784-256-10 perceptron, and the benchmarks' tiny GPT.
 local cell = require "cell"
 local nn = cell.nn
 
@@ -38,5 +38,30 @@ function M.MLP:init()
   self.fc2 = nn.Dense(256, 10)
 end
 function M.MLP:construct(x) return self.fc2(self.fc1(self.flatten(x)):relu()) end
+
+--- The benchmarks' tiny GPT (issue 15's row): token and position
+-- embeddings, L pre-norm Transformer encoder blocks under a causal mask
+-- (GELU, feed-forward 4 D, no dropout), a final LayerNorm and a Dense head.
+-- Inputs {B, T} token ids (1-based, up to V); outputs {B, T, V} logits.
+M.TinyGPT = nn.Cell:extend("TinyGPT")
+function M.TinyGPT:init(V, T, D, H, L)
+  self.tok = nn.Embedding(V, D)
+  self.pos = nn.Embedding(T, D)
+  local block = nn.TransformerEncoderLayer(D, H, { dim_feedforward = 4 * D, dropout = 0, activation = "gelu",
+    batch_first = true, norm_first = true })
+  self.blocks = nn.TransformerEncoder(block, L, nn.LayerNorm({ D }))
+  self.head = nn.Dense(D, V)
+  self.positions = cell.arange(1, T + 1, 1, cell.int64)
+end
+function M.TinyGPT:construct(x)
+  return self.head(self.blocks(self.tok(x) + self.pos(self.positions), { is_causal = true }))
+end
+
+--- Cross-entropy over every position of {B, T, V} logits and {B, T} ids.
+M.SeqLoss = nn.Cell:extend("SeqLoss")
+function M.SeqLoss:init(V) self.V = V end
+function M.SeqLoss:construct(logits, y)
+  return cell.ops.cross_entropy(logits:reshape({ -1, self.V }), y:reshape({ -1 }))
+end
 
 return M
