@@ -267,4 +267,14 @@ function Reducer:__tostring()
   return ("DistributedGradReducer(mean=%s, degree=%d)"):format(tostring(self.mean), self.degree)
 end
 
+--- The reducer a training wrapper (TrainOneStepCell and its loss-scale
+-- form) puts before its optimizer when data-parallel training is on
+-- (cell.set_auto_parallel_context): the gradients of weights all-reduced
+-- across ranks; nil otherwise.
+function M._reducer_for(weights)
+  local pc = require "cell.parallel_context"
+  if not pc.distributed() then return nil end
+  return Reducer(weights, pc.get("gradients_mean"), pc.get_auto_parallel_context("device_num"))
+end
+
 return M

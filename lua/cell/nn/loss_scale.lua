@@ -184,11 +184,7 @@ function TrainOneStepWithLossScaleCell:init(network, optimizer, scale_sense)
     return l * held.scale
   end
   self._grad_fn = autograd.value_and_grad(forward, nil, weights)
-  local pc = require "cell.parallel_context"
-  if pc.distributed() then
-    self.grad_reducer = require("cell.nn.distributed").DistributedGradReducer(weights, pc.get("gradients_mean"),
-      pc.get_auto_parallel_context("device_num"))
-  end
+  self.grad_reducer = require("cell.nn.distributed")._reducer_for(weights)
 end
 
 local mul_ = core.Tensor.mul_

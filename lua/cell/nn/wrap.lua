@@ -109,11 +109,7 @@ function TrainOneStepCell:init(network, optimizer, ...)
   self._grad_fn = autograd.value_and_grad(forward, nil, weights)
   -- Data-parallel training (cell.set_auto_parallel_context): the gradients
   -- are all-reduced across ranks before the optimizer's step.
-  local pc = require "cell.parallel_context"
-  if pc.distributed() then
-    self.grad_reducer = require("cell.nn.distributed").DistributedGradReducer(weights, pc.get("gradients_mean"),
-      pc.get_auto_parallel_context("device_num"))
-  end
+  self.grad_reducer = require("cell.nn.distributed")._reducer_for(weights)
 end
 
 local mul_ = core.Tensor.mul_
