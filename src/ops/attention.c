@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vmath.h"
+#include "../backend/backend.h"
 
 #define BLOCK 64
 
@@ -327,6 +328,83 @@ static void backward_head(const geom *g, int64_t h, const double *go, const doub
   }
 }
 
+/* Heads whose L x S scores fit this many doubles take the dense backward. */
+#define DENSE_MAX (128 * 128)
+
+/* C = A B over doubles (strides in elements; C contiguous, ldc n). */
+static cell_status dgemm(int64_t m, int64_t n, int64_t k, const double *a, int64_t a_rs, int64_t a_cs,
+                         const double *b, int64_t b_rs, int64_t b_cs, double *c) {
+  cell_gemm gm = {CELL_DTYPE_F64, m, n, k, (const char *)a, a_rs, a_cs, (const char *)b, b_rs, b_cs,
+                  (char *)c, n, 1};
+  return cell_gemm_run(&gm);
+}
+
+/* backward_head for a small head, with its probabilities materialised:
+ * five gemms (scores, dV, dP, dQ, dK) instead of a dot product per (i, j).
+ * The same quantities as backward_head, summed in another order. Returns
+ * 0 (nothing written) where the dense form could differ from the row-wise
+ * one beyond rounding: a row whose lse is not finite (all keys masked) or
+ * a gradient that is not finite (0 x inf would give NaN where the row-wise
+ * form skips the term); the caller then runs backward_head. */
+static int backward_head_dense(const geom *g, int64_t h, const double *go, const double *o,
+                               const double *lse, double *dq, double *dk, double *dv) {
+  int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
+  const double *goh = go + h * L * Ev, *oh = o + h * L * Ev, *lh = lse + h * L;
+  for (int64_t i = 0; i < L; i++)
+    if (!isfinite(lh[i])) return 0;
+  int finite = 1;
+  for (int64_t e = 0; e < L * Ev; e++) finite &= isfinite(goh[e]);
+  if (!finite) return 0;
+  double *P = cell_alloc(sizeof(double) * (size_t)(3 * L * S));
+  if (!P) return 0;
+  double *Pf = P + L * S, *dP = Pf + L * S;
+  const double *qh = g->q + h * L * E, *kh = g->k + h * S * E, *vh = g->v + h * S * Ev;
+  int ok = dgemm(L, S, E, qh, E, 1, kh, 1, E, P) == CELL_OK; /* Q K^T, unscaled */
+  for (int64_t i = 0; ok && i < L; i++) {
+    double *row = P + i * S, *rowf = Pf + i * S;
+    const double *mrow = g->mask ? g->mask + g->moff[h] + i * g->msi : NULL;
+    int64_t jend = key_end(g, i);
+    for (int64_t j = 0; j < jend; j++) {
+      double d = row[j] * g->scale;
+      if (mrow) {
+        double mv = mrow[j * g->msj];
+        if (g->mask_bool) d = mv != 0 ? d : -INFINITY;
+        else d += mv;
+      }
+      row[j] = d;
+    }
+    exp_block(g, row, row, lh[i], jend);
+    for (int64_t j = jend; j < S; j++) row[j] = 0;
+    for (int64_t j = 0; j < S; j++) rowf[j] = g->p > 0 && row[j] != 0 ? row[j] * drop(g, h, i, j) : row[j];
+  }
+  /* dV = Pf^T dO; dP = dO V^T */
+  if (ok) ok = dgemm(S, Ev, L, Pf, 1, S, goh, Ev, 1, dv + h * S * Ev) == CELL_OK;
+  if (ok) ok = dgemm(L, S, Ev, goh, Ev, 1, vh, 1, Ev, dP) == CELL_OK;
+  /* dS = P (dP f - D) scale, into dP (dP f P = dP Pf) */
+  for (int64_t i = 0; ok && i < L; i++) {
+    const double *goi = goh + i * Ev, *oi = oh + i * Ev;
+    double D = 0;
+    CELL_NN_SIMD_SUM(D)
+    for (int64_t e = 0; e < Ev; e++) D += goi[e] * oi[e];
+    double *r = dP + i * S;
+    const double *pr = P + i * S, *pfr = Pf + i * S;
+    CELL_NN_SIMD for (int64_t j = 0; j < S; j++) {
+      double ds = (r[j] * pfr[j] - pr[j] * D) * g->scale;
+      r[j] = pr[j] != 0 ? ds : 0;
+    }
+  }
+  /* dQ = dS K; dK = dS^T Q */
+  if (ok) ok = dgemm(L, E, S, dP, S, 1, kh, E, 1, dq + h * L * E) == CELL_OK;
+  if (ok) ok = dgemm(S, E, L, dP, 1, S, qh, E, 1, dk + h * S * E) == CELL_OK;
+  cell_dealloc(P);
+  if (!ok) { /* the planes are rewritten whole by the row-wise form */
+    memset(dq + h * L * E, 0, sizeof(double) * (size_t)(L * E));
+    memset(dk + h * S * E, 0, sizeof(double) * (size_t)(S * E));
+    memset(dv + h * S * Ev, 0, sizeof(double) * (size_t)(S * Ev));
+  }
+  return ok;
+}
+
 /* The mask's gradient from the heads h[0..nh) that share one mask plane
  * (ascending, so each element sums in a fixed order): a float mask adds
  * to the scores, so its gradient is the scores' (without the scale),
@@ -454,7 +532,8 @@ cell_status cell_cpu_sdpa_backward(const cell_tensor *gt, const cell_tensor *q,
     int par = cell_nn_parallel(g.nbh, g.nbh * g.L * g.S * (g.E + g.Ev));
     CELL_FOR(par, int64_t, h, g.nbh, {
       if (*intr) continue;
-      backward_head(&g, h, go, o, ls, dq, dk, dv);
+      if (g.L * g.S > DENSE_MAX || !backward_head_dense(&g, h, go, o, ls, dq, dk, dv))
+        backward_head(&g, h, go, o, ls, dq, dk, dv);
     });
     if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
   }
