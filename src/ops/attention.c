@@ -238,6 +238,70 @@ static void forward_row(const geom *g, int64_t h, int64_t i, double *o, double *
   *lse = m + log(l);
 }
 
+/* Heads whose L x S scores fit this many doubles take the dense forms (their scores materialised, the products as gemms). */
+#define DENSE_MAX (128 * 128)
+
+/* C = A B over doubles (strides in elements; C contiguous, ldc n). */
+static cell_status dgemm(int64_t m, int64_t n, int64_t k, const double *a, int64_t a_rs, int64_t a_cs,
+                         const double *b, int64_t b_rs, int64_t b_cs, double *c) {
+  cell_gemm gm = {CELL_DTYPE_F64, m, n, k, (const char *)a, a_rs, a_cs, (const char *)b, b_rs, b_cs,
+                  (char *)c, n, 1};
+  return cell_gemm_run(&gm);
+}
+
+/* The masked, scaled scores of head h's query row i (from the row of
+ * Q K^T in row, in place) up to key jend, then exp(score - m) with m the
+ * row's maximum (or the given lse): the row's weights before dropout.
+ * Keys from jend on get 0. Returns the maximum used. */
+static double dense_row(const geom *g, int64_t h, int64_t i, double *row, int use_lse, double lse) {
+  const double *mrow = g->mask ? g->mask + g->moff[h] + i * g->msi : NULL;
+  int64_t jend = key_end(g, i);
+  double m = -INFINITY;
+  for (int64_t j = 0; j < jend; j++) {
+    double d = row[j] * g->scale;
+    if (mrow) {
+      double mv = mrow[j * g->msj];
+      if (g->mask_bool) d = mv != 0 ? d : -INFINITY;
+      else d += mv;
+    }
+    row[j] = d;
+    if (d > m) m = d;
+  }
+  if (use_lse) m = lse;
+  if (m == -INFINITY) {
+    for (int64_t j = 0; j < g->S; j++) row[j] = 0;
+  } else {
+    exp_block(g, row, row, m, jend);
+    for (int64_t j = jend; j < g->S; j++) row[j] = 0;
+  }
+  return m;
+}
+
+/* forward_row for every row of a small head at once: the scores and the
+ * weighted values as two gemms. 0 (nothing written) when out of memory. */
+static int forward_head_dense(const geom *g, int64_t h, double *o, double *lse) {
+  int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
+  double *P = cell_alloc(sizeof(double) * (size_t)(L * S));
+  if (!P) return 0;
+  const double *qh = g->q + h * L * E, *kh = g->k + h * S * E, *vh = g->v + h * S * Ev;
+  int ok = dgemm(L, S, E, qh, E, 1, kh, 1, E, P) == CELL_OK;
+  double *oh = o + h * L * Ev, *lh = lse + h * L;
+  for (int64_t i = 0; ok && i < L; i++) {
+    double *row = P + i * S;
+    double m = dense_row(g, h, i, row, 0, 0), l = 0;
+    for (int64_t j = 0; j < S; j++) l += row[j];
+    lh[i] = m + log(l); /* every key masked: -inf, as forward_row */
+    if (g->p > 0)
+      for (int64_t j = 0; j < S; j++)
+        if (row[j] != 0) row[j] *= drop(g, h, i, j);
+    double r = 1.0 / l;
+    CELL_NN_SIMD for (int64_t j = 0; j < S; j++) row[j] *= r; /* l == 0: NaN, as forward_row */
+  }
+  if (ok) ok = dgemm(L, Ev, S, P, S, 1, vh, Ev, 1, oh) == CELL_OK;
+  cell_dealloc(P);
+  return ok;
+}
+
 cell_status cell_cpu_sdpa(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
                           const cell_tensor *mask, cell_sdpa_args *a, cell_tensor **out,
                           cell_tensor **lse) {
@@ -264,10 +328,19 @@ cell_status cell_cpu_sdpa(const cell_tensor *q, const cell_tensor *k, const cell
   if (s == CELL_OK) {
     volatile int *intr = &cell_ctx()->interrupt;
     int par = cell_nn_parallel(rows, rows * g.S * (g.E + g.Ev));
-    CELL_FOR(par, int64_t, r, rows, {
-      if (*intr) continue;
-      forward_row(&g, r / g.L, r % g.L, ob + r * g.Ev, lb + r);
-    });
+    if (g.L * g.S <= DENSE_MAX) {
+      par = cell_nn_parallel(g.nbh, rows * g.S * (g.E + g.Ev));
+      CELL_FOR(par, int64_t, h, g.nbh, {
+        if (*intr) continue;
+        if (!forward_head_dense(&g, h, ob, lb))
+          for (int64_t i = 0; i < g.L; i++) forward_row(&g, h, i, ob + (h * g.L + i) * g.Ev, lb + h * g.L + i);
+      });
+    } else {
+      CELL_FOR(par, int64_t, r, rows, {
+        if (*intr) continue;
+        forward_row(&g, r / g.L, r % g.L, ob + r * g.Ev, lb + r);
+      });
+    }
     if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
   }
   if (s == CELL_OK) {
@@ -328,17 +401,6 @@ static void backward_head(const geom *g, int64_t h, const double *go, const doub
   }
 }
 
-/* Heads whose L x S scores fit this many doubles take the dense backward. */
-#define DENSE_MAX (128 * 128)
-
-/* C = A B over doubles (strides in elements; C contiguous, ldc n). */
-static cell_status dgemm(int64_t m, int64_t n, int64_t k, const double *a, int64_t a_rs, int64_t a_cs,
-                         const double *b, int64_t b_rs, int64_t b_cs, double *c) {
-  cell_gemm gm = {CELL_DTYPE_F64, m, n, k, (const char *)a, a_rs, a_cs, (const char *)b, b_rs, b_cs,
-                  (char *)c, n, 1};
-  return cell_gemm_run(&gm);
-}
-
 /* backward_head for a small head, with its probabilities materialised:
  * five gemms (scores, dV, dP, dQ, dK) instead of a dot product per (i, j).
  * The same quantities as backward_head, summed in another order. Returns
@@ -362,19 +424,7 @@ static int backward_head_dense(const geom *g, int64_t h, const double *go, const
   int ok = dgemm(L, S, E, qh, E, 1, kh, 1, E, P) == CELL_OK; /* Q K^T, unscaled */
   for (int64_t i = 0; ok && i < L; i++) {
     double *row = P + i * S, *rowf = Pf + i * S;
-    const double *mrow = g->mask ? g->mask + g->moff[h] + i * g->msi : NULL;
-    int64_t jend = key_end(g, i);
-    for (int64_t j = 0; j < jend; j++) {
-      double d = row[j] * g->scale;
-      if (mrow) {
-        double mv = mrow[j * g->msj];
-        if (g->mask_bool) d = mv != 0 ? d : -INFINITY;
-        else d += mv;
-      }
-      row[j] = d;
-    }
-    exp_block(g, row, row, lh[i], jend);
-    for (int64_t j = jend; j < S; j++) row[j] = 0;
+    dense_row(g, h, i, row, 1, lh[i]);
     for (int64_t j = 0; j < S; j++) rowf[j] = g->p > 0 && row[j] != 0 ? row[j] * drop(g, h, i, j) : row[j];
   }
   /* dV = Pf^T dO; dP = dO V^T */
