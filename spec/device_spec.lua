@@ -94,6 +94,20 @@ describe("devices", function()
     H.expect_error(function() cell.tensor({ 1 }):move_to("NOPE") end, "ValueError", "NOPE")
   end)
 
+  it("loads the GPU module for set_device('GPU'), and says why when it cannot run", function()
+    -- without cell.cuda built: the module is named; built but without a
+    -- CUDA device: its own "no CUDA device" error
+    local ok, err = pcall(cell.set_device, "GPU")
+    if ok then -- a machine with a GPU
+      assert.are.equal("GPU", (cell.get_device()))
+    else
+      err = tostring(err)
+      assert.is_truthy(err:find("RuntimeError: ", 1, true), err)
+      assert.is_truthy(err:find("cell.cuda", 1, true) or err:find("no CUDA device", 1, true), err)
+      assert.are.equal("CPU", cell.zeros({ 1 }).device:match("^%a+")) -- nothing changed
+    end
+  end)
+
   it("keeps gradients on the device of their tensors", function()
     local x = cell.tensor({ 1, 2, 3 }, cell.float64):move_to("TEST")
     local f = cell.value_and_grad(function(v) return (v * v):sum() end)

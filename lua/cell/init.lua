@@ -69,6 +69,25 @@ setmetatable(cell, {
   end,
 })
 
+--- cell.set_device("GPU" [, id]) loads the GPU module (cell.cuda) on first
+-- use, as MindSpore's set_device needs no import; cell.cuda then replaces
+-- this function with its own (which says when there is no CUDA device).
+do
+  local plain_set_device = cell.set_device
+  function cell.set_device(name, ...)
+    if type(name) == "string" and name:match("^GPU") and not package.loaded["cell.cuda"] then
+      local ok, err = pcall(require, "cell.cuda")
+      if not ok then
+        require("cell.errors").raise(("RuntimeError: set_device: device '%s' needs the GPU module cell.cuda, "
+          .. "which did not load (build it with `make cuda` where the CUDA toolkit is): %s")
+          :format(name, (tostring(err):match("^[^\n]*"))))
+      end
+      return cell.set_device(name, ...)
+    end
+    return plain_set_device(name, ...)
+  end
+end
+
 --- CELL_DEVICE=<name>[:<id>] at load makes that device the default
 -- (cell.set_device); TEST registers the tests' device first, which only a
 -- build run with CELL_TEST_DEVICE=1 offers (make test-device).
