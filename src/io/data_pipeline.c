@@ -402,7 +402,8 @@ cell_status cell_data_pipeline_next(cell_data_pipeline *p, cell_tensor **outs, i
   }
   p->waited_outputs++;
   if (st != CELL_OK) {
-    p->nout = p->emit;
+    /* the epoch ends here (with workers, already set under the lock they read it under) */
+    if (p->nworkers == 0) p->nout = p->emit;
     return cell_error(st, "%s", msg);
   }
   *done = 0;
