@@ -44,14 +44,17 @@ BLAS_LIB ?= $(if $(BLAS_OMP),-L$(BLAS_OMP_DIR) -Wl$(comma)-rpath$(comma)$(BLAS_O
 comma := ,
 # src/io: zlib reads gzip'd data sets (safetensors headers are parsed by
 # src/io itself); libpng and libjpeg-turbo decode images (cell.dataset.vision).
+# The image libraries are compiled against (their headers) but not linked:
+# src/io/codecs.c dlopen()s them at the first decode, so a program that
+# decodes no image never maps them.
 # The rockspec passes the -I and -L flags LuaRocks finds; the defaults suit
-# Debian, where both live in the compiler's own search paths.
+# Debian, where all live in the compiler's own search paths.
 IO_CFLAGS ?=
-IO_LIBS ?= -lz -lpng -ljpeg
+IO_LIBS ?= -lz -ldl
 
 # Flags the build needs, kept apart from the user's CFLAGS.
 WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Werror=implicit-function-declaration
-MANDATORY = -std=gnu99 -fPIC -fvisibility=hidden -fopenmp -Iinclude -I$(BLAS_INCDIR) $(IO_CFLAGS) $(WARN)
+MANDATORY = -std=gnu99 -fPIC -fvisibility=hidden -ffunction-sections -fopenmp -Iinclude -I$(BLAS_INCDIR) $(IO_CFLAGS) $(WARN)
 ALL_CFLAGS = $(MANDATORY) $(CFLAGS)
 LIBS = $(BLAS_LIB) $(IO_LIBS) -lm -lpthread -fopenmp
 
@@ -126,8 +129,12 @@ $(LIBCELL_A): $(ENGINE_OBJ)
 
 # nodelete: Lua unloads C modules at lua_close, and unloading the OpenMP
 # runtime under its live worker threads crashes the process at exit.
-$(LIBCELL_SO): $(ENGINE_OBJ)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcell.so -Wl,-z,nodelete -o $@ $^ $(LIBS)
+# TEXT_LAYOUT: src/layout.ld gathers the code the loader runs at load (the
+# multi-ISA kernels' resolvers) and the code every op runs, each in one
+# place, so a run makes less of the engine's code resident (peak RSS).
+TEXT_LAYOUT = -Wl,-T,$(CURDIR)/src/layout.ld
+$(LIBCELL_SO): $(ENGINE_OBJ) src/layout.ld
+	$(CC) -shared $(LDFLAGS) $(TEXT_LAYOUT) -Wl,-soname,libcell.so -Wl,-z,nodelete -o $@ $(ENGINE_OBJ) $(LIBS)
 
 # The module links libcell.so, so that C hosts, Lua and LuaJIT's FFI share
 # one engine binary (one allocator, one set of tensors). It finds it beside
@@ -138,7 +145,7 @@ STATIC ?=
 MODULE_ENGINE = $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../..')
 $(MODULE): $(BIND_OBJ) $(if $(STATIC),$(LIBCELL_A),$(LIBCELL_SO))
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(MODULE_ENGINE) $(LIBS)
+	$(CC) -shared $(LDFLAGS) $(if $(STATIC),$(TEXT_LAYOUT)) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(MODULE_ENGINE) $(LIBS)
 
 $(OMPENV_MODULE): src/lua/ompenv/ompenv.c
 	@mkdir -p $(dir $@)

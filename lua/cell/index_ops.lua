@@ -202,7 +202,10 @@ function M.one_hot(indices, depth, on_value, off_value, axis)
   return core.where(hit, on, off)
 end
 
-M.einsum = require("cell.einsum").einsum
+--- einsum lives in cell.einsum, loaded on first use.
+function M.einsum(...)
+  return require("cell.einsum").einsum(...)
+end
 
 --- The cell.ops functions of this module.
 M.functions = { "addmm", "outer", "einsum", "meshgrid", "one_hot" }

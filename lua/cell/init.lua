@@ -43,10 +43,10 @@ for _, k in ipairs { "save_checkpoint", "load_checkpoint", "load_param_into_net"
   cell[k] = serialization[k]
 end
 
---- Data-parallel training: set_auto_parallel_context{parallel_mode = "data_parallel", ...}.
-local parallel_context = require "cell.parallel_context"
+--- Data-parallel training: set_auto_parallel_context{parallel_mode = "data_parallel", ...}
+-- (cell.parallel_context, loaded on first use).
 for _, k in ipairs { "set_auto_parallel_context", "get_auto_parallel_context", "reset_auto_parallel_context" } do
-  cell[k] = parallel_context[k]
+  cell[k] = function(...) return require("cell.parallel_context")[k](...) end
 end
 
 --- cell.kwargs{name = value}: keyword arguments for a cell call, passed last.

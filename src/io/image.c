@@ -1,5 +1,6 @@
-/* image.c - PNG and JPEG decoding (libpng, libjpeg-turbo) into HWC uint8
- * RGB tensors, reading a file's bytes, and listing an image folder.
+/* image.c - PNG and JPEG decoding (libpng, libjpeg-turbo, loaded on first
+ * use: codecs.h) into HWC uint8 RGB tensors, reading a file's bytes, and
+ * listing an image folder.
  *
  * Both libraries report a fatal error by calling an error function that
  * must not return; each decoder here keeps that inside itself with its own
@@ -7,13 +8,11 @@
  * struct (not in locals the jump could leave stale), so a corrupt image is
  * a RuntimeError naming the file, never a crash nor a leak. */
 #include "cell_vision.h"
+#include "codecs.h"
 #include "vision.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jpeglib.h>
-#include <jerror.h>
-#include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,16 +44,16 @@ typedef struct png_ctx {
 } png_ctx;
 
 static void png_read_mem(png_structp png, png_bytep dst, png_size_t n) {
-  png_ctx *c = png_get_io_ptr(png);
-  if (n > c->n - c->at) png_error(png, "the data ends early (truncated file)");
+  png_ctx *c = cell_codec.png_get_io_ptr(png);
+  if (n > c->n - c->at) cell_codec.png_error(png, "the data ends early (truncated file)");
   memcpy(dst, c->p + c->at, n);
   c->at += n;
 }
 
 static void png_on_error(png_structp png, png_const_charp msg) {
-  png_ctx *c = png_get_error_ptr(png);
+  png_ctx *c = cell_codec.png_get_error_ptr(png);
   snprintf(c->msg, sizeof c->msg, "%s", msg);
-  png_longjmp(png, 1);
+  cell_codec.png_longjmp(png, 1);
 }
 
 static void png_on_warning(png_structp png, png_const_charp msg) {
@@ -62,42 +61,44 @@ static void png_on_warning(png_structp png, png_const_charp msg) {
 }
 
 static cell_status decode_png(const unsigned char *p, size_t n, const char *name, cell_tensor **out) {
+  cell_status loaded = cell_codecs_png(name);
+  if (loaded) return loaded;
   png_ctx ctx, *c = &ctx;
   memset(c, 0, sizeof *c);
   c->p = p, c->n = n;
-  c->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, c, png_on_error, png_on_warning);
+  c->png = cell_codec.png_create_read_struct(PNG_LIBPNG_VER_STRING, c, png_on_error, png_on_warning);
   if (!c->png) return cell_error(CELL_ERR_MEMORY, "Decode: %s: out of memory", name);
-  c->info = png_create_info_struct(c->png);
+  c->info = cell_codec.png_create_info_struct(c->png);
   if (!c->info) {
-    png_destroy_read_struct(&c->png, NULL, NULL);
+    cell_codec.png_destroy_read_struct(&c->png, NULL, NULL);
     return cell_error(CELL_ERR_MEMORY, "Decode: %s: out of memory", name);
   }
   cell_status s = CELL_OK;
-  if (setjmp(png_jmpbuf(c->png))) {
+  if (setjmp(*cell_codec.png_set_longjmp_fn(c->png, longjmp, sizeof(jmp_buf)))) {
     s = cell_error(CELL_ERR_RUNTIME, "Decode: %s: corrupt PNG image: %s", name, c->msg);
     goto done;
   }
-  png_set_read_fn(c->png, c, png_read_mem);
-  png_set_user_limits(c->png, 1u << 20, 1u << 20);
-  png_read_info(c->png, c->info);
-  png_uint_32 w = png_get_image_width(c->png, c->info), h = png_get_image_height(c->png, c->info);
+  cell_codec.png_set_read_fn(c->png, c, png_read_mem);
+  cell_codec.png_set_user_limits(c->png, 1u << 20, 1u << 20);
+  cell_codec.png_read_info(c->png, c->info);
+  png_uint_32 w = cell_codec.png_get_image_width(c->png, c->info), h = cell_codec.png_get_image_height(c->png, c->info);
   if ((uint64_t)w * h > MAX_PIXELS) {
     s = too_large(name, w, h);
     goto done;
   }
-  int color = png_get_color_type(c->png, c->info), depth = png_get_bit_depth(c->png, c->info);
+  int color = cell_codec.png_get_color_type(c->png, c->info), depth = cell_codec.png_get_bit_depth(c->png, c->info);
   /* As OpenCV's IMREAD_COLOR (MindSpore's Decode): 8-bit RGB, alpha dropped
    * (not composited), grey repeated in the three channels. */
-  if (depth == 16) png_set_strip_16(c->png);
-  if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(c->png);
-  if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(c->png);
-  if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(c->png);
-  if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(c->png);
-  png_set_interlace_handling(c->png);
-  png_read_update_info(c->png, c->info);
-  if (png_get_rowbytes(c->png, c->info) != (size_t)w * 3) {
+  if (depth == 16) cell_codec.png_set_strip_16(c->png);
+  if (color == PNG_COLOR_TYPE_PALETTE) cell_codec.png_set_palette_to_rgb(c->png);
+  if (color == PNG_COLOR_TYPE_GRAY && depth < 8) cell_codec.png_set_expand_gray_1_2_4_to_8(c->png);
+  if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) cell_codec.png_set_gray_to_rgb(c->png);
+  if (color & PNG_COLOR_MASK_ALPHA) cell_codec.png_set_strip_alpha(c->png);
+  cell_codec.png_set_interlace_handling(c->png);
+  cell_codec.png_read_update_info(c->png, c->info);
+  if (cell_codec.png_get_rowbytes(c->png, c->info) != (size_t)w * 3) {
     snprintf(c->msg, sizeof c->msg, "an unsupported pixel layout");
-    png_longjmp(c->png, 1);
+    cell_codec.png_longjmp(c->png, 1);
   }
   int64_t shape[3] = {h, w, 3};
   s = cell_tensor_empty(CELL_DTYPE_U8, 3, shape, &c->t);
@@ -109,10 +110,10 @@ static cell_status decode_png(const unsigned char *p, size_t n, const char *name
   }
   unsigned char *base = cell_tensor_data_ptr(c->t);
   for (png_uint_32 y = 0; y < h; y++) c->rows[y] = base + (size_t)y * w * 3;
-  png_read_image(c->png, c->rows);
-  png_read_end(c->png, NULL);
+  cell_codec.png_read_image(c->png, c->rows);
+  cell_codec.png_read_end(c->png, NULL);
 done:
-  png_destroy_read_struct(&c->png, &c->info, NULL);
+  cell_codec.png_destroy_read_struct(&c->png, &c->info, NULL);
   free(c->rows);
   if (s) {
     cell_tensor_release(c->t);
@@ -151,27 +152,29 @@ static void jpeg_on_message(j_common_ptr cinfo, int level) {
 }
 
 static cell_status decode_jpeg(const unsigned char *p, size_t n, const char *name, cell_tensor **out) {
+  cell_status loaded = cell_codecs_jpeg(name);
+  if (loaded) return loaded;
   jpeg_ctx *c = calloc(1, sizeof *c); /* jmp_buf and the struct: off the worker's stack */
   if (!c) return cell_error(CELL_ERR_MEMORY, "Decode: %s: out of memory", name);
   cell_status s = CELL_OK;
-  c->d.err = jpeg_std_error(&c->err);
+  c->d.err = cell_codec.jpeg_std_error(&c->err);
   c->err.error_exit = jpeg_on_error;
   c->err.emit_message = jpeg_on_message;
   if (setjmp(c->jump)) {
     s = cell_error(CELL_ERR_RUNTIME, "Decode: %s: corrupt JPEG image: %s", name, c->msg);
     goto done;
   }
-  jpeg_create_decompress(&c->d);
+  cell_codec.jpeg_CreateDecompress(&c->d, JPEG_LIB_VERSION, sizeof c->d);
   c->made = 1;
-  jpeg_mem_src(&c->d, p, (unsigned long)n);
-  jpeg_read_header(&c->d, TRUE);
+  cell_codec.jpeg_mem_src(&c->d, p, (unsigned long)n);
+  cell_codec.jpeg_read_header(&c->d, TRUE);
   if ((uint64_t)c->d.image_width * c->d.image_height > MAX_PIXELS) {
     s = too_large(name, c->d.image_width, c->d.image_height);
     goto done;
   }
   c->d.out_color_space = JCS_RGB; /* grey and CMYK/YCCK come out as RGB too */
   if (c->d.jpeg_color_space == JCS_CMYK || c->d.jpeg_color_space == JCS_YCCK) c->d.out_color_space = JCS_CMYK;
-  jpeg_start_decompress(&c->d);
+  cell_codec.jpeg_start_decompress(&c->d);
   int64_t w = c->d.output_width, h = c->d.output_height, comps = c->d.output_components;
   int64_t shape[3] = {h, w, 3};
   s = cell_tensor_empty(CELL_DTYPE_U8, 3, shape, &c->t);
@@ -180,7 +183,7 @@ static cell_status decode_jpeg(const unsigned char *p, size_t n, const char *nam
   JSAMPARRAY row = (*c->d.mem->alloc_sarray)((j_common_ptr)&c->d, JPOOL_IMAGE, (JDIMENSION)(w * comps), 1);
   while (c->d.output_scanline < c->d.output_height) {
     int64_t y = c->d.output_scanline;
-    jpeg_read_scanlines(&c->d, row, 1);
+    cell_codec.jpeg_read_scanlines(&c->d, row, 1);
     unsigned char *dst = base + y * w * 3, *src = row[0];
     if (comps == 3) {
       memcpy(dst, src, (size_t)w * 3);
@@ -191,9 +194,9 @@ static cell_status decode_jpeg(const unsigned char *p, size_t n, const char *nam
       }
     }
   }
-  jpeg_finish_decompress(&c->d);
+  cell_codec.jpeg_finish_decompress(&c->d);
 done:
-  if (c->made) jpeg_destroy_decompress(&c->d);
+  if (c->made) cell_codec.jpeg_destroy_decompress(&c->d);
   if (s) cell_tensor_release(c->t);
   else *out = c->t;
   free(c);
