@@ -287,26 +287,7 @@ function FashionMnistDataset:init(dir, opts)
   check_opts(fname, opts)
   opts = args_util.named(fname, FMNIST_OPTIONS, 3, opts == nil and 0 or 1, opts)
   if opts.sampler ~= nil then raise("NotImplementedError: FashionMnistDataset: sampler; use shuffle and num_shards") end
-  if dir == nil then dir = fashion.DEFAULT_DIR end
-  if type(dir) ~= "string" then
-    raise(("TypeError: FashionMnistDataset: dataset_dir must be a string, but got %s"):format(type_name(dir)))
-  end
-  local usage = opts.usage
-  if usage == nil then usage = "all" end
-  if usage ~= "train" and usage ~= "test" and usage ~= "all" then
-    raise(("ValueError: FashionMnistDataset: usage must be 'train', 'test' or 'all', but got %s")
-      :format(type(usage) == "string" and ("'" .. usage .. "'") or type_name(usage)))
-  end
-  dir = dir:gsub("/+$", "")
-  if dir == "" then dir = "/" end
-  local images, labels
-  if usage == "all" then
-    local i1, l1 = fashion.load_split(dir, "train", 3, true)
-    local i2, l2 = fashion.load_split(dir, "test", 3, true)
-    images, labels = core.cat({ i1, i2 }, 1), core.cat({ l1, l2 }, 1)
-  else
-    images, labels = fashion.load_split(dir, usage, 3, true)
-  end
+  local images, labels = fashion.load(fname, dir, opts.usage, true)
   local n = images.shape[1]
   self._tensors = { images:reshape({ n, 28, 28, 1 }), labels:astype(core.int64) + 1 }
   self.classes = {}
