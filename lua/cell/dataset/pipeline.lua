@@ -33,6 +33,7 @@ local M = {}
 
 local Dataset = class("Dataset")
 M.Dataset = Dataset
+local ProjectDataset -- (below; map's column_order makes one)
 
 local function is_int(v) return type(v) == "number" and v == math.floor(v) and v == v and v ~= math.huge and v ~= -math.huge end
 
@@ -226,6 +227,52 @@ local function name_list(v, fname, what)
 end
 M.name_list = name_list
 
+--- The columns after an op that replaces the input columns inidx (their
+-- positions in cols) by the columns `output`: the outputs take the place
+-- of the first input column, the other inputs go, the rest keep their
+-- places (map and per_batch_map alike). A ValueError when two would share a name.
+local function replaced_columns(cols, inidx, output, fname)
+  local out_cols, drop = {}, {}
+  for i = 2, #inidx do drop[inidx[i]] = true end
+  for i, c in ipairs(cols) do
+    if i == inidx[1] then
+      for _, o in ipairs(output) do out_cols[#out_cols + 1] = o end
+    elseif not drop[i] then
+      out_cols[#out_cols + 1] = c
+    end
+  end
+  local seen = {}
+  for _, c in ipairs(out_cols) do
+    if seen[c] then raise(("ValueError: %s: the output would have two columns named '%s'"):format(fname, c)) end
+    seen[c] = true
+  end
+  return out_cols
+end
+
+--- A row r with its input columns inidx replaced by vals (as replaced_columns).
+local function replaced_row(r, inidx, vals, n)
+  local out, drop = {}, {}
+  for i = 2, #inidx do drop[inidx[i]] = true end
+  for c = 1, n or #r do
+    if c == inidx[1] then
+      for i = 1, #vals do out[#out + 1] = vals[i] end
+    elseif not drop[c] then
+      out[#out + 1] = r[c]
+    end
+  end
+  return out
+end
+
+--- The input and output columns of map or batch's per_batch_map: input
+-- positions in cols (default: default_in) and output names (default: the inputs').
+local function in_out_columns(cols, opts, fname, default_in)
+  local input = name_list(opts.input_columns, fname, "input_columns") or default_in
+  local inidx = {}
+  for i, name in ipairs(input) do inidx[i] = col_index(cols, name, fname, "input_columns") end
+  local output = name_list(opts.output_columns, fname, "output_columns") or input
+  return inidx, output, replaced_columns(cols, inidx, output, fname)
+end
+
 -- ---------------------------------------------------------------- map
 --- The transforms of map as a flat list: C transforms (userdata), Lua
 -- functions, callable tables; Compose lists are flattened.
@@ -262,33 +309,12 @@ function MapDataset:init(child, operations, opts)
   local ops = flatten_ops(operations, {})
   if #ops == 0 then raise("ValueError: map: operations is empty") end
   local cols = child:get_col_names()
-  local input = name_list(opts.input_columns, "map", "input_columns") or { cols[1] }
-  local inidx = {}
-  for i, name in ipairs(input) do inidx[i] = col_index(cols, name, "map", "input_columns") end
-  local output = name_list(opts.output_columns, "map", "output_columns") or input
-  -- outputs take the place of the first input column; the other inputs go
-  local out_cols, drop = {}, {}
-  for i = 2, #inidx do drop[inidx[i]] = true end
-  for i, c in ipairs(cols) do
-    if i == inidx[1] then
-      for _, o in ipairs(output) do out_cols[#out_cols + 1] = o end
-    elseif not drop[i] then
-      out_cols[#out_cols + 1] = c
-    end
-  end
-  local seen = {}
-  for _, c in ipairs(out_cols) do
-    if seen[c] then raise(("ValueError: map: the output would have two columns named '%s'"):format(c)) end
-    seen[c] = true
-  end
+  local inidx, output, out_cols = in_out_columns(cols, opts, "map", { cols[1] })
   local all_c = true
   for _, op in ipairs(ops) do all_c = all_c and core._data_is_transform(op) ~= nil end
   self._ops, self._in, self._out, self._all_c = ops, inidx, output, all_c
   self._workers = check_workers("map", opts.num_parallel_workers)
   self:_setup(child, out_cols)
-  if opts.column_order ~= nil then
-    raise("NotImplementedError: map: column_order; use :project(columns) after map")
-  end
 end
 
 function MapDataset:_size() return self._child:get_dataset_size() end
@@ -341,20 +367,24 @@ function MapDataset:_rows(epoch)
       raise(("ValueError: %s: the transforms gave %d values for %d output columns (%s)")
         :format(where, #vals, #self._out, table.concat(self._out, ", ")))
     end
-    local out, drop = {}, {}
-    for i = 2, #self._in do drop[self._in[i]] = true end
-    for c = 1, #r do
-      if c == self._in[1] then
-        for i = 1, #vals do out[#out + 1] = rows.to_tensor(vals[i], "map", k, self._out[i]) end
-      elseif not drop[c] then
-        out[#out + 1] = r[c]
-      end
-    end
-    return out
+    for i = 1, #vals do vals[i] = rows.to_tensor(vals[i], "map", k, self._out[i]) end
+    return replaced_row(r, self._in, vals)
   end
 end
 
-function Dataset:map(operations, opts) return MapDataset(self, operations, opts) end
+--- map(operations [, {input_columns, output_columns, column_order, ...}]):
+-- column_order (MindSpore before 2.3; later ones removed it) is a
+-- project(column_order) after the map.
+function Dataset:map(operations, opts)
+  local order = type(opts) == "table" and getmetatable(opts) == nil and opts.column_order or nil
+  if order == nil then return MapDataset(self, operations, opts) end
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o.column_order = nil
+  local m = MapDataset(self, operations, o)
+  local list = name_list(order, "map", "column_order")
+  return ProjectDataset(m, list, nil, "map: column_order")
+end
 
 -- ---------------------------------------------------------------- shuffle
 local ShuffleDataset = Dataset:extend("ShuffleDataset")
@@ -398,12 +428,20 @@ function BatchDataset:init(child, batch_size, opts)
   if type(drop) ~= "boolean" then
     raise(("TypeError: batch: drop_remainder must be a boolean, but got %s"):format(type_name(drop)))
   end
-  if opts.per_batch_map ~= nil then
-    raise("NotImplementedError: batch: per_batch_map; map a function over the batched dataset instead")
+  local cols = child:get_col_names()
+  local fn = opts.per_batch_map
+  if fn ~= nil then
+    if not (type(fn) == "function" or (type(fn) == "table" and getmetatable(fn) and getmetatable(fn).__call)) then
+      raise(("TypeError: batch: per_batch_map must be a function, but got %s"):format(type_name(fn)))
+    end
+    self._fn = fn
+    self._in, self._out, cols = in_out_columns(cols, opts, "batch", cols)
+  elseif opts.input_columns ~= nil or opts.output_columns ~= nil then
+    raise("ValueError: batch: input_columns and output_columns are per_batch_map's; per_batch_map is not given")
   end
   self._n, self._drop = batch_size, drop
   self._workers = check_workers("batch", opts.num_parallel_workers)
-  self:_setup(child, child:get_col_names())
+  self:_setup(child, cols)
 end
 
 function BatchDataset:get_batch_size() return self._n end
@@ -415,6 +453,7 @@ function BatchDataset:_size()
 end
 
 function BatchDataset:_plan(epoch)
+  if self._fn then return nil end
   local p = self._child:_plan(epoch)
   if not p or p.batch then return nil end
   p = copy_plan(p)
@@ -423,10 +462,70 @@ function BatchDataset:_plan(epoch)
   return p
 end
 
+--- What per_batch_map receives last: the batch's number in the epoch and
+-- the epoch's, both from 0 (MindSpore's BatchInfo).
+local BatchInfo = {}
+BatchInfo.__index = BatchInfo
+function BatchInfo:get_batch_num() return self._batch end
+function BatchInfo:get_epoch_num() return self._epoch end
+M.BatchInfo = BatchInfo
+
+--- per_batch_map on the rows `list` (samples first ..): the batch's
+-- columns, the outputs stacked from the lists it returned.
+function BatchDataset:_map_batch(list, first, info)
+  local child_cols, inidx, out_names = self._child._cols, self._in, self._out
+  local args = {}
+  for i, c in ipairs(inidx) do
+    local col = {}
+    for k = 1, #list do col[k] = list[k][c] end
+    args[i] = col
+  end
+  args[#inidx + 1] = info
+  local where = ("batch: per_batch_map: batch %d (samples %d..%d)"):format(info._batch, first, first + #list - 1)
+  local res = { pcall(self._fn, unpack(args, 1, #inidx + 1)) }
+  if not res[1] then raise(rows.rewrap(res[2], where)) end
+  local nres = #res - 1
+  if nres ~= #out_names then
+    raise(("ValueError: %s: it returned %d value%s for %d output column%s (%s)"):format(where, nres,
+      nres == 1 and "" or "s", #out_names, #out_names == 1 and "" or "s", table.concat(out_names, ", ")))
+  end
+  -- every column keeps one number of rows: the batch's while columns pass through, else the first output's
+  local ref_n, ref_what = #list, "the batch has"
+  if #inidx == #child_cols and type(res[2]) == "table" then
+    ref_n, ref_what = #res[2], ("output column '%s' has"):format(out_names[1])
+  end
+  local vals = {}
+  for i = 1, nres do
+    local v, name = res[i + 1], out_names[i]
+    if type(v) ~= "table" or getmetatable(v) ~= nil or #v == 0 then
+      raise(("TypeError: %s: output column '%s' must be a non-empty list of the batch's values, but got %s")
+        :format(where, name, type(v) == "table" and getmetatable(v) == nil and "an empty table" or type_name(v)))
+    end
+    if #v ~= ref_n then
+      raise(("ValueError: %s: output column '%s' has %d rows, but %s %d"):format(where, name, #v, ref_what, ref_n))
+    end
+    local col = {}
+    for k = 1, #v do col[k] = rows.to_tensor(v[k], "batch: per_batch_map", first + k - 1, name) end
+    vals[i] = rows.stack_column(col, name, first, "batch: per_batch_map")
+  end
+  -- the other columns batched as they are
+  local keep = {}
+  for _, c in ipairs(inidx) do keep[c] = false end
+  local r = {}
+  for c = 1, #child_cols do
+    if keep[c] ~= false then
+      local col = {}
+      for k = 1, #list do col[k] = list[k][c] end
+      r[c] = rows.stack_column(col, child_cols[c], first)
+    end
+  end
+  return replaced_row(r, inidx, vals, #child_cols)
+end
+
 function BatchDataset:_rows(epoch)
   local src = self._child:_iter(epoch)
   local names = self._cols
-  local pos, ended = 0, false
+  local pos, ended, nb = 0, false, 0
   return function()
     if ended then return nil end
     local list = {}
@@ -441,6 +540,10 @@ function BatchDataset:_rows(epoch)
     if #list == 0 or (#list < self._n and self._drop) then return nil end
     local first = pos + 1
     pos = pos + #list
+    nb = nb + 1
+    if self._fn then
+      return self:_map_batch(list, first, setmetatable({ _batch = nb - 1, _epoch = epoch - 1 }, BatchInfo))
+    end
     return rows.stack(list, names, first)
   end
 end
@@ -560,9 +663,11 @@ end
 function Dataset:skip(count) return TakeDataset(self, count, true) end
 
 -- ---------------------------------------------------------------- project, rename
-local ProjectDataset = Dataset:extend("ProjectDataset")
+ProjectDataset = Dataset:extend("ProjectDataset")
 
-function ProjectDataset:init(child, columns, new_names)
+--- project (new_names nil; fname: the op named in errors, "project" by
+-- default) or rename (new_names[i] for columns[i]).
+function ProjectDataset:init(child, columns, new_names, fname)
   local cols = child:get_col_names()
   if new_names then
     -- rename: new_names[i] for columns[i]
@@ -581,7 +686,7 @@ function ProjectDataset:init(child, columns, new_names)
     return
   end
   local idx = {}
-  for i, c in ipairs(columns) do idx[i] = col_index(cols, c, "project", "columns") end
+  for i, c in ipairs(columns) do idx[i] = col_index(cols, c, fname or "project", "columns") end
   self._idx = idx
   self:_setup(child, columns)
 end
