@@ -104,6 +104,9 @@ end
 
 function Dataset:_plan() return nil end
 
+--- Whether the rows never end (an endless repeat_ below, no take above it).
+function Dataset:_endless() return self._child ~= nil and self._child:_endless() end
+
 --- The number of rows (batches after batch) in an epoch.
 function Dataset:get_dataset_size()
   if self._size_cache == nil then self._size_cache = self:_size() end
@@ -120,7 +123,20 @@ function Dataset:each(epoch)
     check_int("Dataset:each", "epoch", epoch, 1)
   end
   self._epochs = epoch
-  local it = self:_iter(epoch)
+  local it
+  if self:_endless() then
+    -- MindSpore's way with an endless dataset: epochs of get_dataset_size() rows from one stream
+    if epoch == 1 or not self._stream then self._stream = self:_iter(1) end
+    local left = self:get_dataset_size()
+    local stream = self._stream
+    it = function()
+      if left <= 0 then return nil end
+      left = left - 1
+      return stream()
+    end
+  else
+    it = self:_iter(epoch)
+  end
   return function()
     local r = it()
     if r == nil then return nil end
@@ -553,22 +569,36 @@ function Dataset:batch(batch_size, opts) return BatchDataset(self, batch_size, o
 -- ---------------------------------------------------------------- repeat
 local RepeatDataset = Dataset:extend("RepeatDataset")
 
+-- An endless repeat's repetition k of epoch e is its child's epoch (e - 1) * ENDLESS_STRIDE + k.
+local ENDLESS_STRIDE = 1048576
+
 function RepeatDataset:init(child, count)
-  if count == nil then count = 1 end
+  if count == nil then count = -1 end
   check_int("repeat_", "count", count)
-  if count < 1 then
-    raise(("ValueError: repeat_: count must be positive (an endless repeat has no size), but got %d"):format(count))
+  if count < 1 and count ~= -1 then
+    raise(("ValueError: repeat_: count must be -1 (endless) or positive, but got %d"):format(count))
   end
   self._count = count
   self:_setup(child, child:get_col_names())
 end
 
-function RepeatDataset:get_repeat_count() return self._count * self._child:get_repeat_count() end
-function RepeatDataset:_size() return self._count * self._child:get_dataset_size() end
+function RepeatDataset:_endless() return self._count == -1 or self._child:_endless() end
+
+function RepeatDataset:get_repeat_count()
+  local c = self._child:get_repeat_count()
+  if self._count == -1 or c == -1 then return -1 end
+  return self._count * c
+end
+
+--- An endless repeat's size is its child's (one pass), as MindSpore's RepeatNode reports it.
+function RepeatDataset:_size()
+  if self._count == -1 then return self._child:get_dataset_size() end
+  return self._count * self._child:get_dataset_size()
+end
 
 function RepeatDataset:_plan(epoch)
-  -- many repeats: one engine pipeline per repetition (the Lua path) rather than one long order
-  if self._count > 64 then return nil end
+  -- endless or many repeats: one engine pipeline per repetition (the Lua path) rather than one long order
+  if self._count == -1 or self._count > 64 then return nil end
   local out
   for k = 1, self._count do
     local p = self._child:_plan((epoch - 1) * self._count + k)
@@ -587,16 +617,23 @@ function RepeatDataset:_plan(epoch)
 end
 
 function RepeatDataset:_rows(epoch)
-  local k, it = 0, nil
+  local endless = self._count == -1
+  local stride = endless and ENDLESS_STRIDE or self._count
+  local k, it, got = 0, nil, true
   return function()
     while true do
       if it == nil then
+        -- an endless repeat of a pass that gave nothing would spin for ever: it ends
+        if not got then return nil end
         k = k + 1
-        if k > self._count then return nil end
-        it = self._child:_iter((epoch - 1) * self._count + k)
+        if not endless and k > self._count then return nil end
+        it, got = self._child:_iter((epoch - 1) * stride + k), false
       end
       local r = it()
-      if r ~= nil then return r end
+      if r ~= nil then
+        got = true
+        return r
+      end
       it = nil
     end
   end
@@ -618,7 +655,11 @@ function TakeDataset:init(child, count, skip)
   self:_setup(child, child:get_col_names())
 end
 
+function TakeDataset:_endless() return (self._skip or self._n < 0) and self._child:_endless() end
+
+--- take(n) over an endless dataset: n (the rows it gives; MindSpore's TakeNode says min(n, one pass)).
 function TakeDataset:_size()
+  if not self._skip and self._n >= 0 and self._child:_endless() then return self._n end
   local n = self._child:get_dataset_size()
   if self._skip then return math.max(0, n - self._n) end
   if self._n < 0 then return n end
@@ -778,6 +819,9 @@ function Dataset:split(sizes, randomize)
   end
   if type(sizes) ~= "table" or #sizes == 0 then
     raise(("TypeError: split: sizes must be a list of counts or fractions, but got %s"):format(type_name(sizes)))
+  end
+  if self:_endless() then
+    raise("ValueError: split: the dataset is endless (an endless repeat_ with no take after it); split needs its rows")
   end
   local n = self:get_dataset_size()
   local counts = {}
