@@ -59,7 +59,7 @@ end
 
 --- ImageFolderDataset(dataset_dir [, {num_samples =, num_parallel_workers =,
 -- shuffle = true, extensions =, class_indexing =, decode = false,
--- num_shards =, shard_id =}]).
+-- num_shards =, shard_id =, sampler =}]).
 function ImageFolderDataset:init(dir, ...)
   local fname = "ImageFolderDataset"
   local o = args_util.named(fname, OPTIONS, 3, select("#", ...), ...)

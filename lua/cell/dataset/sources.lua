@@ -6,8 +6,8 @@
 -- Random-access sources (tables, objects with __len, tensors) can be
 -- shuffled and sharded (num_shards / shard_id, MindSpore's semantics:
 -- every num_shards-th sample of the epoch's order from shard_id, each
--- shard padded to ceil(n / num_shards)); a function source is read in its
--- own order. TensorDataset and FashionMnistDataset run on the engine's
+-- shard padded to ceil(n / num_shards)), or read through a sampler
+-- (samplers.lua) instead; a function source is read in its own order. TensorDataset and FashionMnistDataset run on the engine's
 -- worker threads (pipeline.lua); the Lua sources run on the main thread.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
