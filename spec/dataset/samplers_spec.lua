@@ -92,6 +92,13 @@ describe("samplers", function()
     assert.are.same({ 1, 2, 3, 5 }, sorted(once))
     -- default num_samples: one draw per weight
     assert.are.equal(3, #read(D.WeightedRandomSampler({ 1, 2, 3 }), 3))
+    -- without replacement the first draw still goes by weight: sample 3 in 6 / 8 of 400 seeds (sd about 9)
+    local threes = 0
+    for seed = 1, 400 do
+      D.config.set_seed(seed)
+      if read(D.WeightedRandomSampler({ 1, 1, 6, 0 }, 1, false), 4)[1] == 3 then threes = threes + 1 end
+    end
+    assert.is_true(threes > 270 and threes < 330, tostring(threes))
   end)
 
   it("DistributedSampler deals every num_shards-th sample from shard_id (from 0), padded to ceil(n / shards)", function()
@@ -112,7 +119,14 @@ describe("samplers", function()
   it("chains with add_child: the parent picks from the child's indices", function()
     local s = D.SequentialSampler(2, 3)
     s:add_child(D.SubsetSampler({ 10, 9, 8, 7, 6 }))
-    assert.are.same({ 9, 8, 7 }, (read(s, 10)))
+    local got, size = read(s, 10)
+    assert.are.same({ 9, 8, 7 }, got)
+    assert.are.equal(3, size)
+    local short = D.SequentialSampler(1, 9)
+    short:add_child(D.DistributedSampler(2, 0, false))
+    local got2, size2 = read(short, 5)
+    assert.are.same({ 1, 3, 5 }, got2)
+    assert.are.equal(3, size2)
     assert.is_truthy(s:get_child())
     local r = D.SubsetRandomSampler({ 1, 2 })
     r:add_child(D.DistributedSampler(2, 1, false))

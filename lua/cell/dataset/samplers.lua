@@ -123,6 +123,14 @@ function Sampler:_ids(n, seed)
   return out
 end
 
+--- How many indices an epoch over n samples gives (without drawing them).
+function Sampler:_size(n)
+  local child = self._child_sampler
+  return self:_count(child and child:_size(n) or n)
+end
+
+local function capped(k, num) return num and math.min(k, num) or k end
+
 function Sampler:__tostring()
   return ("%s(num_samples=%s)"):format(self.__class.name, tostring(self._num_samples))
 end
@@ -150,6 +158,8 @@ function SequentialSampler:init(...)
   self._num_samples = check_num_samples(fname, o.num_samples)
 end
 
+function SequentialSampler:_count(n) return capped(math.max(0, n - self._start + 1), self._num_samples) end
+
 function SequentialSampler:_own(n)
   if n > 0 and self._start > n then
     raise(("ValueError: SequentialSampler: start_index %d is past the %d samples"):format(self._start, n))
@@ -170,6 +180,11 @@ function RandomSampler:init(...)
   local o = parse(fname, RANDOM_ARGS, ...)
   self._replacement = check_bool(fname, "replacement", o.replacement, false)
   self._num_samples = check_num_samples(fname, o.num_samples)
+end
+
+function RandomSampler:_count(n)
+  if self._replacement then return n == 0 and 0 or (self._num_samples or n) end
+  return capped(n, self._num_samples)
 end
 
 function RandomSampler:_own(n, seed)
@@ -200,6 +215,8 @@ function SubsetSampler:init(...)
   self._indices = check_indices(fname, o.indices)
   self._num_samples = check_num_samples(fname, o.num_samples)
 end
+
+function SubsetSampler:_count() return capped(#self._indices, self._num_samples) end
 
 function SubsetSampler:_own(n)
   in_range(self.__class.name, self._indices, n)
@@ -254,28 +271,47 @@ function WeightedRandomSampler:init(...)
   end
 end
 
+function WeightedRandomSampler:_count() return self._num_samples or #self._weights end
+
 function WeightedRandomSampler:_own(n, seed)
   local w = self._weights
   if #w > n then
     raise(("IndexError: WeightedRandomSampler: %d weights, but the dataset has %d samples"):format(#w, n))
   end
-  local rand, out = rows.generator(seed), {}
-  local live = {}
-  for i = 1, #w do live[i] = w[i] end
-  for k = 1, self._num_samples or #w do
-    local total = 0
-    for i = 1, #live do total = total + live[i] end
-    local target, acc, pick = uniform(rand) * total, 0, nil
-    for i = 1, #live do
-      acc = acc + live[i]
-      if live[i] > 0 then
-        pick = i
-        if target < acc then break end
-      end
+  local rand, out, k = rows.generator(seed), {}, self._num_samples or #w
+  if self._replacement then
+    -- each draw: the first sample whose cumulative weight passes a uniform point (binary search)
+    local cum, total = {}, 0
+    for i = 1, #w do
+      total = total + w[i]
+      cum[i] = total
     end
-    out[k] = pick
-    if not self._replacement then live[pick] = 0 end
+    for j = 1, k do
+      local target = uniform(rand) * total
+      local lo, hi = 1, #w
+      while lo < hi do
+        local mid = math.floor((lo + hi) / 2)
+        if cum[mid] > target then hi = mid else lo = mid + 1 end
+      end
+      while w[lo] == 0 do lo = lo - 1 end -- (target rounded onto the total: the last positive weight)
+      out[j] = lo
+    end
+    return out
   end
+  -- without replacement: the k largest keys log(u) / w (Efraimidis and Spirakis), ties by index
+  local keys, idx = {}, {}
+  for i = 1, #w do
+    local u = uniform(rand)
+    if w[i] > 0 then
+      idx[#idx + 1] = i
+      keys[i] = math.log(u > 0 and u or 1e-300) / w[i]
+    end
+  end
+  table.sort(idx, function(a, b)
+    if keys[a] ~= keys[b] then return keys[a] > keys[b] end
+    return a < b
+  end)
+  for j = 1, k do out[j] = idx[j] end
   return out
 end
 
@@ -298,6 +334,10 @@ function DistributedSampler:init(...)
   self._num_shards, self._shard_id = shards.check_shards(fname, o.num_shards, o.shard_id)
   self._shuffle = check_bool(fname, "shuffle", o.shuffle, true)
   self._num_samples = check_num_samples(fname, o.num_samples)
+end
+
+function DistributedSampler:_count(n)
+  return capped(math.floor((n + self._num_shards - 1) / self._num_shards), self._num_samples)
 end
 
 function DistributedSampler:_own(n, seed)

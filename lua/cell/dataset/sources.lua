@@ -98,7 +98,7 @@ local function take_common(self, fname, opts, random_access, shuffle_default)
 end
 
 local function sized(self, n)
-  if self._sampler then return #self._sampler:_ids(n, 0) end
+  if self._sampler then return self._sampler:_size(n) end
   if self._num_shards then n = math.floor((n + self._num_shards - 1) / self._num_shards) end
   if self._num_samples then n = math.min(n, self._num_samples) end
   return n
