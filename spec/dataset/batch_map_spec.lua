@@ -151,6 +151,46 @@ describe("batch with per_batch_map", function()
   end)
 end)
 
+describe("batch with a batch_size function", function()
+  it("asks it each batch's size with a BatchInfo (MindSpore's example: batch number + 1)", function()
+    local g = D.GeneratorDataset({ 1, 2, 3, 4, 5, 6, 7 }, "x", { shuffle = false })
+    local b = g:batch(function(info) return info:get_batch_num() + 1 end)
+    assert.are.equal(4, b:get_dataset_size())
+    assert.are.equal(-1, b:get_batch_size())
+    local got = {}
+    for x in b:create_tuple_iterator() do got[#got + 1] = x:totable() end
+    assert.are.same({ { 1 }, { 2, 3 }, { 4, 5, 6 }, { 7 } }, got)
+  end)
+
+  it("sees the epoch number, and drop_remainder applies to each size", function()
+    local g = D.GeneratorDataset({ 1, 2, 3, 4, 5, 6, 7 }, "x", { shuffle = false })
+    local it = g:batch(function(info) return info:get_epoch_num() + 2 end, { drop_remainder = true })
+      :create_tuple_iterator({ num_epochs = 2 })
+    local counts = {}
+    for e = 1, 2 do
+      counts[e] = 0
+      for x in it do
+        counts[e] = counts[e] + 1
+        assert.are.equal(e + 1, x.shape[1])
+      end
+    end
+    assert.are.same({ 3, 2 }, counts)
+  end)
+
+  it("names the batch when the function fails or gives a bad size", function()
+    local g = D.GeneratorDataset({ 1, 2, 3 }, "x", { shuffle = false })
+    local function run(f) for _ in g:batch(f):create_tuple_iterator() do end end
+    assert.are.equal("ValueError: batch: batch_size function at batch 1: it returned 0; a batch size must be a "
+      .. "positive integer", err(function() run(function(info) return 1 - info:get_batch_num() end) end))
+    assert.are.equal("ValueError: batch: batch_size function at batch 0: it returned string; a batch size must be a "
+      .. "positive integer", err(function() run(function() return "2" end) end))
+    assert.are.equal("RuntimeError: batch: batch_size function at batch 0: no size",
+      err(function() run(function() error("no size", 0) end) end))
+    assert.are.equal("TypeError: batch: batch_size must be an integer, but got string",
+      err(function() g:batch("4") end))
+  end)
+end)
+
 describe("map with column_order", function()
   it("is map then project(column_order): the columns listed, in that order", function()
     local ds = ab(3):map(function(a, b) return a + b, a * b end,

@@ -435,8 +435,16 @@ local BatchDataset = Dataset:extend("BatchDataset")
 local BATCH_OPTIONS = { "drop_remainder", "num_parallel_workers", "per_batch_map", "input_columns",
   "output_columns" }
 
+local function is_callable(f)
+  return type(f) == "function" or (type(f) == "table" and getmetatable(f) ~= nil and getmetatable(f).__call ~= nil)
+end
+
 function BatchDataset:init(child, batch_size, opts)
-  check_int("batch", "batch_size", batch_size, 1)
+  if is_callable(batch_size) then
+    self._size_fn, batch_size = batch_size, 1
+  else
+    check_int("batch", "batch_size", batch_size, 1)
+  end
   check_opts("batch", opts)
   opts = args_util.named("batch", BATCH_OPTIONS, 3, opts == nil and 0 or 1, opts)
   local drop = opts.drop_remainder
@@ -447,7 +455,7 @@ function BatchDataset:init(child, batch_size, opts)
   local cols = child:get_col_names()
   local fn = opts.per_batch_map
   if fn ~= nil then
-    if not (type(fn) == "function" or (type(fn) == "table" and getmetatable(fn) and getmetatable(fn).__call)) then
+    if not is_callable(fn) then
       raise(("TypeError: batch: per_batch_map must be a function, but got %s"):format(type_name(fn)))
     end
     self._fn = fn
@@ -460,16 +468,23 @@ function BatchDataset:init(child, batch_size, opts)
   self:_setup(child, cols)
 end
 
-function BatchDataset:get_batch_size() return self._n end
+--- The batch size; -1 when a function gives each batch's.
+function BatchDataset:get_batch_size() return self._size_fn and -1 or self._n end
 
 function BatchDataset:_size()
+  if self._size_fn then
+    -- batch sizes from a function: counted by running an epoch, as MindSpore's dry run does
+    local n = 0
+    for _ in self:_rows(1) do n = n + 1 end
+    return n
+  end
   local n = self._child:get_dataset_size()
   if self._drop then return math.floor(n / self._n) end
   return math.floor((n + self._n - 1) / self._n)
 end
 
 function BatchDataset:_plan(epoch)
-  if self._fn then return nil end
+  if self._fn or self._size_fn then return nil end
   local p = self._child:_plan(epoch)
   if not p or p.batch then return nil end
   p = copy_plan(p)
@@ -538,14 +553,28 @@ function BatchDataset:_map_batch(list, first, info)
   return replaced_row(r, inidx, vals, #child_cols)
 end
 
+--- The size of batch nb (from 0) of epoch from batch_size(BatchInfo), checked.
+function BatchDataset:_call_size(nb, epoch)
+  local where = ("batch: batch_size function at batch %d"):format(nb)
+  local ok, v = pcall(self._size_fn, setmetatable({ _batch = nb, _epoch = epoch - 1 }, BatchInfo))
+  if not ok then raise(rows.rewrap(v, where)) end
+  if not is_int(v) or v < 1 then
+    raise(("ValueError: %s: it returned %s; a batch size must be a positive integer"):format(where,
+      type(v) == "number" and tostring(v) or type_name(v)))
+  end
+  return v
+end
+
 function BatchDataset:_rows(epoch)
   local src = self._child:_iter(epoch)
   local names = self._cols
   local pos, ended, nb = 0, false, 0
   return function()
     if ended then return nil end
+    local size = self._n
+    if self._size_fn then size = self:_call_size(nb, epoch) end
     local list = {}
-    while #list < self._n do
+    while #list < size do
       local r = src()
       if r == nil then
         ended = true
@@ -553,7 +582,7 @@ function BatchDataset:_rows(epoch)
       end
       list[#list + 1] = r
     end
-    if #list == 0 or (#list < self._n and self._drop) then return nil end
+    if #list == 0 or (#list < size and self._drop) then return nil end
     local first = pos + 1
     pos = pos + #list
     nb = nb + 1
