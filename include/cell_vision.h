@@ -65,6 +65,9 @@ typedef enum cell_vision_inter {
   CELL_INTER_NEAREST = 0, /* OpenCV's INTER_NEAREST: source floor(x * in / out) */
   CELL_INTER_BILINEAR,    /* half-pixel centres, no antialiasing (OpenCV's INTER_LINEAR,
                              PyTorch's bilinear with align_corners=False) */
+  CELL_INTER_BICUBIC,     /* cubic convolution with a = -0.75 over 4 x 4 taps, half-pixel
+                             centres, no antialiasing (OpenCV's INTER_CUBIC, PyTorch's bicubic
+                             with align_corners=False); not clamped to the input's range */
   CELL_INTER_COUNT
 } cell_vision_inter;
 typedef enum cell_vision_border {

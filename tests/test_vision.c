@@ -74,11 +74,34 @@ static cell_sample_op *make_op(int k) {
   case 6: cell_vision_random_rotation(-40, 40, CELL_INTER_BILINEAR, 1, NULL, NULL, &op); break;
   case 7: cell_vision_color_jitter(b, b, b, hue, &op); break;
   case 8: cell_vision_to_tensor(CELL_DTYPE_F32, &op); break;
+  case 9: cell_vision_resize(9, 4, CELL_INTER_BICUBIC, &op); break;
+  case 10: cell_vision_random_rotation(-40, 40, CELL_INTER_BICUBIC, 1, NULL, NULL, &op); break;
   default: break;
   }
   return op;
 }
-#define NOPS 9
+#define NOPS 11
+
+/* Bicubic (a = -0.75) by hand: {0, 0, 1, 1} to 2 columns samples at 0.5
+ * (taps at -1, 0, 1, 2) and 2.5 (taps at 1, 2, 3, 4), the edge taps
+ * clamped; the weights at t = 0.5 are -0.09375, 0.59375, 0.59375,
+ * -0.09375: -0.09375 and 1.09375, overshooting on both sides. */
+static void test_bicubic(void) {
+  int64_t shape[2] = {1, 4};
+  cell_tensor *x = NULL, *y = NULL;
+  CHECK_OK(cell_tensor_full(CELL_DTYPE_F32, 2, shape, 0, &x));
+  float *px = cell_tensor_data_ptr(x);
+  px[2] = px[3] = 1;
+  cell_sample_op *op = NULL;
+  CHECK_OK(cell_vision_resize(1, 2, CELL_INTER_BICUBIC, &op));
+  CHECK_OK(cell_sample_op_run(op, x, 0, 0, &y));
+  const float *py = cell_tensor_data_ptr(y);
+  CHECK(cell_tensor_dim(y, 1) == 2 && fabsf(py[0] + 0.09375f) < 1e-6f && fabsf(py[1] - 1.09375f) < 1e-6f);
+  cell_tensor_release(y);
+  op->destroy(op);
+  cell_tensor_release(x);
+  CHECK(cell_vision_resize(3, 3, CELL_INTER_COUNT, &op) == CELL_ERR_VALUE);
+}
 
 static void test_ops(void) {
   cell_tensor *img = NULL;
@@ -142,4 +165,5 @@ void test_vision_all(void) {
   test_decode_files();
   test_folder();
   test_ops();
+  test_bicubic();
 }

@@ -97,7 +97,8 @@ describe("vision.Resize", function()
   it("checks its arguments and the image", function()
     H.expect_error(function() vision.Resize(0) end, "ValueError", "Resize", "size must be positive")
     H.expect_error(function() vision.Resize("a") end, "TypeError", "Resize", "size")
-    H.expect_error(function() vision.Resize(3, "cubic") end, "ValueError", "Resize", "interpolation")
+    H.expect_error(function() vision.Resize(3, "area") end, "ValueError", "Resize",
+      "interpolation must be vision.Inter.NEAREST, BILINEAR or BICUBIC, but got 'area'")
     H.expect_error(function() vision.Resize(3)(cell.zeros({ 2, 2, 2, 2 })) end, "ValueError",
       "Resize: the image must have shape <H, W> or <H, W, C>, but got (2, 2, 2, 2)")
     H.expect_error(function() vision.Resize(3)(cell.zeros({ 2, 2 }, cell.float16)) end, "TypeError", "Resize",

@@ -94,6 +94,67 @@ static void *params_new(size_t n, const char *name) {
 
 /* --- resampling --------------------------------------------------------------- */
 
+/* OpenCV's cubic convolution constant (INTER_CUBIC; PyTorch's bicubic too). */
+#define VX_CUBIC_A (-0.75)
+
+/* The taps of source coordinate f (in pixels, centres at integers) along
+ * one axis: the first tap's index in *i0 and the weights in w; returns
+ * their count (BILINEAR 2, BICUBIC 4; NEAREST is each caller's own rounding). */
+static int vx_taps(double f, cell_vision_inter inter, int64_t *i0, double w[4]) {
+  double fl = floor(f), t = f - fl;
+  if (inter == CELL_INTER_BICUBIC) {
+    const double a = VX_CUBIC_A;
+    double u = t + 1, v = 1 - t, z = 2 - t;
+    w[0] = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
+    w[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
+    w[2] = ((a + 2) * v - (a + 3)) * v * v + 1;
+    w[3] = ((a * z - 5 * a) * z + 8 * a) * z - 4 * a;
+    *i0 = (int64_t)fl - 1;
+    return 4;
+  }
+  w[0] = 1 - t, w[1] = t;
+  *i0 = (int64_t)fl;
+  return 2;
+}
+
+/* One output pixel (its g->c channels at element `at` of dp): the sum over
+ * the rows ys[0..ny) and columns xs[0..nx) (element offsets of the row and
+ * of the pixel; -1: outside the image, which reads fill[c]) weighted by
+ * wy x wx; taps of weight 0 are not read. */
+static void vx_sample(const void *ip, const vimg *g, int ny, const int64_t *ys, const double *wy, int nx,
+                      const int64_t *xs, const double *wx, const double *fill, void *dp, int64_t at) {
+  for (int64_t c = 0; c < g->c; c++) {
+    double fv = fill ? fill[c < 3 ? c : 2] : 0, acc = 0;
+    for (int ky = 0; ky < ny; ky++) {
+      if (wy[ky] == 0) continue;
+      double row = 0;
+      for (int kx = 0; kx < nx; kx++) {
+        if (wx[kx] == 0) continue;
+        row += wx[kx] * (ys[ky] < 0 || xs[kx] < 0 ? fv : vx_load(ip, g->dt, ys[ky] + xs[kx] + c));
+      }
+      acc += wy[ky] * row;
+    }
+    vx_store(dp, g->dt, at + c, acc);
+  }
+}
+
+/* The taps of output index x of n_out along an axis of n pixels (scale
+ * n / n_out, half-pixel centres) with their indices clamped to the edge
+ * (OpenCV's resize; bilinear also moves a coordinate below 0 to 0, as
+ * OpenCV does), as element offsets (index * stride). */
+static int resize_taps(int64_t x, double scale, int64_t n, int64_t stride, cell_vision_inter inter, int64_t idx[4],
+                       double w[4]) {
+  double f = (x + 0.5) * scale - 0.5;
+  if (inter == CELL_INTER_BILINEAR && f < 0) f = 0;
+  int64_t i0;
+  int k = vx_taps(f, inter, &i0, w);
+  for (int j = 0; j < k; j++) {
+    int64_t i = i0 + j;
+    idx[j] = (i < 0 ? 0 : i > n - 1 ? n - 1 : i) * stride;
+  }
+  return k;
+}
+
 cell_status vx_resize(const cell_tensor *src, const vimg *g, int64_t oh, int64_t ow, cell_vision_inter inter,
                       const char *op, cell_tensor **out, char *err, size_t errlen) {
   cell_status s = vimg_numeric(g->dt, op, err, errlen);
@@ -116,41 +177,23 @@ cell_status vx_resize(const cell_tensor *src, const vimg *g, int64_t oh, int64_t
       }
     }
   } else {
-    /* Each output column's two source columns and weight, computed once. */
-    int64_t *x0 = malloc(sizeof *x0 * (size_t)ow * 2);
-    double *lx = malloc(sizeof *lx * (size_t)ow);
-    if (!x0 || !lx) {
-      free(x0), free(lx), cell_tensor_release(o);
+    /* Each output column's taps (offsets and weights), computed once. */
+    int64_t *xi = malloc(sizeof *xi * (size_t)ow * 4);
+    double *xw = malloc(sizeof *xw * (size_t)ow * 4);
+    if (!xi || !xw) {
+      free(xi), free(xw), cell_tensor_release(o);
       return VERR(CELL_ERR_MEMORY, "%s: out of memory", op);
     }
-    for (int64_t x = 0; x < ow; x++) {
-      double fx = (x + 0.5) * sx_scale - 0.5;
-      if (fx < 0) fx = 0;
-      int64_t i0 = (int64_t)fx;
-      if (i0 > W - 1) i0 = W - 1;
-      x0[2 * x] = i0, x0[2 * x + 1] = i0 < W - 1 ? i0 + 1 : i0;
-      lx[x] = fx - (double)i0;
-      if (lx[x] < 0) lx[x] = 0;
-    }
+    int nx = 0;
+    for (int64_t x = 0; x < ow; x++) nx = resize_taps(x, sx_scale, W, c, inter, xi + 4 * x, xw + 4 * x);
     for (int64_t y = 0; y < oh; y++) {
-      double fy = (y + 0.5) * sy_scale - 0.5;
-      if (fy < 0) fy = 0;
-      int64_t y0 = (int64_t)fy;
-      if (y0 > H - 1) y0 = H - 1;
-      int64_t y1 = y0 < H - 1 ? y0 + 1 : y0;
-      double ly = fy - (double)y0;
-      for (int64_t x = 0; x < ow; x++) {
-        int64_t a = x0[2 * x], b = x0[2 * x + 1];
-        double wx = lx[x];
-        for (int64_t ch = 0; ch < c; ch++) {
-          double v00 = vx_load(ip, g->dt, (y0 * W + a) * c + ch), v01 = vx_load(ip, g->dt, (y0 * W + b) * c + ch);
-          double v10 = vx_load(ip, g->dt, (y1 * W + a) * c + ch), v11 = vx_load(ip, g->dt, (y1 * W + b) * c + ch);
-          double v = (1 - ly) * ((1 - wx) * v00 + wx * v01) + ly * ((1 - wx) * v10 + wx * v11);
-          vx_store(op_, g->dt, (y * ow + x) * c + ch, v);
-        }
-      }
+      int64_t yi[4];
+      double yw[4];
+      int ny = resize_taps(y, sy_scale, H, W * c, inter, yi, yw);
+      for (int64_t x = 0; x < ow; x++)
+        vx_sample(ip, g, ny, yi, yw, nx, xi + 4 * x, xw + 4 * x, NULL, op_, (y * ow + x) * c);
     }
-    free(x0), free(lx);
+    free(xi), free(xw);
   }
   *out = o;
   return CELL_OK;
@@ -541,21 +584,13 @@ static cell_status rot_apply(const cell_sample_op *op, cell_tensor *in, cell_ten
         for (int64_t c = 0; c < C; c++) vx_store(dp, g.dt, at + c, inside ? vx_load(ip, g.dt, from + c) : p->fill[c < 3 ? c : 2]);
         continue;
       }
-      /* the four neighbours' offsets (-1: outside, the fill) and weights, once per pixel */
-      double fx = floor(sx), fy = floor(sy), ax = sx - fx, ay = sy - fy;
-      int64_t off[4];
-      double wgt[4];
-      for (int k = 0; k < 4; k++) {
-        double px = fx + (k & 1), py = fy + (k >> 1);
-        wgt[k] = ((k & 1) ? ax : 1 - ax) * ((k >> 1) ? ay : 1 - ay);
-        off[k] = wgt[k] != 0 && px >= 0 && px < g.w && py >= 0 && py < g.h ? ((int64_t)py * g.w + (int64_t)px) * C : -1;
-      }
-      for (int64_t c = 0; c < C; c++) {
-        double fillv = p->fill[c < 3 ? c : 2], acc = 0;
-        for (int k = 0; k < 4; k++)
-          if (wgt[k] != 0) acc += wgt[k] * (off[k] >= 0 ? vx_load(ip, g.dt, off[k] + c) : fillv);
-        vx_store(dp, g.dt, at + c, acc);
-      }
+      /* the taps along each axis; those outside the image read the fill */
+      int64_t y0, x0, yi[4], xi[4];
+      double yw[4], xw[4];
+      int ny = vx_taps(sy, p->inter, &y0, yw), nx = vx_taps(sx, p->inter, &x0, xw);
+      for (int k = 0; k < ny; k++) yi[k] = y0 + k >= 0 && y0 + k < g.h ? (y0 + k) * g.w * C : -1;
+      for (int k = 0; k < nx; k++) xi[k] = x0 + k >= 0 && x0 + k < g.w ? (x0 + k) * C : -1;
+      vx_sample(ip, &g, ny, yi, yw, nx, xi, xw, p->fill, dp, at);
     }
   *out = o;
   return CELL_OK;

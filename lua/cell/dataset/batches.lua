@@ -16,7 +16,7 @@
 local raise = require("cell.errors").raise
 local core = require "cell.core"
 local class = require "cell.class"
-local synthetic = require "cell.dataset.synthetic"
+local rows = require "cell.dataset.rows"
 local args_util = require "cell.util.args"
 
 local M = {}
@@ -40,17 +40,10 @@ local function check_count(what, v, lvl)
   return v
 end
 
---- A permutation of 1..n (a Lua list) from (seed, epoch): Fisher-Yates
--- over Park and Miller's generator.
+--- A permutation of 1..n (a Lua list) from (seed, epoch): rows.permutation
+-- (Fisher-Yates over Park and Miller's generator) from a seed of both.
 local function permutation(n, seed, epoch)
-  local rand = synthetic.generator(seed * 1000003 + epoch * 7919 + 17)
-  local p = {}
-  for i = 1, n do p[i] = i end
-  for i = n, 2, -1 do
-    local j = rand() % i + 1
-    p[i], p[j] = p[j], p[i]
-  end
-  return p
+  return rows.permutation(n, seed * 1000003 + epoch * 7919 + 17)
 end
 M.permutation = permutation
 
@@ -143,6 +136,7 @@ function Batches:init(x, y, batch_size, opts)
   end
   opts = args_util.named("batches", OPTIONS, 4, opts == nil and 0 or 1, opts)
   self.x, self.y, self.batch_size = x, y, batch_size
+  self.cols = y and { x, y } or { x } -- each() batches every column alike
   self.n = x.shape[1]
   self.shuffle = check_bool("shuffle", opts.shuffle, false, 5)
   self.drop_last = check_bool("drop_last", opts.drop_last, false, 5)
@@ -175,7 +169,7 @@ function Batches:each(epoch)
     check_count("epoch", epoch, 3)
   end
   self.epochs = epoch
-  local x, y, b, n = self.x, self.y, self.batch_size, self.n
+  local b, n = self.batch_size, self.n
   local count = self:len()
   local index
   if self.positions then
@@ -189,33 +183,17 @@ function Batches:each(epoch)
   end
   local k = 0
   local cols = self.cols
-  if cols and #cols > 2 then
-    return function()
-      k = k + 1
-      if k > count then return nil end
-      local start = (k - 1) * b + 1
-      local len = math.min(b, n - start + 1)
-      local out = {}
-      for i = 1, #cols do
-        if index then
-          out[i] = cols[i]:index_select(1, index:narrow(1, start, len))
-        else
-          out[i] = cols[i]:narrow(1, start, len):contiguous()
-        end
-      end
-      return unpack(out, 1, #cols)
-    end
-  end
   return function()
     k = k + 1
     if k > count then return nil end
     local start = (k - 1) * b + 1
     local len = math.min(b, n - start + 1)
-    if index then
-      local idx = index:narrow(1, start, len)
-      return x:index_select(1, idx), y and y:index_select(1, idx)
+    local idx = index and index:narrow(1, start, len)
+    local out = {}
+    for i = 1, #cols do
+      out[i] = idx and cols[i]:index_select(1, idx) or cols[i]:narrow(1, start, len):contiguous()
     end
-    return x:narrow(1, start, len):contiguous(), y and y:narrow(1, start, len):contiguous()
+    return unpack(out, 1, #cols)
   end
 end
 

@@ -88,6 +88,29 @@ end
 
 M.load_split = load_split
 
+--- The images and labels of usage ("train", "test" or "all": both, train
+-- first; nil: "all") in dir (nil: DEFAULT_DIR), the arguments checked in
+-- fname's name; raw as load_split's.
+function M.load(fname, dir, usage, raw)
+  if dir == nil then dir = M.DEFAULT_DIR end
+  if type(dir) ~= "string" then
+    raise(("TypeError: %s: dataset_dir must be a string, but got %s"):format(fname, type_name(dir)))
+  end
+  if usage == nil then usage = "all" end
+  if usage ~= "train" and usage ~= "test" and usage ~= "all" then
+    raise(("ValueError: %s: usage must be 'train', 'test' or 'all', but got %s")
+      :format(fname, type(usage) == "string" and ("'" .. usage .. "'") or type_name(usage)))
+  end
+  dir = dir:gsub("/+$", "")
+  if dir == "" then dir = "/" end
+  if usage == "all" then
+    local i1, l1 = load_split(dir, "train", 3, raw)
+    local i2, l2 = load_split(dir, "test", 3, raw)
+    return core.cat({ i1, i2 }, 1), core.cat({ l1, l2 }, 1)
+  end
+  return load_split(dir, usage, 3, raw)
+end
+
 local OPTIONS = { "usage", "num_shards", "shard_id" }
 
 --- FashionMNIST([dir [, usage]]) or FashionMNIST(dir, {usage =, num_shards =, shard_id =})
@@ -97,25 +120,7 @@ function M.FashionMNIST(dir, ...)
   local usage, num_shards, shard_id = args_util.parse("FashionMNIST", OPTIONS, 2, select("#", ...), ...)
   local shards = require "cell.dataset.batches"
   num_shards, shard_id = shards.check_shards("FashionMNIST", num_shards, shard_id)
-  if dir == nil then dir = M.DEFAULT_DIR end
-  if type(dir) ~= "string" then
-    raise(("TypeError: FashionMNIST: dataset_dir must be a string, but got %s"):format(type_name(dir)))
-  end
-  if usage == nil then usage = "all" end
-  if usage ~= "train" and usage ~= "test" and usage ~= "all" then
-    raise(("ValueError: FashionMNIST: usage must be 'train', 'test' or 'all', but got %s")
-      :format(type(usage) == "string" and ("'" .. usage .. "'") or type_name(usage)))
-  end
-  dir = dir:gsub("/+$", "")
-  if dir == "" then dir = "/" end
-  local images, labels
-  if usage == "all" then
-    local i1, l1 = load_split(dir, "train", 3)
-    local i2, l2 = load_split(dir, "test", 3)
-    images, labels = core.cat({ i1, i2 }, 1), core.cat({ l1, l2 }, 1)
-  else
-    images, labels = load_split(dir, usage, 3)
-  end
+  local images, labels = M.load("FashionMNIST", dir, usage, false)
   local n = images.shape[1]
   local classes = {}
   for i, c in ipairs(M.CLASSES) do classes[i] = c end

@@ -59,15 +59,15 @@ end
 
 --- ImageFolderDataset(dataset_dir [, {num_samples =, num_parallel_workers =,
 -- shuffle = true, extensions =, class_indexing =, decode = false,
--- num_shards =, shard_id =}]).
+-- num_shards =, shard_id =, sampler =}]).
 function ImageFolderDataset:init(dir, ...)
   local fname = "ImageFolderDataset"
   local o = args_util.named(fname, OPTIONS, 3, select("#", ...), ...)
   if type(dir) ~= "string" then
     raise(("TypeError: %s: dataset_dir must be a string, but got %s"):format(fname, type_name(dir)))
   end
-  for _, k in ipairs { "sampler", "cache", "decrypt" } do
-    if o[k] ~= nil then raise(("NotImplementedError: %s: %s; use shuffle and num_shards"):format(fname, k)) end
+  for _, k in ipairs { "cache", "decrypt" } do
+    if o[k] ~= nil then raise(("NotImplementedError: %s: %s is not supported"):format(fname, k)) end
   end
   if core.file_kind(dir) ~= "directory" then
     raise(("ValueError: %s: the directory %s does not exist"):format(fname, dir))
@@ -112,11 +112,11 @@ function ImageFolderDataset:init(dir, ...)
   end
   self._class_indexing = labels
   local shuffle = o.shuffle
-  if shuffle == nil then shuffle = true end
+  if shuffle == nil and o.sampler == nil then shuffle = true end
   TensorDataset.init(self, { core.arange(0, n, 1, core.int64), core.tensor(keep_labels, core.int64),
     column_names = { "image", "label" } }, {
     shuffle = shuffle, num_shards = o.num_shards, shard_id = o.shard_id, num_samples = o.num_samples,
-    num_parallel_workers = o.num_parallel_workers,
+    num_parallel_workers = o.num_parallel_workers, sampler = o.sampler,
   })
 end
 

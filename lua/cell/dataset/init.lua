@@ -21,6 +21,7 @@ local synthetic = require "cell.dataset.synthetic"
 local batches = require "cell.dataset.batches"
 local sources = require "cell.dataset.sources"
 local pipeline = require "cell.dataset.pipeline"
+local samplers = require "cell.dataset.samplers"
 
 local M = {
   FashionMNIST = fashion.FashionMNIST,
@@ -34,6 +35,14 @@ local M = {
   FashionMnistDataset = sources.FashionMnistDataset,
   Dataset = pipeline.Dataset,
   is_dataset = function(x) return require("cell.class").is_instance(x, pipeline.Dataset) end,
+  -- samplers (samplers.lua)
+  Sampler = samplers.Sampler,
+  SequentialSampler = samplers.SequentialSampler,
+  RandomSampler = samplers.RandomSampler,
+  SubsetSampler = samplers.SubsetSampler,
+  SubsetRandomSampler = samplers.SubsetRandomSampler,
+  WeightedRandomSampler = samplers.WeightedRandomSampler,
+  DistributedSampler = samplers.DistributedSampler,
 }
 
 --- Submodules (transforms, config, vision, ...) load when first read.

@@ -33,6 +33,7 @@ local M = {}
 
 local Dataset = class("Dataset")
 M.Dataset = Dataset
+local ProjectDataset -- (below; map's column_order makes one)
 
 local function is_int(v) return type(v) == "number" and v == math.floor(v) and v == v and v ~= math.huge and v ~= -math.huge end
 
@@ -103,6 +104,9 @@ end
 
 function Dataset:_plan() return nil end
 
+--- Whether the rows never end (an endless repeat_ below, no take above it).
+function Dataset:_endless() return self._child ~= nil and self._child:_endless() end
+
 --- The number of rows (batches after batch) in an epoch.
 function Dataset:get_dataset_size()
   if self._size_cache == nil then self._size_cache = self:_size() end
@@ -119,7 +123,20 @@ function Dataset:each(epoch)
     check_int("Dataset:each", "epoch", epoch, 1)
   end
   self._epochs = epoch
-  local it = self:_iter(epoch)
+  local it
+  if self:_endless() then
+    -- MindSpore's way with an endless dataset: epochs of get_dataset_size() rows from one stream
+    if epoch == 1 or not self._stream then self._stream = self:_iter(1) end
+    local left = self:get_dataset_size()
+    local stream = self._stream
+    it = function()
+      if left <= 0 then return nil end
+      left = left - 1
+      return stream()
+    end
+  else
+    it = self:_iter(epoch)
+  end
   return function()
     local r = it()
     if r == nil then return nil end
@@ -226,6 +243,52 @@ local function name_list(v, fname, what)
 end
 M.name_list = name_list
 
+--- The columns after an op that replaces the input columns inidx (their
+-- positions in cols) by the columns `output`: the outputs take the place
+-- of the first input column, the other inputs go, the rest keep their
+-- places (map and per_batch_map alike). A ValueError when two would share a name.
+local function replaced_columns(cols, inidx, output, fname)
+  local out_cols, drop = {}, {}
+  for i = 2, #inidx do drop[inidx[i]] = true end
+  for i, c in ipairs(cols) do
+    if i == inidx[1] then
+      for _, o in ipairs(output) do out_cols[#out_cols + 1] = o end
+    elseif not drop[i] then
+      out_cols[#out_cols + 1] = c
+    end
+  end
+  local seen = {}
+  for _, c in ipairs(out_cols) do
+    if seen[c] then raise(("ValueError: %s: the output would have two columns named '%s'"):format(fname, c)) end
+    seen[c] = true
+  end
+  return out_cols
+end
+
+--- A row r with its input columns inidx replaced by vals (as replaced_columns).
+local function replaced_row(r, inidx, vals, n)
+  local out, drop = {}, {}
+  for i = 2, #inidx do drop[inidx[i]] = true end
+  for c = 1, n or #r do
+    if c == inidx[1] then
+      for i = 1, #vals do out[#out + 1] = vals[i] end
+    elseif not drop[c] then
+      out[#out + 1] = r[c]
+    end
+  end
+  return out
+end
+
+--- The input and output columns of map or batch's per_batch_map: input
+-- positions in cols (default: default_in) and output names (default: the inputs').
+local function in_out_columns(cols, opts, fname, default_in)
+  local input = name_list(opts.input_columns, fname, "input_columns") or default_in
+  local inidx = {}
+  for i, name in ipairs(input) do inidx[i] = col_index(cols, name, fname, "input_columns") end
+  local output = name_list(opts.output_columns, fname, "output_columns") or input
+  return inidx, output, replaced_columns(cols, inidx, output, fname)
+end
+
 -- ---------------------------------------------------------------- map
 --- The transforms of map as a flat list: C transforms (userdata), Lua
 -- functions, callable tables; Compose lists are flattened.
@@ -262,33 +325,12 @@ function MapDataset:init(child, operations, opts)
   local ops = flatten_ops(operations, {})
   if #ops == 0 then raise("ValueError: map: operations is empty") end
   local cols = child:get_col_names()
-  local input = name_list(opts.input_columns, "map", "input_columns") or { cols[1] }
-  local inidx = {}
-  for i, name in ipairs(input) do inidx[i] = col_index(cols, name, "map", "input_columns") end
-  local output = name_list(opts.output_columns, "map", "output_columns") or input
-  -- outputs take the place of the first input column; the other inputs go
-  local out_cols, drop = {}, {}
-  for i = 2, #inidx do drop[inidx[i]] = true end
-  for i, c in ipairs(cols) do
-    if i == inidx[1] then
-      for _, o in ipairs(output) do out_cols[#out_cols + 1] = o end
-    elseif not drop[i] then
-      out_cols[#out_cols + 1] = c
-    end
-  end
-  local seen = {}
-  for _, c in ipairs(out_cols) do
-    if seen[c] then raise(("ValueError: map: the output would have two columns named '%s'"):format(c)) end
-    seen[c] = true
-  end
+  local inidx, output, out_cols = in_out_columns(cols, opts, "map", { cols[1] })
   local all_c = true
   for _, op in ipairs(ops) do all_c = all_c and core._data_is_transform(op) ~= nil end
   self._ops, self._in, self._out, self._all_c = ops, inidx, output, all_c
   self._workers = check_workers("map", opts.num_parallel_workers)
   self:_setup(child, out_cols)
-  if opts.column_order ~= nil then
-    raise("NotImplementedError: map: column_order; use :project(columns) after map")
-  end
 end
 
 function MapDataset:_size() return self._child:get_dataset_size() end
@@ -341,20 +383,24 @@ function MapDataset:_rows(epoch)
       raise(("ValueError: %s: the transforms gave %d values for %d output columns (%s)")
         :format(where, #vals, #self._out, table.concat(self._out, ", ")))
     end
-    local out, drop = {}, {}
-    for i = 2, #self._in do drop[self._in[i]] = true end
-    for c = 1, #r do
-      if c == self._in[1] then
-        for i = 1, #vals do out[#out + 1] = rows.to_tensor(vals[i], "map", k, self._out[i]) end
-      elseif not drop[c] then
-        out[#out + 1] = r[c]
-      end
-    end
-    return out
+    for i = 1, #vals do vals[i] = rows.to_tensor(vals[i], "map", k, self._out[i]) end
+    return replaced_row(r, self._in, vals)
   end
 end
 
-function Dataset:map(operations, opts) return MapDataset(self, operations, opts) end
+--- map(operations [, {input_columns, output_columns, column_order, ...}]):
+-- column_order (MindSpore before 2.3; later ones removed it) is a
+-- project(column_order) after the map.
+function Dataset:map(operations, opts)
+  local order = type(opts) == "table" and getmetatable(opts) == nil and opts.column_order or nil
+  if order == nil then return MapDataset(self, operations, opts) end
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o.column_order = nil
+  local m = MapDataset(self, operations, o)
+  local list = name_list(order, "map", "column_order")
+  return ProjectDataset(m, list, nil, "map: column_order")
+end
 
 -- ---------------------------------------------------------------- shuffle
 local ShuffleDataset = Dataset:extend("ShuffleDataset")
@@ -389,8 +435,16 @@ local BatchDataset = Dataset:extend("BatchDataset")
 local BATCH_OPTIONS = { "drop_remainder", "num_parallel_workers", "per_batch_map", "input_columns",
   "output_columns" }
 
+local function is_callable(f)
+  return type(f) == "function" or (type(f) == "table" and getmetatable(f) ~= nil and getmetatable(f).__call ~= nil)
+end
+
 function BatchDataset:init(child, batch_size, opts)
-  check_int("batch", "batch_size", batch_size, 1)
+  if is_callable(batch_size) then
+    self._size_fn, batch_size = batch_size, 1
+  else
+    check_int("batch", "batch_size", batch_size, 1)
+  end
   check_opts("batch", opts)
   opts = args_util.named("batch", BATCH_OPTIONS, 3, opts == nil and 0 or 1, opts)
   local drop = opts.drop_remainder
@@ -398,23 +452,39 @@ function BatchDataset:init(child, batch_size, opts)
   if type(drop) ~= "boolean" then
     raise(("TypeError: batch: drop_remainder must be a boolean, but got %s"):format(type_name(drop)))
   end
-  if opts.per_batch_map ~= nil then
-    raise("NotImplementedError: batch: per_batch_map; map a function over the batched dataset instead")
+  local cols = child:get_col_names()
+  local fn = opts.per_batch_map
+  if fn ~= nil then
+    if not is_callable(fn) then
+      raise(("TypeError: batch: per_batch_map must be a function, but got %s"):format(type_name(fn)))
+    end
+    self._fn = fn
+    self._in, self._out, cols = in_out_columns(cols, opts, "batch", cols)
+  elseif opts.input_columns ~= nil or opts.output_columns ~= nil then
+    raise("ValueError: batch: input_columns and output_columns are per_batch_map's; per_batch_map is not given")
   end
   self._n, self._drop = batch_size, drop
   self._workers = check_workers("batch", opts.num_parallel_workers)
-  self:_setup(child, child:get_col_names())
+  self:_setup(child, cols)
 end
 
-function BatchDataset:get_batch_size() return self._n end
+--- The batch size; -1 when a function gives each batch's.
+function BatchDataset:get_batch_size() return self._size_fn and -1 or self._n end
 
 function BatchDataset:_size()
+  if self._size_fn then
+    -- batch sizes from a function: counted by running an epoch, as MindSpore's dry run does
+    local n = 0
+    for _ in self:_rows(1) do n = n + 1 end
+    return n
+  end
   local n = self._child:get_dataset_size()
   if self._drop then return math.floor(n / self._n) end
   return math.floor((n + self._n - 1) / self._n)
 end
 
 function BatchDataset:_plan(epoch)
+  if self._fn or self._size_fn then return nil end
   local p = self._child:_plan(epoch)
   if not p or p.batch then return nil end
   p = copy_plan(p)
@@ -423,14 +493,88 @@ function BatchDataset:_plan(epoch)
   return p
 end
 
+--- What per_batch_map receives last: the batch's number in the epoch and
+-- the epoch's, both from 0 (MindSpore's BatchInfo).
+local BatchInfo = {}
+BatchInfo.__index = BatchInfo
+function BatchInfo:get_batch_num() return self._batch end
+function BatchInfo:get_epoch_num() return self._epoch end
+M.BatchInfo = BatchInfo
+
+--- per_batch_map on the rows `list` (samples first ..): the batch's
+-- columns, the outputs stacked from the lists it returned.
+function BatchDataset:_map_batch(list, first, info)
+  local child_cols, inidx, out_names = self._child._cols, self._in, self._out
+  local args = {}
+  for i, c in ipairs(inidx) do
+    local col = {}
+    for k = 1, #list do col[k] = list[k][c] end
+    args[i] = col
+  end
+  args[#inidx + 1] = info
+  local where = ("batch: per_batch_map: batch %d (samples %d..%d)"):format(info._batch, first, first + #list - 1)
+  local res = { pcall(self._fn, unpack(args, 1, #inidx + 1)) }
+  if not res[1] then raise(rows.rewrap(res[2], where)) end
+  local nres = #res - 1
+  if nres ~= #out_names then
+    raise(("ValueError: %s: it returned %d value%s for %d output column%s (%s)"):format(where, nres,
+      nres == 1 and "" or "s", #out_names, #out_names == 1 and "" or "s", table.concat(out_names, ", ")))
+  end
+  -- every column keeps one number of rows: the batch's while columns pass through, else the first output's
+  local ref_n, ref_what = #list, "the batch has"
+  if #inidx == #child_cols and type(res[2]) == "table" then
+    ref_n, ref_what = #res[2], ("output column '%s' has"):format(out_names[1])
+  end
+  local vals = {}
+  for i = 1, nres do
+    local v, name = res[i + 1], out_names[i]
+    if type(v) ~= "table" or getmetatable(v) ~= nil or #v == 0 then
+      raise(("TypeError: %s: output column '%s' must be a non-empty list of the batch's values, but got %s")
+        :format(where, name, type(v) == "table" and getmetatable(v) == nil and "an empty table" or type_name(v)))
+    end
+    if #v ~= ref_n then
+      raise(("ValueError: %s: output column '%s' has %d rows, but %s %d"):format(where, name, #v, ref_what, ref_n))
+    end
+    local col = {}
+    for k = 1, #v do col[k] = rows.to_tensor(v[k], "batch: per_batch_map", first + k - 1, name) end
+    vals[i] = rows.stack_column(col, name, first, "batch: per_batch_map")
+  end
+  -- the other columns batched as they are
+  local keep = {}
+  for _, c in ipairs(inidx) do keep[c] = false end
+  local r = {}
+  for c = 1, #child_cols do
+    if keep[c] ~= false then
+      local col = {}
+      for k = 1, #list do col[k] = list[k][c] end
+      r[c] = rows.stack_column(col, child_cols[c], first)
+    end
+  end
+  return replaced_row(r, inidx, vals, #child_cols)
+end
+
+--- The size of batch nb (from 0) of epoch from batch_size(BatchInfo), checked.
+function BatchDataset:_call_size(nb, epoch)
+  local where = ("batch: batch_size function at batch %d"):format(nb)
+  local ok, v = pcall(self._size_fn, setmetatable({ _batch = nb, _epoch = epoch - 1 }, BatchInfo))
+  if not ok then raise(rows.rewrap(v, where)) end
+  if not is_int(v) or v < 1 then
+    raise(("ValueError: %s: it returned %s; a batch size must be a positive integer"):format(where,
+      type(v) == "number" and tostring(v) or type_name(v)))
+  end
+  return v
+end
+
 function BatchDataset:_rows(epoch)
   local src = self._child:_iter(epoch)
   local names = self._cols
-  local pos, ended = 0, false
+  local pos, ended, nb = 0, false, 0
   return function()
     if ended then return nil end
+    local size = self._n
+    if self._size_fn then size = self:_call_size(nb, epoch) end
     local list = {}
-    while #list < self._n do
+    while #list < size do
       local r = src()
       if r == nil then
         ended = true
@@ -438,9 +582,13 @@ function BatchDataset:_rows(epoch)
       end
       list[#list + 1] = r
     end
-    if #list == 0 or (#list < self._n and self._drop) then return nil end
+    if #list == 0 or (#list < size and self._drop) then return nil end
     local first = pos + 1
     pos = pos + #list
+    nb = nb + 1
+    if self._fn then
+      return self:_map_batch(list, first, setmetatable({ _batch = nb - 1, _epoch = epoch - 1 }, BatchInfo))
+    end
     return rows.stack(list, names, first)
   end
 end
@@ -450,22 +598,36 @@ function Dataset:batch(batch_size, opts) return BatchDataset(self, batch_size, o
 -- ---------------------------------------------------------------- repeat
 local RepeatDataset = Dataset:extend("RepeatDataset")
 
+-- An endless repeat's repetition k of epoch e is its child's epoch (e - 1) * ENDLESS_STRIDE + k.
+local ENDLESS_STRIDE = 1048576
+
 function RepeatDataset:init(child, count)
-  if count == nil then count = 1 end
+  if count == nil then count = -1 end
   check_int("repeat_", "count", count)
-  if count < 1 then
-    raise(("ValueError: repeat_: count must be positive (an endless repeat has no size), but got %d"):format(count))
+  if count < 1 and count ~= -1 then
+    raise(("ValueError: repeat_: count must be -1 (endless) or positive, but got %d"):format(count))
   end
   self._count = count
   self:_setup(child, child:get_col_names())
 end
 
-function RepeatDataset:get_repeat_count() return self._count * self._child:get_repeat_count() end
-function RepeatDataset:_size() return self._count * self._child:get_dataset_size() end
+function RepeatDataset:_endless() return self._count == -1 or self._child:_endless() end
+
+function RepeatDataset:get_repeat_count()
+  local c = self._child:get_repeat_count()
+  if self._count == -1 or c == -1 then return -1 end
+  return self._count * c
+end
+
+--- An endless repeat's size is its child's (one pass), as MindSpore's RepeatNode reports it.
+function RepeatDataset:_size()
+  if self._count == -1 then return self._child:get_dataset_size() end
+  return self._count * self._child:get_dataset_size()
+end
 
 function RepeatDataset:_plan(epoch)
-  -- many repeats: one engine pipeline per repetition (the Lua path) rather than one long order
-  if self._count > 64 then return nil end
+  -- endless or many repeats: one engine pipeline per repetition (the Lua path) rather than one long order
+  if self._count == -1 or self._count > 64 then return nil end
   local out
   for k = 1, self._count do
     local p = self._child:_plan((epoch - 1) * self._count + k)
@@ -484,16 +646,23 @@ function RepeatDataset:_plan(epoch)
 end
 
 function RepeatDataset:_rows(epoch)
-  local k, it = 0, nil
+  local endless = self._count == -1
+  local stride = endless and ENDLESS_STRIDE or self._count
+  local k, it, got = 0, nil, true
   return function()
     while true do
       if it == nil then
+        -- an endless repeat of a pass that gave nothing would spin for ever: it ends
+        if not got then return nil end
         k = k + 1
-        if k > self._count then return nil end
-        it = self._child:_iter((epoch - 1) * self._count + k)
+        if not endless and k > self._count then return nil end
+        it, got = self._child:_iter((epoch - 1) * stride + k), false
       end
       local r = it()
-      if r ~= nil then return r end
+      if r ~= nil then
+        got = true
+        return r
+      end
       it = nil
     end
   end
@@ -515,7 +684,11 @@ function TakeDataset:init(child, count, skip)
   self:_setup(child, child:get_col_names())
 end
 
+function TakeDataset:_endless() return (self._skip or self._n < 0) and self._child:_endless() end
+
+--- take(n) over an endless dataset: n (the rows it gives; MindSpore's TakeNode says min(n, one pass)).
 function TakeDataset:_size()
+  if not self._skip and self._n >= 0 and self._child:_endless() then return self._n end
   local n = self._child:get_dataset_size()
   if self._skip then return math.max(0, n - self._n) end
   if self._n < 0 then return n end
@@ -560,9 +733,11 @@ end
 function Dataset:skip(count) return TakeDataset(self, count, true) end
 
 -- ---------------------------------------------------------------- project, rename
-local ProjectDataset = Dataset:extend("ProjectDataset")
+ProjectDataset = Dataset:extend("ProjectDataset")
 
-function ProjectDataset:init(child, columns, new_names)
+--- project (new_names nil; fname: the op named in errors, "project" by
+-- default) or rename (new_names[i] for columns[i]).
+function ProjectDataset:init(child, columns, new_names, fname)
   local cols = child:get_col_names()
   if new_names then
     -- rename: new_names[i] for columns[i]
@@ -581,7 +756,7 @@ function ProjectDataset:init(child, columns, new_names)
     return
   end
   local idx = {}
-  for i, c in ipairs(columns) do idx[i] = col_index(cols, c, "project", "columns") end
+  for i, c in ipairs(columns) do idx[i] = col_index(cols, c, fname or "project", "columns") end
   self._idx = idx
   self:_setup(child, columns)
 end
@@ -673,6 +848,9 @@ function Dataset:split(sizes, randomize)
   end
   if type(sizes) ~= "table" or #sizes == 0 then
     raise(("TypeError: split: sizes must be a list of counts or fractions, but got %s"):format(type_name(sizes)))
+  end
+  if self:_endless() then
+    raise("ValueError: split: the dataset is endless (an endless repeat_ with no take after it); split needs its rows")
   end
   local n = self:get_dataset_size()
   local counts = {}

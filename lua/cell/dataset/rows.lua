@@ -119,6 +119,28 @@ local function same_layout(a, b)
   return true
 end
 
+--- One column's values list[1..#list] (of rows first .. in the stream,
+-- for messages; column `name`) stacked on a new dimension 1; a ValueError
+-- names the first sample whose dtype or shape differs from the others.
+function M.stack_column(list, name, first, what)
+  what = what or "batch"
+  -- the odd one out: the first unlike sample 1, or sample 1 when 2 and 3 agree against it
+  local ref = 1
+  if #list >= 3 and not same_layout(list[1], list[2]) and same_layout(list[2], list[3]) then ref = 2 end
+  for i = 1, #list do
+    local t, r = list[i], list[ref]
+    if not same_layout(t, r) then
+      if t.dtype ~= r.dtype then
+        raise(("ValueError: %s: sample %d column '%s' has dtype %s, expected %s")
+          :format(what, first + i - 1, name, tostring(t.dtype), tostring(r.dtype)))
+      end
+      raise(("ValueError: %s: sample %d column '%s' has shape %s, expected %s")
+        :format(what, first + i - 1, name, shape_text(t.shape), shape_text(r.shape)))
+    end
+  end
+  return core.stack(list, 1)
+end
+
 --- The rows rows[1..#rows] (positions first .. in the stream, for
 -- messages) stacked column by column on a new dimension 1.
 function M.stack(rows, names, first)
@@ -126,21 +148,7 @@ function M.stack(rows, names, first)
   for c = 1, #names do
     local list = {}
     for i = 1, #rows do list[i] = rows[i][c] end
-    -- the odd one out: the first unlike sample 1, or sample 1 when 2 and 3 agree against it
-    local ref = 1
-    if #list >= 3 and not same_layout(list[1], list[2]) and same_layout(list[2], list[3]) then ref = 2 end
-    for i = 1, #list do
-      local t, r = list[i], list[ref]
-      if not same_layout(t, r) then
-        if t.dtype ~= r.dtype then
-          raise(("ValueError: batch: sample %d column '%s' has dtype %s, expected %s")
-            :format(first + i - 1, names[c], tostring(t.dtype), tostring(r.dtype)))
-        end
-        raise(("ValueError: batch: sample %d column '%s' has shape %s, expected %s")
-          :format(first + i - 1, names[c], shape_text(t.shape), shape_text(r.shape)))
-      end
-    end
-    out[c] = core.stack(list, 1)
+    out[c] = M.stack_column(list, names[c], first)
   end
   return out
 end

@@ -6,8 +6,8 @@
 -- Random-access sources (tables, objects with __len, tensors) can be
 -- shuffled and sharded (num_shards / shard_id, MindSpore's semantics:
 -- every num_shards-th sample of the epoch's order from shard_id, each
--- shard padded to ceil(n / num_shards)); a function source is read in its
--- own order. TensorDataset and FashionMnistDataset run on the engine's
+-- shard padded to ceil(n / num_shards)), or read through a sampler
+-- (samplers.lua) instead; a function source is read in its own order. TensorDataset and FashionMnistDataset run on the engine's
 -- worker threads (pipeline.lua); the Lua sources run on the main thread.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
@@ -16,6 +16,7 @@ local pipeline = require "cell.dataset.pipeline"
 local rows = require "cell.dataset.rows"
 local batches = require "cell.dataset.batches"
 local fashion = require "cell.dataset.fashion_mnist"
+local samplers = require "cell.dataset.samplers"
 local args_util = require "cell.util.args"
 local type_name = require("cell.util.types").type_name
 
@@ -34,6 +35,7 @@ end
 
 --- The order of an epoch over n random-access rows (1-based).
 local function source_order(self, n, epoch)
+  if self._sampler then return self._sampler:_ids(n, self:_epoch_seed(epoch)) end
   local order
   if self._shuffle then
     order = rows.permutation(n, self:_epoch_seed(epoch))
@@ -55,6 +57,27 @@ end
 
 --- Shuffle, shard and num_samples options into self (random access or not).
 local function take_common(self, fname, opts, random_access, shuffle_default)
+  local sampler = samplers.check(fname, opts.sampler)
+  if sampler then
+    -- MindSpore's checks, in its words
+    if opts.shuffle ~= nil then
+      raise(("RuntimeError: %s: sampler and shuffle cannot be specified at the same time."):format(fname))
+    end
+    if opts.num_shards ~= nil or opts.shard_id ~= nil then
+      raise(("RuntimeError: %s: sampler and sharding cannot be specified at the same time."):format(fname))
+    end
+    if opts.num_samples ~= nil then
+      raise(("ValueError: %s: Conflicting arguments during sampler assignments. num_samples: %s, num_shards: nil, "
+        .. "shard_id: nil, shuffle: nil."):format(fname, tostring(opts.num_samples)))
+    end
+    if not random_access then
+      raise(("ValueError: %s: sampler needs a random-access source (a table or an object with __len and __index)")
+        :format(fname))
+    end
+    self._sampler = sampler
+    self._workers = pipeline.check_workers(fname, opts.num_parallel_workers)
+    return
+  end
   local shuffle = check_bool(fname, "shuffle", opts.shuffle)
   if shuffle == nil then shuffle = random_access and shuffle_default end
   if shuffle and not random_access then
@@ -75,6 +98,7 @@ local function take_common(self, fname, opts, random_access, shuffle_default)
 end
 
 local function sized(self, n)
+  if self._sampler then return self._sampler:_size(n) end
   if self._num_shards then n = math.floor((n + self._num_shards - 1) / self._num_shards) end
   if self._num_samples then n = math.min(n, self._num_samples) end
   return n
@@ -103,8 +127,8 @@ function GeneratorDataset:init(source, column_names, opts)
   end
   check_opts(fname, opts)
   opts = args_util.named(fname, GEN_OPTIONS, 3, opts == nil and 0 or 1, opts)
-  if opts.sampler ~= nil or opts.schema ~= nil or opts.column_types ~= nil then
-    raise("NotImplementedError: GeneratorDataset: sampler, schema and column_types; use shuffle and num_shards")
+  if opts.schema ~= nil or opts.column_types ~= nil then
+    raise("NotImplementedError: GeneratorDataset: schema and column_types; column types come from the values")
   end
   local kind
   if type(source) == "function" then
@@ -208,13 +232,14 @@ end
 local TensorDataset = Dataset:extend("TensorDataset")
 M.TensorDataset = TensorDataset
 
-local TENSOR_OPTIONS = { "column_names", "shuffle", "num_shards", "shard_id", "num_samples", "num_parallel_workers" }
+local TENSOR_OPTIONS = { "column_names", "shuffle", "num_shards", "shard_id", "num_samples", "num_parallel_workers",
+  "sampler" }
 
 --- TensorDataset{x, y, ... [, column_names =, shuffle = false, num_shards =,
 -- shard_id =, num_samples =, num_parallel_workers =]}: rows are slices on
 -- dimension 1. The options may also come as a second table.
 function TensorDataset:init(t, opts)
-  local fname = "TensorDataset"
+  local fname = self.__class.name -- (ImageFolderDataset's init ends here too)
   if type(t) ~= "table" or getmetatable(t) ~= nil then
     raise(("TypeError: TensorDataset: expected a table of tensors {x, y, ...}, but got %s"):format(type_name(t)))
   end
@@ -286,27 +311,7 @@ function FashionMnistDataset:init(dir, opts)
   local fname = "FashionMnistDataset"
   check_opts(fname, opts)
   opts = args_util.named(fname, FMNIST_OPTIONS, 3, opts == nil and 0 or 1, opts)
-  if opts.sampler ~= nil then raise("NotImplementedError: FashionMnistDataset: sampler; use shuffle and num_shards") end
-  if dir == nil then dir = fashion.DEFAULT_DIR end
-  if type(dir) ~= "string" then
-    raise(("TypeError: FashionMnistDataset: dataset_dir must be a string, but got %s"):format(type_name(dir)))
-  end
-  local usage = opts.usage
-  if usage == nil then usage = "all" end
-  if usage ~= "train" and usage ~= "test" and usage ~= "all" then
-    raise(("ValueError: FashionMnistDataset: usage must be 'train', 'test' or 'all', but got %s")
-      :format(type(usage) == "string" and ("'" .. usage .. "'") or type_name(usage)))
-  end
-  dir = dir:gsub("/+$", "")
-  if dir == "" then dir = "/" end
-  local images, labels
-  if usage == "all" then
-    local i1, l1 = fashion.load_split(dir, "train", 3, true)
-    local i2, l2 = fashion.load_split(dir, "test", 3, true)
-    images, labels = core.cat({ i1, i2 }, 1), core.cat({ l1, l2 }, 1)
-  else
-    images, labels = fashion.load_split(dir, usage, 3, true)
-  end
+  local images, labels = fashion.load(fname, dir, opts.usage, true)
   local n = images.shape[1]
   self._tensors = { images:reshape({ n, 28, 28, 1 }), labels:astype(core.int64) + 1 }
   self.classes = {}

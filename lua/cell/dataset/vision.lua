@@ -21,12 +21,14 @@ local type_name = require("cell.util.types").type_name
 local M = {}
 
 --- Interpolation modes (MindSpore's Inter): values are also accepted as
--- the strings "nearest", "bilinear" ("linear").
-M.Inter = { NEAREST = "nearest", LINEAR = "bilinear", BILINEAR = "bilinear" }
+-- the strings "nearest", "bilinear" ("linear"), "bicubic" ("cubic").
+-- BICUBIC is OpenCV's INTER_CUBIC (a = -0.75), what MindSpore's C++ ops use.
+M.Inter = { NEAREST = "nearest", LINEAR = "bilinear", BILINEAR = "bilinear", CUBIC = "bicubic",
+  BICUBIC = "bicubic" }
 --- Padding modes (MindSpore's Border), or the strings themselves.
 M.Border = { CONSTANT = "constant", EDGE = "edge", REFLECT = "reflect", SYMMETRIC = "symmetric" }
 
-local INTER = { nearest = 0, bilinear = 1, linear = 1 }
+local INTER = { nearest = 0, bilinear = 1, linear = 1, bicubic = 2, cubic = 2 }
 local BORDER = { constant = 0, edge = 1, reflect = 2, symmetric = 3 }
 
 local function is_int(v) return type(v) == "number" and v == math.floor(v) and v == v and v ~= math.huge and v ~= -math.huge end
@@ -59,7 +61,7 @@ local function check_inter(fname, v, default)
   if v == nil then v = default end
   local k = type(v) == "string" and INTER[v:lower()]
   if not k then
-    raise(("ValueError: %s: interpolation must be vision.Inter.NEAREST or vision.Inter.BILINEAR, but got %s")
+    raise(("ValueError: %s: interpolation must be vision.Inter.NEAREST, BILINEAR or BICUBIC, but got %s")
       :format(fname, show(v)))
   end
   return k
