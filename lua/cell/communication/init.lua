@@ -53,8 +53,7 @@ function M.init(backend_name)
   if b == "nccl" then
     local N, why = B.nccl_layer()
     if not N then
-      raise(("RuntimeError: init: the '%s' backend is not available: %s; %s"):format(backend_name, why,
-        B.NCCL_INSTALL))
+      raise(("RuntimeError: init: the '%s' backend is not available: %s"):format(backend_name, why))
     end
   end
   M._init_mpi()
@@ -228,13 +227,14 @@ local function recording(t) return t.requires_grad and core.is_grad_enabled() en
 
 local node = function(...) return require("cell.autograd").node(...) end
 
---- A 'mean' reduction runs as 'sum': the wire op of op.
-local function wire_op(op) return op == "mean" and "sum" or op end
+--- The op transport x runs for op: MPI has no mean, so a 'mean' runs as
+-- 'sum' and finish_mean divides; NCCL averages itself (ncclAvg).
+local function wire_op(x, op) return (op == "mean" and not x.device) and "sum" or op end
 
 --- After a 'mean' ran as 'sum': divide the result by the group size,
 -- outside autograd (the collective's own node carries the gradient).
-local function finish_mean(g, op, h)
-  if op ~= "mean" then return end
+local function finish_mean(x, g, op, h)
+  if op ~= "mean" or x.device then return end
   local prev_ = core.set_grad_enabled(false)
   h:div_(g.size)
   core.set_grad_enabled(prev_)
@@ -290,8 +290,8 @@ function M.all_reduce(t, ...)
   local x = start("all_reduce", g, t, op)
   local h = buf_of(x, t)
   local r = out ~= nil and buf_of(x, out) or new_buf(x, t, t.shape)
-  x.C.allreduce(x.comm, h, r, wire_op(op))
-  finish_mean(g, op, r)
+  x.C.allreduce(x.comm, h, r, wire_op(x, op))
+  finish_mean(x, g, op, r)
   if out ~= nil then return write_back(out, r) end
   local a, b = t:detach(), r:detach()
   return finish("all_reduce", t, r, op, NOT_PROD, function(grad)
@@ -351,8 +351,8 @@ function M.reduce_scatter(t, ...)
   if out ~= nil then check_out("reduce_scatter", out, t.dtype, oshape) end
   local x = start("reduce_scatter", g, t, op)
   local r = out ~= nil and buf_of(x, out) or new_buf(x, t, oshape)
-  x.C.reduce_scatter(x.comm, buf_of(x, t), r, wire_op(op))
-  finish_mean(g, op, r)
+  x.C.reduce_scatter(x.comm, buf_of(x, t), r, wire_op(x, op))
+  finish_mean(x, g, op, r)
   if out ~= nil then return write_back(out, r) end
   return finish("reduce_scatter", t, r, op, SUM_MEAN, function(grad)
     local dx = M.all_gather(grad, group)
@@ -376,12 +376,8 @@ function M.broadcast(t, src, ...)
   if out ~= nil then check_out("broadcast", out, t.dtype, t.shape) end
   local x = start("broadcast", g, t, nil, src)
   local r = out ~= nil and buf_of(x, out) or new_buf(x, t, t.shape)
-  if g.rank == src and not rawequal(r, t) then
-    local prev_ = core.set_grad_enabled(false)
-    r:copy_(buf_of(x, t))
-    core.set_grad_enabled(prev_)
-  end
-  x.C.bcast(x.comm, r, src)
+  -- src's tensor goes out from src's own buffer (the transport copies it into r there)
+  x.C.bcast(x.comm, buf_of(x, t), r, src)
   if out ~= nil then return write_back(out, r) end
   r = to_device_of(t, r)
   if recording(t) then
@@ -410,8 +406,8 @@ function M.reduce(t, dst, ...)
   if out ~= nil then check_out("reduce", out, t.dtype, t.shape) end
   local x = start("reduce", g, t, op, dst)
   local r = out ~= nil and buf_of(x, out) or new_buf(x, t, t.shape, true)
-  x.C.reduce(x.comm, buf_of(x, t), r, wire_op(op), dst)
-  if g.rank == dst then finish_mean(g, op, r) end
+  x.C.reduce(x.comm, buf_of(x, t), r, wire_op(x, op), dst)
+  if g.rank == dst then finish_mean(x, g, op, r) end
   if out ~= nil then return write_back(out, r) end
   return finish("reduce", t, r, op, SUM_MEAN, function(grad)
     local dx = M.broadcast(grad, dst, group)

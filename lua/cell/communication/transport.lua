@@ -7,7 +7,7 @@
 -- GPU module, cell.cuda) moves GPU tensors where cell.cuda was built with
 -- NCCL. Both C layers take the same calls -- allreduce(comm, src, dst, op),
 -- allgather(comm, src, dst), reduce_scatter(comm, src, dst, op),
--- bcast(comm, t, root), reduce(comm, src, dst, op, root), send(comm, t,
+-- bcast(comm, src, dst, root), reduce(comm, src, dst, op, root), send(comm, t,
 -- peer, tag), recv(comm, t, peer, tag) -- so the front end
 -- (communication/init.lua, p2p.lua) is written once for both: it asks
 -- route(t) for the transport's name, exchanges the header, then gets the
