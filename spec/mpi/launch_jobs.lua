@@ -43,6 +43,18 @@ describe("mpirun jobs", function()
     assert.is_falsy(out:find("should not get here", 1, true), out)
   end)
 
+  it("end, with CELL_COMM_TIMEOUT, when send and recv never match (another tag)", function()
+    local out, rc, secs = run(2, "stuck_p2p.lua", "-x CELL_COMM_TIMEOUT=2")
+    assert.are_not.equal(0, rc, out)
+    assert.are_not.equal(124, rc, "the job hung until the timeout:\n" .. out)
+    assert.is_true(secs < 45, "the job took " .. secs .. " s")
+    assert.is_truthy(out:find("did not complete within 2 s (CELL_COMM_TIMEOUT): another rank is not taking part", 1,
+      true), out)
+    assert.is_truthy(out:find("cell.communication: rank 0: send did not complete", 1, true)
+      or out:find("cell.communication: rank 1: recv did not complete", 1, true), out)
+    assert.is_falsy(out:find("should not get here", 1, true), out)
+  end)
+
   it("run examples/fashion_mnist_ddp.lua on 2 ranks (1024 training images)", function()
     local dir = os.getenv("CELL_MPI_TMP") or "build/mpi-test"
     local path = dir .. "/ddp_example.safetensors"
