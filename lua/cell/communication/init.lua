@@ -59,7 +59,7 @@ function M.init(backend_name)
   M._init_mpi()
   if b == "nccl" and not tostring(core.get_device()):match("^GPU") then
     local n = require("cell.cuda").device_count()
-    require("cell").set_device("GPU", B.state.local_rank % n)
+    core.set_device("GPU", B.state.local_rank % n)
   end
 end
 
