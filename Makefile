@@ -107,9 +107,14 @@ MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-
 NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-CUDA_OBJ = $(patsubst %.c,$(BUILD)/$(LUA)/%.o,$(wildcard src/cuda/*.c)) $(patsubst %.cu,$(BUILD)/$(LUA)/%.cu.o,$(wildcard src/cuda/*.cu))
+# NCCL (cell.communication's transport for GPU tensors): src/cuda/nccl.c
+# joins cell.cuda where nccl.h is found, with src/comm/tensor_buf.c (the
+# tensor-as-buffer code it shares with the MPI module); elsewhere it is left out.
+NCCL_H ?= $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+CUDA_C = $(filter-out $(if $(NCCL_H),,src/cuda/nccl.c),$(wildcard src/cuda/*.c))
+CUDA_OBJ = $(patsubst %.c,$(BUILD)/$(LUA)/%.o,$(CUDA_C)) $(patsubst %.cu,$(BUILD)/$(LUA)/%.cu.o,$(wildcard src/cuda/*.cu)) $(if $(NCCL_H),$(BUILD)/$(LUA)/src/cuda/comm_tensor_buf.o,)
 CUDA_MODULE = $(BUILD)/$(LUA)/cell/cuda.so
-CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ $(if $(NCCL_H),-lnccl,)
 
 .PHONY: all cuda test-cuda bench-cuda test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
@@ -162,6 +167,10 @@ $(BUILD)/$(LUA)/cell/comm_mpi.so: $(COMM_OBJ)
 $(BUILD)/$(LUA)/src/cuda/%.o: src/cuda/%.c $(HEADERS) $(wildcard src/cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Werror -I$(CUDA_HOME)/include -I$(LUA_INCDIR) -c $< -o $@
+
+$(BUILD)/$(LUA)/src/cuda/comm_tensor_buf.o: src/comm/tensor_buf.c src/comm/tensor_buf.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Werror -I$(LUA_INCDIR) -c $< -o $@
 
 $(BUILD)/$(LUA)/src/cuda/%.cu.o: src/cuda/%.cu src/cuda/gpu_kern.h
 	@mkdir -p $(dir $@)

@@ -44,14 +44,43 @@ describe("cell.communication without MPI", function()
 end)
 
 describe("cell.communication before init", function()
-  it("refuses the backends that are not built, and unknown ones", function()
-    assert_error(function() cell.communication.init("nccl") end,
-      "RuntimeError: init: the 'nccl' backend is not available: cell has no GPU module yet, so only 'mpi' "
-      .. "(CPU tensors) is built")
+  it("refuses 'nccl' where it cannot run, saying why, and unknown backends", function()
+    local N, why = B.nccl_layer()
+    if not N then
+      assert_error(function() cell.communication.init("nccl") end,
+        "RuntimeError: init: the 'nccl' backend is not available: " .. why)
+    end
+    assert_error(function() cell.communication.init("hccl") end,
+      "RuntimeError: init: the 'hccl' backend (Ascend) is not in cell; use 'mpi' (CPU tensors) or 'nccl' (GPU tensors)")
     assert_error(function() cell.communication.init("gloo") end,
-      "ValueError: init: backend_name must be 'mpi' (or 'nccl', not yet built), but got 'gloo'")
+      "ValueError: init: backend_name must be 'mpi' or 'nccl', but got 'gloo'")
     assert_error(function() cell.communication.init(3) end,
       "TypeError: init: backend_name must be a string, but got number")
+  end)
+
+  it("says what to build for 'nccl' where the GPU module is missing", function()
+    local saved = { N = B.N, N_why = B.N_why, NF = B.NF, cuda = package.loaded["cell.cuda"], cpath = package.cpath }
+    B.N, B.N_why, B.NF, package.loaded["cell.cuda"], package.cpath = nil, nil, nil, nil, "./no-such-dir/?.so"
+    local ok, err = pcall(cell.communication.init, "nccl")
+    B.N, B.N_why, B.NF, package.loaded["cell.cuda"], package.cpath = saved.N, saved.N_why, saved.NF, saved.cuda,
+      saved.cpath
+    assert.is_false(ok)
+    err = tostring(err)
+    assert.is_truthy(err:find("RuntimeError: init: the 'nccl' backend is not available: the GPU module cell.cuda did "
+      .. "not load (module 'cell.cuda' not found", 1, true), err)
+    assert.is_truthy(err:find("; build it with `make cuda` where the CUDA toolkit and NCCL (nccl.h, libnccl) are "
+      .. "installed", 1, true), err)
+  end)
+
+  it("routes CPU, TEST and non-NCCL dtypes through MPI", function()
+    local X = require "cell.communication.transport"
+    assert.are.equal("mpi", X.route(cell.ones({ 2 })))
+    assert.are.equal("mpi", X.route(nil))
+    local core = require "cell.core"
+    if core._register_test_device then
+      pcall(core._register_test_device)
+      assert.are.equal("mpi", X.route(cell.ones({ 2 }):move_to("TEST")))
+    end
   end)
 
   it("says init comes first", function()

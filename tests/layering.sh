@@ -8,7 +8,8 @@
 # src/comm (cell.communication's MPI module) sits beside the binding: like
 # it, it may use only the public headers of include/ (it needs none).
 # src/cuda (the cell.cuda GPU module) sits there too, and fills a device
-# table: it may include the device layer's headers (src/ops/device.h).
+# table: it may include the device layer's headers (src/ops/device.h), and
+# src/comm/tensor_buf.h (its NCCL layer reads tensors as the MPI module does).
 #
 # (src/ops dispatches to src/backend, which includes core only.) Besides:
 # no Lua header (lua.h, lauxlib.h, lualib.h, luajit.h, include/cell_lua.h)

@@ -122,23 +122,11 @@ describe("cell.communication on " .. N .. " ranks", function()
     assert.are.same({ N, 2 * N }, r)
   end)
 
-  it("sends and receives between rank 0 and rank 1", function()
+  it("sends and receives between rank 0 and rank 1 (more in p2p_mpi.lua)", function()
     if R == 0 then
       comm.send(cell.tensor({ 7, 8 }, cell.int32), 1, { sr_tag = 3 })
     elseif R == 1 then
-      local t = cell.zeros({ 2 }, cell.int32)
-      assert.is_true(rawequal(t, comm.recv(t, 0, { sr_tag = 3 })))
-      assert.are.same({ 7, 8 }, t:tolist())
-    end
-    comm.barrier()
-  end)
-
-  it("names a receive buffer that does not match what is sent", function()
-    if R == 0 then
-      comm.send(cell.tensor({ 1, 2, 3 }), 1)
-    elseif R == 1 then
-      assert_error(function() comm.recv(cell.zeros({ 2 }), 0) end,
-        "ValueError: recv: rank 0 sends float32 (3,), but this rank (1) receives into float32 (2,)")
+      assert.are.same({ 7, 8 }, comm.recv(cell.zeros({ 2 }, cell.int32), 0, { sr_tag = 3 }):tolist())
     end
     comm.barrier()
   end)

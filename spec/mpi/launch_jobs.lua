@@ -5,11 +5,12 @@
 local MPIRUN = os.getenv("MPIRUN") or "mpirun --oversubscribe"
 local BIN = os.getenv("CELL_BIN") or "bin/cell"
 
-local function run(np, script, env)
+--- Run `script` on np ranks (with `prog` in place of the cell binary).
+local function run(np, script, env, prog)
   local t0 = os.time()
   if not script:find("/", 1, true) then script = "spec/mpi/scripts/" .. script end
-  local p = io.popen(("timeout 300 %s -np %d %s %s %s 2>&1; echo \"<rc=$?>\""):format(MPIRUN, np, env or "", BIN,
-    script))
+  local p = io.popen(("timeout 300 %s -np %d %s %s %s 2>&1; echo \"<rc=$?>\""):format(MPIRUN, np, env or "",
+    prog or BIN, script))
   local out = p:read("*a")
   p:close()
   local body, rc = out:match("^(.*)<rc=(%d+)>%s*$")
@@ -42,6 +43,18 @@ describe("mpirun jobs", function()
     assert.is_falsy(out:find("should not get here", 1, true), out)
   end)
 
+  it("end, with CELL_COMM_TIMEOUT, when send and recv never match (another tag)", function()
+    local out, rc, secs = run(2, "stuck_p2p.lua", "-x CELL_COMM_TIMEOUT=2")
+    assert.are_not.equal(0, rc, out)
+    assert.are_not.equal(124, rc, "the job hung until the timeout:\n" .. out)
+    assert.is_true(secs < 45, "the job took " .. secs .. " s")
+    assert.is_truthy(out:find("did not complete within 2 s (CELL_COMM_TIMEOUT): another rank is not taking part", 1,
+      true), out)
+    assert.is_truthy(out:find("cell.communication: rank 0: send did not complete", 1, true)
+      or out:find("cell.communication: rank 1: recv did not complete", 1, true), out)
+    assert.is_falsy(out:find("should not get here", 1, true), out)
+  end)
+
   it("run examples/fashion_mnist_ddp.lua on 2 ranks (1024 training images)", function()
     local dir = os.getenv("CELL_MPI_TMP") or "build/mpi-test"
     local path = dir .. "/ddp_example.safetensors"
@@ -54,6 +67,27 @@ describe("mpirun jobs", function()
     local f = io.open(path, "rb")
     assert.is_truthy(f, "rank 0 wrote the checkpoint")
     f:close()
+  end)
+
+  it("train a model split across 2 ranks (examples/pipeline_parallel.lua) to one process's weights", function()
+    local out, rc = run(2, "examples/pipeline_parallel.lua 12")
+    assert.are.equal(0, rc, out)
+    assert.is_truthy(out:find("rank 0: stage 1 after 12 steps: largest difference from one process 0 (same weights)", 1,
+      true), out)
+    assert.is_truthy(out:find("rank 1: stage 2 after 12 steps: largest difference from one process 0 (same weights)", 1,
+      true), out)
+    local first, last = out:match("rank 1: loss ([%d.]+) after step 1, ([%d.]+) after step 12")
+    assert.is_truthy(first and tonumber(last) < tonumber(first), out)
+  end)
+
+  it("pass send and recv's values and gradients down a chain of 3 ranks (p2p_mpi.lua)", function()
+    local lua = os.getenv("CELL_LUA") or "lua5.4"
+    local out, rc = run(3, "spec/mpi/p2p_mpi.lua", nil, lua .. " /usr/bin/busted -o TAP")
+    assert.are.equal(0, rc, out)
+    local oks = 0
+    for _ in ("\n" .. out):gmatch("\nok %d+") do oks = oks + 1 end
+    assert.is_falsy(out:find("not ok", 1, true), out)
+    assert.is_true(oks >= 3 * 8, out)
   end)
 
   it("split unevenly over 3 ranks", function()

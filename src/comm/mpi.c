@@ -127,10 +127,6 @@ static int comm_gc(lua_State *L) {
 
 /* --- tensors ------------------------------------------------------------------ */
 
-const cm_dtype cm_dtypes[] = {{"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2}, {"int8", 1},
-              {"uint8", 1},   {"int32", 4},   {"int64", 8},   {"bool", 1},    {"int16", 2}};
-#define NDTYPES ((int)(sizeof cm_dtypes / sizeof cm_dtypes[0]))
-
 static MPI_Datatype mpi_type(int d) {
   switch (d) {
   case 0: return MPI_FLOAT;
@@ -145,58 +141,15 @@ static MPI_Datatype mpi_type(int d) {
   }
 }
 
-/* Upvalue 1: a table of what the module took from cell.core when it
- * loaded: is_tensor, the tensors' own __index (from their metatable, not
- * the public Tensor table a script may change), the methods numel,
- * is_contiguous and data_ptr it gave then, and dtypes[dtype object] = index
- * in cm_dtypes. */
-static void push_k(lua_State *L, const char *name) { lua_getfield(L, lua_upvalueindex(1), name); }
-
-static void call_k(lua_State *L, const char *name, int idx) {
-  push_k(L, name);
-  lua_pushvalue(L, idx);
-  lua_call(L, 1, 1);
-}
-
+/* Upvalue 1: K (tensor_buf.c), what cell.core gave when the module loaded. */
 void cm_get_buf(lua_State *L, int idx, const char *what, buf *b) {
-  idx = lua_absindex(L, idx);
-  call_k(L, "is_tensor", idx);
-  int ok = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  if (!ok) luaL_error(L, "TypeError: %s: argument #%d must be a Tensor, but got %s", what, idx, luaL_typename(L, idx));
-  push_k(L, "index");
-  lua_pushvalue(L, idx);
-  lua_pushstring(L, "device");
-  lua_call(L, 2, 1);
-  const char *dev = lua_tostring(L, -1);
-  if (!dev || strcmp(dev, "CPU") != 0)
-    luaL_error(L, "ValueError: %s: argument #%d is on %s; the MPI layer takes CPU tensors", what, idx,
-               dev ? dev : "?");
-  lua_pop(L, 1);
-  call_k(L, "is_contiguous", idx);
-  ok = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  if (!ok) luaL_error(L, "ValueError: %s: argument #%d must be contiguous", what, idx);
-  call_k(L, "numel", idx);
-  lua_Number n = lua_tonumber(L, -1);
-  lua_pop(L, 1);
-  if (n > 2147483647.0)
-    luaL_error(L, "ValueError: %s: a tensor of %.0f elements is more than one MPI call moves (2^31 - 1)", what, n);
-  push_k(L, "dtypes");
-  push_k(L, "index");
-  lua_pushvalue(L, idx);
-  lua_pushstring(L, "dtype");
-  lua_call(L, 2, 1);
-  lua_rawget(L, -2);
-  b->dtype = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : -1;
-  lua_pop(L, 2);
-  if (b->dtype < 0 || b->dtype >= NDTYPES) luaL_error(L, "TypeError: %s: unsupported dtype", what);
-  call_k(L, "data_ptr", idx);
-  b->ptr = lua_touserdata(L, -1);
-  lua_pop(L, 1);
-  b->count = (int)n;
-  b->mpi = mpi_type(b->dtype);
-  b->esize = cm_dtypes[b->dtype].size;
+  cm_tbuf tb;
+  cm_tbuf_get(L, lua_upvalueindex(1), idx, what, "CPU", "MPI", &tb);
+  b->ptr = tb.ptr;
+  b->count = tb.count;
+  b->dtype = tb.dtype;
+  b->mpi = mpi_type(tb.dtype);
+  b->esize = tb.esize;
 }
 
 MPI_Op cm_get_op(lua_State *L, int idx, const char *what, int dtype) {
@@ -392,41 +345,7 @@ int luaopen_cell_comm_mpi(lua_State *L) {
   lua_pop(L, 1);
 
   lua_newtable(L); /* the module */
-  lua_newtable(L); /* K: what cell.core gives now */
-  int k = lua_gettop(L);
-  lua_getglobal(L, "require");
-  lua_pushstring(L, "cell.core");
-  lua_call(L, 1, 1);
-  int core = lua_gettop(L);
-  lua_getfield(L, core, "is_tensor");
-  lua_setfield(L, k, "is_tensor");
-  /* a tensor, for its metatable's __index and its methods */
-  lua_getfield(L, core, "empty");
-  lua_createtable(L, 1, 0);
-  lua_pushinteger(L, 1);
-  lua_rawseti(L, -2, 1);
-  lua_call(L, 1, 1);
-  int t = lua_gettop(L);
-  if (!lua_getmetatable(L, t)) return luaL_error(L, "RuntimeError: cell.comm_mpi: cell.core's tensors have no metatable");
-  lua_getfield(L, -1, "__index");
-  lua_setfield(L, k, "index");
-  lua_pop(L, 1);
-  static const char *const methods[] = {"numel", "is_contiguous", "data_ptr"};
-  for (int i = 0; i < 3; i++) {
-    lua_getfield(L, k, "index");
-    lua_pushvalue(L, t);
-    lua_pushstring(L, methods[i]);
-    lua_call(L, 2, 1);
-    lua_setfield(L, k, methods[i]);
-  }
-  lua_newtable(L); /* dtypes */
-  for (int i = 0; i < NDTYPES; i++) {
-    lua_getfield(L, core, cm_dtypes[i].name);
-    lua_pushinteger(L, i);
-    lua_rawset(L, -3);
-  }
-  lua_setfield(L, k, "dtypes");
-  lua_settop(L, k);
+  cm_tbuf_push_k(L); /* K: what cell.core gives now */
   luaL_setfuncs(L, funcs, 1);
   lua_getfield(L, -1, "init"); /* any function: its upvalue is K */
   lua_getupvalue(L, -1, 1);

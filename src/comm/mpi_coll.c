@@ -122,12 +122,18 @@ static int check_root(lua_State *L, comm_ud *c, int idx, const char *what) {
   return root;
 }
 
-/* bcast(comm, t, root): in place. */
+/* bcast(comm, src, dst, root): root's src arrives in every rank's dst
+ * (root copies src into dst first, unless they are one buffer). */
 static int l_bcast(lua_State *L) {
   comm_ud *c = cm_check_comm(L, 1, "broadcast");
-  buf d;
-  cm_get_buf(L, 2, "broadcast", &d);
-  int root = check_root(L, c, 3, "broadcast");
+  buf s, d;
+  cm_get_buf(L, 2, "broadcast", &s);
+  cm_get_buf(L, 3, "broadcast", &d);
+  same_kind(L, "broadcast", &s, &d, 1, 1);
+  int root = check_root(L, c, 4, "broadcast");
+  int me;
+  MPI_Comm_rank(c->comm, &me);
+  if (me == root && s.ptr != d.ptr) memmove(d.ptr, s.ptr, (size_t)d.count * (size_t)d.esize);
   RUN(L, "broadcast", MPI_Bcast(d.ptr, d.count, d.mpi, root, c->comm),
       MPI_Ibcast(d.ptr, d.count, d.mpi, root, c->comm, &req_));
   return 0;

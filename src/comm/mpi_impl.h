@@ -4,14 +4,8 @@
  * point and the shape-check headers. Internal to the module. */
 #ifndef CELL_COMM_MPI_IMPL_H
 #define CELL_COMM_MPI_IMPL_H
-#include <lauxlib.h>
-#include <lua.h>
+#include "tensor_buf.h"
 #include <mpi.h>
-
-#if LUA_VERSION_NUM < 502
-#define lua_rawlen(L, i) lua_objlen(L, (i))
-#define lua_absindex(L, i) ((i) > 0 || (i) <= LUA_REGISTRYINDEX ? (i) : lua_gettop(L) + (i) + 1)
-#endif
 
 #define COMM_MT "cell.comm_mpi.Comm"
 #define REQ_MT "cell.comm_mpi.Request"
@@ -62,12 +56,6 @@ typedef struct {
   MPI_Datatype mpi;
   int esize;
 } buf;
-
-typedef struct {
-  const char *name;
-  int size;
-} cm_dtype;
-extern const cm_dtype cm_dtypes[];
 
 /* The tensor at idx as a buffer (raises for anything else). Needs the
  * module's upvalue 1 (what cell.core gave at load). */

@@ -1,4 +1,5 @@
---- cell.communication: MindSpore's mindspore.communication on MPI.
+--- cell.communication: MindSpore's mindspore.communication on MPI, and on
+-- NCCL for GPU tensors.
 --
 --     local comm = cell.communication
 --     comm.init()                          -- under `mpirun -np 2 bin/cell script.lua`
@@ -7,17 +8,20 @@
 --
 -- Ranks are ids counted from 0, as in MPI and MindSpore (not 1-based like
 -- cell's indices). Collectives run on CPU tensors through MPI; a tensor on
--- another device goes through the host with the device's copies. Before
--- each collective the ranks exchange a small header (op, dtype, shape), so
--- a rank that calls another collective, or passes another shape or dtype,
--- gets a clear error instead of a hang or wrong numbers (set_check(false)
--- turns it off). NCCL (GPU tensors) is not in this build.
+-- another device goes through the host with the device's copies, except a
+-- GPU tensor where cell.cuda was built with NCCL: that one stays on the GPU
+-- and NCCL moves it (cell.communication.transport). Before each call the
+-- ranks exchange a small header (op, dtype, shape, transport), so a rank
+-- that calls another collective, or passes another shape or dtype, gets a
+-- clear error instead of a hang or wrong numbers (set_check(false) turns
+-- it off). send and recv are in cell.communication.p2p.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
 local core = require "cell.core"
 local B = require "cell.communication.backend"
 local T = require "cell.util.types"
 local args_util = require "cell.util.args"
+local X = require "cell.communication.transport"
 
 local type_name = T.type_name
 
@@ -29,24 +33,37 @@ M.WORLD_COMM_GROUP = "mpi_world_group"
 --- The reduce ops (MindSpore's ReduceOp).
 M.ReduceOp = { SUM = "sum", MAX = "max", MIN = "min", PROD = "prod", MEAN = "mean" }
 
-local check_headers = true
-
 -- lifecycle --------------------------------------------------------------------------------
 
---- init([backend_name]): start MPI (backend "mpi", the default; "nccl" is
--- not in this build). Idempotent.
+--- init([backend_name]): start MPI (backend "mpi", the default), or MPI
+-- and NCCL ("nccl": GPU tensors then go through NCCL, and GPU:<local rank>
+-- becomes the default device unless a GPU is already). Idempotent.
 function M.init(backend_name)
   if backend_name ~= nil and type(backend_name) ~= "string" then
     raise(("TypeError: init: backend_name must be a string, but got %s"):format(type_name(backend_name)))
   end
   local b = backend_name and backend_name:lower() or "mpi"
-  if b == "nccl" or b == "hccl" then
-    raise(("RuntimeError: init: the '%s' backend is not available: cell has no GPU module yet, so only 'mpi' "
-      .. "(CPU tensors) is built"):format(backend_name))
+  if b == "hccl" then
+    raise(("RuntimeError: init: the '%s' backend (Ascend) is not in cell; use 'mpi' (CPU tensors) or 'nccl' "
+      .. "(GPU tensors)"):format(backend_name))
   end
-  if b ~= "mpi" then
-    raise(("ValueError: init: backend_name must be 'mpi' (or 'nccl', not yet built), but got '%s'"):format(backend_name))
+  if b ~= "mpi" and b ~= "nccl" then
+    raise(("ValueError: init: backend_name must be 'mpi' or 'nccl', but got '%s'"):format(backend_name))
   end
+  if b == "nccl" then
+    local N, why = B.nccl_layer()
+    if not N then
+      raise(("RuntimeError: init: the '%s' backend is not available: %s"):format(backend_name, why))
+    end
+  end
+  M._init_mpi()
+  if b == "nccl" and not tostring(core.get_device()):match("^GPU") then
+    local n = require("cell.cuda").device_count()
+    core.set_device("GPU", B.state.local_rank % n)
+  end
+end
+
+function M._init_mpi()
   local C = B.mpi("init")
   if B.state and C.initialized() then return end
   if B.released then
@@ -161,111 +178,23 @@ function M.set_check(on)
   if type(on) ~= "boolean" then
     raise(("TypeError: set_check: on must be a boolean, but got %s"):format(type_name(on)))
   end
-  local old = check_headers
-  check_headers = on
+  local old = X.check_headers
+  X.check_headers = on
   return old
 end
 
 -- the collectives ---------------------------------------------------------------------------
 
-local OPS = { "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "barrier", "send" }
-local OP_ID = {}
-for i, n in ipairs(OPS) do OP_ID[n] = i end
-local RED = { sum = 1, max = 2, min = 3, prod = 4, mean = 5 }
-local RED_NAME = { "sum", "max", "min", "prod", "mean" }
-local DTYPES = { "float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool", "int16" }
-local DT_ID = {}
-for i, n in ipairs(DTYPES) do DT_ID[n] = i end
-local MAXDIM = 8
-
-local function header(op, t, red, root)
-  local h = { OP_ID[op], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, RED[red] or 0, root or -1, 0, 0 }
-  if t then
-    h[2] = DT_ID[t.dtype.name]
-    h[3] = t.ndim
-    local shape = t.shape
-    for i = 1, math.min(#shape, MAXDIM) do h[3 + i] = shape[i] end
-    h[12] = t:numel()
-  end
-  return h
-end
-
-local function describe(h)
-  if h[2] == 0 then return OPS[h[1]] or "?" end
-  local dims = {}
-  for i = 1, math.min(h[3], MAXDIM) do dims[i] = ("%d"):format(h[3 + i]) end
-  if h[3] > MAXDIM then dims[#dims + 1] = "..." end
-  local shape = "(" .. table.concat(dims, ", ") .. (h[3] == 1 and ",)" or ")")
-  return ("%s of %s %s"):format(OPS[h[1]] or "?", DTYPES[h[2]] or "?", shape)
-end
-
---- Compare the ranks' headers; the same error on every rank when they differ.
-local function agree(what, g, h)
-  if not check_headers then return end
-  local all = B.C.headers(g.comm, h, what)
-  local first = all[1]
-  for r = 2, #all do
-    local o = all[r]
-    for i = 1, #first do
-      if o[i] ~= first[i] then
-        local kind = "ValueError"
-        if o[1] ~= first[1] then kind = "RuntimeError" elseif o[2] ~= first[2] then kind = "TypeError" end
-        local extra = ""
-        if o[1] ~= first[1] then
-          extra = ""
-        elseif o[13] ~= first[13] then
-          extra = (" (op %s on rank 0, %s on rank %d)"):format(RED_NAME[first[13]] or "-", RED_NAME[o[13]] or "-", r - 1)
-        elseif o[14] ~= first[14] then
-          extra = (" (root %d on rank 0, %d on rank %d)"):format(first[14], o[14], r - 1)
-        end
-        raise(("%s: %s: the ranks of the group differ: rank 0 calls %s, rank %d calls %s%s")
-          :format(kind, what, describe(first), r - 1, describe(o), extra))
-      end
-    end
-  end
-end
+local header, agree = X.header, X.agree
+local route, transport, buf_of, new_buf = X.route, X.transport, X.buf_of, X.new_buf
+local write_back, to_device_of = X.write_back, X.to_device_of
+local RED = X.RED
 
 local function check_tensor(what, t, name)
   if not core.is_tensor(t) then
     raise(("TypeError: %s: %s must be a Tensor, but got %s"):format(what, name or "tensor", type_name(t)))
   end
   return t
-end
-
---- A device's name and index from t.device ("TEST:0" -> "TEST", 0).
-local function device_of(t)
-  local d = t.device
-  local name, id = d:match("^([^:]+):?(%d*)$")
-  return name or d, tonumber(id) or 0
-end
-
---- The host buffer of t: t itself when it is a contiguous CPU tensor,
--- else a contiguous CPU copy (through the device's copies).
-local function host(t)
-  if t.device ~= "CPU" then return t:move_to("CPU") end
-  if not t:is_contiguous() then return t:contiguous() end
-  return t
-end
-
---- Write host result h into t (in place), through the device when t is on one.
-local function write_back(t, h)
-  if rawequal(t, h) then return t end
-  if t.device ~= "CPU" then
-    local name, id = device_of(t)
-    h = h:move_to(name, id)
-  end
-  local prev_ = core.set_grad_enabled(false)
-  local ok, err = pcall(t.copy_, t, h)
-  core.set_grad_enabled(prev_)
-  if not ok then error(err, 0) end
-  return t
-end
-
---- A result made on the host, moved to `like`'s device.
-local function to_device_of(like, h)
-  if like.device == "CPU" then return h end
-  local name, id = device_of(like)
-  return h:move_to(name, id)
 end
 
 local function check_red(what, op)
@@ -298,13 +227,14 @@ local function recording(t) return t.requires_grad and core.is_grad_enabled() en
 
 local node = function(...) return require("cell.autograd").node(...) end
 
---- A 'mean' reduction runs as 'sum': the wire op of op.
-local function wire_op(op) return op == "mean" and "sum" or op end
+--- The op transport x runs for op: MPI has no mean, so a 'mean' runs as
+-- 'sum' and finish_mean divides; NCCL averages itself (ncclAvg).
+local function wire_op(x, op) return (op == "mean" and not x.device) and "sum" or op end
 
---- After a 'mean' ran as 'sum': divide the host result by the group size,
+--- After a 'mean' ran as 'sum': divide the result by the group size,
 -- outside autograd (the collective's own node carries the gradient).
-local function finish_mean(g, op, h)
-  if op ~= "mean" then return end
+local function finish_mean(x, g, op, h)
+  if op ~= "mean" or x.device then return end
   local prev_ = core.set_grad_enabled(false)
   h:div_(g.size)
   core.set_grad_enabled(prev_)
@@ -337,10 +267,12 @@ end
 local SUM_MEAN = { sum = true, mean = true }
 local NOT_PROD = { sum = true, mean = true, max = true, min = true }
 
---- all_reduce on host buffers: src -> dst (may be the same), op incl. mean.
-local function raw_all_reduce(g, src, dst, op)
-  B.C.allreduce(g.comm, src, dst, wire_op(op))
-  finish_mean(g, op, dst)
+--- Agree on the call across the group, then its transport: x.C and x.comm
+-- run it, t's buffers are buf_of(x, t).
+local function start(what, g, t, op, root)
+  local rt = route(t)
+  agree(what, g, header(what, t, op, root, rt))
+  return transport(what, g, rt, t)
 end
 
 local ALL_REDUCE = { "op", "group", "out" }
@@ -355,19 +287,19 @@ function M.all_reduce(t, ...)
   local g = group_of("all_reduce", group)
   check_mean("all_reduce", op, t, " (use 'sum')")
   if out ~= nil then check_out("all_reduce", out, t.dtype, t.shape) end
-  agree("all_reduce", g, header("all_reduce", t, op))
-  local h = host(t)
-  if out ~= nil then
-    local ho = host(out)
-    raw_all_reduce(g, h, ho, op)
-    return write_back(out, ho)
-  end
-  local r = core.empty(t.shape, t.dtype)
-  raw_all_reduce(g, h, r, op)
-  local x, y = t:detach(), r:detach()
+  local x = start("all_reduce", g, t, op)
+  local h = buf_of(x, t)
+  local r = out ~= nil and buf_of(x, out) or new_buf(x, t, t.shape)
+  x.C.allreduce(x.comm, h, r, wire_op(x, op))
+  finish_mean(x, g, op, r)
+  if out ~= nil then return write_back(out, r) end
+  local a, b = t:detach(), r:detach()
   return finish("all_reduce", t, r, op, NOT_PROD, function(grad)
     local dx = M.all_reduce(grad, op == "mean" and "mean" or "sum", group)
-    if op == "max" or op == "min" then dx = dx * x:eq(y):astype(dx.dtype) end
+    if op == "max" or op == "min" then
+      local y = to_device_of(a, b)
+      dx = dx * a:eq(y):astype(dx.dtype)
+    end
     return dx
   end)
 end
@@ -386,15 +318,10 @@ function M.all_gather(t, ...)
   for i, v in ipairs(shape) do oshape[i] = v end
   oshape[1] = shape[1] * g.size
   if out ~= nil then check_out("all_gather", out, t.dtype, oshape) end
-  agree("all_gather", g, header("all_gather", t))
-  local h = host(t)
-  if out ~= nil then
-    local ho = host(out)
-    B.C.allgather(g.comm, h, ho)
-    return write_back(out, ho)
-  end
-  local r = core.empty(oshape, t.dtype)
-  B.C.allgather(g.comm, h, r)
+  local x = start("all_gather", g, t)
+  local r = out ~= nil and buf_of(x, out) or new_buf(x, t, oshape)
+  x.C.allgather(x.comm, buf_of(x, t), r)
+  if out ~= nil then return write_back(out, r) end
   r = to_device_of(t, r)
   if recording(t) then
     local ishape = t.shape
@@ -422,13 +349,12 @@ function M.reduce_scatter(t, ...)
   for i, v in ipairs(t.shape) do oshape[i] = v end
   oshape[1] = oshape[1] / g.size
   if out ~= nil then check_out("reduce_scatter", out, t.dtype, oshape) end
-  agree("reduce_scatter", g, header("reduce_scatter", t, op))
-  local h = host(t)
-  local ho = out ~= nil and host(out) or core.empty(oshape, t.dtype)
-  B.C.reduce_scatter(g.comm, h, ho, wire_op(op))
-  finish_mean(g, op, ho)
-  if out ~= nil then return write_back(out, ho) end
-  return finish("reduce_scatter", t, ho, op, SUM_MEAN, function(grad)
+  local x = start("reduce_scatter", g, t, op)
+  local r = out ~= nil and buf_of(x, out) or new_buf(x, t, oshape)
+  x.C.reduce_scatter(x.comm, buf_of(x, t), r, wire_op(x, op))
+  finish_mean(x, g, op, r)
+  if out ~= nil then return write_back(out, r) end
+  return finish("reduce_scatter", t, r, op, SUM_MEAN, function(grad)
     local dx = M.all_gather(grad, group)
     if op == "mean" then dx = dx / g.size end
     return dx
@@ -448,24 +374,11 @@ function M.broadcast(t, src, ...)
       :format(g.size - 1, type(src) == "number" and tostring(src) or type_name(src)))
   end
   if out ~= nil then check_out("broadcast", out, t.dtype, t.shape) end
-  agree("broadcast", g, header("broadcast", t, nil, src))
-  if out ~= nil then
-    local ho = host(out)
-    if g.rank == src and not rawequal(out, t) then
-      local prev_ = core.set_grad_enabled(false)
-      ho:copy_(host(t))
-      core.set_grad_enabled(prev_)
-    end
-    B.C.bcast(g.comm, ho, src)
-    return write_back(out, ho)
-  end
-  local r = core.empty(t.shape, t.dtype)
-  if g.rank == src then
-    local prev_ = core.set_grad_enabled(false)
-    r:copy_(host(t))
-    core.set_grad_enabled(prev_)
-  end
-  B.C.bcast(g.comm, r, src)
+  local x = start("broadcast", g, t, nil, src)
+  local r = out ~= nil and buf_of(x, out) or new_buf(x, t, t.shape)
+  -- src's tensor goes out from src's own buffer (the transport copies it into r there)
+  x.C.bcast(x.comm, buf_of(x, t), r, src)
+  if out ~= nil then return write_back(out, r) end
   r = to_device_of(t, r)
   if recording(t) then
     -- The gradient of every rank's copy flows back to src's tensor.
@@ -491,13 +404,12 @@ function M.reduce(t, dst, ...)
   end
   check_mean("reduce", op, t)
   if out ~= nil then check_out("reduce", out, t.dtype, t.shape) end
-  agree("reduce", g, header("reduce", t, op, dst))
-  local h = host(t)
-  local ho = out ~= nil and host(out) or core.zeros(t.shape, t.dtype)
-  B.C.reduce(g.comm, h, ho, wire_op(op), dst)
-  if g.rank == dst then finish_mean(g, op, ho) end
-  if out ~= nil then return write_back(out, ho) end
-  return finish("reduce", t, ho, op, SUM_MEAN, function(grad)
+  local x = start("reduce", g, t, op, dst)
+  local r = out ~= nil and buf_of(x, out) or new_buf(x, t, t.shape, true)
+  x.C.reduce(x.comm, buf_of(x, t), r, wire_op(x, op), dst)
+  if g.rank == dst then finish_mean(x, g, op, r) end
+  if out ~= nil then return write_back(out, r) end
+  return finish("reduce", t, r, op, SUM_MEAN, function(grad)
     local dx = M.broadcast(grad, dst, group)
     if op == "mean" then dx = dx / g.size end
     return dx
@@ -511,63 +423,11 @@ function M.barrier(group)
   B.C.barrier(g.comm)
 end
 
-local P2P = { "group", "sr_tag" }
-
-local function peer(what, g, p)
-  if type(p) ~= "number" or p ~= math.floor(p) or p < 0 or p >= g.size or p == g.rank then
-    raise(("ValueError: %s: the peer must be another rank of the group (0..%d, not %d), but got %s")
-      :format(what, g.size - 1, g.rank, type(p) == "number" and tostring(p) or type_name(p)))
-  end
-  return p
-end
-
-local function tag_of(what, tag)
-  if tag == nil then return 0 end
-  if type(tag) ~= "number" or tag ~= math.floor(tag) or tag < 0 or tag > 32766 then
-    raise(("ValueError: %s: sr_tag must be an integer in 0..32766, but got %s"):format(what, tostring(tag)))
-  end
-  return tag
-end
-
---- send(tensor, dst [, group, sr_tag = 0]): send tensor to rank dst, which
--- calls recv with a tensor of the same dtype and shape.
-function M.send(t, dst, ...)
-  local group, tag = args_util.parse("send", P2P, 3, select("#", ...), ...)
-  check_tensor("send", t)
-  local g = group_of("send", group)
-  dst = peer("send", g, dst)
-  tag = tag_of("send", tag)
-  if check_headers then B.C.send_header(g.comm, header("send", t), dst, tag) end
-  B.C.send(g.comm, host(t), dst, tag)
-end
-
---- recv(tensor, src [, group, sr_tag = 0]): receive into tensor (in place)
--- what rank src sends; returns tensor.
-function M.recv(t, src, ...)
-  local group, tag = args_util.parse("recv", P2P, 3, select("#", ...), ...)
-  check_tensor("recv", t)
-  local g = group_of("recv", group)
-  src = peer("recv", g, src)
-  tag = tag_of("recv", tag)
-  no_inplace_grad("recv", t)
-  if check_headers then
-    local theirs = B.C.recv_header(g.comm, src, tag)
-    local mine = header("send", t)
-    for i = 2, 12 do
-      if theirs[i] ~= mine[i] then
-        -- take the message off the channel, so later receives stay in step
-        local n, dt = theirs[12], DTYPES[theirs[2]]
-        if dt and n >= 0 then B.C.recv(g.comm, core.empty({ n }, core[dt]), src, tag) end
-        raise(("%s: recv: rank %d sends %s, but this rank (%d) receives into %s"):format(
-          theirs[2] ~= mine[2] and "TypeError" or "ValueError", src, describe(theirs):gsub("^send of ", ""),
-          g.rank, (describe(mine):gsub("^send of ", ""))))
-      end
-    end
-  end
-  local h = host(t)
-  B.C.recv(g.comm, h, src, tag)
-  return write_back(t, h)
-end
+-- point to point (cell.communication.p2p): send, recv
+local P = require("cell.communication.p2p")
+P._bind(group_of, check_tensor, check_out, recording, node)
+M.send = P.send
+M.recv = P.recv
 
 --- The C layer, for cell.nn's gradient reducer (non-blocking all-reduce).
 function M._C() return B.mpi("init") end
