@@ -119,8 +119,13 @@ function M.recv(t, src, ...)
     check_out("recv", out, t.dtype, t.shape)
     return raw_recv("recv", g, t, src, tag, out)
   end
+  -- A template that does not record is filled in place and returned, as
+  -- MindSpore's in-place recv and cell's earlier recv did; one that
+  -- records stays as it is (its values are a leaf's) and a new tensor
+  -- carries the gradient back.
+  if not recording(t) then return raw_recv("recv", g, t, src, tag, t) end
   local r = raw_recv("recv", g, t, src, tag)
-  if recording(t) then
+  do
     local like = t:detach()
     node(r, { t }, function(grad)
       if grad.dtype ~= like.dtype then grad = grad:astype(like.dtype) end
