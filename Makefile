@@ -106,6 +106,12 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 CUDA_OBJ = $(patsubst %.c,$(BUILD)/$(LUA)/%.o,$(wildcard src/cuda/*.c)) $(patsubst %.cu,$(BUILD)/$(LUA)/%.cu.o,$(wildcard src/cuda/*.cu))
 CUDA_MODULE = $(BUILD)/$(LUA)/cell/cuda.so
+# The devices and kernels without Lua: libcell_cuda.so beside libcell.so, the
+# module C hosts load with cell_device_load("cuda"); cell/cuda.so (lcuda.c)
+# is the Lua face over it.
+CUDA_LIB = $(BUILD)/libcell_cuda.so
+CUDA_LUA_OBJ = $(BUILD)/$(LUA)/src/cuda/lcuda.o
+CUDA_LIB_OBJ = $(filter-out $(CUDA_LUA_OBJ),$(CUDA_OBJ))
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 
 .PHONY: all cuda test-cuda bench-cuda test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
@@ -156,13 +162,16 @@ $(BUILD)/$(LUA)/src/cuda/%.o: src/cuda/%.c $(HEADERS) $(wildcard src/cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Werror -I$(CUDA_HOME)/include -I$(LUA_INCDIR) -c $< -o $@
 
-$(BUILD)/$(LUA)/src/cuda/%.cu.o: src/cuda/%.cu src/cuda/gpu_kern.h
+$(BUILD)/$(LUA)/src/cuda/%.cu.o: src/cuda/%.cu src/cuda/gpu_kern.h src/cuda/gpu_philox.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(CUDA_ARCH) -Werror all-warnings -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror -c $< -o $@
 
-$(CUDA_MODULE): $(CUDA_OBJ) $(LIBCELL_SO)
+$(CUDA_LIB): $(CUDA_LIB_OBJ) $(LIBCELL_SO)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcell_cuda.so -Wl,-z,nodelete -o $@ $(CUDA_LIB_OBJ) $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN' $(CUDA_LIBS) -lpthread
+
+$(CUDA_MODULE): $(CUDA_LUA_OBJ) $(CUDA_LIB) $(LIBCELL_SO)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(CUDA_OBJ) $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../..' $(CUDA_LIBS) -lpthread
+	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(CUDA_LUA_OBJ) $(CUDA_LIB) $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../..' $(CUDA_LIBS) -lpthread
 
 cuda: all
 	@[ -n "$(NVCC)" ] || { echo "cuda: nvcc not found (install the CUDA toolkit)"; exit 1; }
@@ -214,8 +223,15 @@ $(TEST_STATES): tests/lua/states.c $(HEADERS) $(LIBCELL_LUA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -I$(LUA_INCDIR) $(LDFLAGS) $< -o $@ $(LIBCELL_LUA) $(LUA_LIB) $(LIBS) -ldl
 
-$(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A)
-	$(CC) $(ALL_CFLAGS) -Isrc $(wildcard tests/*.c) -o $@ $(LIBCELL_A) $(LIBS)
+# The device modules cell_device_load's test loads (tests/modules): linked
+# against nothing, they take the engine from the test binary (-Wl,-E).
+TEST_MODULES = $(patsubst %,$(BUILD)/test_modules/libcell_%.so,testdev noentry failing)
+$(BUILD)/test_modules/libcell_%.so: tests/modules/device_module.c include/cell.h include/cell_device.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DMODULE_$* -shared $(LDFLAGS) $< -o $@
+
+$(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A) $(TEST_MODULES)
+	$(CC) $(ALL_CFLAGS) -Isrc -DCELL_TEST_MODULES='"$(CURDIR)/$(BUILD)/test_modules"' $(wildcard tests/*.c) -o $@ $(LIBCELL_A) $(LIBS) -Wl,-E
 
 # Specs run against the freshly built module and the source Lua files.
 SPEC_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_CPATH="$(BUILD)/$(LUA)/?.so;;" CELL_BIN="$(CURDIR)/$(CELL_BIN)" CELL_LUA="$(LUA_BIN)" CELL_TEST_DEVICE=1
