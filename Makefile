@@ -189,7 +189,13 @@ bench-cuda: cuda $(BENCH_CUDA_GEMM)
 # cell.cuda's specs (spec/cuda/*_cuda.lua): on a machine without a GPU they
 # check the module loads and refuses the device, and print how many GPU
 # specs they skipped. `make test` runs them too when cuda.so was built.
-test-cuda: cuda
+# tests/cuda/load_cuda.c: a C host (libcell.so, no Lua) loads the GPU with
+# cell_device_load("cuda"); without a GPU it checks the RuntimeError.
+CUDA_LOAD_TEST = $(BUILD)/test_load_cuda
+$(CUDA_LOAD_TEST): tests/cuda/load_cuda.c $(HEADERS) $(LIBCELL_SO)
+	$(CC) $(ALL_CFLAGS) -Werror $< -o $@ $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN' -lm
+test-cuda: cuda $(CUDA_LOAD_TEST)
+	$(CUDA_LOAD_TEST)
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted --pattern=_cuda spec/cuda
 
 $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)
