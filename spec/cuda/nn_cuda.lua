@@ -251,6 +251,77 @@ case("dropout gradient: the forward's mask again", function()
   close(cell.grad(loss, 1)(G(x)), cell.grad(loss, 1)(x), 1e-5, 1e-6)
 end)
 
+-- Cross-entropy and nll_loss: class ids (with weights, ignore_index, label
+-- smoothing) and probabilities, every reduction, and their gradients.
+local function ce_inputs(shape, dt, probs)
+  local x = (cell.randn(shape) * 3):astype(cell[dt])
+  local c = #shape == 1 and shape[1] or shape[2]
+  if probs then return x, ops.softmax(cell.randn(shape), #shape == 1 and 1 or 2):astype(cell[dt]), c end
+  local tshape = {}
+  for d = 1, #shape do
+    if d ~= (#shape == 1 and 1 or 2) then tshape[#tshape + 1] = shape[d] end
+  end
+  local t = #tshape == 0 and cell.tensor(2, cell.int64) or cell.randint(1, c + 1, tshape)
+  return x, t, c
+end
+
+for _, dt in ipairs { "float32", "float64" } do
+  for _, shape in ipairs { { 8, 5 }, { 4, 7, 3 }, { 6 } } do
+    for _, probs in ipairs { false, true } do
+      for _, red in ipairs { "mean", "sum", "none" } do
+        case(("cross_entropy %s %s %s %s"):format(dt, table.concat(shape, "x"), probs and "probabilities" or "class ids", red), function()
+          local x, t, c = ce_inputs(shape, dt, probs)
+          local w = (cell.rand { c } + 0.5):astype(cell[dt])
+          for _, o in ipairs {
+            { reduction = red },
+            { reduction = red, weight = w },
+            { reduction = red, weight = w, label_smoothing = 0.2 },
+            probs and { reduction = red } or { reduction = red, ignore_index = 2 },
+          } do
+            local go = {}
+            for k, v in pairs(o) do go[k] = v end
+            if go.weight then go.weight = G(go.weight) end
+            close(ops.cross_entropy(G(x), G(t), go), ops.cross_entropy(x, t, o), tol[dt] * 10, tol[dt] * 10)
+            local function loss(a, b, opts) return (ops.cross_entropy(a, b, opts) * 1.5):sum() end
+            local pos = probs and { 1, 2 } or 1
+            local gc = cell.grad(loss, pos)(x, t, o)
+            local gg = cell.grad(loss, pos)(G(x), G(t), go)
+            if probs then
+              close(gg[1], gc[1], tol[dt] * 10, tol[dt] * 10)
+              close(gg[2], gc[2], tol[dt] * 10, tol[dt] * 10)
+            else
+              close(gg, gc, tol[dt] * 10, tol[dt] * 10)
+            end
+          end
+        end)
+      end
+    end
+    case(("nll_loss %s %s"):format(dt, table.concat(shape, "x")), function()
+      local x, t, c = ce_inputs(shape, dt, false)
+      local lp = ops.log_softmax(x, #shape == 1 and 1 or 2)
+      local w = (cell.rand { c } + 0.5):astype(cell[dt])
+      for _, red in ipairs { "mean", "sum", "none" } do
+        for _, o in ipairs { { reduction = red }, { reduction = red, weight = w, ignore_index = 1 } } do
+          local go = { reduction = o.reduction, ignore_index = o.ignore_index, weight = o.weight and G(o.weight) }
+          close(ops.nll_loss(G(lp), G(t), go), ops.nll_loss(lp, t, o), tol[dt] * 10, tol[dt] * 10)
+          local function loss(a, b, opts) return (ops.nll_loss(a, b, opts) * 1.5):sum() end
+          close(cell.grad(loss, 1)(G(lp), G(t), go), cell.grad(loss, 1)(lp, t, o), tol[dt] * 10, tol[dt] * 10)
+        end
+      end
+    end)
+  end
+end
+
+case("cross_entropy: a class id out of range is the CPU's IndexError", function()
+  local x, t = cell.randn { 3, 4 }, cell.tensor({ 1, 5, 2 }, cell.int64)
+  local ok, err = pcall(ops.cross_entropy, G(x), G(t))
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("IndexError: cross_entropy: target 5 is out of range for 4 classes", 1, true),
+    tostring(err))
+  local _, cerr = pcall(ops.cross_entropy, x, t)
+  assert.is_truthy(tostring(cerr):find("target 5 is out of range for 4 classes", 1, true), tostring(cerr))
+end)
+
 -- Fused optimizer steps: three steps on GPU and CPU copies.
 for _, dt in ipairs { "float32", "float64" } do
   for _, cfg in ipairs {

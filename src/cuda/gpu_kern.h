@@ -79,6 +79,33 @@ int gpuk_dropout(void *stream, int dt, const void *x, void *y, int64_t n, unsign
 int gpuk_sgd(void *stream, int dt, void *p, const void *g, void *buf, int64_t n, gpuk_sgd_args c);
 int gpuk_adam(void *stream, int dt, void *p, const void *g, void *m, void *v, int64_t n, gpuk_adam_args c);
 
+/* --- gpu_loss.cu: cross-entropy and nll_loss over {n, c, inner} rows ---------------- */
+
+/* Class ids (int64, one per row) to cls (0-based, -1 ignored) and wrow
+ * (the row's class weight, 0 ignored; w NULL: ones); *bad (set to ~0
+ * first) gets 1 + the first row whose id is out of range. */
+int gpuk_ce_classes(void *stream, const long long *target, long long *cls, double *wrow, const double *w,
+                    int64_t rows, int64_t c, int has_ignore, long long ignore, long long base,
+                    unsigned long long *bad);
+/* lse[r] and the row's loss v[r] (label smoothing ls folded in); probs
+ * (dtype tdt, the logits' layout) or cls; wsum: device pointer to the sum
+ * of the class weights. */
+int gpuk_ce_forward(void *stream, int dt, int tdt, const void *x, const long long *cls, const void *probs,
+                    const double *w, const double *wsum, double *lse, double *v, int64_t rows, int64_t c,
+                    int64_t inner, double ls);
+/* The logits' gradient gx and (probabilities) the target's gt (may be
+ * NULL); g: float64, one per row (per_row) or one times kscale. */
+int gpuk_ce_backward(void *stream, int dt, int tdt, const void *x, const long long *cls, const void *probs,
+                     const double *w, const double *wsum, const double *lse, const double *g, int per_row,
+                     double kscale, void *gx, void *gt, int64_t rows, int64_t c, int64_t inner, double ls);
+int gpuk_nll_forward(void *stream, int dt, const void *x, const long long *cls, const double *w, double *v,
+                     int64_t rows, int64_t c, int64_t inner);
+/* gx zeroed by the caller. */
+int gpuk_nll_backward(void *stream, int dt, const long long *cls, const double *w, const double *g, int per_row,
+                      double kscale, void *gx, int64_t rows, int64_t c, int64_t inner);
+/* out[i] = in[i] * k as dtype odt (float32 or float64). */
+int gpuk_scale_cast(void *stream, const double *in, int odt, void *out, int64_t n, double k);
+
 #ifdef __cplusplus
 }
 #endif

@@ -77,6 +77,8 @@ static cell_status contig_as(const cell_tensor *t, cell_dtype dt, cell_tensor **
 
 cell_status gpu_contiguous(const cell_tensor *t, cell_tensor **out) { return contig_as(t, t->dtype, out); }
 
+cell_status gpu_contig_as(const cell_tensor *t, cell_dtype dt, cell_tensor **out) { return contig_as(t, dt, out); }
+
 cell_status gpu_clone(const cell_tensor *t, cell_tensor **out) {
   return gather(t, t->dtype, t->ndim, t->shape, t->stride, out);
 }

@@ -7,6 +7,8 @@
 /* Whether copies and casts handle dtype dt (every dtype but the complex ones). */
 int gpu_dtype_copyable(cell_dtype dt);
 cell_status gpu_contiguous(const cell_tensor *t, cell_tensor **out);
+/* t as a contiguous tensor of dtype dt: t itself (retained) when it is one. */
+cell_status gpu_contig_as(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
 cell_status gpu_clone(const cell_tensor *t, cell_tensor **out);
 cell_status gpu_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
 cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims, int keepdim,
@@ -30,5 +32,16 @@ cell_status gpu_dropout_apply(const cell_tensor *x, double p, uint64_t seed, uin
 cell_status gpu_sgd_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *buf, const cell_sgd_config *cfg);
 cell_status gpu_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg, cell_tensor *exp_avg_sq,
                           const cell_adam_config *cfg);
+
+/* gpu_loss.c */
+cell_status gpu_cross_entropy(const cell_tensor *logits, const cell_tensor *target, const cell_ce_args *a,
+                              cell_tensor **out, cell_tensor **lse, double *den);
+cell_status gpu_cross_entropy_backward(const cell_tensor *g, const cell_tensor *logits, const cell_tensor *lse,
+                                       const cell_tensor *target, const cell_ce_args *a, double den, cell_tensor **gx,
+                                       cell_tensor **gt);
+cell_status gpu_nll_loss(const cell_tensor *logp, const cell_tensor *target, const cell_ce_args *a, cell_tensor **out,
+                         double *den);
+cell_status gpu_nll_loss_backward(const cell_tensor *g, const cell_tensor *logp, const cell_tensor *target,
+                                  const cell_ce_args *a, double den, cell_tensor **gx);
 
 #endif

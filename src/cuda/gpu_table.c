@@ -8,8 +8,8 @@
  * and fill_ (float32, float64, int32, int64, contiguous), and the rows of
  * gpu_nn.c: clone, contiguous and astype (every real dtype, any layout:
  * casts float16 / bfloat16 / float32 / float64 / integers), reductions,
- * max / argmax, softmax, layer norm, embedding, dropout and the SGD and
- * Adam steps (float32 / float64). supports_op declines every
+ * max / argmax, softmax, layer norm, embedding, dropout, cross-entropy and
+ * nll_loss (gpu_loss.c) and the SGD and Adam steps (float32 / float64). supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
  * whose op argument it cannot see (which binary op) is refused by the
@@ -298,6 +298,10 @@ void gpu_kernels_init(void) {
   gpu_kernels.embedding_backward = gpu_embedding_backward;
   gpu_kernels.dropout = gpu_dropout;
   gpu_kernels.dropout_apply = gpu_dropout_apply;
+  gpu_kernels.cross_entropy = gpu_cross_entropy;
+  gpu_kernels.cross_entropy_backward = gpu_cross_entropy_backward;
+  gpu_kernels.nll_loss = gpu_nll_loss;
+  gpu_kernels.nll_loss_backward = gpu_nll_loss_backward;
   gpu_kernels.sgd_step = gpu_sgd_step;
   gpu_kernels.adam_step = gpu_adam_step;
 }
@@ -372,6 +376,14 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
     return nt == 2 && is_index(ts[0]) && is_float(ts[1]);
   case CELL_KID_embedding_backward: /* g, ids */
     return nt == 2 && is_float(ts[0]) && is_index(ts[1]);
+  case CELL_KID_cross_entropy: /* logits, target, weight */
+  case CELL_KID_nll_loss:
+    return nt == 3 && is_float(ts[0]) && (is_float(ts[1]) || is_index(ts[1])) && (!ts[2] || is_float(ts[2]));
+  case CELL_KID_cross_entropy_backward: /* g, logits, lse, target, weight */
+    return nt == 5 && is_float(ts[0]) && is_float(ts[1]) && is_float(ts[2]) &&
+           (is_float(ts[3]) || is_index(ts[3])) && (!ts[4] || is_float(ts[4]));
+  case CELL_KID_nll_loss_backward: /* g, logp, target, weight */
+    return nt == 4 && is_float(ts[0]) && is_float(ts[1]) && is_index(ts[2]) && (!ts[3] || is_float(ts[3]));
   case CELL_KID_sgd_step:
   case CELL_KID_adam_step:
     return step_ok(nt, ts);
