@@ -100,7 +100,7 @@ MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-
 # cell.cuda (src/cuda): the GPU device module, built by `make cuda` only
 # (nvcc on the PATH or in /usr/local/cuda); `make` and libcell never touch
 # CUDA. Host C with -Werror, device code with nvcc -Werror all-warnings;
-# links cudart and cuBLAS. CUDA_ARCH: sm_90 (H100/H200) plus its PTX.
+# links cudart, cuBLAS and cuDNN. CUDA_ARCH: sm_90 (H100/H200) plus its PTX.
 NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
@@ -112,7 +112,7 @@ CUDA_MODULE = $(BUILD)/$(LUA)/cell/cuda.so
 CUDA_LIB = $(BUILD)/libcell_cuda.so
 CUDA_LUA_OBJ = $(BUILD)/$(LUA)/src/cuda/lcuda.o
 CUDA_LIB_OBJ = $(filter-out $(CUDA_LUA_OBJ),$(CUDA_OBJ))
-CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++
 
 .PHONY: all cuda test-cuda bench-cuda test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 

@@ -2,6 +2,7 @@
 -- CPU's (the cross-device check of ops_cuda.lua, continued): strided and
 -- broadcast elementwise, casts, reductions, max / argmax, softmax and
 -- log-softmax with their gradients, layer norm forward and backward,
+-- cross-entropy and nll_loss, conv2d (cuDNN) forward and backward,
 -- embedding forward and backward, dropout (the CPU's mask: one Philox
 -- stream) and the fused SGD / Momentum / Adam / AdamW steps; float32 and
 -- float64, contiguous and strided inputs. Runs only where
@@ -320,6 +321,41 @@ case("cross_entropy: a class id out of range is the CPU's IndexError", function(
     tostring(err))
   local _, cerr = pcall(ops.cross_entropy, x, t)
   assert.is_truthy(tostring(cerr):find("target 5 is out of range for 4 classes", 1, true), tostring(cerr))
+end)
+
+-- conv2d through cuDNN: forward and the three gradients, per dtype, with
+-- stride, symmetric padding, dilation and groups; strided inputs.
+for _, dt in ipairs { "float32", "float64" } do
+  for _, cfg in ipairs {
+    { "3x3", { 2, 3, 9, 11 }, { 4, 3, 3, 3 }, {} },
+    { "stride 2, padding 1", { 3, 4, 12, 10 }, { 6, 4, 3, 3 }, { stride = { 2, 2 }, padding = { 1, 1, 1, 1 } } },
+    { "dilation 2, groups 2", { 2, 4, 13, 13 }, { 6, 2, 3, 2 }, { dilation = { 2, 1 }, groups = 2, padding = { 2, 2, 0, 0 } } },
+    { "1x1", { 5, 8, 4, 4 }, { 3, 8, 1, 1 }, {} },
+  } do
+    case(("conv2d %s %s"):format(cfg[1], dt), function()
+      local x = cell.randn(cfg[2]):astype(cell[dt])
+      local w = (cell.randn(cfg[3]) * 0.3):astype(cell[dt])
+      local b = cell.randn({ cfg[3][1] }):astype(cell[dt])
+      local t = dt == "float32" and 1e-4 or 1e-10
+      close(ops.conv2d(G(x), G(w), G(b), cfg[4]), ops.conv2d(x, w, b, cfg[4]), t, t)
+      close(ops.conv2d(G(x), G(w), nil, cfg[4]), ops.conv2d(x, w, nil, cfg[4]), t, t)
+      local xs = x:transpose(3, 4):contiguous():transpose(3, 4)
+      close(ops.conv2d(G(xs), G(w), G(b), cfg[4]), ops.conv2d(x, w, b, cfg[4]), t, t)
+      local y = ops.conv2d(x, w, b, cfg[4])
+      local r = cell.randn(y.shape):astype(cell[dt])
+      local function loss(a, ww, bb, rr) return (ops.conv2d(a, ww, bb, cfg[4]) * rr):sum() end
+      local gc = cell.grad(loss, { 1, 2, 3 })(x, w, b, r)
+      local gg = cell.grad(loss, { 1, 2, 3 })(G(x), G(w), G(b), G(r))
+      for i = 1, 3 do close(gg[i], gc[i], t * 10, t * 10) end
+    end)
+  end
+end
+
+case("conv2d: padding that differs between sides is declined (cuDNN pads both alike)", function()
+  local x, w = cell.randn { 1, 2, 6, 6 }, cell.randn { 3, 2, 3, 3 }
+  local ok, err = pcall(ops.conv2d, G(x), G(w), nil, { padding = { 1, 0, 0, 1 } })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("NotImplementedError: .*not supported on device GPU"), tostring(err))
 end)
 
 -- Fused optimizer steps: three steps on GPU and CPU copies.

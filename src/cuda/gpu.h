@@ -4,8 +4,9 @@
  * (GPU:0, GPU:1, ...) with the engine's device layer when cell.cuda loads.
  * Memory comes from a caching allocator (gpu_mem.c); copies, fills and
  * kernels are queued on the device's one stream; cuBLAS runs gemm
- * (gpu_blas.c); the elementwise kernels are CUDA (gpu_ew.cu, reached
- * through gpu_kern.h). Every kernel row the module does not implement is
+ * (gpu_blas.c) and cuDNN conv2d (gpu_dnn.c); the other kernels are CUDA
+ * (gpu_ew.cu, gpu_nn.cu, gpu_loss.cu, reached through gpu_kern.h and
+ * gpu_nn.c, gpu_loss.c). Every kernel row the module does not implement is
  * declined by supports_op (gpu_table.c), so the engine raises
  * NotImplementedError rather than running it anywhere else. */
 #ifndef CELL_CUDA_GPU_H
@@ -27,6 +28,7 @@ typedef struct gpu_ctx {
   int ordinal;           /* the CUDA device number */
   cudaStream_t stream;   /* the one stream everything runs on */
   void *blas;            /* cublasHandle_t, made on first use */
+  void *dnn;             /* cudnnHandle_t, made on first use */
   int allow_tf32;        /* 0 (default): gemm in full float32 */
   pthread_mutex_t lock;  /* the cache and the counters below */
   gpu_block *cache[GPU_NCLASSES];
@@ -74,6 +76,8 @@ GPU_API cell_status gpu_sync(gpu_ctx *g, const char *what);
 cell_status gpu_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 cell_status gpu_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 void gpu_blas_destroy(gpu_ctx *g);
+/* gpu_dnn.c: the cuDNN handle (conv2d). */
+void gpu_dnn_destroy(gpu_ctx *g);
 
 /* gpu_table.c: the kernels table and the capability query. */
 extern cell_kernels gpu_kernels;

@@ -27,6 +27,7 @@ static void shutdown_devices(void) {
     gpu_ctx *g = &gpu_ctxs[i];
     gpu_empty_cache(g);
     gpu_blas_destroy(g);
+    gpu_dnn_destroy(g);
     cudaStreamDestroy(g->stream);
   }
 }

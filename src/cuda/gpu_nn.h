@@ -44,4 +44,13 @@ cell_status gpu_nll_loss(const cell_tensor *logp, const cell_tensor *target, con
 cell_status gpu_nll_loss_backward(const cell_tensor *g, const cell_tensor *logp, const cell_tensor *target,
                                   const cell_ce_args *a, double den, cell_tensor **gx);
 
+/* gpu_dnn.c: conv2d through cuDNN (how is ignored). */
+cell_status gpu_conv2d(cell_conv_lowering how, const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
+                       const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                       cell_tensor **out);
+cell_status gpu_conv2d_backward(cell_conv_lowering how, const cell_tensor *gy, const cell_tensor *x,
+                                const cell_tensor *w, const int64_t *stride, const int64_t *padding,
+                                const int64_t *dilation, int64_t groups, cell_tensor **gx, cell_tensor **gw,
+                                cell_tensor **gb);
+
 #endif

@@ -9,7 +9,8 @@
  * gpu_nn.c: clone, contiguous and astype (every real dtype, any layout:
  * casts float16 / bfloat16 / float32 / float64 / integers), reductions,
  * max / argmax, softmax, layer norm, embedding, dropout, cross-entropy and
- * nll_loss (gpu_loss.c) and the SGD and Adam steps (float32 / float64). supports_op declines every
+ * nll_loss (gpu_loss.c), conv2d forward and backward through cuDNN
+ * (gpu_dnn.c) and the SGD and Adam steps (float32 / float64). supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
  * whose op argument it cannot see (which binary op) is refused by the
@@ -302,6 +303,8 @@ void gpu_kernels_init(void) {
   gpu_kernels.cross_entropy_backward = gpu_cross_entropy_backward;
   gpu_kernels.nll_loss = gpu_nll_loss;
   gpu_kernels.nll_loss_backward = gpu_nll_loss_backward;
+  gpu_kernels.conv2d_lowered = gpu_conv2d;
+  gpu_kernels.conv2d_backward_lowered = gpu_conv2d_backward;
   gpu_kernels.sgd_step = gpu_sgd_step;
   gpu_kernels.adam_step = gpu_adam_step;
 }
@@ -384,6 +387,12 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
            (is_float(ts[3]) || is_index(ts[3])) && (!ts[4] || is_float(ts[4]));
   case CELL_KID_nll_loss_backward: /* g, logp, target, weight */
     return nt == 4 && is_float(ts[0]) && is_float(ts[1]) && is_index(ts[2]) && (!ts[3] || is_float(ts[3]));
+  case CELL_KID_conv2d_lowered: /* x, w, b: one float dtype */
+  case CELL_KID_conv2d_backward_lowered: /* gy, x, w */
+    if (!is_float(ts[0])) return 0;
+    for (int i = 1; i < nt; i++)
+      if (ts[i] && ts[i]->dtype != ts[0]->dtype) return 0;
+    return 1;
   case CELL_KID_sgd_step:
   case CELL_KID_adam_step:
     return step_ok(nt, ts);
