@@ -172,7 +172,7 @@ cell_status gpu_cross_entropy(const cell_tensor *logits, const cell_tensor *targ
                                gpu_data(st.t[0]), st.t[2] ? gpu_data(st.t[2]) : NULL,
                                st.t[1] ? gpu_data(st.t[1]) : NULL, st.t[3] ? gpu_data(st.t[3]) : NULL,
                                gpu_data(st.t[4]), gpu_data(lse), gpu_data(v), st.g.rows, st.g.c, st.g.inner,
-                               st.g.probs ? a->label_smoothing : a->label_smoothing),
+                               a->label_smoothing),
                op);
   if (s == CELL_OK) s = finish(logits, &st.g, a->reduction, v, den, out);
   release_all(st.t, 6);
