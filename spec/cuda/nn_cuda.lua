@@ -88,6 +88,20 @@ for _, op in ipairs { "exp", "tanh", "sigmoid", "relu", "neg", "abs" } do
   end)
 end
 
+case("binary with a scalar: both orders, strided, in place", function()
+  local a = input({ 9, 40 }, "float32", true)
+  local g = G(a)
+  close(g * 2.5, a * 2.5, 1e-6, 1e-6)
+  close(3 - g, 3 - a, 1e-6, 1e-6)
+  close(g / 3, a / 3, 1e-6, 1e-6)
+  close(1 / (g:abs() + 1), 1 / (a:abs() + 1), 1e-6, 1e-6)
+  local x = cell.randn { 5, 6 }
+  local gx = G(x)
+  gx:mul_(2)
+  gx:add_(1)
+  close(gx, x * 2 + 1, 1e-6, 1e-6)
+end)
+
 -- Casts and copies, every pair among the float and integer dtypes, both layouts.
 local cast_dts = { "float32", "float64", "float16", "bfloat16", "int32", "int64" }
 for _, from in ipairs(cast_dts) do

@@ -17,6 +17,8 @@ enum { GPUK_ABS = 0, GPUK_NEG = 1, GPUK_EXP = 2, GPUK_LOG = 3, GPUK_SQRT = 5, GP
 
 /* out[i] = a[i] op b[i] (float32, n elements; out may be a). */
 int gpuk_binary_f32(void *stream, int op, const float *a, const float *b, float *out, int64_t n);
+/* out[i] = a[i] op s, or s op a[i] when reversed (float32; out may be a). */
+int gpuk_binary_scalar_f32(void *stream, int op, const float *a, float s, int reversed, float *out, int64_t n);
 /* out[i] = op(a[i]) (float32; out may be a). */
 int gpuk_unary_f32(void *stream, int op, const float *a, float *out, int64_t n);
 /* n bytes at dst: the psize-byte pattern repeated (psize 1, 2, 4 or 8). */

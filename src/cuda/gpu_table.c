@@ -3,7 +3,7 @@
  * Implemented: mm, bmm and matmul of two matrices or two equal batches
  * (cuBLAS, float32 / float64, contiguous), binary
  * add, sub, mul, div, maximum, minimum (float32, any layout, broadcasting;
- * in place: a contiguous left operand) and the unary abs, neg, exp, log,
+ * in place: a contiguous left operand), the same with a scalar and the unary abs, neg, exp, log,
  * sqrt, tanh, sigmoid, relu (float32, any layout) as CUDA kernels, full
  * and fill_ (float32, float64, int32, int64, contiguous), and the rows of
  * gpu_nn.c: clone, contiguous and astype (every real dtype, any layout:
@@ -191,6 +191,34 @@ static cell_status k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b
   return s;
 }
 
+/* t op s (s op t reversed): float32 t of any layout, a float32 result. */
+static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
+                                   cell_tensor **out) {
+  (void)s_is_float; /* a float32 tensor with any number: float32 (the CPU's promotion) */
+  if (!binary_ok(op)) return declined(cell_binop_name(op));
+  gpu_ctx *g = gpu_ctx_of(t);
+  cell_tensor *tc, *o;
+  CELL_TRY(spread(t, t->ndim, t->shape, &tc));
+  cell_status st = new_like(t, CELL_DTYPE_F32, &o);
+  if (st == CELL_OK) {
+    st = launch(gpuk_binary_scalar_f32(g->stream, (int)op, gpu_data(tc), (float)s, reversed, gpu_data(o), numel(t)),
+                cell_binop_name(op));
+    if (st != CELL_OK) cell_tensor_release(o);
+  }
+  cell_tensor_release(tc);
+  if (st == CELL_OK) *out = o;
+  return st;
+}
+
+static cell_status k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
+  (void)s_is_float;
+  if (!binary_ok(op)) return declined(cell_binop_name(op));
+  gpu_ctx *g = gpu_ctx_of(t);
+  cell_tensor_bump(t);
+  return launch(gpuk_binary_scalar_f32(g->stream, (int)op, gpu_data(t), (float)s, 0, gpu_data(t), numel(t)),
+                cell_binop_name(op));
+}
+
 static int unary_ok(cell_unop op) {
   return op == CELL_OP_ABS || op == CELL_OP_NEG || op == CELL_OP_EXP || op == CELL_OP_LOG ||
          op == CELL_OP_SQRT || op == CELL_OP_TANH || op == CELL_OP_SIGMOID || op == CELL_OP_RELU;
@@ -243,14 +271,18 @@ static cell_status k_fill_(cell_tensor *t, double v) {
   return gpu_fill(gpu_ctx_of(t), gpu_data(t), (size_t)numel(t) * ps, pat, ps);
 }
 
-/* full runs on the default device (no tensor names it). */
+/* full: on the dispatch's device (no tensor names it). */
 static cell_status k_full(cell_dtype dt, int ndim, const int64_t *shape, double value, cell_tensor **out) {
   unsigned char pat[8];
   size_t ps = pattern_of(dt, value, pat);
   if (!ps) return cell_error(CELL_ERR_NOTIMPL, "full of %s is not supported on device GPU", cell_dtype_name(dt));
-  gpu_ctx *g = NULL; /* the default device, where full runs */
+  /* The device the dispatch chose: the running kernel's (a tensor made
+   * inside another op, cell_tensor_full_on), else the default device. */
+  int want = cell_device_current() >= 0 ? cell_device_current() : cell_get_device();
+  gpu_ctx *g = NULL;
   for (int i = 0; i < gpu_count; i++)
-    if (gpu_ctxs[i].id == cell_get_device()) g = &gpu_ctxs[i];
+    if (gpu_ctxs[i].id == want) g = &gpu_ctxs[i];
+  if (!g) return cell_error(CELL_ERR_RUNTIME, "full: device %d is not a GPU", want);
   cell_tensor *o;
   cell_status s = gpu_new_tensor(g, dt, ndim, shape, &o);
   if (s != CELL_OK) return s;
@@ -281,6 +313,8 @@ void gpu_kernels_init(void) {
   gpu_kernels.matmul = k_matmul;
   gpu_kernels.binary = k_binary;
   gpu_kernels.binary_ = k_binary_;
+  gpu_kernels.binary_scalar = k_binary_scalar;
+  gpu_kernels.binary_scalar_ = k_binary_scalar_;
   gpu_kernels.unary = k_unary;
   gpu_kernels.unary_ = k_unary_;
   gpu_kernels.fill_ = k_fill_;
@@ -348,11 +382,13 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
     if (ts[0]->ndim != 2 && !(ts[0]->ndim == 3 && ts[0]->shape[0] == ts[1]->shape[0])) return 0;
     return all_of(nt, ts, CELL_DTYPE_F32) || all_of(nt, ts, CELL_DTYPE_F64);
   case CELL_KID_binary: /* float32; any layout, broadcasting */
+  case CELL_KID_binary_scalar:
   case CELL_KID_unary:
     for (int i = 0; i < nt; i++)
       if (ts[i] && ts[i]->dtype != CELL_DTYPE_F32) return 0;
     return 1;
   case CELL_KID_binary_: /* the operand written in place: contiguous */
+  case CELL_KID_binary_scalar_:
   case CELL_KID_unary_:
     for (int i = 0; i < nt; i++)
       if (ts[i] && ts[i]->dtype != CELL_DTYPE_F32) return 0;
