@@ -54,12 +54,18 @@ static cell_status check(const char *op, const cell_tensor *x, const cell_tensor
     return cell_error(CELL_ERR_TYPE, "%s: target must be an integer tensor of class ids%s, got %s", op,
                       allow_probs ? " or a float tensor of probabilities" : "", cell_dtype_name(t->dtype));
   g->probs = is_float;
-  if (g->probs) {
-    if (numel(t) != numel(x) || t->ndim != x->ndim)
-      return cell_error(CELL_ERR_VALUE, "%s: a target of probabilities must have the shape of the input", op);
-  } else if (numel(t) != g->rows || t->ndim != (x->ndim == 1 ? 0 : x->ndim - 1)) {
-    return cell_error(CELL_ERR_VALUE, "%s: the target does not match the input (expected the input's shape without the class dimension)", op);
-  }
+  int64_t want[CELL_MAX_DIMS];
+  int nw = 0;
+  for (int d = 0; d < x->ndim; d++)
+    if (g->probs || d != (x->ndim == 1 ? 0 : 1)) want[nw++] = x->shape[d];
+  int same = t->ndim == nw;
+  for (int d = 0; same && d < nw; d++) same = t->shape[d] == want[d];
+  if (!same)
+    return cell_error(CELL_ERR_VALUE,
+                      g->probs ? "%s: a target of probabilities must have the shape of the input"
+                               : "%s: the target does not match the input (expected the input's shape without the "
+                                 "class dimension)",
+                      op);
   if (a->weight && (a->weight->ndim != 1 || a->weight->shape[0] != g->c))
     return cell_error(CELL_ERR_VALUE, "%s: weight does not match the %lld classes of the input", op, (long long)g->c);
   if (!(a->label_smoothing >= 0 && a->label_smoothing <= 1))
