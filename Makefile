@@ -103,7 +103,7 @@ MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-
 # cell.cuda (src/cuda): the GPU device module, built by `make cuda` only
 # (nvcc on the PATH or in /usr/local/cuda); `make` and libcell never touch
 # CUDA. Host C with -Werror, device code with nvcc -Werror all-warnings;
-# links cudart and cuBLAS. CUDA_ARCH: sm_90 (H100/H200) plus its PTX.
+# links cudart, cuBLAS and cuDNN. CUDA_ARCH: sm_90 (H100/H200) plus its PTX.
 NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
@@ -114,7 +114,14 @@ NCCL_H ?= $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h
 CUDA_C = $(filter-out $(if $(NCCL_H),,src/cuda/nccl.c),$(wildcard src/cuda/*.c))
 CUDA_OBJ = $(patsubst %.c,$(BUILD)/$(LUA)/%.o,$(CUDA_C)) $(patsubst %.cu,$(BUILD)/$(LUA)/%.cu.o,$(wildcard src/cuda/*.cu)) $(if $(NCCL_H),$(BUILD)/$(LUA)/src/cuda/comm_tensor_buf.o,)
 CUDA_MODULE = $(BUILD)/$(LUA)/cell/cuda.so
-CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ $(if $(NCCL_H),-lnccl,)
+# The devices and kernels without Lua: libcell_cuda.so beside libcell.so, the
+# module C hosts load with cell_device_load("cuda"); cell/cuda.so (lcuda.c,
+# and the NCCL layer with the tensor-buffer code, which speak Lua) is the
+# Lua face over it.
+CUDA_LIB = $(BUILD)/libcell_cuda.so
+CUDA_LUA_OBJ = $(BUILD)/$(LUA)/src/cuda/lcuda.o $(if $(NCCL_H),$(BUILD)/$(LUA)/src/cuda/nccl.o $(BUILD)/$(LUA)/src/cuda/comm_tensor_buf.o,)
+CUDA_LIB_OBJ = $(filter-out $(CUDA_LUA_OBJ),$(CUDA_OBJ))
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++ $(if $(NCCL_H),-lnccl,)
 
 .PHONY: all cuda test-cuda bench-cuda test ctest test-mpi bench-mpi test-device spec asan tsan fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
 
@@ -172,13 +179,16 @@ $(BUILD)/$(LUA)/src/cuda/comm_tensor_buf.o: src/comm/tensor_buf.c src/comm/tenso
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Werror -I$(LUA_INCDIR) -c $< -o $@
 
-$(BUILD)/$(LUA)/src/cuda/%.cu.o: src/cuda/%.cu src/cuda/gpu_kern.h
+$(BUILD)/$(LUA)/src/cuda/%.cu.o: src/cuda/%.cu src/cuda/gpu_kern.h src/cuda/gpu_philox.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(CUDA_ARCH) -Werror all-warnings -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror -c $< -o $@
 
-$(CUDA_MODULE): $(CUDA_OBJ) $(LIBCELL_SO)
+$(CUDA_LIB): $(CUDA_LIB_OBJ) $(LIBCELL_SO)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcell_cuda.so -Wl,-z,nodelete -o $@ $(CUDA_LIB_OBJ) $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN' $(CUDA_LIBS) -lpthread
+
+$(CUDA_MODULE): $(CUDA_LUA_OBJ) $(CUDA_LIB) $(LIBCELL_SO)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(CUDA_OBJ) $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../..' $(CUDA_LIBS) -lpthread
+	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(CUDA_LUA_OBJ) $(CUDA_LIB) $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../..' $(CUDA_LIBS) -lpthread
 
 cuda: all
 	@[ -n "$(NVCC)" ] || { echo "cuda: nvcc not found (install the CUDA toolkit)"; exit 1; }
@@ -196,7 +206,13 @@ bench-cuda: cuda $(BENCH_CUDA_GEMM)
 # cell.cuda's specs (spec/cuda/*_cuda.lua): on a machine without a GPU they
 # check the module loads and refuses the device, and print how many GPU
 # specs they skipped. `make test` runs them too when cuda.so was built.
-test-cuda: cuda
+# tests/cuda/load_cuda.c: a C host (libcell.so, no Lua) loads the GPU with
+# cell_device_load("cuda"); without a GPU it checks the RuntimeError.
+CUDA_LOAD_TEST = $(BUILD)/test_load_cuda
+$(CUDA_LOAD_TEST): tests/cuda/load_cuda.c $(HEADERS) $(LIBCELL_SO)
+	$(CC) $(ALL_CFLAGS) -Werror $< -o $@ $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN' -lm
+test-cuda: cuda $(CUDA_LOAD_TEST)
+	$(CUDA_LOAD_TEST)
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted --pattern=_cuda spec/cuda
 
 $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)
@@ -230,8 +246,15 @@ $(TEST_STATES): tests/lua/states.c $(HEADERS) $(LIBCELL_LUA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -I$(LUA_INCDIR) $(LDFLAGS) $< -o $@ $(LIBCELL_LUA) $(LUA_LIB) $(LIBS) -ldl
 
-$(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A)
-	$(CC) $(ALL_CFLAGS) -Isrc $(wildcard tests/*.c) -o $@ $(LIBCELL_A) $(LIBS)
+# The device modules cell_device_load's test loads (tests/modules): linked
+# against nothing, they take the engine from the test binary (-Wl,-E).
+TEST_MODULES = $(patsubst %,$(BUILD)/test_modules/libcell_%.so,testdev noentry failing)
+$(BUILD)/test_modules/libcell_%.so: tests/modules/device_module.c include/cell.h include/cell_device.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DMODULE_$* -shared $(LDFLAGS) $< -o $@
+
+$(CTEST): $(wildcard tests/*.c) $(wildcard tests/*.h) $(LIBCELL_A) $(TEST_MODULES)
+	$(CC) $(ALL_CFLAGS) -Isrc -DCELL_TEST_MODULES='"$(CURDIR)/$(BUILD)/test_modules"' $(wildcard tests/*.c) -o $@ $(LIBCELL_A) $(LIBS) -Wl,-E
 
 # Specs run against the freshly built module and the source Lua files.
 SPEC_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_CPATH="$(BUILD)/$(LUA)/?.so;;" CELL_BIN="$(CURDIR)/$(CELL_BIN)" CELL_LUA="$(LUA_BIN)" CELL_TEST_DEVICE=1

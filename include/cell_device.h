@@ -39,4 +39,19 @@ CELL_API cell_status cell_tensor_full_on(int id, cell_dtype dt, int ndim, const 
  * history). */
 CELL_API cell_status cell_tensor_move_to(const cell_tensor *t, int id, cell_tensor **out);
 
+/* Load the device module `name` and register its devices: the shared
+ * object "libcell_<name>.so" (or the path `name`, when it holds a '/'),
+ * searched in each folder of $CELL_DEVICE_PATH, then beside the engine
+ * (libcell.so's folder), then the dynamic loader's path; its entry
+ * CELL_DEVICE_MODULE_ENTRY registers the devices (cell_device_find then
+ * names them: "GPU", 0). Loading a name again returns CELL_OK and
+ * registers nothing. ValueError for a NULL or malformed name;
+ * RuntimeError when no file loads (the loader's reason), when the file has
+ * no entry, or with the entry's own message when it fails. */
+CELL_API cell_status cell_device_load(const char *name);
+/* The entry a device module exports: registers its devices, once however
+ * often it is called. */
+#define CELL_DEVICE_MODULE_ENTRY "cell_device_module_init"
+typedef cell_status (*cell_device_module_fn)(void);
+
 #endif

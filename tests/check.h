@@ -97,6 +97,8 @@ void test_autograd_threads_all(void);
 void test_shape_overflow_all(void);
 void test_layers_all(void);
 void test_device_all(void);
+void test_device_load_all(void);
+void test_philox_all(void);
 void test_sort_all(void);
 void test_math_all(void);
 void test_sample_all(void);

@@ -1,7 +1,14 @@
 #!/bin/sh
 # gpu_check.sh - the checks of cell.cuda that need an NVIDIA GPU, in one run:
-# build the module, run its specs (which must find the GPU: a run where
-# cell.cuda.is_available() is false fails here rather than skipping), the
+# build the module, load it from a C host without Lua (cell_device_load
+# "cuda", tests/cuda/load_cuda.c: it must register GPU:0), run its specs
+# (which must find the GPU: a run where cell.cuda.is_available() is false
+# fails here rather than skipping): the cross-device suite of
+# spec/cuda/ops_cuda.lua and spec/cuda/nn_cuda.lua compares every GPU
+# kernel with the CPU's per dtype (float32, float64; casts among float16,
+# bfloat16 and the integers) and for strided and broadcast inputs, and the
+# gradients of softmax, layer norm, embedding, dropout, cross-entropy and
+# nll_loss through autograd; then the
 # same specs under compute-sanitizer (memcheck with leak checking, then
 # racecheck), and the gemm figures of cell.cuda against cuBLAS called
 # directly (make bench-cuda). Prints a summary line per step and exits
@@ -37,7 +44,8 @@ run "a GPU is visible to cell.cuda" $LUA_BIN -e '
   local cuda = require "cell.cuda"
   print("cell.cuda: " .. cuda.device_count() .. " device(s)", cuda.unavailable_reason() or "")
   os.exit(cuda.is_available() and 0 or 3)'
-run "specs (spec/cuda)" $LUA_BIN /usr/bin/busted --pattern=_cuda spec/cuda
+run "C host loads the GPU (cell_device_load)" sh -c "make --no-print-directory build/test_load_cuda LUA=$LUA >/dev/null && build/test_load_cuda | tee /dev/stderr | grep -q 'registered as device'"
+run "specs (spec/cuda: the cross-device suite)" $LUA_BIN /usr/bin/busted --pattern=_cuda spec/cuda
 if [ -n "$SAN" ]; then
   run "compute-sanitizer memcheck" "$SAN" --tool memcheck --leak-check full --error-exitcode 9 \
     $LUA_BIN /usr/bin/busted --pattern=_cuda spec/cuda

@@ -428,6 +428,8 @@ static const struct {
     {"conv", test_conv_all},
     {"shape_overflow", test_shape_overflow_all},
     {"layers", test_layers_all},
+    {"device_load", test_device_load_all},
+    {"philox", test_philox_all},
     {"device", test_device_all},
     {"sort", test_sort_all},
     {"math", test_math_all},

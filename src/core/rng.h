@@ -23,7 +23,9 @@ void cell_philox(uint64_t key, uint64_t counter, uint32_t out[4]);
  * generator; returns the first and sets *seed to its key. Reads and writes
  * only that generator, so it races with nothing but a host that makes one
  * generator current on two threads at once. */
-uint64_t cell_rng_reserve(uint64_t n, uint64_t *seed);
+/* Exported for device modules (the GPU's dropout draws its seed and blocks
+ * here). */
+CELL_API uint64_t cell_rng_reserve(uint64_t n, uint64_t *seed);
 /* Uniform in [0, 1) from 32 random bits (24 for float precision is enough,
  * doubles use two words). */
 static inline double cell_u01(uint32_t a, uint32_t b) {

@@ -4,8 +4,9 @@
  * (GPU:0, GPU:1, ...) with the engine's device layer when cell.cuda loads.
  * Memory comes from a caching allocator (gpu_mem.c); copies, fills and
  * kernels are queued on the device's one stream; cuBLAS runs gemm
- * (gpu_blas.c); the elementwise kernels are CUDA (gpu_ew.cu, reached
- * through gpu_kern.h). Every kernel row the module does not implement is
+ * (gpu_blas.c) and cuDNN conv2d (gpu_dnn.c); the other kernels are CUDA
+ * (gpu_ew.cu, gpu_nn.cu, gpu_loss.cu, reached through gpu_kern.h and
+ * gpu_nn.c, gpu_loss.c). Every kernel row the module does not implement is
  * declined by supports_op (gpu_table.c), so the engine raises
  * NotImplementedError rather than running it anywhere else. */
 #ifndef CELL_CUDA_GPU_H
@@ -27,6 +28,7 @@ typedef struct gpu_ctx {
   int ordinal;           /* the CUDA device number */
   cudaStream_t stream;   /* the one stream everything runs on */
   void *blas;            /* cublasHandle_t, made on first use */
+  void *dnn;             /* cudnnHandle_t, made on first use */
   int allow_tf32;        /* 0 (default): gemm in full float32 */
   pthread_mutex_t lock;  /* the cache and the counters below */
   gpu_block *cache[GPU_NCLASSES];
@@ -39,10 +41,16 @@ typedef struct gpu_ctx {
   int id;                /* the engine's id for the table */
 } gpu_ctx;
 
+/* Names the Lua module (cell/cuda.so, lcuda.c) reaches in libcell_cuda.so. */
+#define GPU_API __attribute__((visibility("default")))
+
 /* Devices found when the module loaded (0 without a GPU) and why none. */
-extern int gpu_count;
-extern char gpu_unavailable[256];
-extern gpu_ctx gpu_ctxs[GPU_MAX];
+GPU_API extern int gpu_count;
+GPU_API extern char gpu_unavailable[256];
+GPU_API extern gpu_ctx gpu_ctxs[GPU_MAX];
+/* gpu_init.c: find and register the devices, once per process (CELL_OK
+ * without a GPU: gpu_count 0); a RuntimeError when CUDA fails on one. */
+GPU_API cell_status gpu_init(void);
 
 /* gpu_mem.c: the table's memory functions and the cache. */
 void *gpu_alloc(void *ctx, size_t n);
@@ -54,7 +62,7 @@ cell_status gpu_fill(void *ctx, void *dst, size_t n, const void *pattern, size_t
 /* cell_tensor_new_contig on g, a MemoryError also naming what is in use. */
 cell_status gpu_new_tensor(gpu_ctx *g, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 /* Free every cached block (cudaFree); the blocks handed out stay. */
-void gpu_empty_cache(gpu_ctx *g);
+GPU_API void gpu_empty_cache(gpu_ctx *g);
 /* Class of n bytes and its size. */
 int gpu_class_of(size_t n);
 size_t gpu_class_size(int c);
@@ -62,12 +70,14 @@ size_t gpu_class_size(int c);
 cell_status gpu_cuda_error(cudaError_t e, const char *what);
 /* Wait for the stream; an error from an earlier asynchronous launch is
  * raised here as a RuntimeError naming what waited. */
-cell_status gpu_sync(gpu_ctx *g, const char *what);
+GPU_API cell_status gpu_sync(gpu_ctx *g, const char *what);
 
 /* gpu_blas.c: mm and bmm (float32, float64) through cuBLAS. */
 cell_status gpu_mm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 cell_status gpu_bmm(const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 void gpu_blas_destroy(gpu_ctx *g);
+/* gpu_dnn.c: the cuDNN handle (conv2d). */
+void gpu_dnn_destroy(gpu_ctx *g);
 
 /* gpu_table.c: the kernels table and the capability query. */
 extern cell_kernels gpu_kernels;

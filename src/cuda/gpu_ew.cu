@@ -1,5 +1,5 @@
-// gpu_ew.cu - the GPU module's CUDA kernels: elementwise binary and unary
-// ops over contiguous float32, and the pattern fill. Grid-stride loops, so
+// gpu_ew.cu - the GPU module's CUDA kernels: elementwise binary (tensor and
+// tensor, tensor and scalar) and unary ops over contiguous float32, and the pattern fill. Grid-stride loops, so
 // any n runs with a bounded grid; launches go on the caller's stream and
 // return the launch's error (an error inside a kernel shows at the next
 // synchronisation).
@@ -50,6 +50,23 @@ __global__ void unary_f32(int op, const float *a, float *out, int64_t n) {
   }
 }
 
+// out[i] = a[i] op s, or s op a[i] (reversed).
+__global__ void binary_scalar_f32(int op, const float *a, float s, int reversed, float *out, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    float x = reversed ? s : a[i], y = reversed ? a[i] : s, r;
+    switch (op) {
+    case GPUK_ADD: r = x + y; break;
+    case GPUK_SUB: r = x - y; break;
+    case GPUK_MUL: r = x * y; break;
+    case GPUK_DIV: r = x / y; break;
+    case GPUK_MAXIMUM: r = (x != x || y != y) ? x + y : fmaxf(x, y); break;
+    default: r = (x != x || y != y) ? x + y : fminf(x, y); break;
+    }
+    out[i] = r;
+  }
+}
+
 template <typename T> __global__ void fill_pattern(T *dst, int64_t n, T v) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
@@ -70,6 +87,13 @@ extern "C" int gpuk_binary_f32(void *stream, int op, const float *a, const float
                                int64_t n) {
   if (n <= 0) return 0;
   binary_f32<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, a, b, out, n);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int gpuk_binary_scalar_f32(void *stream, int op, const float *a, float s, int reversed, float *out,
+                                      int64_t n) {
+  if (n <= 0) return 0;
+  binary_scalar_f32<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, a, s, reversed, out, n);
   return (int)cudaGetLastError();
 }
 

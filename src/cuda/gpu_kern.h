@@ -17,10 +17,96 @@ enum { GPUK_ABS = 0, GPUK_NEG = 1, GPUK_EXP = 2, GPUK_LOG = 3, GPUK_SQRT = 5, GP
 
 /* out[i] = a[i] op b[i] (float32, n elements; out may be a). */
 int gpuk_binary_f32(void *stream, int op, const float *a, const float *b, float *out, int64_t n);
+/* out[i] = a[i] op s, or s op a[i] when reversed (float32; out may be a). */
+int gpuk_binary_scalar_f32(void *stream, int op, const float *a, float s, int reversed, float *out, int64_t n);
 /* out[i] = op(a[i]) (float32; out may be a). */
 int gpuk_unary_f32(void *stream, int op, const float *a, float *out, int64_t n);
 /* n bytes at dst: the psize-byte pattern repeated (psize 1, 2, 4 or 8). */
 int gpuk_fill(void *stream, void *dst, size_t n, const void *pattern, size_t psize);
+
+/* --- gpu_nn.cu ------------------------------------------------------------------- */
+
+/* Dtype codes (cell_dtype's values) and reduction codes (cell_redop's). */
+enum { GPUK_F32 = 0, GPUK_F64 = 1, GPUK_F16 = 2, GPUK_BF16 = 3, GPUK_I8 = 4, GPUK_U8 = 5, GPUK_I32 = 6,
+       GPUK_I64 = 7, GPUK_BOOL = 8, GPUK_I16 = 9 };
+enum { GPUK_RED_SUM = 0, GPUK_RED_MEAN = 1, GPUK_RED_PROD = 2, GPUK_RED_MAX = 3, GPUK_RED_MIN = 4 };
+
+#define GPUK_MAX_DIMS 16
+/* A strided layout in elements (shape and stride per dimension). */
+typedef struct gpuk_layout {
+  int ndim;
+  int64_t shape[GPUK_MAX_DIMS], stride[GPUK_MAX_DIMS];
+} gpuk_layout;
+
+/* SGD's scalars (optim.c's sgd_ctx) and Adam's (adam_ctx). */
+typedef struct gpuk_sgd_args {
+  double lr, momentum, keep, wd, gs;
+  int nesterov, first;
+} gpuk_sgd_args;
+typedef struct gpuk_adam_args {
+  double b1, b2, omb1, omb2, eps, wd, gs, decay, neg_step_size, bc2_sqrt;
+  int decoupled;
+} gpuk_adam_args;
+
+/* out (n contiguous elements of dtype odt) = in (layout, dtype idt). */
+int gpuk_copy_cast(void *stream, gpuk_layout in_layout, int idt, const void *in, int odt, void *out, int64_t n);
+/* Contiguous x seen as (outer, r, inner); out (outer, inner) = op over r
+ * (float32 / float64, accumulated in double; max / min need r >= 1). */
+int gpuk_reduce(void *stream, int dt, int op, const void *x, void *out, int64_t outer, int64_t r, int64_t inner);
+/* max (is_min 0) or min over r: values (may be NULL) and int64 indices + base. */
+int gpuk_argext(void *stream, int dt, int is_min, const void *x, void *vals, long long *idx, int64_t outer,
+                int64_t r, int64_t inner, long long base);
+/* (log-)softmax over n of (outer, n, inner), and its backward from y. */
+int gpuk_softmax(void *stream, int dt, const void *x, void *y, int64_t outer, int64_t n, int64_t inner, int log);
+int gpuk_softmax_backward(void *stream, int dt, const void *y, const void *g, void *gx, int64_t outer, int64_t n,
+                          int64_t inner, int log);
+/* Layer norm of rows of d (w, b: float64 or NULL); mean and rstd float64. */
+int gpuk_layer_norm(void *stream, int dt, const void *x, const double *w, const double *b, void *y, double *mean,
+                    double *rstd, int64_t rows, int64_t d, double eps);
+/* Its backward: gx (may be NULL), gw and gb (float64, may be NULL). */
+int gpuk_layer_norm_backward(void *stream, int dt, const void *g, const void *x, const double *w,
+                             const double *mean, const double *rstd, void *gx, double *gw, double *gb,
+                             int64_t rows, int64_t d);
+/* Embedding rows for n ids (idt: GPUK_I32 or GPUK_I64); *bad (device
+ * memory, set to ~0 first) gets 1 + the first position out of range. */
+int gpuk_embedding(void *stream, int dt, int idt, const void *ids, const void *w, void *out, int64_t n,
+                   int64_t vocab, int64_t dim, long long base, unsigned long long *bad);
+/* gw (zeroed) += the rows of g at the ids, atomically; padding skipped. */
+int gpuk_embedding_backward(void *stream, int dt, int idt, const void *ids, const void *g, void *gw, int64_t n,
+                            int64_t vocab, int64_t dim, long long base, int has_pad, long long pad);
+/* y = x * scale where the engine's Philox word is >= threshold, else 0. */
+int gpuk_dropout(void *stream, int dt, const void *x, void *y, int64_t n, unsigned long long seed,
+                 unsigned long long first, unsigned long long threshold, double scale);
+/* Fused steps over n contiguous elements (buf may be NULL: no momentum). */
+int gpuk_sgd(void *stream, int dt, void *p, const void *g, void *buf, int64_t n, gpuk_sgd_args c);
+int gpuk_adam(void *stream, int dt, void *p, const void *g, void *m, void *v, int64_t n, gpuk_adam_args c);
+
+/* --- gpu_loss.cu: cross-entropy and nll_loss over {n, c, inner} rows ---------------- */
+
+/* Class ids (int64, one per row) to cls (0-based, -1 ignored) and wrow
+ * (the row's class weight, 0 ignored; w NULL: ones); *bad (set to ~0
+ * first) gets 1 + the first row whose id is out of range. */
+int gpuk_ce_classes(void *stream, const long long *target, long long *cls, double *wrow, const double *w,
+                    int64_t rows, int64_t c, int has_ignore, long long ignore, long long base,
+                    unsigned long long *bad);
+/* lse[r] and the row's loss v[r] (label smoothing ls folded in); probs
+ * (dtype tdt, the logits' layout) or cls; wsum: device pointer to the sum
+ * of the class weights. */
+int gpuk_ce_forward(void *stream, int dt, int tdt, const void *x, const long long *cls, const void *probs,
+                    const double *w, const double *wsum, double *lse, double *v, int64_t rows, int64_t c,
+                    int64_t inner, double ls);
+/* The logits' gradient gx and (probabilities) the target's gt (may be
+ * NULL); g: float64, one per row (per_row) or one times kscale. */
+int gpuk_ce_backward(void *stream, int dt, int tdt, const void *x, const long long *cls, const void *probs,
+                     const double *w, const double *wsum, const double *lse, const double *g, int per_row,
+                     double kscale, void *gx, void *gt, int64_t rows, int64_t c, int64_t inner, double ls);
+int gpuk_nll_forward(void *stream, int dt, const void *x, const long long *cls, const double *w, double *v,
+                     int64_t rows, int64_t c, int64_t inner);
+/* gx zeroed by the caller. */
+int gpuk_nll_backward(void *stream, int dt, const long long *cls, const double *w, const double *g, int per_row,
+                      double kscale, void *gx, int64_t rows, int64_t c, int64_t inner);
+/* out[i] = in[i] * k as dtype odt (float32 or float64). */
+int gpuk_scale_cast(void *stream, const double *in, int odt, void *out, int64_t n, double k);
 
 #ifdef __cplusplus
 }

@@ -2,16 +2,22 @@
  *
  * Implemented: mm, bmm and matmul of two matrices or two equal batches
  * (cuBLAS, float32 / float64, contiguous), binary
- * add, sub, mul, div, maximum, minimum and the unary abs, neg, exp, log,
- * sqrt, tanh, sigmoid, relu over contiguous float32 of one shape (CUDA
- * kernels), full and fill_ (float32, float64, int32, int64, contiguous),
- * clone and contiguous of a contiguous tensor. supports_op declines every
+ * add, sub, mul, div, maximum, minimum (float32, any layout, broadcasting;
+ * in place: a contiguous left operand), the same with a scalar and the unary abs, neg, exp, log,
+ * sqrt, tanh, sigmoid, relu (float32, any layout) as CUDA kernels, full
+ * and fill_ (float32, float64, int32, int64, contiguous), and the rows of
+ * gpu_nn.c: clone, contiguous and astype (every real dtype, any layout:
+ * casts float16 / bfloat16 / float32 / float64 / integers), reductions,
+ * max / argmax, softmax, layer norm, embedding, dropout, cross-entropy and
+ * nll_loss (gpu_loss.c), conv2d forward and backward through cuDNN
+ * (gpu_dnn.c) and the SGD and Adam steps (float32 / float64). supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
  * whose op argument it cannot see (which binary op) is refused by the
  * kernel itself with the same exception. Nothing falls back to the CPU. */
 #include "gpu.h"
 #include "gpu_kern.h"
+#include "gpu_nn.h"
 #include <string.h>
 
 _Static_assert((int)GPUK_ADD == (int)CELL_OP_ADD && (int)GPUK_SUB == (int)CELL_OP_SUB && (int)GPUK_MUL == (int)CELL_OP_MUL &&
@@ -50,11 +56,10 @@ static int64_t numel(const cell_tensor *t) {
   return n;
 }
 
-static int same_shape(const cell_tensor *a, const cell_tensor *b) {
-  if (a->ndim != b->ndim) return 0;
-  for (int i = 0; i < a->ndim; i++)
-    if (a->shape[i] != b->shape[i]) return 0;
-  return 1;
+static int64_t cell_shape_numel_(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
 }
 
 static cell_status declined(const char *op) {
@@ -93,15 +98,33 @@ static cell_status new_like(const cell_tensor *t, cell_dtype dt, cell_tensor **o
   return gpu_new_tensor(gpu_ctx_of(t), dt, t->ndim, t->shape, o);
 }
 
-static cell_status k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
-  if (op > CELL_OP_MINIMUM || op == CELL_OP_POW) return declined(cell_binop_name(op));
-  if (!same_shape(a, b)) return declined("binary with broadcasting");
-  gpu_ctx *g = gpu_ctx_of(a);
+/* a laid out over shape (ndim dims, right-aligned, stride 0 where a
+ * broadcasts) as a contiguous float32 tensor: a itself (retained) when it
+ * is contiguous of that shape already. */
+static cell_status spread(const cell_tensor *a, int ndim, const int64_t *shape, cell_tensor **out) {
+  if (a->ndim == ndim && gpu_is_contig(a)) {
+    int same = 1;
+    for (int d = 0; d < ndim; d++) same &= a->shape[d] == shape[d];
+    if (same) {
+      cell_tensor_retain((cell_tensor *)a);
+      *out = (cell_tensor *)a;
+      return CELL_OK;
+    }
+  }
+  gpuk_layout L;
+  memset(&L, 0, sizeof L);
+  L.ndim = ndim;
+  for (int d = 0; d < ndim; d++) {
+    int k = d - (ndim - a->ndim);
+    L.shape[d] = shape[d];
+    L.stride[d] = k < 0 || a->shape[k] == 1 ? 0 : a->stride[k];
+  }
   cell_tensor *o;
-  cell_status s = new_like(a, CELL_DTYPE_F32, &o);
-  if (s != CELL_OK) return s;
-  s = launch(gpuk_binary_f32(g->stream, (int)op, gpu_data(a), gpu_data(b), gpu_data(o), numel(a)),
-             cell_binop_name(op));
+  CELL_TRY(gpu_new_tensor(gpu_ctx_of(a), CELL_DTYPE_F32, ndim, shape, &o));
+  int64_t n = numel(o);
+  cell_status s = launch(gpuk_copy_cast(gpu_ctx_of(a)->stream, L, (int)a->dtype, gpu_data(a), GPUK_F32,
+                                        gpu_data(o), n),
+                         "broadcast");
   if (s != CELL_OK) {
     cell_tensor_release(o);
     return s;
@@ -110,12 +133,89 @@ static cell_status k_binary(cell_binop op, const cell_tensor *a, const cell_tens
   return CELL_OK;
 }
 
-static cell_status k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
-  if (op > CELL_OP_MINIMUM || op == CELL_OP_POW) return declined(cell_binop_name(op));
-  if (!same_shape(a, b)) return declined("in-place binary with broadcasting");
+/* The broadcast shape of a and b (ValueError when they do not broadcast). */
+static cell_status broadcast(const char *op, const cell_tensor *a, const cell_tensor *b, int *ndim, int64_t *shape) {
+  int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+  for (int d = 0; d < n; d++) {
+    int ka = d - (n - a->ndim), kb = d - (n - b->ndim);
+    int64_t x = ka < 0 ? 1 : a->shape[ka], y = kb < 0 ? 1 : b->shape[kb];
+    if (x != y && x != 1 && y != 1)
+      return cell_error(CELL_ERR_VALUE, "%s: shapes do not broadcast (dimension %d: %lld and %lld)", op, d,
+                        (long long)x, (long long)y);
+    shape[d] = x == 1 ? y : x;
+  }
+  *ndim = n;
+  return CELL_OK;
+}
+
+static int binary_ok(cell_binop op) { return op <= CELL_OP_MINIMUM && op != CELL_OP_POW; }
+
+static cell_status k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
+  if (!binary_ok(op)) return declined(cell_binop_name(op));
+  int nd;
+  int64_t shape[CELL_MAX_DIMS];
+  CELL_TRY(broadcast(cell_binop_name(op), a, b, &nd, shape));
   gpu_ctx *g = gpu_ctx_of(a);
+  cell_tensor *ac = NULL, *bc = NULL, *o = NULL;
+  cell_status s = spread(a, nd, shape, &ac);
+  if (s == CELL_OK) s = spread(b, nd, shape, &bc);
+  if (s == CELL_OK) s = gpu_new_tensor(g, CELL_DTYPE_F32, nd, shape, &o);
+  if (s == CELL_OK)
+    s = launch(gpuk_binary_f32(g->stream, (int)op, gpu_data(ac), gpu_data(bc), gpu_data(o), numel(o)),
+               cell_binop_name(op));
+  if (ac) cell_tensor_release(ac);
+  if (bc) cell_tensor_release(bc);
+  if (s != CELL_OK) {
+    if (o) cell_tensor_release(o);
+    return s;
+  }
+  *out = o;
+  return CELL_OK;
+}
+
+/* a (contiguous: supports_op) op= b, b broadcast to a's shape. */
+static cell_status k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
+  if (!binary_ok(op)) return declined(cell_binop_name(op));
+  int nd;
+  int64_t shape[CELL_MAX_DIMS];
+  CELL_TRY(broadcast(cell_binop_name(op), a, b, &nd, shape));
+  if (nd != a->ndim || numel(a) != cell_shape_numel_(nd, shape))
+    return cell_error(CELL_ERR_VALUE, "%s_: the result's shape is not the in-place operand's", cell_binop_name(op));
+  gpu_ctx *g = gpu_ctx_of(a);
+  cell_tensor *bc;
+  CELL_TRY(spread(b, nd, shape, &bc));
   cell_tensor_bump(a);
-  return launch(gpuk_binary_f32(g->stream, (int)op, gpu_data(a), gpu_data(b), gpu_data(a), numel(a)),
+  cell_status s = launch(gpuk_binary_f32(g->stream, (int)op, gpu_data(a), gpu_data(bc), gpu_data(a), numel(a)),
+                         cell_binop_name(op));
+  cell_tensor_release(bc);
+  return s;
+}
+
+/* t op s (s op t reversed): float32 t of any layout, a float32 result. */
+static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
+                                   cell_tensor **out) {
+  (void)s_is_float; /* a float32 tensor with any number: float32 (the CPU's promotion) */
+  if (!binary_ok(op)) return declined(cell_binop_name(op));
+  gpu_ctx *g = gpu_ctx_of(t);
+  cell_tensor *tc, *o;
+  CELL_TRY(spread(t, t->ndim, t->shape, &tc));
+  cell_status st = new_like(t, CELL_DTYPE_F32, &o);
+  if (st == CELL_OK) {
+    st = launch(gpuk_binary_scalar_f32(g->stream, (int)op, gpu_data(tc), (float)s, reversed, gpu_data(o), numel(t)),
+                cell_binop_name(op));
+    if (st != CELL_OK) cell_tensor_release(o);
+  }
+  cell_tensor_release(tc);
+  if (st == CELL_OK) *out = o;
+  return st;
+}
+
+static cell_status k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
+  (void)s_is_float;
+  if (!binary_ok(op)) return declined(cell_binop_name(op));
+  gpu_ctx *g = gpu_ctx_of(t);
+  cell_tensor_bump(t);
+  return launch(gpuk_binary_scalar_f32(g->stream, (int)op, gpu_data(t), (float)s, 0, gpu_data(t), numel(t)),
                 cell_binop_name(op));
 }
 
@@ -127,11 +227,15 @@ static int unary_ok(cell_unop op) {
 static cell_status k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
   if (!unary_ok(op)) return declined(cell_unop_name(op));
   gpu_ctx *g = gpu_ctx_of(a);
-  cell_tensor *o;
+  cell_tensor *ac, *o;
+  CELL_TRY(spread(a, a->ndim, a->shape, &ac));
   cell_status s = new_like(a, CELL_DTYPE_F32, &o);
-  if (s != CELL_OK) return s;
-  s = launch(gpuk_unary_f32(g->stream, (int)op, gpu_data(a), gpu_data(o), numel(a)),
-             cell_unop_name(op));
+  if (s != CELL_OK) {
+    cell_tensor_release(ac);
+    return s;
+  }
+  s = launch(gpuk_unary_f32(g->stream, (int)op, gpu_data(ac), gpu_data(o), numel(a)), cell_unop_name(op));
+  cell_tensor_release(ac);
   if (s != CELL_OK) {
     cell_tensor_release(o);
     return s;
@@ -167,14 +271,18 @@ static cell_status k_fill_(cell_tensor *t, double v) {
   return gpu_fill(gpu_ctx_of(t), gpu_data(t), (size_t)numel(t) * ps, pat, ps);
 }
 
-/* full runs on the default device (no tensor names it). */
+/* full: on the dispatch's device (no tensor names it). */
 static cell_status k_full(cell_dtype dt, int ndim, const int64_t *shape, double value, cell_tensor **out) {
   unsigned char pat[8];
   size_t ps = pattern_of(dt, value, pat);
   if (!ps) return cell_error(CELL_ERR_NOTIMPL, "full of %s is not supported on device GPU", cell_dtype_name(dt));
-  gpu_ctx *g = NULL; /* the default device, where full runs */
+  /* The device the dispatch chose: the running kernel's (a tensor made
+   * inside another op, cell_tensor_full_on), else the default device. */
+  int want = cell_device_current() >= 0 ? cell_device_current() : cell_get_device();
+  gpu_ctx *g = NULL;
   for (int i = 0; i < gpu_count; i++)
-    if (gpu_ctxs[i].id == cell_get_device()) g = &gpu_ctxs[i];
+    if (gpu_ctxs[i].id == want) g = &gpu_ctxs[i];
+  if (!g) return cell_error(CELL_ERR_RUNTIME, "full: device %d is not a GPU", want);
   cell_tensor *o;
   cell_status s = gpu_new_tensor(g, dt, ndim, shape, &o);
   if (s != CELL_OK) return s;
@@ -193,25 +301,6 @@ static cell_status k_matmul(const cell_tensor *a, const cell_tensor *b, cell_ten
   return a->ndim == 2 ? gpu_mm(a, b, out) : gpu_bmm(a, b, out);
 }
 
-static cell_status k_clone(const cell_tensor *t, cell_tensor **out) {
-  cell_tensor *o;
-  cell_status s = new_like(t, t->dtype, &o);
-  if (s != CELL_OK) return s;
-  s = gpu_copy_d2d(gpu_ctx_of(t), gpu_data(o), gpu_data(t), (size_t)numel(t) * (size_t)cell_dtype_size(t->dtype));
-  if (s != CELL_OK) {
-    cell_tensor_release(o);
-    return s;
-  }
-  *out = o;
-  return CELL_OK;
-}
-
-static cell_status k_contiguous(const cell_tensor *t, cell_tensor **out) {
-  cell_tensor_retain((cell_tensor *)t); /* supports_op let only contiguous ones through */
-  *out = (cell_tensor *)t;
-  return CELL_OK;
-}
-
 void gpu_kernels_init(void) {
 #define GPU_ROW_(name, params, args, ts) gpu_kernels.name = stub_##name;
   CELL_KERNEL_LIST(GPU_ROW_)
@@ -224,17 +313,61 @@ void gpu_kernels_init(void) {
   gpu_kernels.matmul = k_matmul;
   gpu_kernels.binary = k_binary;
   gpu_kernels.binary_ = k_binary_;
+  gpu_kernels.binary_scalar = k_binary_scalar;
+  gpu_kernels.binary_scalar_ = k_binary_scalar_;
   gpu_kernels.unary = k_unary;
   gpu_kernels.unary_ = k_unary_;
   gpu_kernels.fill_ = k_fill_;
   gpu_kernels.full = k_full;
-  gpu_kernels.clone = k_clone;
-  gpu_kernels.contiguous = k_contiguous;
+  gpu_kernels.clone = gpu_clone;
+  gpu_kernels.contiguous = gpu_contiguous;
+  gpu_kernels.astype = gpu_astype;
+  gpu_kernels.reduce = gpu_reduce;
+  gpu_kernels.max_dim = gpu_max_dim;
+  gpu_kernels.argmax = gpu_argmax;
+  gpu_kernels.softmax = gpu_softmax;
+  gpu_kernels.softmax_backward = gpu_softmax_backward;
+  gpu_kernels.layer_norm = gpu_layer_norm;
+  gpu_kernels.layer_norm_backward = gpu_layer_norm_backward;
+  gpu_kernels.embedding = gpu_embedding;
+  gpu_kernels.embedding_backward = gpu_embedding_backward;
+  gpu_kernels.dropout = gpu_dropout;
+  gpu_kernels.dropout_apply = gpu_dropout_apply;
+  gpu_kernels.cross_entropy = gpu_cross_entropy;
+  gpu_kernels.cross_entropy_backward = gpu_cross_entropy_backward;
+  gpu_kernels.nll_loss = gpu_nll_loss;
+  gpu_kernels.nll_loss_backward = gpu_nll_loss_backward;
+  gpu_kernels.conv2d_lowered = gpu_conv2d;
+  gpu_kernels.conv2d_backward_lowered = gpu_conv2d_backward;
+  gpu_kernels.sgd_step = gpu_sgd_step;
+  gpu_kernels.adam_step = gpu_adam_step;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
   for (int i = 0; i < nt; i++)
     if (ts[i] && (ts[i]->dtype != dt || !gpu_is_contig(ts[i]))) return 0;
+  return 1;
+}
+
+/* Every tensor given is float32 or float64, any layout. */
+static int all_float(int nt, const cell_tensor *const *ts) {
+  for (int i = 0; i < nt; i++)
+    if (ts[i] && ts[i]->dtype != CELL_DTYPE_F32 && ts[i]->dtype != CELL_DTYPE_F64) return 0;
+  return 1;
+}
+
+static int is_float(const cell_tensor *t) { return t && (t->dtype == CELL_DTYPE_F32 || t->dtype == CELL_DTYPE_F64); }
+static int is_index(const cell_tensor *t) {
+  return t && (t->dtype == CELL_DTYPE_I32 || t->dtype == CELL_DTYPE_I64 || t->dtype == CELL_DTYPE_I16 ||
+               t->dtype == CELL_DTYPE_I8 || t->dtype == CELL_DTYPE_U8);
+}
+
+/* param, grad and the state tensors: one dtype (float32 or float64), contiguous, one size. */
+static int step_ok(int nt, const cell_tensor *const *ts) {
+  if (nt < 2 || !is_float(ts[0]) || !ts[1]) return 0;
+  int64_t n = numel(ts[0]);
+  for (int i = 0; i < nt; i++)
+    if (ts[i] && (ts[i]->dtype != ts[0]->dtype || !gpu_is_contig(ts[i]) || numel(ts[i]) != n)) return 0;
   return 1;
 }
 
@@ -248,17 +381,57 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
     if (nt != 2 || !ts[0] || !ts[1] || ts[0]->ndim != ts[1]->ndim) return 0;
     if (ts[0]->ndim != 2 && !(ts[0]->ndim == 3 && ts[0]->shape[0] == ts[1]->shape[0])) return 0;
     return all_of(nt, ts, CELL_DTYPE_F32) || all_of(nt, ts, CELL_DTYPE_F64);
-  case CELL_KID_binary:
-  case CELL_KID_binary_:
+  case CELL_KID_binary: /* float32; any layout, broadcasting */
+  case CELL_KID_binary_scalar:
   case CELL_KID_unary:
+    for (int i = 0; i < nt; i++)
+      if (ts[i] && ts[i]->dtype != CELL_DTYPE_F32) return 0;
+    return 1;
+  case CELL_KID_binary_: /* the operand written in place: contiguous */
+  case CELL_KID_binary_scalar_:
   case CELL_KID_unary_:
-    return all_of(nt, ts, CELL_DTYPE_F32);
+    for (int i = 0; i < nt; i++)
+      if (ts[i] && ts[i]->dtype != CELL_DTYPE_F32) return 0;
+    return nt > 0 && ts[0] && gpu_is_contig(ts[0]);
   case CELL_KID_fill_:
+    return nt > 0 && ts[0] && gpu_is_contig(ts[0]);
   case CELL_KID_clone:
   case CELL_KID_contiguous:
-    return nt > 0 && ts[0] && gpu_is_contig(ts[0]);
+  case CELL_KID_astype:
+    return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
   case CELL_KID_full:
     return 1;
+  case CELL_KID_reduce:
+  case CELL_KID_max_dim:
+  case CELL_KID_argmax:
+  case CELL_KID_softmax:
+  case CELL_KID_softmax_backward:
+  case CELL_KID_dropout:
+  case CELL_KID_dropout_apply:
+  case CELL_KID_layer_norm:
+  case CELL_KID_layer_norm_backward:
+    return nt > 0 && ts[0] && all_float(nt, ts);
+  case CELL_KID_embedding: /* ids, weight */
+    return nt == 2 && is_index(ts[0]) && is_float(ts[1]);
+  case CELL_KID_embedding_backward: /* g, ids */
+    return nt == 2 && is_float(ts[0]) && is_index(ts[1]);
+  case CELL_KID_cross_entropy: /* logits, target, weight */
+  case CELL_KID_nll_loss:
+    return nt == 3 && is_float(ts[0]) && (is_float(ts[1]) || is_index(ts[1])) && (!ts[2] || is_float(ts[2]));
+  case CELL_KID_cross_entropy_backward: /* g, logits, lse, target, weight */
+    return nt == 5 && is_float(ts[0]) && is_float(ts[1]) && is_float(ts[2]) &&
+           (is_float(ts[3]) || is_index(ts[3])) && (!ts[4] || is_float(ts[4]));
+  case CELL_KID_nll_loss_backward: /* g, logp, target, weight */
+    return nt == 4 && is_float(ts[0]) && is_float(ts[1]) && is_index(ts[2]) && (!ts[3] || is_float(ts[3]));
+  case CELL_KID_conv2d_lowered: /* x, w, b: one float dtype */
+  case CELL_KID_conv2d_backward_lowered: /* gy, x, w */
+    if (!is_float(ts[0])) return 0;
+    for (int i = 1; i < nt; i++)
+      if (ts[i] && ts[i]->dtype != ts[0]->dtype) return 0;
+    return 1;
+  case CELL_KID_sgd_step:
+  case CELL_KID_adam_step:
+    return step_ok(nt, ts);
   default:
     return 0;
   }

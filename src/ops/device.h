@@ -38,8 +38,9 @@ extern const cell_kernels cell_cpu_kernels;
 /* The table of device id (0 <= id < cell_device_count()). */
 const cell_device_table *cell_device_get(int id);
 /* The device new tensors of a running kernel go to: the kernel's device
- * inside a dispatch, else -1. */
-int cell_device_current(void);
+ * inside a dispatch, else -1. Exported for device modules (a kernel that
+ * makes a tensor from nothing, like full, asks where). */
+CELL_API int cell_device_current(void);
 /* The device of ts (NULLs skipped; none: the current kernel's, else the
  * default), checked: ValueError when two differ, NotImplementedError when
  * the device declines kernel id. */

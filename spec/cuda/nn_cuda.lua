@@ -1,0 +1,426 @@
+-- cell.cuda's kernels beyond gemm and contiguous elementwise, against the
+-- CPU's (the cross-device check of ops_cuda.lua, continued): strided and
+-- broadcast elementwise, casts, reductions, max / argmax, softmax and
+-- log-softmax with their gradients, layer norm forward and backward,
+-- cross-entropy and nll_loss, conv2d (cuDNN) forward and backward,
+-- embedding forward and backward, dropout (the CPU's mask: one Philox
+-- stream) and the fused SGD / Momentum / Adam / AdamW steps; float32 and
+-- float64, contiguous and strided inputs. Runs only where
+-- cell.cuda.is_available(); elsewhere it prints how many it skipped.
+local cell = require "cell"
+local cuda = require "cell.cuda"
+local ops = cell.ops
+local OI = require "cell.ops_internal"
+
+local function flat(t, out)
+  out = out or {}
+  if type(t) ~= "table" then
+    out[#out + 1] = t
+    return out
+  end
+  for _, v in ipairs(t) do flat(v, out) end
+  return out
+end
+
+-- |gpu - cpu| <= atol + rtol |cpu| everywhere (NaN matches NaN), same shape
+-- and dtype.
+local function close(gpu, cpu, rtol, atol)
+  assert.are.equal(cpu.dtype, gpu.dtype, "dtypes differ")
+  assert.are.same(cpu.shape, gpu.shape)
+  local g, c = flat(gpu:move_to("CPU"):totable()), flat(cpu:totable())
+  assert.are.equal(#c, #g, "element counts differ")
+  for i = 1, #c do
+    local a, b = g[i], c[i]
+    if type(a) == "boolean" then
+      assert.are.equal(b, a)
+    elseif not (a ~= a and b ~= b) then
+      assert(math.abs(a - b) <= atol + rtol * math.abs(b), ("element %d: GPU %.17g, CPU %.17g"):format(i, a, b))
+    end
+  end
+end
+
+local function G(t) return t:move_to("GPU") end
+
+local cases = {}
+local function case(name, f) cases[#cases + 1] = { name = name, f = f } end
+
+local tol = { float32 = 1e-5, float64 = 1e-12 }
+
+-- An input of shape s and dtype dt, contiguous or as a strided view (the
+-- transpose of a contiguous tensor of the reversed last two dimensions).
+local function input(s, dt, strided, lo, hi)
+  local function make(shape)
+    local t = cell.randn(shape):astype(cell[dt])
+    if lo then t = t:abs() + lo end
+    if hi then t = t:clamp(-hi, hi) end
+    return t
+  end
+  if not strided or #s < 2 then return make(s) end
+  local r = {}
+  for i = 1, #s do r[i] = s[i] end
+  r[#s - 1], r[#s] = s[#s], s[#s - 1]
+  local t = make(r):transpose(#s - 1, #s)
+  assert(not t:is_contiguous())
+  return t
+end
+
+local shapes = { { 7 }, { 33, 65 }, { 3, 4, 129 } }
+local layouts = { { "contiguous", false }, { "strided", true } }
+
+-- Strided and broadcast elementwise (float32).
+for _, op in ipairs { "add", "sub", "mul", "div", "maximum", "minimum" } do
+  case("binary " .. op .. " strided and broadcast", function()
+    local a = input({ 17, 31 }, "float32", true)
+    local b = cell.randn { 31 }
+    local c = cell.randn { 17, 1 }
+    close(G(a)[op](G(a), G(b)), a[op](a, b), 1e-6, 1e-6)
+    close(G(c)[op](G(c), G(a)), c[op](c, a), 1e-6, 1e-6)
+    local x = cell.randn { 17, 31 }
+    local gx = G(x)
+    gx[op .. "_"](gx, G(b))
+    close(gx, x[op](x, b), 1e-6, 1e-6)
+  end)
+end
+for _, op in ipairs { "exp", "tanh", "sigmoid", "relu", "neg", "abs" } do
+  case("unary " .. op .. " strided", function()
+    local a = input({ 9, 40 }, "float32", true)
+    close(G(a)[op](G(a)), a[op](a), 2e-6, 1e-6)
+  end)
+end
+
+case("binary with a scalar: both orders, strided, in place", function()
+  local a = input({ 9, 40 }, "float32", true)
+  local g = G(a)
+  close(g * 2.5, a * 2.5, 1e-6, 1e-6)
+  close(3 - g, 3 - a, 1e-6, 1e-6)
+  close(g / 3, a / 3, 1e-6, 1e-6)
+  close(1 / (g:abs() + 1), 1 / (a:abs() + 1), 1e-6, 1e-6)
+  local x = cell.randn { 5, 6 }
+  local gx = G(x)
+  gx:mul_(2)
+  gx:add_(1)
+  close(gx, x * 2 + 1, 1e-6, 1e-6)
+end)
+
+-- Casts and copies, every pair among the float and integer dtypes, both layouts.
+local cast_dts = { "float32", "float64", "float16", "bfloat16", "int32", "int64" }
+for _, from in ipairs(cast_dts) do
+  for _, lay in ipairs(layouts) do
+    case(("astype from %s (%s)"):format(from, lay[1]), function()
+      local a = (input({ 13, 21 }, "float32", lay[2]) * 50):astype(cell[from])
+      local g = G(a)
+      close(g:contiguous(), a:contiguous(), 0, 0)
+      close(g:clone(), a:clone(), 0, 0)
+      for _, to in ipairs(cast_dts) do close(g:astype(cell[to]), a:astype(cell[to]), 0, 0) end
+    end)
+  end
+end
+
+-- Reductions.
+for _, dt in ipairs { "float32", "float64" } do
+  for _, s in ipairs(shapes) do
+    for _, lay in ipairs(layouts) do
+      case(("reductions %s %s %s"):format(dt, table.concat(s, "x"), lay[1]), function()
+        local a = input(s, dt, lay[2])
+        local g = G(a)
+        local t = tol[dt] * 10
+        for _, op in ipairs { "sum", "mean", "max", "min" } do
+          close(g[op](g), a[op](a), t, t)
+          close(g[op](g, 1), a[op](a, 1), t, t)
+          close(g[op](g, -1, true), a[op](a, -1, true), t, t)
+        end
+        local p = input(s, dt, lay[2], 0.9, nil):clamp(0.9, 1.1)
+        close(G(p):prod(-1), p:prod(-1), t, t)
+        if #s >= 2 then close(g:sum { 1, #s }, a:sum { 1, #s }, t, t) end
+      end)
+      case(("max / min / argmax with indices %s %s %s"):format(dt, table.concat(s, "x"), lay[1]), function()
+        local a = input(s, dt, lay[2])
+        local g = G(a)
+        for _, d in ipairs { 1, -1 } do
+          local gv, gi = g:max(d)
+          local cv, ci = a:max(d)
+          close(gv, cv, 0, 0)
+          close(gi, ci, 0, 0)
+          gv, gi = g:min(d)
+          cv, ci = a:min(d)
+          close(gv, cv, 0, 0)
+          close(gi, ci, 0, 0)
+          close(g:argmax(d), a:argmax(d), 0, 0)
+          close(g:argmin(d), a:argmin(d), 0, 0)
+        end
+        close(g:argmax(), a:argmax(), 0, 0)
+        close(g:argmin(), a:argmin(), 0, 0)
+      end)
+    end
+  end
+end
+
+case("max of an empty dimension is a ValueError; sum of one is 0", function()
+  local e = G(cell.zeros { 3, 0 })
+  local ok, err = pcall(function() return e:max(2) end)
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("ValueError", 1, true), tostring(err))
+  close(e:sum(2), cell.zeros { 3 }, 0, 0)
+end)
+
+-- Softmax and log-softmax, and their gradients through autograd.
+for _, dt in ipairs { "float32", "float64" } do
+  for _, s in ipairs(shapes) do
+    for _, lay in ipairs(layouts) do
+      case(("softmax / log_softmax %s %s %s"):format(dt, table.concat(s, "x"), lay[1]), function()
+        local a = input(s, dt, lay[2]) * 4
+        for _, d in ipairs { 1, -1 } do
+          close(ops.softmax(G(a), d), ops.softmax(a, d), tol[dt], tol[dt])
+          close(ops.log_softmax(G(a), d), ops.log_softmax(a, d), tol[dt], tol[dt])
+        end
+      end)
+    end
+  end
+end
+
+case("softmax and log_softmax gradients", function()
+  local x, w = cell.randn { 6, 11 }, cell.randn { 6, 11 }
+  for _, f in ipairs { ops.softmax, ops.log_softmax } do
+    local function loss(a, b) return (f(a, -1) * b):sum() end
+    local gc = cell.grad(loss, 1)(x, w)
+    local gg = cell.grad(loss, 1)(G(x), G(w))
+    close(gg, gc, 1e-5, 1e-6)
+  end
+end)
+
+-- Layer norm.
+for _, dt in ipairs { "float32", "float64" } do
+  for _, lay in ipairs(layouts) do
+    case(("layer_norm %s %s"):format(dt, lay[1]), function()
+      local x = input({ 5, 7, 48 }, dt, lay[2]) * 3 + 1
+      local w, b = cell.randn({ 48 }):astype(cell[dt]), cell.randn({ 48 }):astype(cell[dt])
+      close(ops.layer_norm(G(x), 1, G(w), G(b)), ops.layer_norm(x, 1, w, b), tol[dt] * 10, tol[dt] * 10)
+      close(ops.layer_norm(G(x), 2, nil, nil), ops.layer_norm(x, 2, nil, nil), tol[dt] * 10, tol[dt] * 10)
+    end)
+  end
+end
+
+case("layer_norm gradients of the input, weight and bias", function()
+  local x, w, b, r = cell.randn { 4, 6, 32 }, cell.randn { 32 }, cell.randn { 32 }, cell.randn { 4, 6, 32 }
+  local function loss(a, ww, bb, rr) return (ops.layer_norm(a, 1, ww, bb) * rr):sum() end
+  local gc = cell.grad(loss, { 1, 2, 3 })(x, w, b, r)
+  local gg = cell.grad(loss, { 1, 2, 3 })(G(x), G(w), G(b), G(r))
+  for i = 1, 3 do close(gg[i], gc[i], 1e-4, 1e-5) end
+end)
+
+-- Embedding.
+for _, idt in ipairs { "int64", "int32" } do
+  for _, dt in ipairs { "float32", "float64" } do
+    case(("embedding %s ids, %s table"):format(idt, dt), function()
+      local w = cell.randn({ 50, 24 }):astype(cell[dt])
+      local ids = cell.randint(1, 51, { 7, 9 }):astype(cell[idt])
+      close(ops.embedding(G(ids), G(w)), ops.embedding(ids, w), 0, 0)
+      local st = cell.randint(1, 51, { 9, 7 }):astype(cell[idt]):transpose(1, 2)
+      close(ops.embedding(G(st), G(w)), ops.embedding(st, w), 0, 0)
+    end)
+  end
+end
+
+case("embedding: an id out of range is the CPU's IndexError", function()
+  local w = cell.randn { 4, 3 }
+  local ids = cell.tensor({ 1, 9, 2 }, cell.int64)
+  local _, cerr = pcall(ops.embedding, ids, w)
+  local ok, gerr = pcall(ops.embedding, G(ids), G(w))
+  assert.is_false(ok)
+  assert.is_truthy(tostring(gerr):find("IndexError: embedding: id 9 is out of range for a table of 4 rows (expected 1..4)", 1, true),
+    tostring(gerr))
+  assert.is_truthy(tostring(cerr):find("id 9 is out of range", 1, true))
+  close(ops.embedding(G(cell.tensor({ 4 }, cell.int64)), G(w)), ops.embedding(cell.tensor({ 4 }, cell.int64), w), 0, 0)
+end)
+
+case("embedding gradient: repeated ids add up (atomicAdd)", function()
+  local w = cell.randn { 10, 16 }
+  local ids = cell.tensor({ { 1, 3, 3, 10 }, { 3, 1, 2, 3 } }, cell.int64)
+  local r = cell.randn { 2, 4, 16 }
+  local function loss(ww, rr) return (ops.embedding(ids:move_to(ww.device), ww) * rr):sum() end
+  local gc = cell.grad(loss, 1)(w, r)
+  local gg = cell.grad(loss, 1)(G(w), G(r))
+  close(gg, gc, 1e-5, 1e-6)
+end)
+
+-- Dropout: the CPU's mask for the same seed, at any size.
+for _, dt in ipairs { "float32", "float64" } do
+  for _, n in ipairs { 1, 5, 4099, 1000003 } do
+    case(("dropout %s of %d elements: the CPU's mask"):format(dt, n), function()
+      local x = cell.randn({ n }):astype(cell[dt])
+      cell.set_seed(77)
+      local c = ops.dropout(x, 0.3)
+      cell.set_seed(77)
+      local g = ops.dropout(G(x), 0.3)
+      close(g, c, 0, 0)
+    end)
+  end
+end
+
+case("dropout gradient: the forward's mask again", function()
+  local x = cell.randn { 8, 33 }
+  local function loss(a)
+    cell.set_seed(5)
+    return (ops.dropout(a, 0.4) * a):sum()
+  end
+  close(cell.grad(loss, 1)(G(x)), cell.grad(loss, 1)(x), 1e-5, 1e-6)
+end)
+
+-- Cross-entropy and nll_loss: class ids (with weights, ignore_index, label
+-- smoothing) and probabilities, every reduction, and their gradients.
+local function ce_inputs(shape, dt, probs)
+  local x = (cell.randn(shape) * 3):astype(cell[dt])
+  local c = #shape == 1 and shape[1] or shape[2]
+  if probs then return x, ops.softmax(cell.randn(shape), #shape == 1 and 1 or 2):astype(cell[dt]), c end
+  local tshape = {}
+  for d = 1, #shape do
+    if d ~= (#shape == 1 and 1 or 2) then tshape[#tshape + 1] = shape[d] end
+  end
+  local t = #tshape == 0 and cell.tensor(2, cell.int64) or cell.randint(1, c + 1, tshape)
+  return x, t, c
+end
+
+for _, dt in ipairs { "float32", "float64" } do
+  for _, shape in ipairs { { 8, 5 }, { 4, 7, 3 }, { 6 } } do
+    for _, probs in ipairs { false, true } do
+      for _, red in ipairs { "mean", "sum", "none" } do
+        case(("cross_entropy %s %s %s %s"):format(dt, table.concat(shape, "x"), probs and "probabilities" or "class ids", red), function()
+          local x, t, c = ce_inputs(shape, dt, probs)
+          local w = (cell.rand { c } + 0.5):astype(cell[dt])
+          for _, o in ipairs {
+            { reduction = red },
+            { reduction = red, weight = w },
+            { reduction = red, weight = w, label_smoothing = 0.2 },
+            probs and { reduction = red } or { reduction = red, ignore_index = 2 },
+          } do
+            local go = {}
+            for k, v in pairs(o) do go[k] = v end
+            if go.weight then go.weight = G(go.weight) end
+            close(ops.cross_entropy(G(x), G(t), go), ops.cross_entropy(x, t, o), tol[dt] * 10, tol[dt] * 10)
+            local function loss(a, b, opts) return (ops.cross_entropy(a, b, opts) * 1.5):sum() end
+            local pos = probs and { 1, 2 } or 1
+            local gc = cell.grad(loss, pos)(x, t, o)
+            local gg = cell.grad(loss, pos)(G(x), G(t), go)
+            if probs then
+              close(gg[1], gc[1], tol[dt] * 10, tol[dt] * 10)
+              close(gg[2], gc[2], tol[dt] * 10, tol[dt] * 10)
+            else
+              close(gg, gc, tol[dt] * 10, tol[dt] * 10)
+            end
+          end
+        end)
+      end
+    end
+    case(("nll_loss %s %s"):format(dt, table.concat(shape, "x")), function()
+      local x, t, c = ce_inputs(shape, dt, false)
+      local lp = ops.log_softmax(x, #shape == 1 and 1 or 2)
+      local w = (cell.rand { c } + 0.5):astype(cell[dt])
+      for _, red in ipairs { "mean", "sum", "none" } do
+        for _, o in ipairs { { reduction = red }, { reduction = red, weight = w, ignore_index = 1 } } do
+          local go = { reduction = o.reduction, ignore_index = o.ignore_index, weight = o.weight and G(o.weight) }
+          close(ops.nll_loss(G(lp), G(t), go), ops.nll_loss(lp, t, o), tol[dt] * 10, tol[dt] * 10)
+          local function loss(a, b, opts) return (ops.nll_loss(a, b, opts) * 1.5):sum() end
+          close(cell.grad(loss, 1)(G(lp), G(t), go), cell.grad(loss, 1)(lp, t, o), tol[dt] * 10, tol[dt] * 10)
+        end
+      end
+    end)
+  end
+end
+
+case("cross_entropy: a class id out of range is the CPU's IndexError", function()
+  local x, t = cell.randn { 3, 4 }, cell.tensor({ 1, 5, 2 }, cell.int64)
+  local ok, err = pcall(ops.cross_entropy, G(x), G(t))
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("IndexError: cross_entropy: target 5 is out of range for 4 classes", 1, true),
+    tostring(err))
+  local _, cerr = pcall(ops.cross_entropy, x, t)
+  assert.is_truthy(tostring(cerr):find("target 5 is out of range for 4 classes", 1, true), tostring(cerr))
+end)
+
+-- conv2d through cuDNN: forward and the three gradients, per dtype, with
+-- stride, symmetric padding, dilation and groups; strided inputs.
+for _, dt in ipairs { "float32", "float64" } do
+  for _, cfg in ipairs {
+    { "3x3", { 2, 3, 9, 11 }, { 4, 3, 3, 3 }, {} },
+    { "stride 2, padding 1", { 3, 4, 12, 10 }, { 6, 4, 3, 3 }, { stride = { 2, 2 }, padding = { 1, 1, 1, 1 } } },
+    { "dilation 2, groups 2", { 2, 4, 13, 13 }, { 6, 2, 3, 2 }, { dilation = { 2, 1 }, groups = 2, padding = { 2, 2, 0, 0 } } },
+    { "1x1", { 5, 8, 4, 4 }, { 3, 8, 1, 1 }, {} },
+  } do
+    case(("conv2d %s %s"):format(cfg[1], dt), function()
+      local x = cell.randn(cfg[2]):astype(cell[dt])
+      local w = (cell.randn(cfg[3]) * 0.3):astype(cell[dt])
+      local b = cell.randn({ cfg[3][1] }):astype(cell[dt])
+      local t = dt == "float32" and 1e-4 or 1e-10
+      close(ops.conv2d(G(x), G(w), G(b), cfg[4]), ops.conv2d(x, w, b, cfg[4]), t, t)
+      close(ops.conv2d(G(x), G(w), nil, cfg[4]), ops.conv2d(x, w, nil, cfg[4]), t, t)
+      local xs = x:transpose(3, 4):contiguous():transpose(3, 4)
+      close(ops.conv2d(G(xs), G(w), G(b), cfg[4]), ops.conv2d(x, w, b, cfg[4]), t, t)
+      local y = ops.conv2d(x, w, b, cfg[4])
+      local r = cell.randn(y.shape):astype(cell[dt])
+      local function loss(a, ww, bb, rr) return (ops.conv2d(a, ww, bb, cfg[4]) * rr):sum() end
+      local gc = cell.grad(loss, { 1, 2, 3 })(x, w, b, r)
+      local gg = cell.grad(loss, { 1, 2, 3 })(G(x), G(w), G(b), G(r))
+      for i = 1, 3 do close(gg[i], gc[i], t * 10, t * 10) end
+    end)
+  end
+end
+
+case("conv2d: padding that differs between sides is declined (cuDNN pads both alike)", function()
+  local x, w = cell.randn { 1, 2, 6, 6 }, cell.randn { 3, 2, 3, 3 }
+  local ok, err = pcall(ops.conv2d, G(x), G(w), nil, { padding = { 1, 0, 0, 1 } })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("NotImplementedError: .*not supported on device GPU"), tostring(err))
+end)
+
+-- Fused optimizer steps: three steps on GPU and CPU copies.
+for _, dt in ipairs { "float32", "float64" } do
+  for _, cfg in ipairs {
+    { "sgd", 0, 0, 0, false },
+    { "momentum", 0.9, 0, 0.01, false },
+    { "nesterov", 0.9, 0, 0, true },
+    { "momentum with dampening", 0.8, 0.1, 0, false },
+  } do
+    case(("%s step %s"):format(cfg[1], dt), function()
+      local p = cell.randn({ 37, 5 }):astype(cell[dt])
+      local b = cell.zeros({ 37, 5 }):astype(cell[dt])
+      local gp, gb = G(p), G(b)
+      for step = 1, 3 do
+        local g = cell.randn({ 37, 5 }):astype(cell[dt])
+        local buf = cfg[2] ~= 0 and b or nil
+        local gbuf = cfg[2] ~= 0 and gb or nil
+        OI.sgd_step(p, g, buf, 0.1, cfg[2], cfg[3], cfg[4], cfg[5], step == 1, 0.5)
+        OI.sgd_step(gp, G(g), gbuf, 0.1, cfg[2], cfg[3], cfg[4], cfg[5], step == 1, 0.5)
+      end
+      close(gp, p, tol[dt], tol[dt])
+      if cfg[2] ~= 0 then close(gb, b, tol[dt], tol[dt]) end
+    end)
+  end
+  for _, decoupled in ipairs { false, true } do
+    case(("%s step %s"):format(decoupled and "adamw" or "adam", dt), function()
+      local p = cell.randn({ 129 }):astype(cell[dt])
+      local m, v = cell.zeros({ 129 }):astype(cell[dt]), cell.zeros({ 129 }):astype(cell[dt])
+      local gp, gm, gv = G(p), G(m), G(v)
+      for step = 1, 3 do
+        local g = cell.randn({ 129 }):astype(cell[dt])
+        OI.adam_step(p, g, m, v, 0.01, 0.9, 0.999, 1e-8, 0.1, step, decoupled, 1)
+        OI.adam_step(gp, G(g), gm, gv, 0.01, 0.9, 0.999, 1e-8, 0.1, step, decoupled, 1)
+      end
+      close(gp, p, tol[dt] * 10, tol[dt] * 10)
+      close(gm, m, tol[dt] * 10, tol[dt] * 10)
+      close(gv, v, tol[dt] * 10, tol[dt] * 10)
+    end)
+  end
+end
+
+describe("cell.cuda's nn kernels on the GPU", function()
+  if not cuda.is_available() then
+    it("is skipped: no GPU", function()
+      print(("\ncuda: skipped %d nn specs: no GPU (%s)"):format(#cases, cuda.unavailable_reason()))
+      assert.is_true(#cases > 0)
+      assert.is_string(cuda.unavailable_reason())
+    end)
+    return
+  end
+  before_each(function() cell.set_seed(4321) end)
+  for _, c in ipairs(cases) do it(c.name, c.f) end
+end)

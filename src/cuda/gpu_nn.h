@@ -1,0 +1,56 @@
+/* gpu_nn.h - the GPU table's kernels of gpu_nn.c (internal to src/cuda):
+ * each has its kernel_list.h row's signature. */
+#ifndef CELL_CUDA_GPU_NN_H
+#define CELL_CUDA_GPU_NN_H
+#include "gpu.h"
+
+/* Whether copies and casts handle dtype dt (every dtype but the complex ones). */
+int gpu_dtype_copyable(cell_dtype dt);
+cell_status gpu_contiguous(const cell_tensor *t, cell_tensor **out);
+/* t as a contiguous tensor of dtype dt: t itself (retained) when it is one. */
+cell_status gpu_contig_as(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
+cell_status gpu_clone(const cell_tensor *t, cell_tensor **out);
+cell_status gpu_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
+cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims, int keepdim,
+                       cell_tensor **out);
+cell_status gpu_max_dim(const cell_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
+                        cell_tensor **values, cell_tensor **indices);
+cell_status gpu_argmax(const cell_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
+                       cell_tensor **out);
+cell_status gpu_softmax(const cell_tensor *x, int dim, int log, cell_tensor **out);
+cell_status gpu_softmax_backward(const cell_tensor *y, const cell_tensor *g, int dim, int log, cell_tensor **gx);
+cell_status gpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *weight, const cell_tensor *bias,
+                           double eps, cell_tensor **out, cell_tensor **mean, cell_tensor **rstd);
+cell_status gpu_layer_norm_backward(const cell_tensor *g, const cell_tensor *x, int k, const cell_tensor *weight,
+                                    const cell_tensor *mean, const cell_tensor *rstd, cell_tensor **gx,
+                                    cell_tensor **gw, cell_tensor **gb);
+cell_status gpu_embedding(const cell_tensor *ids, const cell_tensor *weight, int64_t index_base, cell_tensor **out);
+cell_status gpu_embedding_backward(const cell_tensor *g, const cell_tensor *ids, int64_t vocab, cell_dtype dt,
+                                   int has_padding, int64_t padding_idx, int64_t index_base, cell_tensor **gw);
+cell_status gpu_dropout(const cell_tensor *x, double p, uint64_t *seed, uint64_t *first, cell_tensor **out);
+cell_status gpu_dropout_apply(const cell_tensor *x, double p, uint64_t seed, uint64_t first, cell_tensor **out);
+cell_status gpu_sgd_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *buf, const cell_sgd_config *cfg);
+cell_status gpu_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg, cell_tensor *exp_avg_sq,
+                          const cell_adam_config *cfg);
+
+/* gpu_loss.c */
+cell_status gpu_cross_entropy(const cell_tensor *logits, const cell_tensor *target, const cell_ce_args *a,
+                              cell_tensor **out, cell_tensor **lse, double *den);
+cell_status gpu_cross_entropy_backward(const cell_tensor *g, const cell_tensor *logits, const cell_tensor *lse,
+                                       const cell_tensor *target, const cell_ce_args *a, double den, cell_tensor **gx,
+                                       cell_tensor **gt);
+cell_status gpu_nll_loss(const cell_tensor *logp, const cell_tensor *target, const cell_ce_args *a, cell_tensor **out,
+                         double *den);
+cell_status gpu_nll_loss_backward(const cell_tensor *g, const cell_tensor *logp, const cell_tensor *target,
+                                  const cell_ce_args *a, double den, cell_tensor **gx);
+
+/* gpu_dnn.c: conv2d through cuDNN (how is ignored). */
+cell_status gpu_conv2d(cell_conv_lowering how, const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
+                       const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                       cell_tensor **out);
+cell_status gpu_conv2d_backward(cell_conv_lowering how, const cell_tensor *gy, const cell_tensor *x,
+                                const cell_tensor *w, const int64_t *stride, const int64_t *padding,
+                                const int64_t *dilation, int64_t groups, cell_tensor **gx, cell_tensor **gw,
+                                cell_tensor **gb);
+
+#endif
