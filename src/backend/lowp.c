@@ -151,6 +151,34 @@ static void interleave(const uint16_t *r0, const uint16_t *r1, uint16_t *d, int6
   }
 }
 
+/* d[p * step] = the p-th pair (src[2p], src[2p + 1]) of a contiguous row, p < k / 2. */
+static void pairs_to_panel(const uint16_t *src, int64_t k, uint32_t *d, int64_t step) {
+  for (int64_t p = 0; p < k / 2; p++) {
+    uint32_t v;
+    memcpy(&v, src + 2 * p, sizeof v);
+    d[p * step] = v;
+  }
+}
+
+/* A B panel (kp x NR pairs) from B stored transposed: column j of the
+ * panel is the contiguous row bt + j * ld, whose pairs are 32-bit words
+ * already. Done in blocks of pairs, so that the panel's rows being written
+ * stay in the first-level cache while all the columns are read (a column
+ * at a time touched a new line per element, at a stride that aliased). */
+static void pack_b_transposed(const uint16_t *bt, int64_t ld, int64_t k, int64_t cols, int64_t kp, uint32_t *d) {
+  const int64_t PB = 64;
+  for (int64_t p0 = 0; p0 < kp; p0 += PB) {
+    int64_t pe = p0 + PB < kp ? p0 + PB : kp, full = pe < k / 2 ? pe : k / 2;
+    for (int64_t j = 0; j < cols; j++) {
+      const uint16_t *src = bt + j * ld;
+      if (full > p0) pairs_to_panel(src + 2 * p0, 2 * (full - p0), d + p0 * NR + j, NR);
+      if (full < pe) d[full * NR + j] = src[k - 1]; /* odd k: the last pair's second half 0 */
+    }
+    for (int64_t j = cols; j < NR; j++)
+      for (int64_t p = p0; p < pe; p++) d[p * NR + j] = 0;
+  }
+}
+
 /* C = A B with bfloat16 A, B and C, or float32 C when cf is not NULL (then
  * cf replaces g->c, with g's strides counted in floats). */
 static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
@@ -173,11 +201,7 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
       const uint16_t *src = A + i * g->a_rs;
       if (g->a_cs == 1) { /* a row's pairs are 32-bit words already */
         uint32_t *d32 = (uint32_t *)(void *)dst;
-        for (int64_t p = 0; p < k / 2; p++) {
-          uint32_t v;
-          memcpy(&v, src + 2 * p, sizeof v);
-          d32[p * MR + r] = v;
-        }
+        pairs_to_panel(src, k, d32 + r, MR);
         if (k & 1) dst[((k >> 1) * MR + r) * 2] = src[k - 1];
       } else {
         for (int64_t q = 0; q < k; q++) dst[((q >> 1) * MR + r) * 2 + (q & 1)] = src[q * g->a_cs];
@@ -189,7 +213,9 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
   CELL_FOR(lowp_par(k * n), int64_t, q, panels, {
     uint16_t *dst = (uint16_t *)(bp + q * kp * NR);
     int64_t j0 = q * NR, cols = n - j0 < NR ? n - j0 : NR;
-    for (int64_t p = 0; p < kp; p++) {
+    if (g->b_rs == 1 && g->b_cs != 1) /* B^T stored (a weight gradient's columns) */
+      pack_b_transposed(B + j0 * g->b_cs, g->b_cs, k, cols, kp, (uint32_t *)(void *)dst);
+    else for (int64_t p = 0; p < kp; p++) {
       const uint16_t *r0 = B + (2 * p) * g->b_rs + j0 * g->b_cs;
       const uint16_t *r1 = 2 * p + 1 < k ? r0 + g->b_rs : NULL;
       uint16_t *d = dst + p * NR * 2;
