@@ -98,7 +98,9 @@ static int bf16_supports(const cell_gemm *g) {
  * (kp x MR uint32 pairs: the MR rows' pair p side by side) and a B panel
  * (kp x NR pairs, two zmm per k-pair). The 16 accumulators are named so
  * that they stay in registers. */
-#define ACC2(r) __m512 c##r##a = _mm512_setzero_ps(), c##r##b = _mm512_setzero_ps();
+#define ACC2(r)                                                        \
+  __m512 c##r##a = _mm512_set1_ps(bias && r < rows ? bias[r] : 0.0f); \
+  __m512 c##r##b = c##r##a;
 #define DOT2(r)                                                          \
   {                                                                      \
     __m512bh av = (__m512bh)_mm512_set1_epi32((int)arow[r]);             \
@@ -131,7 +133,7 @@ static int bf16_supports(const cell_gemm *g) {
   }
 
 BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t *ap, const uint32_t *bp,
-                                  uint16_t *C, float *Cf, int64_t c_rs, int64_t c_cs) {
+                                  const float *bias, uint16_t *C, float *Cf, int64_t c_rs, int64_t c_cs) {
   ACC2(0) ACC2(1) ACC2(2) ACC2(3) ACC2(4) ACC2(5) ACC2(6) ACC2(7)
   for (int64_t p = 0; p < kp; p++) {
     __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
@@ -180,8 +182,10 @@ static void pack_b_transposed(const uint16_t *bt, int64_t ld, int64_t k, int64_t
 }
 
 /* C = A B with bfloat16 A, B and C, or float32 C when cf is not NULL (then
- * cf replaces g->c, with g's strides counted in floats). */
-static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
+ * cf replaces g->c, with g's strides counted in floats). ep, when not NULL,
+ * adds its row bias before the rounding and splits C's columns (see
+ * backend.h). */
+static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_epilogue *ep) {
   int64_t m = g->m, n = g->n, k = g->k;
   int64_t kp = (k + 1) / 2, panels = (n + NR - 1) / NR, rblocks = (m + MR - 1) / MR;
   size_t bytes = sizeof(uint32_t) * (size_t)(rblocks * kp * MR + panels * kp * NR);
@@ -238,19 +242,30 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
     int64_t i0 = rb * MR, j0 = q * NR;
     int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
     int64_t at = i0 * g->c_rs + j0 * g->c_cs;
-    bf16_tile(rows, cols, kp, ap + rb * kp * MR, bp + q * kp * NR, cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs,
-              g->c_cs);
+    if (ep && ep->col_split > 0) at = (j0 / ep->col_split) * ep->split_stride + i0 * g->c_rs + (j0 % ep->col_split) * g->c_cs;
+    const float *bias = ep && ep->row_bias ? ep->row_bias + i0 : NULL;
+    bf16_tile(rows, cols, kp, ap + rb * kp * MR, bp + q * kp * NR, bias, cf ? NULL : C + at, cf ? cf + at : NULL,
+              g->c_rs, g->c_cs);
   });
   free(ap);
   return CELL_OK;
 }
 
-static cell_status bf16_gemm(const cell_gemm *g) { return bf16_gemm_to(g, NULL); }
+static cell_status bf16_gemm(const cell_gemm *g) { return bf16_gemm_to(g, NULL, NULL); }
 
 cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
   if (g->dtype != CELL_DTYPE_BF16 || !bf16_isa())
     return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
-  return bf16_gemm_to(g, c);
+  return bf16_gemm_to(g, c, NULL);
+}
+
+cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue *ep) {
+  if (g->dtype != CELL_DTYPE_BF16 || !bf16_isa())
+    return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+  if (ep && ep->col_split > 0 && ep->col_split % NR != 0)
+    return cell_error(CELL_ERR_RUNTIME, "matmul: a column split of %lld is not a multiple of %d",
+                      (long long)ep->col_split, NR);
+  return bf16_gemm_to(g, NULL, ep);
 }
 
 #else
@@ -262,6 +277,11 @@ static cell_status bf16_gemm(const cell_gemm *g) { return lowp_gemm_f32(g); }
 cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
   (void)g;
   (void)c;
+  return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+}
+cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue *ep) {
+  (void)g;
+  (void)ep;
   return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
 }
 #endif

@@ -73,7 +73,7 @@ cell_status cell_conv_bf16_forward(const cell_conv_geom *g, const cell_tensor *x
   if (nb < 1) nb = 1;
   if (nb > g->n) nb = g->n;
   uint16_t *cols = cell_alloc(sizeof(uint16_t) * (size_t)(K * nb * P > 0 ? K * nb * P : 1));
-  float *m = cell_alloc(sizeof(float) * (size_t)(O * nb * P > 0 ? O * nb * P : 1));
+  float *m = cell_alloc(sizeof(float) * (size_t)(P % 32 != 0 && O * nb * P > 0 ? O * nb * P : 1));
   float *bias = b ? cell_alloc(sizeof(float) * (size_t)(O > 0 ? O : 1)) : NULL;
   if (!cols || !m || (b && !bias)) {
     cell_dealloc(cols);
@@ -89,6 +89,14 @@ cell_status cell_conv_bf16_forward(const cell_conv_geom *g, const cell_tensor *x
   for (int64_t n0 = 0; n0 < g->n && s == CELL_OK; n0 += nb) {
     int64_t cnt = g->n - n0 < nb ? g->n - n0 : nb, NP = cnt * P;
     im2col_bf16(g, xo, n0, cnt, cols);
+    if (P % 32 == 0) { /* the tiles write NCHW bfloat16, the bias added before the rounding */
+      cell_gemm gd = {CELL_DTYPE_BF16, O, NP, K, (const char *)wo, K, 1, (const char *)cols, NP, 1,
+                      (char *)(yo + n0 * O * P), P, 1};
+      cell_bf16_epilogue ep = {bias, P, O * P};
+      s = cell_bf16_gemm_epilogue(&gd, &ep);
+      if (s == CELL_OK && cell_ctx()->interrupt) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
+      continue;
+    }
     cell_gemm gm = {CELL_DTYPE_BF16, O, NP, K, (const char *)wo, K, 1, (const char *)cols, NP, 1, NULL, NP, 1};
     s = cell_bf16_gemm_f32(&gm, m);
     if (s != CELL_OK) break;
