@@ -219,11 +219,21 @@ static const cell_loop_fn vm_loops[CELL_UNOP_COUNT] = {
     float buf[VM_CHUNK];                                                         \
     for (int64_t i0 = 0; i0 < n; i0 += VM_CHUNK) {                               \
       int64_t m = n - i0 < VM_CHUNK ? n - i0 : VM_CHUNK;                         \
-      for (int64_t i = 0; i < m; i++)                                            \
-        buf[i] = cell_bf16_to_float(*(const uint16_t *)(p[1] + (i0 + i) * s[1])); \
+      if (s[1] == 2) {                                                           \
+        const uint16_t *a = (const uint16_t *)p[1] + i0;                         \
+        _Pragma("omp simd") for (int64_t i = 0; i < m; i++) buf[i] = cell_bf16_to_float(a[i]); \
+      } else {                                                                   \
+        for (int64_t i = 0; i < m; i++)                                          \
+          buf[i] = cell_bf16_to_float(*(const uint16_t *)(p[1] + (i0 + i) * s[1])); \
+      }                                                                          \
       vmfn(buf, buf, m);                                                         \
-      for (int64_t i = 0; i < m; i++)                                            \
-        *(uint16_t *)(p[0] + (i0 + i) * s[0]) = cell_float_to_bf16(buf[i]);      \
+      if (s[0] == 2) {                                                           \
+        uint16_t *o = (uint16_t *)p[0] + i0;                                     \
+        _Pragma("omp simd") for (int64_t i = 0; i < m; i++) o[i] = cell_float_to_bf16(buf[i]); \
+      } else {                                                                   \
+        for (int64_t i = 0; i < m; i++)                                          \
+          *(uint16_t *)(p[0] + (i0 + i) * s[0]) = cell_float_to_bf16(buf[i]);    \
+      }                                                                          \
     }                                                                            \
   }
 VM_LOOP_BF16(exp, cell_vm_exp_f32)
