@@ -196,6 +196,29 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
   /* A: row block rb, pair p, row r holds A[i][2p], A[i][2p+1] (zeros past the edges) */
   CELL_FOR(lowp_par(m * k), int64_t, rb, rblocks, {
     uint16_t *dst = (uint16_t *)(ap + rb * kp * MR);
+    int64_t i0 = rb * MR, rows = m - i0 < MR ? m - i0 : MR;
+    if (g->a_rs == 1 && g->a_cs != 1 && rows == MR) { /* A^T stored: pair p = two stored rows, interleaved */
+      for (int64_t p = 0; p < k / 2; p++)
+        interleave(A + 2 * p * g->a_cs + i0, A + (2 * p + 1) * g->a_cs + i0, dst + p * MR * 2, MR);
+      if (k & 1)
+        for (int r = 0; r < MR; r++) {
+          dst[((k >> 1) * MR + r) * 2] = A[(k - 1) * g->a_cs + i0 + r];
+          dst[((k >> 1) * MR + r) * 2 + 1] = 0;
+        }
+      continue;
+    }
+    if (g->a_cs == 1 && rows == MR) { /* rows of pairs: 32-bit words, MR of them side by side per pair */
+      uint32_t *d32 = (uint32_t *)(void *)dst;
+      const uint16_t *r0 = A + i0 * g->a_rs;
+      for (int64_t p = 0; p < k / 2; p++)
+        for (int r = 0; r < MR; r++) memcpy(d32 + p * MR + r, r0 + r * g->a_rs + 2 * p, sizeof(uint32_t));
+      if (k & 1)
+        for (int r = 0; r < MR; r++) {
+          dst[((k >> 1) * MR + r) * 2] = r0[r * g->a_rs + k - 1];
+          dst[((k >> 1) * MR + r) * 2 + 1] = 0;
+        }
+      continue;
+    }
     for (int r = 0; r < MR; r++) {
       int64_t i = rb * MR + r;
       if (i >= m) {
