@@ -4,7 +4,8 @@
 -- conv2d forward and backward (odd sizes, strides, dilations, paddings,
 -- with and without a bias, output planes that are and are not a multiple
 -- of 32 positions, strided inputs), the gemm with a transposed B, ReLU's
--- gradient on the bits, and the vectorised transcendentals. A result
+-- gradient on the bits, the vectorised transcendentals, and the
+-- arithmetic and column sums of the backward pass. A result
 -- rounded once from a float32 sum is within half a bfloat16 step of the
 -- exact value plus float32 accumulation (1e-5 of the sum of |a||b|).
 local H = require "helpers"
@@ -103,6 +104,29 @@ describe("bfloat16 kernels", function()
         assert.is_true(e <= 0, ("%dx%dx%d: past the bound by %g"):format(m, n, k, e))
       end
     end
+  end)
+
+  it("add, sub, mul, div and column sums round once from float32", function()
+    cell.set_seed(26)
+    local a, b = cell.randn({ 67, 45 }):astype(bf), cell.randn({ 67, 45 }):astype(bf)
+    local a64, b64 = a:astype(f64), b:astype(f64)
+    local s = cell.tensor(1.5, bf)
+    for _, op in ipairs({ "add", "sub", "mul", "div" }) do
+      local cases = {
+        { cell.ops[op](a, b), cell.ops[op](a64, b64), "contiguous" },
+        { cell.ops[op](a, s), cell.ops[op](a64, 1.5), "scalar" },
+        { cell.ops[op](a:transpose(1, 2), b:transpose(1, 2)), cell.ops[op](a64:transpose(1, 2), b64:transpose(1, 2)), "strided" },
+      }
+      for _, c in ipairs(cases) do
+        assert.are.equal(bf, c[1].dtype)
+        local e = ((c[1]:astype(f64) - c[2]):abs() - c[2]:abs() * ULP * (1 + 2 ^ -15)):max():item()
+        assert.is_true(e <= 0, op .. " " .. c[3] .. ": past half a step by " .. e)
+      end
+    end
+    -- a sum over the rows (a bias gradient): each column's float64 sum, rounded once
+    local sums = a:sum(1)
+    local e = ((sums:astype(f64) - a64:sum(1)):abs() - a64:sum(1):abs() * ULP - a64:abs():sum(1) * 1e-6):max():item()
+    assert.is_true(e <= 0, "column sums: past the bound by " .. e)
   end)
 
   it("ReLU's gradient keeps the gradient exactly where x > 0 (zeros, infinities and NaN included)", function()
