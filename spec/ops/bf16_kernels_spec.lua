@@ -27,7 +27,7 @@ local function geometries(rng_count)
     { 3, 4, 9, 7, 6, 3, 3, { padding = 1 } },       -- 63 positions
     { 2, 5, 11, 10, 7, 3, 2, { stride = 2 } },
     { 1, 6, 12, 12, 9, 2, 3, { dilation = 2, padding = { 1, 0 } } },
-    { 4, 7, 16, 16, 33, 3, 3, { padding = 1 } },    -- 256 positions, O past a tile of 8 rows
+    { 5, 7, 16, 16, 33, 3, 3, { padding = 1 } },    -- 256 positions, O past a tile of 8 rows, k of gW in blocks
     { 2, 9, 8, 8, 4, 1, 1 },                        -- k = 9: odd
   }
   for _ = 1, rng_count do

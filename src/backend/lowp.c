@@ -77,6 +77,7 @@ const cell_backend cell_backend_lowp = {"lowp", CELL_DEVICE_CPU, lowp_supports, 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define MR 8
 #define NR 32
+#define KC 256 /* pairs of k per block when C is float32 */
 
 /* Whether the native kernel runs: cpuid says avx512bf16, and CELL_BF16_ISA
  * is not "0". Decided once. */
@@ -99,8 +100,13 @@ static int bf16_supports(const cell_gemm *g) {
  * (kp x NR pairs, two zmm per k-pair). The 16 accumulators are named so
  * that they stay in registers. */
 #define ACC2(r)                                                        \
-  __m512 c##r##a = _mm512_set1_ps(bias && r < rows ? bias[r] : 0.0f); \
-  __m512 c##r##b = c##r##a;
+  __m512 c##r##a, c##r##b;                                             \
+  if (acc && r < rows) {                                               \
+    load_row(Cf + r * c_rs, cols, c_cs, &c##r##a, &c##r##b);           \
+  } else {                                                             \
+    c##r##a = _mm512_set1_ps(bias && r < rows ? bias[r] : 0.0f);       \
+    c##r##b = c##r##a;                                                 \
+  }
 #define DOT2(r)                                                          \
   {                                                                      \
     __m512bh av = (__m512bh)_mm512_set1_epi32((int)arow[r]);             \
@@ -132,8 +138,23 @@ static int bf16_supports(const cell_gemm *g) {
     }                                                                                    \
   }
 
+/* A row of a float32 C tile into two registers (zeros past cols). */
+BF16_TARGET static inline void load_row(const float *frow, int cols, int64_t c_cs, __m512 *a, __m512 *b) {
+  if (cols == NR && c_cs == 1) {
+    *a = _mm512_loadu_ps(frow);
+    *b = _mm512_loadu_ps(frow + 16);
+    return;
+  }
+  float tmp[NR] = {0};
+  for (int j = 0; j < cols; j++) tmp[j] = frow[j * c_cs];
+  *a = _mm512_loadu_ps(tmp);
+  *b = _mm512_loadu_ps(tmp + 16);
+}
+
+/* acc: add to the float32 tile already in Cf (a later block of k) instead
+ * of starting from the bias (or zero). */
 BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t *ap, const uint32_t *bp,
-                                  const float *bias, uint16_t *C, float *Cf, int64_t c_rs, int64_t c_cs) {
+                                  const float *bias, int acc, uint16_t *C, float *Cf, int64_t c_rs, int64_t c_cs) {
   ACC2(0) ACC2(1) ACC2(2) ACC2(3) ACC2(4) ACC2(5) ACC2(6) ACC2(7)
   for (int64_t p = 0; p < kp; p++) {
     __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
@@ -260,16 +281,27 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
     }
   });
   uint16_t *C = (uint16_t *)g->c;
-  CELL_FOR(lowp_par(m * n * k / 16), int64_t, t, rblocks * panels, {
-    int64_t rb = t / panels, q = t % panels;
-    int64_t i0 = rb * MR, j0 = q * NR;
-    int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
-    int64_t at = i0 * g->c_rs + j0 * g->c_cs;
-    if (ep && ep->col_split > 0) at = (j0 / ep->col_split) * ep->split_stride + i0 * g->c_rs + (j0 % ep->col_split) * g->c_cs;
-    const float *bias = ep && ep->row_bias ? ep->row_bias + i0 : NULL;
-    bf16_tile(rows, cols, kp, ap + rb * kp * MR, bp + q * kp * NR, bias, cf ? NULL : C + at, cf ? cf + at : NULL,
-              g->c_rs, g->c_cs);
-  });
+  /* B panel outer, row blocks inner: one B panel (kp x NR pairs) stays in
+   * cache while the row blocks (all of A, packed) pass over it; row blocks
+   * outer streamed all of B once per row block. */
+  /* With a float32 C and a long k (a weight gradient's k is the batch's
+   * positions), k in blocks of KC pairs, each block's tiles added to C:
+   * the panels' blocks stay in cache instead of streaming whole panels. */
+  const int64_t kc = cf && kp > 2 * KC ? KC : kp;
+  for (int64_t p0 = 0; p0 < kp; p0 += kc) {
+    int64_t pn = kp - p0 < kc ? kp - p0 : kc;
+    CELL_FOR(lowp_par(m * n * k / 16), int64_t, t, rblocks * panels, {
+      int64_t q = t / rblocks, rb = t % rblocks;
+      int64_t i0 = rb * MR, j0 = q * NR;
+      int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
+      int64_t at = i0 * g->c_rs + j0 * g->c_cs;
+      if (ep && ep->col_split > 0)
+        at = (j0 / ep->col_split) * ep->split_stride + i0 * g->c_rs + (j0 % ep->col_split) * g->c_cs;
+      const float *bias = ep && ep->row_bias ? ep->row_bias + i0 : NULL;
+      bf16_tile(rows, cols, pn, ap + rb * kp * MR + p0 * MR, bp + q * kp * NR + p0 * NR, bias, p0 > 0,
+                cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs, g->c_cs);
+    });
+  }
   free(ap);
   return CELL_OK;
 }
