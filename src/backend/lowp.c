@@ -6,9 +6,15 @@
  *   lanes), chosen at run time when cpuid reports avx512_bf16 (and
  *   CELL_BF16_ISA is not "0" in the environment, which forces the other
  *   path, for tests and comparisons). B is packed into panels of 32
- *   columns holding k-pairs, A into rows of k-pairs; a micro-kernel keeps
- *   an 8 x 32 tile of C in 16 float32 registers; the tile is rounded to
- *   bfloat16 (to nearest even) once, at the end.
+ *   columns holding k-pairs, A into blocks of 8 rows of k-pairs (either
+ *   operand stored by rows or transposed, each packed with contiguous
+ *   runs); a micro-kernel keeps an 8 x 32 tile of C in 16 float32
+ *   registers; the tile is rounded to bfloat16 (to nearest even) once, at
+ *   the end, after an optional row bias (conv2d's), and may be written to
+ *   NCHW places (cell_bf16_gemm_epilogue). The tiles run B panel by B
+ *   panel; with a float32 C and a long k, k goes in blocks added tile by
+ *   tile. Debian's OpenBLAS (0.3.21) exports no sbgemm, so this kernel is
+ *   the only bfloat16 one. AMX is not used.
  * - "lowp": float16, and bfloat16 elsewhere: the operands converted to
  *   float32, OpenBLAS's sgemm, the result rounded back once.
  * Both take any strides (the operands are packed), so transposed views of
