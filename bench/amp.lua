@@ -7,7 +7,10 @@
 -- alternate, REPS rounds of CALLS steps, and the medians are compared.
 -- Prints `cell_amp_cnn_f32_ms`, `cell_amp_cnn_bf16_ms`, `cell_amp_cnn_speedup`
 -- and the same for `gpt`. CELL_BENCH_THREADS, when set, is the thread count;
--- CELL_AMP_DTYPE=float16 measures float16 instead.
+-- CELL_AMP_DTYPE=float16 measures float16 instead; CELL_AMP_CLOCK=cpu
+-- times with the process's CPU time (os.clock) instead of the wall clock,
+-- steadier on a shared, loaded machine (one thread only: with more, CPU
+-- time adds the threads' times up).
 local cell = require "cell"
 local nn, amp = cell.nn, cell.amp
 
@@ -55,7 +58,7 @@ local function gpt_step(level)
   return function() return step(x, y) end
 end
 
-local clock = cell.perf_counter
+local clock = os.getenv("CELL_AMP_CLOCK") == "cpu" and os.clock or cell.perf_counter
 local function round_ms(fn)
   local t0 = clock()
   for _ = 1, CALLS do fn() end

@@ -6,9 +6,15 @@
  *   lanes), chosen at run time when cpuid reports avx512_bf16 (and
  *   CELL_BF16_ISA is not "0" in the environment, which forces the other
  *   path, for tests and comparisons). B is packed into panels of 32
- *   columns holding k-pairs, A into rows of k-pairs; a micro-kernel keeps
- *   an 8 x 32 tile of C in 16 float32 registers; the tile is rounded to
- *   bfloat16 (to nearest even) once, at the end.
+ *   columns holding k-pairs, A into blocks of 8 rows of k-pairs (either
+ *   operand stored by rows or transposed, each packed with contiguous
+ *   runs); a micro-kernel keeps an 8 x 32 tile of C in 16 float32
+ *   registers; the tile is rounded to bfloat16 (to nearest even) once, at
+ *   the end, after an optional row bias (conv2d's), and may be written to
+ *   NCHW places (cell_bf16_gemm_epilogue). The tiles run B panel by B
+ *   panel; with a float32 C and a long k, k goes in blocks added tile by
+ *   tile. Debian's OpenBLAS (0.3.21) exports no sbgemm, so this kernel is
+ *   the only bfloat16 one. AMX is not used.
  * - "lowp": float16, and bfloat16 elsewhere: the operands converted to
  *   float32, OpenBLAS's sgemm, the result rounded back once.
  * Both take any strides (the operands are packed), so transposed views of
@@ -77,6 +83,7 @@ const cell_backend cell_backend_lowp = {"lowp", CELL_DEVICE_CPU, lowp_supports, 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define MR 8
 #define NR 32
+#define KC 256 /* pairs of k per block when C is float32 */
 
 /* Whether the native kernel runs: cpuid says avx512bf16, and CELL_BF16_ISA
  * is not "0". Decided once. */
@@ -98,7 +105,14 @@ static int bf16_supports(const cell_gemm *g) {
  * (kp x MR uint32 pairs: the MR rows' pair p side by side) and a B panel
  * (kp x NR pairs, two zmm per k-pair). The 16 accumulators are named so
  * that they stay in registers. */
-#define ACC2(r) __m512 c##r##a = _mm512_setzero_ps(), c##r##b = _mm512_setzero_ps();
+#define ACC2(r)                                                        \
+  __m512 c##r##a, c##r##b;                                             \
+  if (acc && r < rows) {                                               \
+    load_row(Cf + r * c_rs, cols, c_cs, &c##r##a, &c##r##b);           \
+  } else {                                                             \
+    c##r##a = _mm512_set1_ps(bias && r < rows ? bias[r] : 0.0f);       \
+    c##r##b = c##r##a;                                                 \
+  }
 #define DOT2(r)                                                          \
   {                                                                      \
     __m512bh av = (__m512bh)_mm512_set1_epi32((int)arow[r]);             \
@@ -130,8 +144,23 @@ static int bf16_supports(const cell_gemm *g) {
     }                                                                                    \
   }
 
+/* A row of a float32 C tile into two registers (zeros past cols). */
+BF16_TARGET static inline void load_row(const float *frow, int cols, int64_t c_cs, __m512 *a, __m512 *b) {
+  if (cols == NR && c_cs == 1) {
+    *a = _mm512_loadu_ps(frow);
+    *b = _mm512_loadu_ps(frow + 16);
+    return;
+  }
+  float tmp[NR] = {0};
+  for (int j = 0; j < cols; j++) tmp[j] = frow[j * c_cs];
+  *a = _mm512_loadu_ps(tmp);
+  *b = _mm512_loadu_ps(tmp + 16);
+}
+
+/* acc: add to the float32 tile already in Cf (a later block of k) instead
+ * of starting from the bias (or zero). */
 BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t *ap, const uint32_t *bp,
-                                  uint16_t *C, float *Cf, int64_t c_rs, int64_t c_cs) {
+                                  const float *bias, int acc, uint16_t *C, float *Cf, int64_t c_rs, int64_t c_cs) {
   ACC2(0) ACC2(1) ACC2(2) ACC2(3) ACC2(4) ACC2(5) ACC2(6) ACC2(7)
   for (int64_t p = 0; p < kp; p++) {
     __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
@@ -151,9 +180,39 @@ static void interleave(const uint16_t *r0, const uint16_t *r1, uint16_t *d, int6
   }
 }
 
+/* d[p * step] = the p-th pair (src[2p], src[2p + 1]) of a contiguous row, p < k / 2. */
+static void pairs_to_panel(const uint16_t *src, int64_t k, uint32_t *d, int64_t step) {
+  for (int64_t p = 0; p < k / 2; p++) {
+    uint32_t v;
+    memcpy(&v, src + 2 * p, sizeof v);
+    d[p * step] = v;
+  }
+}
+
+/* A B panel (kp x NR pairs) from B stored transposed: column j of the
+ * panel is the contiguous row bt + j * ld, whose pairs are 32-bit words
+ * already. Done in blocks of pairs, so that the panel's rows being written
+ * stay in the first-level cache while all the columns are read (a column
+ * at a time touched a new line per element, at a stride that aliased). */
+static void pack_b_transposed(const uint16_t *bt, int64_t ld, int64_t k, int64_t cols, int64_t kp, uint32_t *d) {
+  const int64_t PB = 64;
+  for (int64_t p0 = 0; p0 < kp; p0 += PB) {
+    int64_t pe = p0 + PB < kp ? p0 + PB : kp, full = pe < k / 2 ? pe : k / 2;
+    for (int64_t j = 0; j < cols; j++) {
+      const uint16_t *src = bt + j * ld;
+      if (full > p0) pairs_to_panel(src + 2 * p0, 2 * (full - p0), d + p0 * NR + j, NR);
+      if (full < pe) d[full * NR + j] = src[k - 1]; /* odd k: the last pair's second half 0 */
+    }
+    for (int64_t j = cols; j < NR; j++)
+      for (int64_t p = p0; p < pe; p++) d[p * NR + j] = 0;
+  }
+}
+
 /* C = A B with bfloat16 A, B and C, or float32 C when cf is not NULL (then
- * cf replaces g->c, with g's strides counted in floats). */
-static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
+ * cf replaces g->c, with g's strides counted in floats). ep, when not NULL,
+ * adds its row bias before the rounding and splits C's columns (see
+ * backend.h). */
+static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_epilogue *ep) {
   int64_t m = g->m, n = g->n, k = g->k;
   int64_t kp = (k + 1) / 2, panels = (n + NR - 1) / NR, rblocks = (m + MR - 1) / MR;
   size_t bytes = sizeof(uint32_t) * (size_t)(rblocks * kp * MR + panels * kp * NR);
@@ -164,6 +223,29 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
   /* A: row block rb, pair p, row r holds A[i][2p], A[i][2p+1] (zeros past the edges) */
   CELL_FOR(lowp_par(m * k), int64_t, rb, rblocks, {
     uint16_t *dst = (uint16_t *)(ap + rb * kp * MR);
+    int64_t i0 = rb * MR, rows = m - i0 < MR ? m - i0 : MR;
+    if (g->a_rs == 1 && g->a_cs != 1 && rows == MR) { /* A^T stored: pair p = two stored rows, interleaved */
+      for (int64_t p = 0; p < k / 2; p++)
+        interleave(A + 2 * p * g->a_cs + i0, A + (2 * p + 1) * g->a_cs + i0, dst + p * MR * 2, MR);
+      if (k & 1)
+        for (int r = 0; r < MR; r++) {
+          dst[((k >> 1) * MR + r) * 2] = A[(k - 1) * g->a_cs + i0 + r];
+          dst[((k >> 1) * MR + r) * 2 + 1] = 0;
+        }
+      continue;
+    }
+    if (g->a_cs == 1 && rows == MR) { /* rows of pairs: 32-bit words, MR of them side by side per pair */
+      uint32_t *d32 = (uint32_t *)(void *)dst;
+      const uint16_t *r0 = A + i0 * g->a_rs;
+      for (int64_t p = 0; p < k / 2; p++)
+        for (int r = 0; r < MR; r++) memcpy(d32 + p * MR + r, r0 + r * g->a_rs + 2 * p, sizeof(uint32_t));
+      if (k & 1)
+        for (int r = 0; r < MR; r++) {
+          dst[((k >> 1) * MR + r) * 2] = r0[r * g->a_rs + k - 1];
+          dst[((k >> 1) * MR + r) * 2 + 1] = 0;
+        }
+      continue;
+    }
     for (int r = 0; r < MR; r++) {
       int64_t i = rb * MR + r;
       if (i >= m) {
@@ -173,11 +255,7 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
       const uint16_t *src = A + i * g->a_rs;
       if (g->a_cs == 1) { /* a row's pairs are 32-bit words already */
         uint32_t *d32 = (uint32_t *)(void *)dst;
-        for (int64_t p = 0; p < k / 2; p++) {
-          uint32_t v;
-          memcpy(&v, src + 2 * p, sizeof v);
-          d32[p * MR + r] = v;
-        }
+        pairs_to_panel(src, k, d32 + r, MR);
         if (k & 1) dst[((k >> 1) * MR + r) * 2] = src[k - 1];
       } else {
         for (int64_t q = 0; q < k; q++) dst[((q >> 1) * MR + r) * 2 + (q & 1)] = src[q * g->a_cs];
@@ -189,7 +267,9 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
   CELL_FOR(lowp_par(k * n), int64_t, q, panels, {
     uint16_t *dst = (uint16_t *)(bp + q * kp * NR);
     int64_t j0 = q * NR, cols = n - j0 < NR ? n - j0 : NR;
-    for (int64_t p = 0; p < kp; p++) {
+    if (g->b_rs == 1 && g->b_cs != 1) /* B^T stored (a weight gradient's columns) */
+      pack_b_transposed(B + j0 * g->b_cs, g->b_cs, k, cols, kp, (uint32_t *)(void *)dst);
+    else for (int64_t p = 0; p < kp; p++) {
       const uint16_t *r0 = B + (2 * p) * g->b_rs + j0 * g->b_cs;
       const uint16_t *r1 = 2 * p + 1 < k ? r0 + g->b_rs : NULL;
       uint16_t *d = dst + p * NR * 2;
@@ -207,24 +287,46 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf) {
     }
   });
   uint16_t *C = (uint16_t *)g->c;
-  CELL_FOR(lowp_par(m * n * k / 16), int64_t, t, rblocks * panels, {
-    int64_t rb = t / panels, q = t % panels;
-    int64_t i0 = rb * MR, j0 = q * NR;
-    int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
-    int64_t at = i0 * g->c_rs + j0 * g->c_cs;
-    bf16_tile(rows, cols, kp, ap + rb * kp * MR, bp + q * kp * NR, cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs,
-              g->c_cs);
-  });
+  /* B panel outer, row blocks inner: one B panel (kp x NR pairs) stays in
+   * cache while the row blocks (all of A, packed) pass over it; row blocks
+   * outer streamed all of B once per row block. */
+  /* With a float32 C and a long k (a weight gradient's k is the batch's
+   * positions), k in blocks of KC pairs, each block's tiles added to C:
+   * the panels' blocks stay in cache instead of streaming whole panels. */
+  const int64_t kc = cf && kp > 2 * KC ? KC : kp;
+  for (int64_t p0 = 0; p0 < kp; p0 += kc) {
+    int64_t pn = kp - p0 < kc ? kp - p0 : kc;
+    CELL_FOR(lowp_par(m * n * k / 16), int64_t, t, rblocks * panels, {
+      int64_t q = t / rblocks, rb = t % rblocks;
+      int64_t i0 = rb * MR, j0 = q * NR;
+      int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
+      int64_t at = i0 * g->c_rs + j0 * g->c_cs;
+      if (ep && ep->col_split > 0)
+        at = (j0 / ep->col_split) * ep->split_stride + i0 * g->c_rs + (j0 % ep->col_split) * g->c_cs;
+      const float *bias = ep && ep->row_bias ? ep->row_bias + i0 : NULL;
+      bf16_tile(rows, cols, pn, ap + rb * kp * MR + p0 * MR, bp + q * kp * NR + p0 * NR, bias, p0 > 0,
+                cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs, g->c_cs);
+    });
+  }
   free(ap);
   return CELL_OK;
 }
 
-static cell_status bf16_gemm(const cell_gemm *g) { return bf16_gemm_to(g, NULL); }
+static cell_status bf16_gemm(const cell_gemm *g) { return bf16_gemm_to(g, NULL, NULL); }
 
 cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
   if (g->dtype != CELL_DTYPE_BF16 || !bf16_isa())
     return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
-  return bf16_gemm_to(g, c);
+  return bf16_gemm_to(g, c, NULL);
+}
+
+cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue *ep) {
+  if (g->dtype != CELL_DTYPE_BF16 || !bf16_isa())
+    return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+  if (ep && ep->col_split > 0 && ep->col_split % NR != 0)
+    return cell_error(CELL_ERR_RUNTIME, "matmul: a column split of %lld is not a multiple of %d",
+                      (long long)ep->col_split, NR);
+  return bf16_gemm_to(g, NULL, ep);
 }
 
 #else
@@ -236,6 +338,11 @@ static cell_status bf16_gemm(const cell_gemm *g) { return lowp_gemm_f32(g); }
 cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
   (void)g;
   (void)c;
+  return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+}
+cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue *ep) {
+  (void)g;
+  (void)ep;
   return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
 }
 #endif

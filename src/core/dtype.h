@@ -159,7 +159,7 @@ static inline void cell_load_run(cell_dtype dt, const char *p, int64_t s, int64_
   case CELL_DTYPE_F32: CELL_RUN_(float, (double)v_, 1); break;
   case CELL_DTYPE_F64: CELL_RUN_(double, v_, 1); break;
   case CELL_DTYPE_F16: CELL_RUN_(uint16_t, (double)cell_half_to_float(v_), 0); break;
-  case CELL_DTYPE_BF16: CELL_RUN_(uint16_t, (double)cell_bf16_to_float(v_), 0); break;
+  case CELL_DTYPE_BF16: CELL_RUN_(uint16_t, (double)cell_bf16_to_float(v_), 1); break; /* lane ops */
   case CELL_DTYPE_I8: CELL_RUN_(int8_t, (double)v_, 0); break;
   case CELL_DTYPE_U8: CELL_RUN_(uint8_t, (double)v_, 0); break;
   case CELL_DTYPE_I16: CELL_RUN_(int16_t, (double)v_, 0); break;
@@ -200,6 +200,8 @@ static inline void cell_store_run(cell_dtype dt, char *p, int64_t s, int64_t n, 
       CELL_RUN_PRAGMA_(omp simd) for (int64_t i = 0; i < n; i++) ((double *)p)[i] = v[i];
     else
       for (int64_t i = 0; i < n; i++) *(double *)(p + i * s) = v[i];
+  } else if (dt == CELL_DTYPE_BF16 && s == 2) { /* as cell_store_f64, in lanes (mixed precision) */
+    CELL_RUN_PRAGMA_(omp simd) for (int64_t i = 0; i < n; i++) ((uint16_t *)p)[i] = cell_float_to_bf16((float)v[i]);
   } else {
     for (int64_t i = 0; i < n; i++) cell_store_f64(dt, p + i * s, v[i]);
   }

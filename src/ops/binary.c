@@ -18,8 +18,13 @@
 #define NO_SIMD
 #define OMP_SIMD _Pragma("omp simd")
 #define BINARY_LOOP(name, ST, CT, OT, LOAD, STORE, EXPR) BINARY_LOOP_S(name, ST, CT, OT, LOAD, STORE, EXPR, NO_SIMD)
-#define BINARY_LOOP_S(name, ST, CT, OT, LOAD, STORE, EXPR, SIMD)                           \
-  static void name(void *ctx, int64_t n, char **p, const int64_t *s) {                     \
+#define BINARY_LOOP_S(name, ST, CT, OT, LOAD, STORE, EXPR, SIMD) \
+  BINARY_LOOP_A(name, ST, CT, OT, LOAD, STORE, EXPR, SIMD, )
+/* BINARY_LOOP_A: the same with an attribute (BF16_CLONES: bfloat16's lane
+ * conversions twice as wide with AVX2, chosen at run time) */
+#define BF16_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define BINARY_LOOP_A(name, ST, CT, OT, LOAD, STORE, EXPR, SIMD, ATTR)                     \
+  ATTR static void name(void *ctx, int64_t n, char **p, const int64_t *s) {                \
     (void)ctx;                                                                             \
     if (s[0] == sizeof(OT) && s[1] == sizeof(ST) && s[2] == sizeof(ST)) {                  \
       OT *o = (OT *)p[0];                                                                  \
@@ -107,11 +112,11 @@ static inline int64_t ipow(int64_t x, int64_t y) {
   BINARY_LOOP(gt_##D, ST, CT, uint8_t, L, TO_BOOL, x > y)           \
   BINARY_LOOP(ge_##D, ST, CT, uint8_t, L, TO_BOOL, x >= y)
 
-#define DEF_BF16_VEC(D, ST, CT, L, S)                                    \
-  BINARY_LOOP_S(add_##D, ST, CT, ST, L, S, x + y, OMP_SIMD)            \
-  BINARY_LOOP_S(sub_##D, ST, CT, ST, L, S, x - y, OMP_SIMD)            \
-  BINARY_LOOP_S(mul_##D, ST, CT, ST, L, S, x * y, OMP_SIMD)            \
-  BINARY_LOOP_S(div_##D, ST, CT, ST, L, S, x / y, OMP_SIMD)            \
+#define DEF_BF16_VEC(D, ST, CT, L, S)                                              \
+  BINARY_LOOP_A(add_##D, ST, CT, ST, L, S, x + y, OMP_SIMD, BF16_CLONES)         \
+  BINARY_LOOP_A(sub_##D, ST, CT, ST, L, S, x - y, OMP_SIMD, BF16_CLONES)         \
+  BINARY_LOOP_A(mul_##D, ST, CT, ST, L, S, x * y, OMP_SIMD, BF16_CLONES)         \
+  BINARY_LOOP_A(div_##D, ST, CT, ST, L, S, x / y, OMP_SIMD, BF16_CLONES)         \
   BINARY_LOOP(pow_##D, ST, CT, ST, L, S, (CT)pow(x, y))                \
   BINARY_LOOP_S(max_##D, ST, CT, ST, L, S, F_MAX(x, y), OMP_SIMD)      \
   BINARY_LOOP_S(min_##D, ST, CT, ST, L, S, F_MIN(x, y), OMP_SIMD)

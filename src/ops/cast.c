@@ -29,14 +29,16 @@ static void copy_same(void *vctx, int64_t n, char **p, const int64_t *s) {
 }
 
 /* bfloat16 <-> float32 as integer lane operations the compiler vectorises
- * (the same rounding as cell_float_to_bf16: nearest even, NaN kept quiet). */
-static void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
+ * (the same rounding as cell_float_to_bf16: nearest even, NaN kept quiet),
+ * with AVX2 where the CPU has it (chosen at run time). */
+#define CAST_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+CAST_CLONES static void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
   uint32_t *u = (uint32_t *)(void *)y;
 #pragma omp simd
   for (int64_t i = 0; i < n; i++) u[i] = (uint32_t)x[i] << 16;
 }
 
-static void f32_to_bf16(const float *x, uint16_t *y, int64_t n) {
+CAST_CLONES static void f32_to_bf16(const float *x, uint16_t *y, int64_t n) {
   const uint32_t *u = (const uint32_t *)(const void *)x;
 #pragma omp simd
   for (int64_t i = 0; i < n; i++) {

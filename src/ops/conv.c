@@ -522,6 +522,8 @@ cell_status cell_cpu_conv2d_backward_lowered(cell_conv_lowering how, const cell_
                       gy ? cell_conv_shape_str(gy->ndim, gy->shape, s1, sizeof s1) : "NULL",
                       cell_conv_shape_str(4, yshape, s2, sizeof s2));
   }
+  if (how == CELL_CONV_AUTO && gy->dtype == CELL_DTYPE_BF16 && cell_conv_bf16_ok(&g, x->dtype, w->dtype))
+    return cell_conv_bf16_backward(&g, gy, x, w, gx, gw, gb); /* conv_bf16.c */
   cell_dtype ct = cell_conv_compute_dtype(x->dtype);
   cell_tensor *gyc = NULL, *xc = NULL, *wc = NULL, *rx = NULL, *rw = NULL, *rb = NULL;
   cell_status s = cell_conv_operand(gy, ct, &gyc);

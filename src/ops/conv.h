@@ -137,6 +137,10 @@ int cell_conv_parallel(int64_t work);
 int cell_conv_bf16_ok(const cell_conv_geom *g, cell_dtype xdt, cell_dtype wdt);
 cell_status cell_conv_bf16_forward(const cell_conv_geom *g, const cell_tensor *x, const cell_tensor *w,
                                    const cell_tensor *b, cell_tensor *out);
+/* Its backward pass (when cell_conv_bf16_ok and gy is bfloat16): gx and
+ * gw bfloat16, gb float32, each made only when its pointer is not NULL. */
+cell_status cell_conv_bf16_backward(const cell_conv_geom *g, const cell_tensor *gy, const cell_tensor *x,
+                                    const cell_tensor *w, cell_tensor **gx, cell_tensor **gw, cell_tensor **gb);
 /* im2col and col2im in the compute dtype ct (contiguous operands): the
  * rows r = (c * kh + i) * kw + j of cols hold, at n * P + p for the nb
  * samples from n0 (P = oh * ow), the input under tap (i, j) of block p;

@@ -147,7 +147,10 @@ static bool relu_f32_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s
 }
 
 /* The same on contiguous bfloat16/float16 (mixed precision), on the bits:
- * x > 0 when the sign is clear and x is neither zero nor NaN. */
+ * x > 0 when the sign is clear and x is neither zero nor NaN, that is when
+ * the bits h lie in [1, inf]: h - 1 < inf in unsigned arithmetic. The mask
+ * is made without a comparison the compiler would turn into a branch per
+ * element (it left this loop scalar, 10% of a bfloat16 CNN step). */
 static bool relu_half_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s) {
   int qa = c->pos[0], qb = c->pos[1];
   cell_dtype dt = c->dt[0];
@@ -159,8 +162,9 @@ static bool relu_half_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *
   const uint16_t *g = (const uint16_t *)p[qa], *x = (const uint16_t *)p[qb];
 #pragma omp simd
   for (int64_t i = 0; i < n; i++) {
-    uint16_t h = x[i];
-    r[i] = (h < 0x8000u && h != 0 && h <= inf) ? g[i] : 0;
+    int32_t d = (int32_t)x[i] - 1; /* 0 <= d < inf exactly when 1 <= h <= inf */
+    int32_t mask = ((d - (int32_t)inf) >> 31) & ~(d >> 31);
+    r[i] = (uint16_t)(g[i] & (uint16_t)mask);
   }
   return true;
 }

@@ -560,6 +560,11 @@ static void col_fold(const rjob *j, const char *p, int64_t m, int64_t os, double
     for (int64_t c = 0; c < m; c++) accd[c] += xf[c];
     return;
   }
+  if (k == K_SUM && j->pl.dt == CELL_DTYPE_BF16 && os == 2) { /* bias gradients under mixed precision */
+    const uint16_t *xh = (const uint16_t *)p;
+    for (int64_t c = 0; c < m; c++) accd[c] += cell_bf16_to_float(xh[c]);
+    return;
+  }
   cell_load_run(j->pl.dt, p, os, m, bf);
   switch (k) {
   case K_SUM:
