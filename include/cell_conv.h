@@ -1,5 +1,5 @@
 /* cell_conv.h - public C API: convolution and pooling: conv2d, conv3d,
- * conv_transpose3d, max_pool2d, avg_pool2d, max_pool3d, avg_pool3d.
+ * conv_transpose3d, max_pool2d, avg_pool2d.
  * Included by cell.h; the conventions at the top of cell.h apply.
  *
  * Layout is NCHW: inputs are {N, C, H, W}. Padding is explicit zeros (or,
@@ -91,23 +91,5 @@ CELL_API cell_status cell_op_avg_pool2d_ex(const cell_tensor *x, const int64_t *
                                            const int64_t *stride, const int64_t *padding,
                                            int ceil_mode, int count_include_pad,
                                            cell_tensor **out);
-
-/* 3-D max pooling. x {N, C, D, H, W}; kernel {kd, kh, kw} >= 1; stride
- * (or NULL: the kernel); padding {front, back, top, bottom, left, right}
- * (or NULL: 0), each at most half the kernel along its dimension; dilation
- * {dd, dh, dw} (or NULL: 1); ceil_mode as cell_op_max_pool2d_ex. indices
- * (or NULL) gets the 0-based position d * H * W + h * W + w of each
- * maximum in its input volume (int64 {N, C, OD, OH, OW}). Records
- * "MaxPool3dBackward". */
-CELL_API cell_status cell_op_max_pool3d(const cell_tensor *x, const int64_t *kernel,
-                                        const int64_t *stride, const int64_t *padding,
-                                        const int64_t *dilation, int ceil_mode,
-                                        cell_tensor **out, cell_tensor **indices);
-
-/* 3-D average pooling, arguments as cell_op_max_pool3d without dilation;
- * count_include_pad as cell_op_avg_pool2d_ex. Records "AvgPool3dBackward". */
-CELL_API cell_status cell_op_avg_pool3d(const cell_tensor *x, const int64_t *kernel,
-                                        const int64_t *stride, const int64_t *padding,
-                                        int ceil_mode, int count_include_pad, cell_tensor **out);
 
 #endif

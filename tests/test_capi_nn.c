@@ -57,15 +57,6 @@ static void null_handles(void) {
     MISUSE(cell_op_conv_transpose3d(vol, wk, NULL, NULL, NULL, NULL, NULL, 1, NULL), out);
     const int64_t st[3] = {1, 1, 1}, op[3] = {1, 0, 0};
     MISUSE(cell_op_conv_transpose3d(vol, wk, NULL, st, NULL, op, NULL, 1, &out), out);
-    const int64_t k3[3] = {2, 2, 2}, k4[3] = {4, 2, 2}, pd[6] = {2, 0, 0, 0, 0, 0};
-    MISUSE(cell_op_max_pool3d(NULL, k3, NULL, NULL, NULL, 0, &out, NULL), out);
-    MISUSE(cell_op_max_pool3d(vol, NULL, NULL, NULL, NULL, 0, &out, NULL), out);
-    MISUSE(cell_op_max_pool3d(vol, k3, NULL, NULL, NULL, 0, NULL, NULL), out);
-    MISUSE(cell_op_max_pool3d(vol, k4, NULL, NULL, NULL, 0, &out, NULL), out); /* past the input */
-    MISUSE(cell_op_max_pool3d(img, k3, NULL, NULL, NULL, 0, &out, NULL), out); /* not 5-D */
-    MISUSE(cell_op_avg_pool3d(NULL, k3, NULL, NULL, 0, 1, &out), out);
-    MISUSE(cell_op_avg_pool3d(vol, k3, NULL, pd, 0, 1, &out), out); /* padding over half */
-    MISUSE(cell_op_avg_pool3d(vol, k3, NULL, NULL, 0, 1, NULL), out);
     cell_tensor_release(vol);
     cell_tensor_release(wk);
   }

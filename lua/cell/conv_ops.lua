@@ -2,14 +2,14 @@
 -- cell.ops (conv1d, conv3d, conv_transpose1d/2d/3d, max_pool1d/3d,
 -- avg_pool1d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d,
 -- pixel_shuffle, pixel_unshuffle), on the differentiable C kernels (conv2d,
--- conv3d, conv_transpose3d, max_pool2d/3d, avg_pool2d/3d) and shape ops:
+-- conv3d, conv_transpose3d, max_pool2d, avg_pool2d) and shape ops:
 --   * 1-d is 2-d with H = 1;
 --   * 3-d convolution and transposed convolution are C ops (vol2col / col2vol
 --     and the gemm backend, src/ops/conv3d.c);
 --   * a transposed convolution in 1-d and 2-d is the adjoint of a
 --     convolution: col2im (the columns w^T x, one batched matrix product
 --     over the groups, summed into the output by fold);
---   * 1-d pooling is 2-d pooling with H = 1; 3-d pooling is a C op;
+--   * max and average pooling over a box are separable: 3-d pools H, W then D;
 --   * adaptive average pooling is one matrix product per dimension; adaptive
 --     max pooling takes the maximum of each bin.
 -- Sizes and options are validated here with MindSpore's exception names.
@@ -377,9 +377,23 @@ function M._max_pool_nd(op, x, nd, k, s, pads, dil, ceil, want_idx)
       padding = { 0, 0, pads[1], pads[2] }, dilation = { 1, dil[1] }, ceil_mode = ceil, return_indices = want_idx })
     return y:squeeze(3), idx and idx:squeeze(3)
   end
-  -- 3-d: the C kernel
-  return nn.max_pool3d(x, k, { stride = s, padding = pads, dilation = dil, ceil_mode = ceil,
+  local N, C, D, H, W = x.shape[1], x.shape[2], x.shape[3], x.shape[4], x.shape[5]
+  local y1, i1 = nn.max_pool2d(x:reshape({ N, C * D, H, W }), { k[2], k[3] }, { stride = { s[2], s[3] },
+    padding = { pads[3], pads[4], pads[5], pads[6] }, dilation = { dil[2], dil[3] }, ceil_mode = ceil,
     return_indices = want_idx })
+  local Ho, Wo = y1.shape[3], y1.shape[4]
+  local t = y1:reshape({ N, C, D, Ho * Wo }):transpose(3, 4):reshape({ N, C * Ho * Wo, 1, D })
+  local y2, i2 = nn.max_pool2d(t, { 1, k[1] }, { stride = { 1, s[1] }, padding = { 0, 0, pads[1], pads[2] },
+    dilation = { 1, dil[1] }, ceil_mode = ceil, return_indices = want_idx })
+  local Do = y2.shape[4]
+  local y = y2:reshape({ N, C, Ho * Wo, Do }):transpose(3, 4):reshape({ N, C, Do, Ho, Wo })
+  if not want_idx then return y end
+  -- i2: depth (1-based) per (n, c, plane position); i1: plane index per depth
+  local dsel = i2:reshape({ N, C, Ho * Wo, Do })
+  local planes = i1:reshape({ N, C, D, Ho * Wo }):transpose(3, 4):contiguous()
+  local picked = planes:gather(4, dsel)
+  local idx = picked + (dsel - 1) * (H * W)
+  return y, idx:transpose(3, 4):reshape({ N, C, Do, Ho, Wo })
 end
 
 --- The window sizes of one dimension clipped to the padded input.
@@ -401,7 +415,15 @@ function M._avg_pool_nd(op, x, nd, k, s, pads, ceil, cip, divisor)
     y = nn.avg_pool2d(x:unsqueeze(3), { 1, k[1] }, { stride = { 1, s[1] }, padding = { 0, 0, pads[1], pads[2] },
       ceil_mode = ceil, count_include_pad = c }):squeeze(3)
   else
-    y = nn.avg_pool3d(x, k, { stride = s, padding = pads, ceil_mode = ceil, count_include_pad = c })
+    local N, C, D, H, W = x.shape[1], x.shape[2], x.shape[3], x.shape[4], x.shape[5]
+    local y1 = nn.avg_pool2d(x:reshape({ N, C * D, H, W }), { k[2], k[3] }, { stride = { s[2], s[3] },
+      padding = { pads[3], pads[4], pads[5], pads[6] }, ceil_mode = ceil, count_include_pad = c })
+    local Ho, Wo = y1.shape[3], y1.shape[4]
+    local t = y1:reshape({ N, C, D, Ho * Wo }):transpose(3, 4):reshape({ N, C * Ho * Wo, 1, D })
+    local y2 = nn.avg_pool2d(t, { 1, k[1] }, { stride = { 1, s[1] }, padding = { 0, 0, pads[1], pads[2] },
+      ceil_mode = ceil, count_include_pad = c })
+    local Do = y2.shape[4]
+    y = y2:reshape({ N, C, Ho * Wo, Do }):transpose(3, 4):reshape({ N, C, Do, Ho, Wo })
   end
   if divisor ~= nil then
     local full

@@ -36,15 +36,6 @@ return function(b)
     MaxPool2dBackward = { function(x)
       return ops.max_pool2d(x:transpose(3, 4), 3, { stride = 2, padding = 1 })
     end, { distinct { 2, 1, 5, 6 } } },
-    -- 3-d: overlapping dilated windows with padding and ceil_mode; a transposed input
-    MaxPool3dBackward = { function(x)
-      return ops.max_pool3d(x:transpose(4, 5), { 2, 3, 2 }, { stride = { 1, 2, 2 }, padding = { 1, 1, 0 },
-        dilation = { 1, 1, 2 }, ceil_mode = true })
-    end, { distinct { 1, 1, 3, 4, 5 } } },
-    AvgPool3dBackward = { function(x)
-      return ops.avg_pool3d(x, { 2, 3, 2 }, { stride = { 1, 2, 1 }, padding = { 1, 1, 0 }, ceil_mode = true,
-        count_include_pad = false })
-    end, { r { 2, 1, 3, 5, 3 } } },
     AvgPool2dBackward = { function(x)
       return ops.avg_pool2d(x, { 3, 2 }, { stride = { 2, 1 }, padding = { 1, 0, 0, 1 }, count_include_pad = false })
     end, { r { 2, 2, 5, 4 } } },

@@ -269,108 +269,11 @@ cell_status cell_op_avg_pool2d(const cell_tensor *x, const int64_t *kernel, cons
   return cell_op_avg_pool2d_ex(x, kernel, stride, padding, 0, count_include_pad, out);
 }
 
-/* --- 3-D pools ---------------------------------------------------------------------- */
-
-/* The arguments of both nodes; the input's shape is on the node. */
-typedef struct {
-  int64_t kernel[3], stride[3], padding[6];
-  int64_t ceil, count_include_pad;
-} pool3_args;
-
-static void put_pool3(cell_node *n, const cell_conv3d_geom *g, int ceil_mode, int cip) {
-  pool3_args *a = CELL_AG_ARGS(n, pool3_args);
-  a->kernel[0] = g->kd;
-  a->kernel[1] = g->kh;
-  a->kernel[2] = g->kw;
-  for (int i = 0; i < 3; i++) a->stride[i] = g->s[i];
-  for (int i = 0; i < 6; i++) a->padding[i] = g->pd[i];
-  a->ceil = ceil_mode != 0;
-  a->count_include_pad = cip != 0;
-}
-
-/* saved[0]: the positions of the maxima in each volume; the scatter is
- * max_pool2d's, the volume seen as D rows of H * W. */
-static cell_status max_pool3d_backward(cell_node *n, const cell_tensor *gy, cell_tensor **gin) {
-  if (!n->in[0].next) return CELL_OK;
-  const int64_t *xs = n->in[0].shape, *ys = gy->shape;
-  if (gy->ndim != 5) return cell_error(CELL_ERR_VALUE, "max_pool3d backward: a 5-D gradient is needed");
-  int64_t g4[4] = {ys[0], ys[1], ys[2], ys[3] * ys[4]}, x4[4] = {xs[0], xs[1], xs[2], xs[3] * xs[4]};
-  cell_tensor *gy4 = NULL, *id4 = NULL, *gx4 = NULL, *gx = NULL;
-  cell_status s = cell_k_reshape(gy, 4, g4, &gy4);
-  if (s == CELL_OK) s = cell_k_reshape(n->saved[0], 4, g4, &id4);
-  if (s == CELL_OK) s = cell_k_max_pool2d_backward(gy4, id4, x4, n->in[0].dtype, &gx4);
-  if (s == CELL_OK) s = cell_k_reshape(gx4, 5, xs, &gx);
-  cell_tensor_release(gy4);
-  cell_tensor_release(id4);
-  cell_tensor_release(gx4);
-  return cell_ag_give(n, 0, s, gx, gin);
-}
-
-cell_status cell_op_max_pool3d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
-                               const int64_t *padding, const int64_t *dilation, int ceil_mode,
-                               cell_tensor **out, cell_tensor **indices) {
-  const cell_tensor *in[1] = {x};
-  if (!x || !out || !cell_ag_wants(1, in))
-    return cell_k_max_pool3d(x, kernel, stride, padding, dilation, ceil_mode, out, indices);
-  cell_conv3d_geom g;
-  CELL_TRY(cell_k_pool3d_geom("max_pool3d", x->ndim, x->shape, kernel, stride, padding, dilation,
-                              ceil_mode, &g));
-  cell_tensor *r = NULL, *idx = NULL;
-  cell_status s = CELL_AG_RAW(
-      cell_k_max_pool3d(x, kernel, stride, padding, dilation, ceil_mode, &r, &idx));
-  if (s != CELL_OK) return s;
-  cell_node *n = CELL_AG_NODE("MaxPool3dBackward", max_pool3d_backward, 1, in, 1, pool3_args);
-  if (n) {
-    put_pool3(n, &g, ceil_mode, 0);
-    s = cell_ag_save(n, idx);
-  }
-  s = cell_ag_finish(n, s, &r);
-  if (s == CELL_OK) {
-    *out = r;
-    if (indices) *indices = idx;
-    else cell_tensor_release(idx);
-  } else {
-    cell_tensor_release(idx);
-  }
-  return s;
-}
-
-static cell_status avg_pool3d_backward(cell_node *n, const cell_tensor *gy, cell_tensor **gin) {
-  if (!n->in[0].next) return CELL_OK;
-  const pool3_args *a = CELL_AG_ARGS(n, pool3_args);
-  cell_tensor *gx = NULL;
-  cell_status s = cell_k_avg_pool3d_backward(gy, n->in[0].shape, a->kernel, a->stride, a->padding,
-                                             (int)a->ceil, (int)a->count_include_pad,
-                                             n->in[0].dtype, &gx);
-  return cell_ag_give(n, 0, s, gx, gin);
-}
-
-cell_status cell_op_avg_pool3d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
-                               const int64_t *padding, int ceil_mode, int count_include_pad,
-                               cell_tensor **out) {
-  const cell_tensor *in[1] = {x};
-  if (!x || !out || !cell_ag_wants(1, in))
-    return cell_k_avg_pool3d(x, kernel, stride, padding, ceil_mode, count_include_pad, out);
-  cell_conv3d_geom g;
-  CELL_TRY(cell_k_pool3d_geom("avg_pool3d", x->ndim, x->shape, kernel, stride, padding, NULL,
-                              ceil_mode, &g));
-  cell_tensor *r = NULL;
-  cell_status s = CELL_AG_RAW(
-      cell_k_avg_pool3d(x, kernel, stride, padding, ceil_mode, count_include_pad, &r));
-  if (s != CELL_OK) return s;
-  cell_node *n = CELL_AG_NODE("AvgPool3dBackward", avg_pool3d_backward, 1, in, 0, pool3_args);
-  if (n) put_pool3(n, &g, ceil_mode, count_include_pad);
-  s = cell_ag_finish(n, s, &r);
-  if (s == CELL_OK) *out = r;
-  return s;
-}
-
 /* The names of the backward nodes this file records, for
  * cell_autograd_node_names. */
 int cell_ag_conv_nodes(const char **names, int max) {
   static const char *const all[] = {"Conv2dBackward", "Conv3dBackward", "ConvTranspose3dBackward",
-                                    "MaxPool2dBackward", "AvgPool2dBackward", "MaxPool3dBackward",
-                                    "AvgPool3dBackward"};
+                                    "MaxPool2dBackward", "AvgPool2dBackward"};
   int n = 0;
   for (size_t i = 0; i < sizeof all / sizeof all[0] && n < max; i++) names[n++] = all[i];
   return n;

@@ -8,7 +8,6 @@
  *   max_pool2d(x, kernel [, {stride =, padding =, dilation =, ceil_mode =,
  *                            return_indices =}])
  *   avg_pool2d(x, kernel [, {stride =, padding =, ceil_mode =, count_include_pad =}])
- *   max_pool3d, avg_pool3d: as the 2-D pools, with 3-D sizes
  *
  * A size pair (stride, dilation, kernel) is n or {h, w}; padding is n,
  * {h, w} (both sides of each) or {top, bottom, left, right}. Sizes are not
@@ -250,70 +249,11 @@ static int nn_avg_pool2d(lua_State *L) {
   return lc_finish(L, cell_op_avg_pool2d_ex(x, kernel, stride, padding, ceil_mode, cip, out));
 }
 
-/* max_pool3d(x, kernel [, {stride =, padding =, dilation =, ceil_mode =, return_indices =}])
- * and avg_pool3d(x, kernel [, {stride =, padding =, ceil_mode =, count_include_pad =}]). */
-static int pool3d_args(lua_State *L, const char *op, const char *const *keys, int64_t *kernel,
-                       int64_t *stride, int64_t *padding) {
-  if (lua_isnoneornil(L, 2))
-    lc_argerror(L, 2, "TypeError: %s: expected a kernel size (an integer or a table of 3), got %s",
-                op, luaL_typename(L, 2));
-  triple_at(L, 2, 2, op, "kernel size", kernel);
-  for (int i = 0; i < 3; i++) stride[i] = kernel[i];
-  memset(padding, 0, 6 * sizeof *padding);
-  int opts = lc_options(L, 3, op, keys) ? 3 : 0;
-  if (lc_field(L, opts, "stride")) triple_at(L, 3, -1, op, "stride", stride);
-  lua_pop(L, 1);
-  if (lc_field(L, opts, "padding")) pads3_at(L, 3, -1, op, padding);
-  lua_pop(L, 1);
-  return opts;
-}
-
-static int nn_max_pool3d(lua_State *L) {
-  static const char *const keys[] = {"stride", "padding", "dilation", "ceil_mode",
-                                     "return_indices", NULL};
-  cell_tensor *x = lc_check_tensor(L, 1);
-  int64_t kernel[3], stride[3], padding[6], dilation[3] = {1, 1, 1};
-  int opts = pool3d_args(L, "max_pool3d", keys, kernel, stride, padding);
-  if (lc_field(L, opts, "dilation")) triple_at(L, 3, -1, "max_pool3d", "dilation", dilation);
-  lua_pop(L, 1);
-  int ceil_mode = opt_bool(L, opts, "max_pool3d", "ceil_mode", 0);
-  int with_indices = opt_bool(L, opts, "max_pool3d", "return_indices", 0);
-  cell_tensor **out = lc_newtensor(L);
-  if (!with_indices)
-    return lc_finish(L, cell_op_max_pool3d(x, kernel, stride, padding, dilation, ceil_mode, out,
-                                           NULL));
-  cell_tensor **idx = lc_newtensor(L);
-  cell_tensor *raw = NULL;
-  cell_status s = cell_op_max_pool3d(x, kernel, stride, padding, dilation, ceil_mode, out, &raw);
-  if (s != CELL_OK) return lc_raise(L);
-  /* 1-based positions in the volume, as every index cell hands to Lua */
-  s = cell_op_binary_scalar(CELL_OP_ADD, raw, 1, 0, 0, idx);
-  cell_tensor_release(raw);
-  lc_finish(L, s);
-  lua_pushvalue(L, -2); /* the output, for the collector's count */
-  lc_finish(L, CELL_OK);
-  lua_pop(L, 1);
-  return 2;
-}
-
-static int nn_avg_pool3d(lua_State *L) {
-  static const char *const keys[] = {"stride", "padding", "ceil_mode", "count_include_pad", NULL};
-  cell_tensor *x = lc_check_tensor(L, 1);
-  int64_t kernel[3], stride[3], padding[6];
-  int opts = pool3d_args(L, "avg_pool3d", keys, kernel, stride, padding);
-  int ceil_mode = opt_bool(L, opts, "avg_pool3d", "ceil_mode", 0);
-  int cip = opt_bool(L, opts, "avg_pool3d", "count_include_pad", 1);
-  cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_op_avg_pool3d(x, kernel, stride, padding, ceil_mode, cip, out));
-}
-
 static const luaL_Reg conv_funcs[] = {{"conv2d", nn_conv2d},
                                       {"conv3d", nn_conv3d},
                                       {"conv_transpose3d", nn_conv_transpose3d},
                                       {"max_pool2d", nn_max_pool2d},
                                       {"avg_pool2d", nn_avg_pool2d},
-                                      {"max_pool3d", nn_max_pool3d},
-                                      {"avg_pool3d", nn_avg_pool3d},
                                       {NULL, NULL}};
 
 void lc_register_conv(lua_State *L, int nnops, int base) { lc_setfuncs(L, nnops, base, conv_funcs); }

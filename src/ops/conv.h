@@ -182,13 +182,4 @@ void cell_conv_vol2col(cell_dtype ct, const cell_conv3d_geom *g, const void *x, 
 void cell_conv_col2vol(cell_dtype ct, const cell_conv3d_geom *g, const void *cols, int64_t n0,
                        int64_t nb, void *gx);
 
-/* pool3d.c: validate a 3-D pool's arguments for input shape (ndim, shape)
- * into g (o = c, groups 1): kernel {kd, kh, kw}, stride (NULL: the kernel),
- * padding {front, back, top, bottom, left, right} (NULL: 0; each at most
- * half the kernel), dilation (NULL: 1), ceil_mode as cell_k_pool2d_geom. */
-cell_status cell_k_pool3d_geom(const char *op, int ndim, const int64_t *shape,
-                               const int64_t *kernel, const int64_t *stride,
-                               const int64_t *padding, const int64_t *dilation, int ceil_mode,
-                               cell_conv3d_geom *g);
-
 #endif
