@@ -45,9 +45,9 @@ static cell_status triple(const char *op, const char *what, const int64_t *v, in
     bad = bad || out[i] < lo || out[i] > C3_ARG_MAX;
   }
   if (bad)
-    return cell_error(CELL_ERR_VALUE, "%s: %s must be %s %lld and at most 2^30, got (%lld, %lld, %lld)",
-                      op, what, lo ? "at least" : "at least", (long long)lo, (long long)out[0],
-                      (long long)out[1], (long long)out[2]);
+    return cell_error(CELL_ERR_VALUE, "%s: %s must be at least %lld and at most 2^30, got (%lld, "
+                      "%lld, %lld)", op, what, (long long)lo, (long long)out[0], (long long)out[1],
+                      (long long)out[2]);
   return CELL_OK;
 }
 
