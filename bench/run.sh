@@ -102,6 +102,8 @@ bench_all() {
     run "$LUA_BIN" bench/einsum.lua
     echo "# interpolate ($LUA_BIN: bilinear 16x3x64x64 -> 128x128, float32)" >&3
     run "$LUA_BIN" bench/interpolate.lua
+    echo "# conv3d ($LUA_BIN: 3x3x3, 4x16x16x32x32 -> 32 channels, float32)" >&3
+    run "$LUA_BIN" bench/conv3d.lua
   fi
   if want models; then
     echo "# model suite ($LUA_BIN, then PyTorch: MLP, LeNet-5, CIFAR-size CNN, tiny GPT, LSTM LM, batch-1 MLP inference; 1 and 2 threads)" >&3
@@ -125,6 +127,7 @@ bench_all() {
         run "$PYTHON" bench/torch/sort_ops.py
         run "$PYTHON" bench/torch/einsum.py
         run "$PYTHON" bench/torch/interpolate.py
+        run "$PYTHON" bench/torch/conv3d.py
       fi
       if [ -d /usr/share/datasets/fashion-mnist ]; then run "$PYTHON" bench/torch/fashion_lenet.py 1; fi
     else
@@ -177,6 +180,8 @@ END {
   ratio("ratio_interpolate_bilinear_torch_over_cell", "torch_interpolate_bilinear_ms", "cell_interpolate_bilinear_ms")
   ratio("ratio_interpolate_bilinear_fwd_bwd_torch_over_cell", "torch_interpolate_bilinear_fwd_bwd_ms",
     "cell_interpolate_bilinear_fwd_bwd_ms")
+  ratio("ratio_conv3d_torch_over_cell", "torch_conv3d_ms", "cell_conv3d_ms")
+  ratio("ratio_conv3d_fwd_bwd_torch_over_cell", "torch_conv3d_fwd_bwd_ms", "cell_conv3d_fwd_bwd_ms")
   ratio("ratio_state_dict_torch_over_cell", "torch_state_dict_1000_params_ms", "cell_state_dict_1000_params_ms")
   ratio("ratio_sort_rows_torch_over_cell", "torch_sort_rows_1000x1000", "cell_sort_rows_1000x1000")
   ratio("ratio_sort_1e6_torch_over_cell", "torch_sort_1e6", "cell_sort_1e6")

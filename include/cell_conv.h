@@ -1,4 +1,5 @@
-/* cell_conv.h - public C API: convolution and pooling: conv2d, max_pool2d, avg_pool2d.
+/* cell_conv.h - public C API: convolution and pooling: conv2d, conv3d,
+ * conv_transpose3d, max_pool2d, avg_pool2d.
  * Included by cell.h; the conventions at the top of cell.h apply.
  *
  * Layout is NCHW: inputs are {N, C, H, W}. Padding is explicit zeros (or,
@@ -25,6 +26,32 @@ CELL_API cell_status cell_op_conv2d(const cell_tensor *x, const cell_tensor *w,
                                     const cell_tensor *b, const int64_t *stride,
                                     const int64_t *padding, const int64_t *dilation,
                                     int64_t groups, cell_tensor **out);
+
+/* 3-D convolution (cross-correlation). x {N, C, D, H, W}; w {O, C / groups,
+ * kd, kh, kw}; b {O} or NULL; all three of one float dtype (a TypeError
+ * otherwise). stride {sd, sh, sw} (>= 1, or NULL: 1), padding {front, back,
+ * top, bottom, left, right} (>= 0, or NULL: 0), dilation {dd, dh, dw}
+ * (>= 1, or NULL: 1); groups >= 1 divides C and O. *out is {N, O, OD, OH,
+ * OW} in x's dtype, OD = (D + front + back - dd * (kd - 1) - 1) / sd + 1
+ * (floor), likewise OH and OW. Records "Conv3dBackward". */
+CELL_API cell_status cell_op_conv3d(const cell_tensor *x, const cell_tensor *w,
+                                    const cell_tensor *b, const int64_t *stride,
+                                    const int64_t *padding, const int64_t *dilation,
+                                    int64_t groups, cell_tensor **out);
+
+/* 3-D transposed convolution: the adjoint of cell_op_conv3d with the same
+ * stride, padding and dilation. x {N, Cin, D, H, W}; w {Cin, Cout / groups,
+ * kd, kh, kw}; b {Cout} or NULL; groups divides Cin. output_padding
+ * {od, oh, ow} (>= 0 and below the stride, or NULL: 0) adds positions at
+ * the end of each dimension. *out is {N, Cout, OD, OH, OW} with
+ * OD = (D - 1) * sd - front - back + dd * (kd - 1) + od + 1, likewise OH
+ * and OW; each must be at least 1. Records "ConvTranspose3dBackward". */
+CELL_API cell_status cell_op_conv_transpose3d(const cell_tensor *x, const cell_tensor *w,
+                                              const cell_tensor *b, const int64_t *stride,
+                                              const int64_t *padding,
+                                              const int64_t *output_padding,
+                                              const int64_t *dilation, int64_t groups,
+                                              cell_tensor **out);
 
 /* Max pooling over kh x kw windows. x {N, C, H, W}; kernel {kh, kw} >= 1;
  * stride {sh, sw} >= 1 (or NULL: the kernel); padding {top, bottom, left,

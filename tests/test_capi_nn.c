@@ -46,6 +46,20 @@ static void null_handles(void) {
   MISUSE(cell_op_conv2d(NULL, w, NULL, NULL, NULL, NULL, 1, &out), out);
   MISUSE(cell_op_conv2d(img, NULL, NULL, NULL, NULL, NULL, 1, &out), out);
   MISUSE(cell_op_conv2d(img, w, NULL, NULL, NULL, NULL, 1, NULL), out);
+  MISUSE(cell_op_conv3d(NULL, w, NULL, NULL, NULL, NULL, 1, &out), out);
+  MISUSE(cell_op_conv3d(img, w, NULL, NULL, NULL, NULL, 1, &out), out); /* not 5-D */
+  MISUSE(cell_op_conv_transpose3d(NULL, w, NULL, NULL, NULL, NULL, NULL, 1, &out), out);
+  MISUSE(cell_op_conv_transpose3d(img, NULL, NULL, NULL, NULL, NULL, NULL, 1, &out), out);
+  {
+    const int64_t v5[5] = {1, 1, 3, 3, 3}, k5[5] = {1, 1, 2, 2, 2};
+    cell_tensor *vol = filled(CELL_DTYPE_F32, 5, v5, 1), *wk = filled(CELL_DTYPE_F32, 5, k5, 1);
+    MISUSE(cell_op_conv3d(vol, wk, NULL, NULL, NULL, NULL, 1, NULL), out);
+    MISUSE(cell_op_conv_transpose3d(vol, wk, NULL, NULL, NULL, NULL, NULL, 1, NULL), out);
+    const int64_t st[3] = {1, 1, 1}, op[3] = {1, 0, 0};
+    MISUSE(cell_op_conv_transpose3d(vol, wk, NULL, st, NULL, op, NULL, 1, &out), out);
+    cell_tensor_release(vol);
+    cell_tensor_release(wk);
+  }
   MISUSE(cell_op_max_pool2d(NULL, k, NULL, NULL, &out), out);
   MISUSE(cell_op_max_pool2d(img, NULL, NULL, NULL, &out), out);
   MISUSE(cell_op_avg_pool2d(NULL, k, NULL, NULL, 1, &out), out);

@@ -124,6 +124,25 @@ static void test_views_and_results(void) {
   cell_tensor_release(x);
   cell_tensor_release(w);
 
+  /* conv3d's output and conv_transpose3d's. */
+  REQUIRE_OK(cell_k_expand(one, 5, S(1, 1, P(20), P(20), P(19)), &x));
+  REQUIRE_OK(cell_k_expand(one, 5, S(P(10), 1, 1, 1, 1), &w));
+  FAILS(cell_op_conv3d(x, w, NULL, NULL, NULL, NULL, 1, o_), CELL_ERR_VALUE,
+        "conv3d: input (1, 1, 1048576, 1048576, 524288) with weight (1024, 1, 1, 1, 1) gives an output");
+  cell_tensor_release(w);
+  REQUIRE_OK(cell_k_expand(one, 5, S(1, P(10), 1, 1, 1), &w));
+  FAILS(cell_op_conv_transpose3d(x, w, NULL, S(P(30), 1, 1), NULL, NULL, NULL, 1, o_), CELL_ERR_VALUE,
+        "conv_transpose3d: input (1, 1, 1048576, 1048576, 524288) with weight (1, 1024, 1, 1, 1) gives an "
+        "output");
+  cell_tensor_release(x);
+  cell_tensor_release(w);
+  REQUIRE_OK(cell_k_expand(one, 5, S(1, 1, P(21), P(21), 1), &x));
+  REQUIRE_OK(cell_k_expand(one, 5, S(1, 1, 1, 1, 1), &w));
+  FAILS(cell_op_conv_transpose3d(x, w, NULL, S(P(30), P(30), P(30)), NULL, NULL, NULL, 1, o_),
+        CELL_ERR_VALUE, "too large for a tensor");
+  cell_tensor_release(x);
+  cell_tensor_release(w);
+
   cell_tensor_release(big);
   cell_tensor_release(one);
   cell_tensor_release(t);

@@ -1,18 +1,14 @@
 --- cell.conv_ops: the N-d convolution, pooling and resizing functions of
 -- cell.ops (conv1d, conv3d, conv_transpose1d/2d/3d, max_pool1d/3d,
 -- avg_pool1d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d,
--- pixel_shuffle, pixel_unshuffle), composed from the differentiable 2-D
--- kernels (conv2d, max_pool2d, avg_pool2d) and shape ops, so autograd and
--- every device come from those:
+-- pixel_shuffle, pixel_unshuffle), on the differentiable C kernels (conv2d,
+-- conv3d, conv_transpose3d, max_pool2d, avg_pool2d) and shape ops:
 --   * 1-d is 2-d with H = 1;
---   * 3-d convolution sums one batched 2-D convolution per kernel depth
---     (the depth taps picked with index_select);
---   * a transposed convolution is the adjoint of a convolution: in 1-d and
---     2-d col2im (the columns w^T x, one batched matrix product over the
---     groups, summed into the output by fold); in 3-d the input with
---     stride - 1 zeros between its elements, padded by
---     dilation * (k - 1) - padding (cropped where negative), convolved at
---     stride 1 with the flipped, in/out-swapped weight;
+--   * 3-d convolution and transposed convolution are C ops (vol2col / col2vol
+--     and the gemm backend, src/ops/conv3d.c);
+--   * a transposed convolution in 1-d and 2-d is the adjoint of a
+--     convolution: col2im (the columns w^T x, one batched matrix product
+--     over the groups, summed into the output by fold);
 --   * max and average pooling over a box are separable: 3-d pools H, W then D;
 --   * adaptive average pooling is one matrix product per dimension; adaptive
 --     max pooling takes the maximum of each bin.
@@ -222,23 +218,8 @@ local function conv_nd(op, x, w, b, nd, stride, pads, dil, groups)
       padding = { 0, 0, pads[1], pads[2] }, dilation = { 1, dil[1] }, groups = groups })
     return y:squeeze(3)
   end
-  -- 3-d: one batched 2-D convolution per kernel depth
-  local xp = pad_spatial(x, 3, { pads[1], pads[2], 0, 0, 0, 0 })
-  local N, C, Dp, H, W = xs[1], xs[2], xp.shape[3], xs[4], xs[5]
-  local kd = ws[3]
-  local Do = math.floor((Dp - dil[1] * (kd - 1) - 1) / stride[1]) + 1
-  local y
-  for t = 0, kd - 1 do
-    local idx = {}
-    for o = 0, Do - 1 do idx[o + 1] = t * dil[1] + o * stride[1] + 1 end
-    local xs2 = xp:index_select(3, core.tensor(idx, core.int64)):permute({ 1, 3, 2, 4, 5 })
-      :reshape({ N * Do, C, H, W })
-    local part = nn.conv2d(xs2, w:select(3, t + 1), t == 0 and b or nil, { stride = { stride[2], stride[3] },
-      padding = { pads[3], pads[4], pads[5], pads[6] }, dilation = { dil[2], dil[3] }, groups = groups })
-    y = y and y + part or part
-  end
-  local ys = y.shape
-  return y:reshape({ N, Do, ys[2], ys[3], ys[4] }):permute({ 1, 3, 2, 4, 5 }):contiguous()
+  -- 3-d: the C kernel (vol2col and a gemm per group)
+  return nn.conv3d(x, w, b, { stride = stride, padding = pads, dilation = dil, groups = groups })
 end
 M._conv_nd = conv_nd
 
@@ -283,25 +264,6 @@ end
 M.conv1d = functional_conv("conv1d", 1)
 --- conv3d(x {N, C, D, H, W}, w {O, C/groups, kd, kh, kw} [, b], {...})
 M.conv3d = functional_conv("conv3d", 3)
-
---- Stride - 1 zeros between the elements of dimension dim.
-local function zero_insert(x, dim, s)
-  local L = x.shape[dim]
-  if s == 1 or L <= 1 then return x end
-  local r = #x.shape
-  local xu = x:unsqueeze(dim + 1)
-  local list = {}
-  for _ = r + 1, dim + 2, -1 do
-    list[#list + 1] = 0
-    list[#list + 1] = 0
-  end
-  list[#list + 1] = 0
-  list[#list + 1] = s - 1
-  local shape = {}
-  for i = 1, r do shape[i] = x.shape[i] end
-  shape[dim] = L * s
-  return xu:pad(list):reshape(shape):narrow(dim, 1, (L - 1) * s + 1)
-end
 
 --- The transposed convolution (the adjoint of conv_nd with the same
 -- stride, pads and dilation) of x {N, Cin, spatial} with w {Cin, O/groups, k};
@@ -349,27 +311,9 @@ local function conv_transpose_nd(op, x, w, b, nd, stride, pads, out_pad, dil, gr
     if nd == 1 then y = y:squeeze(3) end
     return y
   end
-  -- 3-d: the weight as a convolution's: {O, Cin/groups, k}, flipped
-  local cin_g = ws[1] / groups
-  local gshape, cshape, flips = { groups, cin_g, ws[2] }, { cout, cin_g }, {}
-  for i = 1, nd do
-    gshape[i + 3] = ws[i + 2]
-    cshape[i + 2] = ws[i + 2]
-    flips[i] = i + 2
-  end
-  local wc = w:reshape(gshape):transpose(2, 3):reshape(cshape):flip(flips)
-  local xz = x
-  for i = 1, nd do xz = zero_insert(xz, i + 2, stride[i]) end
-  local cp, ones, zeros = {}, {}, {}
-  for i = 1, nd do
-    local full = dil[i] * (ws[i + 2] - 1)
-    cp[2 * i - 1] = full - pads[2 * i - 1]
-    cp[2 * i] = full - pads[2 * i] + out_pad[i]
-    ones[i] = 1
-    zeros[2 * i - 1], zeros[2 * i] = 0, 0
-  end
-  xz = pad_spatial(xz, nd, cp)
-  return conv_nd(op, xz, wc, b, nd, ones, zeros, dil, groups)
+  -- 3-d: the C kernel (col2vol of the columns w^T x)
+  return nn.conv_transpose3d(x, w, b, { stride = stride, padding = pads, output_padding = out_pad,
+    dilation = dil, groups = groups })
 end
 M._conv_transpose_nd = conv_transpose_nd
 

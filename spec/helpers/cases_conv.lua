@@ -22,6 +22,16 @@ return function(b)
     Conv2dBackward = { function(x, w, bias)
       return ops.conv2d(x, w, bias, { stride = { 2, 1 }, padding = { 1, 0, 0, 1 }, dilation = { 1, 2 }, groups = 2 })
     end, { r { 2, 4, 5, 6 }, r({ 4, 2, 2, 3 }, -1, 1, 2), r({ 4 }, -1, 1, 3) } },
+    -- 3-d: grouped, strided, dilated, asymmetrically padded, with a bias
+    Conv3dBackward = { function(x, w, bias)
+      return ops.conv3d(x, w, bias, { stride = { 2, 1, 1 }, padding = { 1, 0, 0, 1, 1, 1 }, dilation = { 1, 2, 1 },
+        groups = 2 })
+    end, { r { 2, 4, 3, 4, 3 }, r({ 4, 2, 2, 2, 2 }, -1, 1, 2), r({ 4 }, -1, 1, 3) } },
+    -- the adjoint: strided with output padding, grouped, a transposed input
+    ConvTranspose3dBackward = { function(x, w, bias)
+      return ops.conv_transpose3d(x:transpose(4, 5), w, bias, { stride = { 2, 1, 2 }, padding = { 1, 0, 1 },
+        output_padding = { 1, 0, 0 }, dilation = { 1, 2, 1 }, groups = 2 })
+    end, { r { 2, 4, 2, 3, 2 }, r({ 4, 1, 2, 2, 2 }, -1, 1, 2), r({ 2 }, -1, 1, 3) } },
     -- overlapping windows with padding; a transposed input
     MaxPool2dBackward = { function(x)
       return ops.max_pool2d(x:transpose(3, 4), 3, { stride = 2, padding = 1 })

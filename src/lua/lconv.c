@@ -2,13 +2,17 @@
  * table core.nnops, which cell.ops (lua/cell/ops.lua) exposes.
  *
  *   conv2d(x, w [, b] [, {stride =, padding =, dilation =, groups =}])
+ *   conv3d(x, w [, b] [, {stride =, padding =, dilation =, groups =}])
+ *   conv_transpose3d(x, w [, b] [, {stride =, padding =, output_padding =,
+ *                                   dilation =, groups =}])
  *   max_pool2d(x, kernel [, {stride =, padding =, dilation =, ceil_mode =,
  *                            return_indices =}])
  *   avg_pool2d(x, kernel [, {stride =, padding =, ceil_mode =, count_include_pad =}])
  *
  * A size pair (stride, dilation, kernel) is n or {h, w}; padding is n,
  * {h, w} (both sides of each) or {top, bottom, left, right}. Sizes are not
- * indices, so nothing here is 1-based. The binding checks Lua types and
+ * indices, so nothing here is 1-based. In 3-D a size triple is n or
+ * {d, h, w}, padding n, {d, h, w} or {front, back, top, bottom, left, right}. The binding checks Lua types and
  * option names; the engine checks values and shapes. */
 #include "lcell.h"
 #include <math.h>
@@ -109,6 +113,71 @@ static int nn_conv2d(lua_State *L) {
   return lc_finish(L, cell_op_conv2d(x, w, b, stride, padding, dilation, groups, out));
 }
 
+/* A triple {d, h, w} (a number n is {n, n, n}). */
+static void triple_at(lua_State *L, int arg, int i, const char *op, const char *key,
+                      int64_t *out) {
+  static const int lens[] = {3, 0};
+  int got;
+  sizes(L, arg, i, op, key, lens, out, &got);
+  if (got == 1) out[1] = out[2] = out[0];
+}
+
+/* 3-D padding {front, back, top, bottom, left, right}, from n, {d, h, w}
+ * (both sides of each) or the six. */
+static void pads3_at(lua_State *L, int arg, int i, const char *op, int64_t *out) {
+  static const int lens[] = {3, 6, 0};
+  int64_t v[6];
+  int got;
+  sizes(L, arg, i, op, "padding", lens, v, &got);
+  if (got == 1) v[1] = v[2] = v[3] = v[4] = v[5] = v[0];
+  if (got == 3) {
+    int64_t t[3] = {v[0], v[1], v[2]};
+    for (int k = 0; k < 3; k++) v[2 * k] = v[2 * k + 1] = t[k];
+  }
+  memcpy(out, v, sizeof v);
+}
+
+/* conv3d(x, w [, b] [, {stride =, padding =, dilation =, groups =}]) and
+ * conv_transpose3d(x, w [, b] [, {..., output_padding =}]). */
+static int conv3d_common(lua_State *L, const char *op, int transposed) {
+  static const char *const keys[] = {"stride", "padding", "dilation", "groups", NULL};
+  static const char *const tkeys[] = {"stride",         "padding", "dilation",
+                                      "output_padding", "groups",  NULL};
+  cell_tensor *x = lc_check_tensor(L, 1), *w = lc_check_tensor(L, 2), *b = NULL;
+  int oarg = 3;
+  if (lc_test_tensor(L, 3)) {
+    b = lc_test_tensor(L, 3);
+    oarg = 4;
+  } else if (lua_isnoneornil(L, 3)) {
+    oarg = 4;
+  } else if (!lua_istable(L, 3)) {
+    return lc_argerror(L, 3, "TypeError: %s: expected a bias Tensor, nil or an options table, "
+                             "got %s", op, luaL_typename(L, 3));
+  }
+  int64_t stride[3] = {1, 1, 1}, padding[6] = {0}, dilation[3] = {1, 1, 1}, opad[3] = {0};
+  int64_t groups = 1;
+  int opts = lc_options(L, oarg, op, transposed ? tkeys : keys) ? oarg : 0;
+  if (lc_field(L, opts, "stride")) triple_at(L, oarg, -1, op, "stride", stride);
+  lua_pop(L, 1);
+  if (lc_field(L, opts, "padding")) pads3_at(L, oarg, -1, op, padding);
+  lua_pop(L, 1);
+  if (lc_field(L, opts, "dilation")) triple_at(L, oarg, -1, op, "dilation", dilation);
+  lua_pop(L, 1);
+  if (transposed && lc_field(L, opts, "output_padding"))
+    triple_at(L, oarg, -1, op, "output_padding", opad);
+  if (transposed) lua_pop(L, 1);
+  if (lc_field(L, opts, "groups")) groups = opt_integer(L, oarg, lua_gettop(L), op, "groups");
+  lua_pop(L, 1);
+  cell_tensor **out = lc_newtensor(L);
+  if (transposed)
+    return lc_finish(L, cell_op_conv_transpose3d(x, w, b, stride, padding, opad, dilation, groups,
+                                                 out));
+  return lc_finish(L, cell_op_conv3d(x, w, b, stride, padding, dilation, groups, out));
+}
+
+static int nn_conv3d(lua_State *L) { return conv3d_common(L, "conv3d", 0); }
+static int nn_conv_transpose3d(lua_State *L) { return conv3d_common(L, "conv_transpose3d", 1); }
+
 /* Shared by the pools: x, kernel, stride (default: the kernel), padding;
  * returns the options index (0 when none). */
 static int pool_args(lua_State *L, const char *op, const char *const *keys, int64_t *kernel,
@@ -181,6 +250,8 @@ static int nn_avg_pool2d(lua_State *L) {
 }
 
 static const luaL_Reg conv_funcs[] = {{"conv2d", nn_conv2d},
+                                      {"conv3d", nn_conv3d},
+                                      {"conv_transpose3d", nn_conv_transpose3d},
                                       {"max_pool2d", nn_max_pool2d},
                                       {"avg_pool2d", nn_avg_pool2d},
                                       {NULL, NULL}};

@@ -151,4 +151,39 @@ void cell_conv_im2col(cell_dtype ct, const cell_conv_geom *g, const void *x, int
 void cell_conv_col2im(cell_dtype ct, const cell_conv_geom *g, const void *cols, int64_t n0,
                       int64_t nb, void *gx);
 
+/* --- conv3d.c ------------------------------------------------------------------ */
+
+/* The sizes of one conv3d call, validated; for conv_transpose3d those of
+ * the convolution it is the adjoint of (its input is that convolution's
+ * output {n, o, od, oh, ow}, its output that convolution's input
+ * {n, c, d, h, w}). */
+typedef struct cell_conv3d_geom {
+  int64_t n, c, d, h, w;  /* input */
+  int64_t o, kd, kh, kw;  /* output channels and kernel (weight {o, c / groups, kd, kh, kw}) */
+  int64_t groups;
+  int64_t s[3], dl[3];    /* stride and dilation: depth, height, width */
+  int64_t pd[6];          /* padding: front, back, top, bottom, left, right */
+  int64_t od, oh, ow;     /* output */
+} cell_conv3d_geom;
+
+/* Validate conv3d's arguments (b may be NULL) and fill *g. */
+cell_status cell_k_conv3d_geom(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
+                               const int64_t *stride, const int64_t *padding,
+                               const int64_t *dilation, int64_t groups, cell_conv3d_geom *g);
+/* Validate conv_transpose3d's arguments (x {N, Cin, D, H, W}, w {Cin,
+ * Cout / groups, kd, kh, kw}) and fill *g with the adjoint convolution's. */
+cell_status cell_k_conv_transpose3d_geom(const cell_tensor *x, const cell_tensor *w,
+                                         const cell_tensor *b, const int64_t *stride,
+                                         const int64_t *padding, const int64_t *output_padding,
+                                         const int64_t *dilation, int64_t groups,
+                                         cell_conv3d_geom *g);
+/* vol2col and col2vol in the compute dtype ct (contiguous operands): row
+ * r = ((c * kd + a) * kh + i) * kw + j of cols holds, at n * P + p for the
+ * nb samples from n0 (P = od * oh * ow), the input under tap (a, i, j) of
+ * output position p; col2vol adds such columns back into gx. */
+void cell_conv_vol2col(cell_dtype ct, const cell_conv3d_geom *g, const void *x, int64_t n0,
+                       int64_t nb, void *cols);
+void cell_conv_col2vol(cell_dtype ct, const cell_conv3d_geom *g, const void *cols, int64_t n0,
+                       int64_t nb, void *gx);
+
 #endif
