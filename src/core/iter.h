@@ -65,4 +65,13 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx);
  * cures it). Only tensors big enough to amortise that go parallel. */
 #define CELL_PARALLEL_GRAIN (1 << 20)
 
+/* cell_iter_run's bar: elementwise work of at least this many elements
+ * splits over threads. Lower than CELL_PARALLEL_GRAIN: OpenBLAS is the
+ * OpenMP build (the Makefile's BLAS_LIB), so its gemms run on the same
+ * team and no second pool competes for the cores, and idle workers sleep
+ * after tens of microseconds (GOMP_SPINCOUNT, src/lua/ompenv). A ReLU or
+ * an add over 64K floats (about 10 us on one core) already pays for the
+ * fork and join of a team whose worker is spinning. */
+#define CELL_ITER_GRAIN (1 << 16)
+
 #endif
