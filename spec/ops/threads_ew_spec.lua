@@ -5,7 +5,8 @@
 -- short rows, odd sizes, transposed and sliced inputs, broadcasting), the
 -- float32 results at 2 threads equal those at 1 bit for bit, and every
 -- element equals the value computed here in Lua from the inputs: a range
--- skipped, run twice or shifted by a wrong offset shows at the element.
+-- skipped, run twice or shifted by a wrong offset shows at the element. The
+-- optimizer steps' vector loops (src/ops/optim.c) are checked the same way.
 local cell = require "cell"
 local H = require "helpers"
 
@@ -133,6 +134,42 @@ describe("elementwise kernels split over threads", function()
       end, function(_, i)
         -- one step from zero moments: m_hat = g, v_hat = g^2
         return xs[i] - 0.01 * gs[i] / (math.abs(gs[i]) + 1e-8)
+      end, 1e-5)
+    end)
+
+    -- The vector loops of src/ops/optim.c, one per setting of the flags.
+    it(tag .. ": Momentum (Nesterov, weight decay), Adam (weight decay) and AdamW", function()
+      local x0, g0 = make(700 + ci), make(800 + ci)
+      local xs, gs = flat(x0), flat(g0)
+      local lr, mom, wd = 0.1, 0.9, 0.05
+      local function param() return cell.Parameter(x0:contiguous():clone(), "w") end
+      check("nesterov", function()
+        local w = param()
+        local opt = cell.nn.Momentum({ w }, { learning_rate = lr, momentum = mom, weight_decay = wd,
+          use_nesterov = true })
+        opt({ g0 })
+        opt({ g0 })
+        return { w }
+      end, function(_, i)
+        local d = gs[i] + wd * xs[i]
+        local b = d
+        local p = xs[i] - lr * (d + mom * b)
+        d = gs[i] + wd * p
+        b = mom * b + d
+        return p - lr * (d + mom * b)
+      end, 1e-5)
+      check("adam weight decay", function()
+        local w = param()
+        cell.nn.Adam({ w }, { learning_rate = 0.01, weight_decay = wd })({ g0 })
+        local w2 = param()
+        cell.nn.AdamW({ w2 }, { learning_rate = 0.01, weight_decay = wd })({ g0 })
+        return { w, w2 }
+      end, function(k, i)
+        if k == 1 then
+          local g = gs[i] + wd * xs[i]
+          return xs[i] - 0.01 * g / (math.abs(g) + 1e-8)
+        end
+        return xs[i] * (1 - 0.01 * wd) - 0.01 * gs[i] / (math.abs(gs[i]) + 1e-8)
       end, 1e-5)
     end)
   end
