@@ -90,15 +90,16 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
   if (total < CELL_ITER_GRAIN || nthreads < 2) {
     run_range(it, fn, ctx, 0, total, istride, intr);
   } else {
-    /* Equal ranges of the flat index, cut anywhere (mid-row too): the
-     * split is even whatever the rows, one long row or many short ones.
-     * A few ranges per thread, handed out as threads come free, so one
-     * the OS runs late holds up less. Each element is computed alone, so
-     * the split never changes a result. */
-    int64_t nchunks = total / (CELL_ITER_GRAIN / 2);
-    if (nchunks > 4 * (int64_t)nthreads) nchunks = 4 * (int64_t)nthreads;
+    /* One range of the flat index per thread, cut anywhere (mid-row too):
+     * the split is even whatever the rows, one long row or many short
+     * ones. Thread k takes the k-th range every time, which for an NCHW
+     * tensor is the same samples that the convolution, batch_norm and
+     * pooling give it (static schedules), so it reads them from its own
+     * core's cache. Each element is computed alone, so the split never
+     * changes a result. */
+    int64_t nchunks = nthreads;
     int64_t chunk = ((total + nchunks - 1) / nchunks + 63) / 64 * 64; /* whole cache lines */
-    CELL_FOR_DYNAMIC(1, int64_t, c, nchunks, {
+    CELL_FOR(1, int64_t, c, nchunks, {
       int64_t lo = c * chunk, hi = lo + chunk < total ? lo + chunk : total;
       if (lo < hi) run_range(it, fn, ctx, lo, hi, istride, intr);
     });
