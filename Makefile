@@ -231,6 +231,8 @@ $(LUA_SHARE_STAMP): FORCE
 	@echo '$(LUA_SHARE)' | cmp -s - $@ 2>/dev/null || echo '$(LUA_SHARE)' >$@
 $(BUILD)/$(LUA)/src/lua/lembed.o: $(LUA_SHARE_STAMP)
 $(BUILD)/$(LUA)/src/lua/lembed.o: ALL_CFLAGS += -DCELL_LUA_DIR='"$(LUA_SHARE)"'
+# The optimizer steps' vector loops take sqrt as one instruction (src/ops/optim.c).
+$(BUILD)/src/ops/optim.o: ALL_CFLAGS += -fno-math-errno
 FORCE:
 
 $(EMBED_GAME): examples/embed/game_loop.c $(HEADERS) $(LIBCELL_A)

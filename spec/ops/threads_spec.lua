@@ -61,6 +61,9 @@ describe("kernels split over threads", function()
     cases[#cases + 1] = { n = rnd(1, 12), c = g * rnd(1, 12), o = g * rnd(1, 20), h = rnd(5, 36),
       w = rnd(5, 36), k = ({ 1, 3, 5 })[rnd(1, 3)], s = rnd(1, 2), p = rnd(0, 2), g = g }
   end
+  -- One sample of a few large planes: batch_norm's float32 passes split over
+  -- the (sample, channel) rows, here 5 rows past the bar.
+  cases[#cases + 1] = { n = 1, c = 5, o = 2, h = 131, w = 133, k = 3, s = 1, p = 1, g = 1 }
 
   for i, c in ipairs(cases) do
     local tag = ("case %d: N %d C %d O %d %dx%d k %d stride %d pad %d groups %d"):format(i, c.n, c.c,

@@ -58,43 +58,51 @@ static void row_ptrs(const cell_iter *it, int64_t r, char **p) {
   }
 }
 
+/* Elements [lo, hi) of the iteration, row by row (a range may start and end
+ * inside a row); stops early when interrupted. */
+static void run_range(const cell_iter *it, cell_loop_fn fn, void *ctx, int64_t lo, int64_t hi,
+                      const int64_t *istride, volatile int *intr) {
+  int64_t inner = it->shape[it->ndim - 1];
+  int64_t r = lo / inner, col = lo % inner;
+  while (lo < hi) {
+    if (*intr) return;
+    int64_t n = inner - col < hi - lo ? inner - col : hi - lo;
+    char *p[CELL_ITER_MAX];
+    row_ptrs(it, r, p);
+    for (int k = 0; k < it->nops; k++) p[k] += col * istride[k];
+    fn(ctx, n, p, istride);
+    lo += n;
+    r++;
+    col = 0;
+  }
+}
+
 cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
   for (int i = 0; i < it->ndim; i++)
     if (it->shape[i] == 0) return CELL_OK;
   coalesce(it);
-  int64_t inner = it->shape[it->ndim - 1];
-  int64_t rows = cell_shape_numel(it->ndim - 1, it->shape);
-  int64_t total = rows * inner;
+  int64_t total = cell_shape_numel(it->ndim, it->shape);
   int64_t istride[CELL_ITER_MAX];
   for (int k = 0; k < it->nops; k++) istride[k] = it->stride[k][it->ndim - 1];
   volatile int *intr = &cell_ctx()->interrupt;
   int nthreads = cell_ctx()->num_threads;
 
-  if (rows == 1) {
-    /* One long row: split it into chunks when it is large. */
-    int64_t nchunks = total >= CELL_PARALLEL_GRAIN && nthreads > 1 ? nthreads : 1;
-    int64_t chunk = (inner + nchunks - 1) / nchunks;
-    CELL_FOR(nchunks > 1, int64_t, c, nchunks, {
-      int64_t lo = c * chunk, n = inner - lo < chunk ? inner - lo : chunk;
-      if (n <= 0) continue;
-      char *p[CELL_ITER_MAX];
-      for (int k = 0; k < it->nops; k++) p[k] = it->base[k] + lo * istride[k];
-      fn(ctx, n, p, istride);
+  if (total < CELL_ITER_GRAIN || nthreads < 2) {
+    run_range(it, fn, ctx, 0, total, istride, intr);
+  } else {
+    /* One range of the flat index per thread, cut anywhere (mid-row too):
+     * the split is even whatever the rows, one long row or many short
+     * ones. Thread k takes the k-th range every time, which for an NCHW
+     * tensor is the same samples that the convolution, batch_norm and
+     * pooling give it (static schedules), so it reads them from its own
+     * core's cache. Each element is computed alone, so the split never
+     * changes a result. */
+    int64_t nchunks = nthreads;
+    int64_t chunk = ((total + nchunks - 1) / nchunks + 63) / 64 * 64; /* whole cache lines */
+    CELL_FOR(1, int64_t, c, nchunks, {
+      int64_t lo = c * chunk, hi = lo + chunk < total ? lo + chunk : total;
+      if (lo < hi) run_range(it, fn, ctx, lo, hi, istride, intr);
     });
-    return *intr ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
   }
-  int par = total >= CELL_PARALLEL_GRAIN && nthreads > 1;
-  int stop = 0;
-  CELL_FOR(par, int64_t, r, rows, {
-    if (stop) continue;
-    if (*intr) {
-      stop = 1;
-      continue;
-    }
-    char *p[CELL_ITER_MAX];
-    row_ptrs(it, r, p);
-    fn(ctx, inner, p, istride);
-  });
-  if (stop || *intr) return cell_error(CELL_ERR_INTERRUPT, "interrupted");
-  return CELL_OK;
+  return *intr ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
 }

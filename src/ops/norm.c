@@ -217,13 +217,78 @@ BN_CLONES static void f32_grad_x(const float *g, const float *x, float *out, int
   for (; i < n; i++) out[i] = (float)(ka * g[i] + kb * (x[i] - mu) + kc);
 }
 
-/* Whether batch_norm's loops over channels are worth threads: a lower bar
- * than CELL_PARALLEL_GRAIN, since OpenBLAS shares cell's OpenMP threads
- * (see BLAS_LIB in the Makefile) and a channel's passes cost more than an
+/* Whether batch_norm's loops are worth threads: a lower bar than
+ * CELL_PARALLEL_GRAIN, since OpenBLAS shares cell's OpenMP threads (see
+ * BLAS_LIB in the Makefile) and a channel's passes cost more than an
  * elementwise op's: a CIFAR-size layer (32 x 16 x 32 x 32) splits. */
 #define BN_PARALLEL_GRAIN ((int64_t)1 << 16)
 static bool bn_parallel(const bn_geom *g) {
-  return g->c > 1 && g->m * g->c >= BN_PARALLEL_GRAIN && cell_ctx()->num_threads > 1;
+  return g->n * g->c > 1 && g->m * g->c >= BN_PARALLEL_GRAIN && cell_ctx()->num_threads > 1;
+}
+
+/* float32: each pass runs over the rows (n, c) of the input, split over
+ * threads statically in row order, so a thread works on the same samples
+ * as the convolution, ReLU and pooling around it (they split the batch the
+ * same way) and finds them in its own core's cache: on two cores, reading a
+ * layer's output that the other core wrote ran at about 0.6x the speed.
+ * Per-row sums go to rs and are added per channel in sample order: the
+ * order of the channel loop this replaces, so results do not change. */
+static void bn_f32_forward(const bn_geom *g, const float *xf, float *yf, double *mv, double *vv,
+                           const double *w, const double *b, int training, double eps,
+                           double *rs, bool par) {
+  const int64_t rows = g->n * g->c, C = g->c, inner = g->inner;
+  if (training) {
+    CELL_FOR(par, int64_t, r, rows, { rs[r] = f32_sum(xf + r * inner, inner, 0.0, 0); });
+    for (int64_t c = 0; c < C; c++) {
+      double s1 = 0;
+      for (int64_t n = 0; n < g->n; n++) s1 += rs[n * C + c];
+      mv[c] = g->m ? s1 / (double)g->m : NAN;
+    }
+    CELL_FOR(par, int64_t, r, rows, { rs[r] = f32_sum(xf + r * inner, inner, mv[r % C], 1); });
+    for (int64_t c = 0; c < C; c++) {
+      double s2 = 0;
+      for (int64_t n = 0; n < g->n; n++) s2 += rs[n * C + c];
+      vv[c] = g->m ? s2 / (double)g->m : NAN;
+    }
+  }
+  CELL_FOR(par, int64_t, r, rows, {
+    int64_t c = r % C;
+    double is = 1.0 / sqrt(vv[c] + eps), a = is * w[c], sh = b[c] - mv[c] * is * w[c];
+    f32_affine(xf + r * inner, yf + r * inner, inner, a, sh);
+  });
+}
+
+/* The backward pass the same way; rs holds 2 * rows + 3 * C doubles. */
+static void bn_f32_backward(const bn_geom *g, const float *gf, const float *xf, float *of,
+                            const double *mv, const double *vv, const double *w, double eps,
+                            int training, double *wv, double *bv, double *rs, bool par) {
+  const int64_t rows = g->n * g->c, C = g->c, inner = g->inner;
+  double *ka = rs + 2 * rows, *kb = ka + C, *kc = kb + C, m = (double)g->m;
+  CELL_FOR(par, int64_t, r, rows, {
+    double a = 0, bb = 0;
+    f32_grad_sums(gf + r * inner, xf + r * inner, inner, mv[r % C], &a, &bb);
+    rs[2 * r] = a;
+    rs[2 * r + 1] = bb;
+  });
+  for (int64_t c = 0; c < C; c++) {
+    double sg = 0, sgx = 0, is = 1.0 / sqrt(vv[c] + eps);
+    for (int64_t n = 0; n < g->n; n++) {
+      sg += rs[2 * (n * C + c)];
+      sgx += rs[2 * (n * C + c) + 1];
+    }
+    if (wv) wv[c] = sgx * is;
+    if (bv) bv[c] = sg;
+    double k = w[c] * is;
+    /* k (g - sg / m - xhat sum(g xhat) / m), xhat = (x - mu) invstd; k g when not training */
+    ka[c] = k;
+    kb[c] = training ? -k * is * is * sgx / m : 0.0;
+    kc[c] = training ? -k * sg / m : 0.0;
+  }
+  if (of)
+    CELL_FOR(par, int64_t, r, rows, {
+      int64_t c = r % C;
+      f32_grad_x(gf + r * inner, xf + r * inner, of + r * inner, inner, mv[c], ka[c], kb[c], kc[c]);
+    });
 }
 
 /* running = momentum * running + (1 - momentum) * v * scale, in running's
@@ -256,10 +321,12 @@ cell_status cell_cpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean,
   if (!x || !out) return cell_error(CELL_ERR_VALUE, "batch_norm: NULL argument");
   CELL_TRY(bn_check(x, running_mean, running_var, weight, bias, training, momentum, eps));
   bn_geom g = bn_geometry(x);
-  double *blk[2] = {NULL, NULL}; /* weight, bias */
+  double *blk[3] = {NULL, NULL, NULL}; /* weight, bias, float32's per-row sums */
   cell_tensor *xc = NULL, *y = NULL, *mean = NULL, *var = NULL;
   cell_status s = cell_nn_doubles("batch_norm", weight, g.c, 1.0, &blk[0]);
   if (s == CELL_OK) s = cell_nn_doubles("batch_norm", bias, g.c, 0.0, &blk[1]);
+  if (s == CELL_OK && x->dtype == CELL_DTYPE_F32)
+    s = cell_nn_doubles("batch_norm", NULL, g.n * g.c + 1, 0.0, &blk[2]);
   if (s == CELL_OK) s = cell_k_contiguous(x, &xc);
   if (s == CELL_OK) s = cell_tensor_new_contig(x->dtype, x->ndim, x->shape, &y);
   if (s == CELL_OK && training) s = f64_vec(g.c, &mean);
@@ -268,40 +335,30 @@ cell_status cell_cpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean,
   if (s == CELL_OK && !training) s = cell_k_astype(running_var, CELL_DTYPE_F64, &var);
   if (s != CELL_OK) {
     cell_release4(s, xc, y, mean, var);
-    return free_all(s, blk, 2);
+    return free_all(s, blk, 3);
   }
   double *mv = f64_data(mean), *vv = f64_data(var);
   const double *w = blk[0], *b = blk[1];
   const char *xb = cell_tensor_base(xc);
   char *yb = cell_tensor_base(y);
   cell_dtype dt = x->dtype;
-  CELL_FOR_DYNAMIC(bn_parallel(&g), int64_t, c, g.c, {
-    if (dt == CELL_DTYPE_F32) {
-      const float *xf = (const float *)(const void *)xb;
-      float *yf = (float *)(void *)yb;
-      if (training) {
-        double s1 = 0, s2 = 0;
-        for (int64_t n = 0; n < g.n; n++) s1 += f32_sum(xf + (n * g.c + c) * g.inner, g.inner, 0.0, 0);
-        mv[c] = g.m ? s1 / (double)g.m : NAN;
-        for (int64_t n = 0; n < g.n; n++) s2 += f32_sum(xf + (n * g.c + c) * g.inner, g.inner, mv[c], 1);
-        vv[c] = g.m ? s2 / (double)g.m : NAN;
-      }
-      double is = 1.0 / sqrt(vv[c] + eps), a = is * w[c], sh = b[c] - mv[c] * is * w[c];
-      for (int64_t n = 0; n < g.n; n++)
-        f32_affine(xf + (n * g.c + c) * g.inner, yf + (n * g.c + c) * g.inner, g.inner, a, sh);
-    } else {
+  if (dt == CELL_DTYPE_F32) {
+    bn_f32_forward(&g, (const float *)(const void *)xb, (float *)(void *)yb, mv, vv, w, b, training,
+                   eps, blk[2], bn_parallel(&g));
+  } else {
+    CELL_FOR_DYNAMIC(bn_parallel(&g) && g.c > 1, int64_t, c, g.c, {
       if (training) {
         mv[c] = g.m ? channel_sum(dt, xb, &g, c, 0.0, 0) / (double)g.m : NAN;
         vv[c] = g.m ? channel_sum(dt, xb, &g, c, mv[c], 1) / (double)g.m : NAN;
       }
       double is = 1.0 / sqrt(vv[c] + eps);
       channel_affine(dt, xb, yb, &g, c, is * w[c], b[c] - mv[c] * is * w[c]);
-    }
-  });
+    });
+  }
   if (training && update) /* nothing can fail from here on */
     cell_k_batch_norm_update(running_mean, running_var, mean, var, g.m, momentum);
   cell_tensor_release(xc);
-  free_all(CELL_OK, blk, 2);
+  free_all(CELL_OK, blk, 3);
   *out = y;
   if (mean_out) *mean_out = mean;
   else cell_tensor_release(mean);
@@ -370,7 +427,10 @@ cell_status cell_cpu_batch_norm_backward(const cell_tensor *g, const cell_tensor
   bn_geom geo = bn_geometry(x);
   double *w = NULL;
   cell_tensor *gc = NULL, *xc = NULL, *rx = NULL, *rw = NULL, *rb = NULL;
+  double *rs = NULL; /* float32's per-row sums and per-channel factors */
   cell_status s = cell_nn_doubles("batch_norm backward", weight, geo.c, 1.0, &w);
+  if (s == CELL_OK && g->dtype == CELL_DTYPE_F32 && x->dtype == CELL_DTYPE_F32)
+    s = cell_nn_doubles("batch_norm backward", NULL, 2 * geo.n * geo.c + 3 * geo.c + 1, 0.0, &rs);
   if (s == CELL_OK) s = cell_k_contiguous(g, &gc);
   if (s == CELL_OK) s = cell_k_contiguous(x, &xc);
   if (s == CELL_OK && gx) s = cell_tensor_new_contig(x->dtype, x->ndim, x->shape, &rx);
@@ -386,32 +446,24 @@ cell_status cell_cpu_batch_norm_backward(const cell_tensor *g, const cell_tensor
     int f32 = gdt == CELL_DTYPE_F32 && xdt == CELL_DTYPE_F32;
     const float *gf = (const float *)(const void *)gbase, *xf = (const float *)(const void *)xbase;
     float *of = (float *)(void *)obase;
-    CELL_FOR_DYNAMIC(bn_parallel(&geo), int64_t, c, geo.c, {
-      double sg = 0, sgx = 0, is = 1.0 / sqrt(vv[c] + eps);
-      if (f32)
-        for (int64_t n = 0; n < geo.n; n++) {
-          int64_t e = (n * geo.c + c) * geo.inner;
-          f32_grad_sums(gf + e, xf + e, geo.inner, mv[c], &sg, &sgx);
-        }
-      else
+    if (f32)
+      bn_f32_backward(&geo, gf, xf, of, mv, vv, w, eps, training, wv, bv, rs, bn_parallel(&geo));
+    else
+      CELL_FOR_DYNAMIC(bn_parallel(&geo) && geo.c > 1, int64_t, c, geo.c, {
+        double sg = 0, sgx = 0, is = 1.0 / sqrt(vv[c] + eps);
         channel_grad_sums(gdt, gbase, xdt, xbase, &geo, c, mv[c], &sg, &sgx);
-      if (wv) wv[c] = sgx * is;
-      if (bv) bv[c] = sg;
-      if (obase) {
-        double k = w[c] * is;
-        /* k (g - sg / m - xhat sum(g xhat) / m), xhat = (x - mu) invstd; k g when not training */
-        double kb = training ? -k * is * is * sgx / m : 0.0, kc = training ? -k * sg / m : 0.0;
-        if (f32)
-          for (int64_t n = 0; n < geo.n; n++) {
-            int64_t e = (n * geo.c + c) * geo.inner;
-            f32_grad_x(gf + e, xf + e, of + e, geo.inner, mv[c], k, kb, kc);
-          }
-        else
+        if (wv) wv[c] = sgx * is;
+        if (bv) bv[c] = sg;
+        if (obase) {
+          double k = w[c] * is;
+          /* k (g - sg / m - xhat sum(g xhat) / m), xhat = (x - mu) invstd; k g when not training */
+          double kb = training ? -k * is * is * sgx / m : 0.0, kc = training ? -k * sg / m : 0.0;
           channel_grad_x(gdt, gbase, xdt, xbase, obase, &geo, c, mv[c], k, kb, kc);
-      }
-    });
+        }
+      });
   }
   cell_dealloc(w);
+  cell_dealloc(rs);
   cell_release4(CELL_OK, gc, xc, NULL, NULL);
   if (s != CELL_OK) return cell_release4(s, rx, rw, rb, NULL);
   if (gx) *gx = rx;

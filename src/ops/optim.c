@@ -29,6 +29,80 @@ typedef struct {
     (P) -= lr * d_;                                            \
   } while (0)
 
+/* Contiguous operands go to vector loops (below); they assume that no two
+ * operands partly overlap, which holds unless a caller passes views that
+ * share memory at an offset: those take the element loop. The same
+ * operand twice (at the same address) is fine, element i reading and
+ * writing only element i. */
+static int opt_overlap(const char *a, const char *b, int64_t bytes) {
+  return a != b && a < b + bytes && b < a + bytes;
+}
+static int opt_overlap4(char **p, int64_t bytes) {
+  for (int i = 0; i < 4; i++)
+    for (int j = i + 1; j < 4; j++)
+      if (opt_overlap(p[i], p[j], bytes)) return 1;
+  return 0;
+}
+
+/* The vector loops: `omp simd` (the build uses -fopenmp), one loop per
+ * setting of the flags so that no branch stays inside, and on x86-64 a
+ * second copy for AVX2 (as conv.h's CONV_CLONES). They compute exactly
+ * what the element loop computes: the same operations in the same order,
+ * without contracting a multiply and an add into one rounding (fp-contract
+ * off). The Makefile builds this file with -fno-math-errno: sqrt is then one
+ * instruction that vectorizes (its argument is a sum of squares, or NaN). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define OPT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define OPT_CLONES
+#endif
+
+#define SGD_VLOOP(T, WD, HB, FIRST, NEST)                                   \
+  do {                                                                      \
+    _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                   \
+      T d_ = gp[i] * gs;                                                    \
+      if (WD) d_ += wd * pp[i];                                             \
+      if (HB) {                                                             \
+        T b_ = (FIRST) ? d_ : mom * bp[i] + keep * d_;                      \
+        bp[i] = b_;                                                         \
+        d_ = (NEST) ? d_ + mom * b_ : b_;                                   \
+      }                                                                     \
+      pp[i] -= lr * d_;                                                     \
+    }                                                                       \
+  } while (0)
+#define SGD_VLOOP_BUF(T, WD)                                                \
+  do {                                                                      \
+    if (c->first) {                                                         \
+      if (c->nesterov) SGD_VLOOP(T, WD, 1, 1, 1);                           \
+      else SGD_VLOOP(T, WD, 1, 1, 0);                                       \
+    } else {                                                                \
+      if (c->nesterov) SGD_VLOOP(T, WD, 1, 0, 1);                           \
+      else SGD_VLOOP(T, WD, 1, 0, 0);                                       \
+    }                                                                       \
+  } while (0)
+#define SGD_CONTIG(name, T)                                                                 \
+  OPT_CLONES static void name##_contig(const sgd_ctx *c, int64_t n, T *pp, const T *gp,     \
+                                       T *bp) {                                             \
+    const T lr = (T)c->lr, mom = (T)c->momentum, keep = (T)c->keep, wd = (T)c->wd,           \
+            gs = (T)c->gs;                                                                  \
+    (void)mom;                                                                              \
+    (void)keep;                                                                             \
+    if (!c->has_buf) {                                                                      \
+      if (wd != 0) SGD_VLOOP(T, 1, 0, 0, 0);                                                \
+      else SGD_VLOOP(T, 0, 0, 0, 0);                                                        \
+    } else if (wd != 0) {                                                                   \
+      SGD_VLOOP_BUF(T, 1);                                                                  \
+    } else {                                                                                \
+      SGD_VLOOP_BUF(T, 0);                                                                  \
+    }                                                                                       \
+  }
+SGD_CONTIG(sgd_f32, float)
+SGD_CONTIG(sgd_f64, double)
+
 #define SGD_LOOP(name, T)                                                                  \
   static void name(void *vctx, int64_t n, char **p, const int64_t *s) {                    \
     const sgd_ctx *c = vctx;                                                               \
@@ -36,15 +110,10 @@ typedef struct {
             gs = (T)c->gs;                                                                 \
     const int nesterov = c->nesterov, first = c->first, has_buf = c->has_buf;              \
     const int64_t es = sizeof(T);                                                          \
-    if (s[0] == es && s[1] == es && (!has_buf || s[2] == es)) {                            \
-      T *pp = (T *)p[0], *bp = has_buf ? (T *)p[2] : NULL;                                 \
-      const T *gp = (const T *)p[1];                                                       \
-      if (has_buf) {                                                                       \
-        for (int64_t i = 0; i < n; i++) SGD_ELEM(T, pp[i], gp[i], bp[i]);                  \
-      } else {                                                                             \
-        T unused_ = 0;                                                                     \
-        for (int64_t i = 0; i < n; i++) SGD_ELEM(T, pp[i], gp[i], unused_);                \
-      }                                                                                    \
+    if (s[0] == es && s[1] == es && (!has_buf || s[2] == es) &&                            \
+        !opt_overlap(p[0], p[1], n * es) && (!has_buf || (!opt_overlap(p[2], p[0], n * es) &&   \
+                                                          !opt_overlap(p[2], p[1], n * es)))) { \
+      name##_contig(c, n, (T *)p[0], (const T *)p[1], has_buf ? (T *)p[2] : NULL);         \
       return;                                                                              \
     }                                                                                      \
     for (int64_t i = 0; i < n; i++) {                                                      \
@@ -95,6 +164,36 @@ typedef struct {
     (V) = v_;                                              \
   } while (0)
 
+#define ADAM_VLOOP(T, SQRT, WD, DEC)                                        \
+  _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                     \
+    T g_ = gp[i] * gs, p_ = pp[i];                                          \
+    if (WD) {                                                               \
+      if (DEC) p_ *= decay;                                                 \
+      else g_ += wd * p_;                                                   \
+    }                                                                       \
+    T m_ = mp[i] * b1 + omb1 * g_;                                          \
+    T v_ = vp[i] * b2 + omb2 * g_ * g_;                                     \
+    T denom_ = SQRT(v_) / bc2_sqrt + eps;                                   \
+    pp[i] = p_ + nss * m_ / denom_;                                         \
+    mp[i] = m_;                                                             \
+    vp[i] = v_;                                                             \
+  }
+#define ADAM_CONTIG(name, T, SQRT)                                                          \
+  OPT_CLONES static void name##_contig(const adam_ctx *c, int64_t n, T *pp, const T *gp,    \
+                                       T *mp, T *vp) {                                      \
+    const T b1 = (T)c->b1, b2 = (T)c->b2, omb1 = (T)c->omb1, omb2 = (T)c->omb2,              \
+            eps = (T)c->eps, wd = (T)c->wd, gs = (T)c->gs, decay = (T)c->decay,              \
+            nss = (T)c->neg_step_size, bc2_sqrt = (T)c->bc2_sqrt;                           \
+    if (wd == 0) ADAM_VLOOP(T, SQRT, 0, 0)                                                  \
+    else if (c->decoupled) ADAM_VLOOP(T, SQRT, 1, 1)                                        \
+    else ADAM_VLOOP(T, SQRT, 1, 0)                                                          \
+  }
+ADAM_CONTIG(adam_f32, float, sqrtf)
+ADAM_CONTIG(adam_f64, double, sqrt)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
 #define ADAM_LOOP(name, T, SQRT)                                                           \
   static void name(void *vctx, int64_t n, char **p, const int64_t *s) {                    \
     const adam_ctx *c = vctx;                                                              \
@@ -103,10 +202,8 @@ typedef struct {
             nss = (T)c->neg_step_size, bc2_sqrt = (T)c->bc2_sqrt;                          \
     const int decoupled = c->decoupled;                                                    \
     const int64_t es = sizeof(T);                                                          \
-    if (s[0] == es && s[1] == es && s[2] == es && s[3] == es) {                            \
-      T *pp = (T *)p[0], *mp = (T *)p[2], *vp = (T *)p[3];                                 \
-      const T *gp = (const T *)p[1];                                                       \
-      for (int64_t i = 0; i < n; i++) ADAM_ELEM(T, SQRT, pp[i], gp[i], mp[i], vp[i]);      \
+    if (s[0] == es && s[1] == es && s[2] == es && s[3] == es && !opt_overlap4(p, n * es)) { \
+      name##_contig(c, n, (T *)p[0], (const T *)p[1], (T *)p[2], (T *)p[3]);               \
       return;                                                                              \
     }                                                                                      \
     for (int64_t i = 0; i < n; i++) {                                                      \

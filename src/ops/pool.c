@@ -1,7 +1,9 @@
 /* pool.c - max_pool2d and avg_pool2d over NCHW planes, forward and backward.
  *
  * Each (n, c) plane is pooled on its own (planes go to threads only past
- * the parallel grain). Windows are clipped to the input: padding never wins
+ * the parallel grain, statically: each thread takes the same samples as in
+ * the convolution and batch_norm around it, whose outputs are then in its
+ * own core's cache). Windows are clipped to the input: padding never wins
  * a max, and adds zeros to an average (counted in the divisor only with
  * count_include_pad). Max pooling keeps, per output, the position of its
  * maximum in the input plane, which backward scatters the gradient to.
@@ -264,7 +266,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
   static void max_fwd_##S(const cell_conv_geom *g, const T *x, T *y, int64_t *idx) {         \
     const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
     int dil = g->dh != 1 || g->dw != 1;                                                      \
-    CELL_FOR_DYNAMIC(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
+    CELL_FOR(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
              g->n * g->c, {                                                                  \
       if (dil) max_dilated_##S(g, x + pl * HW, y + pl * OP, idx + pl * OP);                  \
       else max_plane_##S(g, x + pl * HW, y + pl * OP, idx + pl * OP);                        \
@@ -275,7 +277,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
    * outside [0, HW) is left zero and that position goes to *bad (else *bad stays -1). */     \
   static void max_bwd_##S(int64_t planes, int64_t HW, int64_t OP, const T *gy,               \
                           const int64_t *idx, T *gx, int64_t *bad) {                         \
-    CELL_FOR_DYNAMIC(pool_parallel((planes * (OP + HW)) / 4), int64_t, pl, planes, {                 \
+    CELL_FOR(pool_parallel((planes * (OP + HW)) / 4), int64_t, pl, planes, {                 \
       T *dst = gx + pl * HW;                                                                 \
       const T *src = gy + pl * OP;                                                           \
       const int64_t *id = idx + pl * OP;                                                     \
@@ -292,7 +294,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
                                                                                              \
   static void avg_fwd_##S(const cell_conv_geom *g, int cip, const T *x, T *y) {              \
     const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
-    CELL_FOR_DYNAMIC(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
+    CELL_FOR(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
              g->n * g->c, {                                                                  \
       const T *src = x + pl * HW;                                                            \
       T *dst = y + pl * OP;                                                                  \
@@ -312,7 +314,7 @@ static inline void window(const cell_conv_geom *g, int64_t oh, int64_t ow, int64
   /* gx (zeroed) += each output's gradient spread over its window. */                        \
   static void avg_bwd_##S(const cell_conv_geom *g, int cip, const T *gy, T *gx) {            \
     const int64_t HW = g->h * g->w, OP = g->oh * g->ow;                                      \
-    CELL_FOR_DYNAMIC(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
+    CELL_FOR(pool_parallel(g->n * g->c * OP * g->kh * g->kw), int64_t, pl,              \
              g->n * g->c, {                                                                  \
       T *dst = gx + pl * HW;                                                                 \
       const T *src = gy + pl * OP;                                                           \
