@@ -65,6 +65,9 @@ local M = {}
 local Optimizer = Cell:extend("Optimizer")
 M.Optimizer = Optimizer
 
+--- Whether v is an optimizer (an instance of nn.Optimizer or a subclass).
+function M.is_optimizer(v) return I.is_cell(v) and require("cell.class").is_instance(v, Optimizer) end
+
 --- PyTorch's optimizer habits, answered with what to use (see Cell.__hints).
 do
   local hints = {}
