@@ -53,5 +53,13 @@ CELL_API cell_status cell_device_load(const char *name);
  * often it is called. */
 #define CELL_DEVICE_MODULE_ENTRY "cell_device_module_init"
 typedef cell_status (*cell_device_module_fn)(void);
+/* For device authors: a new contiguous tensor of shape (ndim sizes), data
+ * uninitialised, on the device whose kernel is running (its alloc
+ * function), or in host memory outside a device's kernel. What a kernel
+ * makes its results with. TypeError for an unknown dtype, ValueError for a
+ * NULL out, a bad or too large shape, MemoryError when the device (or the host) cannot
+ * serve it. Release *out when done. */
+CELL_API cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape,
+                                            cell_tensor **out);
 
 #endif

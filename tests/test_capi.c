@@ -8,6 +8,7 @@
  * counts of a steady inference loop, and the BLAS gemv path (one row or
  * one column of output) against products computed by hand. */
 #include "check.h"
+#include "cell_device.h"
 
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 
@@ -132,6 +133,20 @@ static void test_creation(void) {
   BAD(cell_tensor_randint(5, 5, CELL_DTYPE_I64, 2, sh, &out), CELL_ERR_VALUE, "high");
   BAD(cell_tensor_randint(0, 5, CELL_DTYPE_BOOL, 2, sh, &out), CELL_ERR_TYPE, "randint");
   BAD(cell_tensor_randint(0, 5, CELL_DTYPE_I64, 2, NULL, &out), CELL_ERR_VALUE, "NULL");
+
+  /* The device authors' allocation (cell_device.h): on the host outside a
+   * device's kernel. */
+  BAD(cell_tensor_new_contig(CELL_DTYPE_F32, 2, sh, NULL), CELL_ERR_VALUE, "tensor: NULL output");
+  BAD(cell_tensor_new_contig(CELL_DTYPE_F32, 2, NULL, &out), CELL_ERR_VALUE, "NULL shape");
+  BAD(cell_tensor_new_contig((cell_dtype)42, 2, sh, &out), CELL_ERR_TYPE, "tensor: unknown dtype 42");
+  BAD(cell_tensor_new_contig(CELL_DTYPE_F32, 2, S(2, -3), &out), CELL_ERR_VALUE, "negative size -3");
+  BAD(cell_tensor_new_contig(CELL_DTYPE_F64, 3, S(INT64_C(1) << 30, INT64_C(1) << 30, INT64_C(1) << 20), &out),
+      CELL_ERR_VALUE, "shape [1073741824, 1073741824, 1048576] is too large");
+  CHECK_OK(cell_tensor_new_contig(CELL_DTYPE_F32, 2, sh, &out));
+  CHECK(cell_tensor_device(out) == 0 && cell_tensor_is_contiguous(out) && cell_tensor_numel(out) == 6 &&
+        cell_tensor_dim(out, 1) == 3);
+  cell_tensor_release(out);
+  out = SENTINEL;
 }
 
 /* --- host memory without a copy ------------------------------------------------- */

@@ -7,6 +7,7 @@ local raise = require("cell.errors").raise
 local core = require "cell.core"
 local args_util = require "cell.util.args"
 local same_tensor_shape = require("cell.util.types").same_tensor_shape
+local shape_list = require("cell.util.types").shape_list
 
 local M = {}
 local unpack = table.unpack or unpack
@@ -171,7 +172,7 @@ local function outputs_of(res, has_aux)
 end
 
 --- "[2, 3]": a shape as the engine's messages write it.
-local function bracketed(t) return "[" .. table.concat(t.shape, ", ") .. "]" end
+local function bracketed(t) return shape_list(t.shape) end
 
 --- One root for the backward pass and its sens (nil: ones, as MindSpore
 -- attaches ones_like(output) when sens_param is false). Several outputs

@@ -405,6 +405,7 @@ local function window_sizes(n, k, s, pb, pa, outn)
   end
   return sizes
 end
+M._window_sizes = window_sizes -- nn.AvgPool2d's divisor_override too
 
 --- Average pooling of the last nd (1 or 3) dimensions (see _max_pool_nd).
 function M._avg_pool_nd(op, x, nd, k, s, pads, ceil, cip, divisor)

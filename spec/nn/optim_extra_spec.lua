@@ -97,18 +97,18 @@ describe("optimizers of issue 14: state, options", function()
   end
   it("name their state as MindSpore does", function()
     local cases = {
-      { nn.RMSProp, {}, "global_step mean_square.b mean_square.w moment.b moment.w" },
-      { nn.RMSProp, { centered = true }, "global_step mean_grad.b mean_grad.w mean_square.b mean_square.w moment.b moment.w" },
-      { nn.Adagrad, {}, "accum.b accum.w global_step" },
-      { nn.Adadelta, {}, "accum.b accum.w accum_update.b accum_update.w global_step" },
-      { nn.AdaMax, {}, "global_step moment1.b moment1.w moment2.b moment2.w" },
-      { nn.Lamb, { learning_rate = 0.1 }, "global_step lamb_m.b lamb_m.w lamb_v.b lamb_v.w" },
-      { nn.AdamWeightDecay, {}, "adam_m.b adam_m.w adam_v.b adam_v.w global_step" },
-      { nn.FTRL, {}, "global_step linear.b linear.w moments.b moments.w" },
-      { nn.ASGD, {}, "ax_.b ax_.w eta_b eta_w global_step mu_b mu_w" },
-      { nn.Rprop, {}, "global_step prev.b prev.w step_size.b step_size.w" },
-      { nn.Lion, {}, "exp_avg.b exp_avg.w global_step" },
-      { nn.Adam, { use_amsgrad = true }, "global_step moment1.b moment1.w moment2.b moment2.w vhat.b vhat.w" },
+      { nn.RMSProp, {}, "global_step learning_rate mean_square.b mean_square.w moment.b moment.w" },
+      { nn.RMSProp, { centered = true }, "global_step learning_rate mean_grad.b mean_grad.w mean_square.b mean_square.w moment.b moment.w" },
+      { nn.Adagrad, {}, "accum.b accum.w global_step learning_rate" },
+      { nn.Adadelta, {}, "accum.b accum.w accum_update.b accum_update.w global_step learning_rate" },
+      { nn.AdaMax, {}, "global_step learning_rate moment1.b moment1.w moment2.b moment2.w" },
+      { nn.Lamb, { learning_rate = 0.1 }, "global_step lamb_m.b lamb_m.w lamb_v.b lamb_v.w learning_rate" },
+      { nn.AdamWeightDecay, {}, "adam_m.b adam_m.w adam_v.b adam_v.w global_step learning_rate" },
+      { nn.FTRL, {}, "global_step learning_rate linear.b linear.w moments.b moments.w" },
+      { nn.ASGD, {}, "ax_.b ax_.w eta_b eta_w global_step learning_rate mu_b mu_w" },
+      { nn.Rprop, {}, "global_step learning_rate prev.b prev.w step_size.b step_size.w" },
+      { nn.Lion, {}, "exp_avg.b exp_avg.w global_step learning_rate" },
+      { nn.Adam, { use_amsgrad = true }, "global_step learning_rate moment1.b moment1.w moment2.b moment2.w vhat.b vhat.w" },
     }
     for _, c in ipairs(cases) do
       local w, b = params()

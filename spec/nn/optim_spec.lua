@@ -293,8 +293,8 @@ describe("optimizer state", function()
   it("is named as MindSpore names it and registered in the optimizer cell", function()
     local net = nn.Dense(3, 2)
     local adam = nn.Adam(net:trainable_params())
-    assert.are.same({ "weight", "bias", "global_step", "moment1.weight", "moment1.bias", "moment2.weight", "moment2.bias" },
-      adam:state_dict():keys())
+    assert.are.same({ "weight", "bias", "global_step", "learning_rate", "moment1.weight", "moment1.bias", "moment2.weight",
+      "moment2.bias" }, adam:state_dict():keys())
     assert.are.same({ 1 }, adam.global_step.shape)
     assert.are.equal(cell.int32, adam.global_step.dtype)
     assert.are.equal(0, adam.global_step[1])
@@ -302,11 +302,13 @@ describe("optimizer state", function()
     assert.is_false(adam["moment1.weight"].requires_grad)
     -- moments are not trainable: only the network's parameters are
     assert.are.equal(2, #adam:trainable_params())
-    assert.are.same({ "weight", "bias", "global_step", "moments.weight", "moments.bias" },
+    assert.are.same({ "weight", "bias", "global_step", "learning_rate", "moments.weight", "moments.bias" },
       nn.Momentum(net:trainable_params(), 0.1, 0.9):state_dict():keys())
-    assert.are.same({ "weight", "bias", "global_step", "accum.weight", "accum.bias" },
+    assert.are.same({ "weight", "bias", "global_step", "learning_rate", "accum.weight", "accum.bias" },
       nn.SGD(net:trainable_params(), 0.1, 0.9):state_dict():keys())
-    assert.are.same({ "weight", "bias", "global_step" }, nn.SGD(net:trainable_params()):state_dict():keys())
+    assert.are.same({ "weight", "bias", "global_step", "learning_rate" }, nn.SGD(net:trainable_params()):state_dict():keys())
+    -- a per-step list (or a function) of rates follows global_step: not state
+    assert.are.same({ "weight", "bias", "global_step" }, nn.SGD(net:trainable_params(), { 0.1, 0.05 }):state_dict():keys())
     -- the network's parameter names are unchanged (auto_prefix is off)
     assert.are.equal("weight", net.weight.name)
   end)
@@ -390,6 +392,88 @@ describe("optimizer state", function()
     assert.are.equal(3, opt2:get_step())
     assert.are.same(net.weight:totable(), net2.weight:totable())
     assert.are.same(opt["moment2.bias"]:totable(), opt2["moment2.bias"]:totable())
+  end)
+
+  it("keeps the learning rate and the step counter through save_checkpoint / load_checkpoint", function()
+    local function path_of()
+      local path = os.tmpname()
+      os.remove(path)
+      return path .. ".safetensors"
+    end
+    local g = { cell.ones({ 2 }, cell.float64) }
+    local function w0() return cell.Parameter(cell.zeros({ 2 }, cell.float64), "w") end
+    -- a fixed rate changed after construction, by assignment and by set_data
+    local opt = nn.Momentum({ w0() }, 0.1, 0.9)
+    opt(g)
+    opt.learning_rate = 0.5
+    opt(g)
+    opt.learning_rate:set_data(0.25)
+    opt(g)
+    local path = path_of()
+    cell.save_checkpoint(opt, path)
+    local ckpt = cell.load_checkpoint(path)
+    os.remove(path)
+    assert.are.equal(0.25, ckpt["learning_rate"]:item())
+    assert.are.equal(cell.float32, ckpt["learning_rate"].dtype)
+    assert.are.same({ 3 }, ckpt["global_step"]:totable())
+    local w2 = w0()
+    local opt2 = nn.Momentum({ w2 }, 0.1, 0.9)
+    local not_loaded, ckpt_not_loaded = cell.load_param_into_net(opt2, ckpt)
+    assert.are.same({}, not_loaded)
+    assert.are.same({}, ckpt_not_loaded)
+    assert.are.equal(3, opt2:get_step())
+    assert.are.equal(0.25, opt2:get_lr():item())
+    assert.are.equal("Momentum(learning_rate=0.25, momentum=0.9, weight_decay=0, use_nesterov=false)", tostring(opt2))
+    -- the next step is the one the first optimizer takes: rate, moments and step alike
+    opt(g)
+    opt2(g)
+    assert.are.same(opt.parameters[1]:totable(), w2:totable())
+    assert.are.same(opt["moments.w"]:totable(), opt2["moments.w"]:totable())
+    assert.are.equal(4, opt2:get_step())
+
+    -- group rates: one Parameter per group with a fixed rate
+    local a, b = cell.Parameter(cell.zeros({ 1 }), "a"), cell.Parameter(cell.zeros({ 1 }), "b")
+    local grouped = nn.SGD({ { params = { a }, lr = 0.5 }, { params = { b }, lr = 0.125 } }, 0.1)
+    assert.are.same({ "a", "b", "global_step", "learning_rate_group_1", "learning_rate_group_2" },
+      grouped:state_dict():keys())
+    grouped.learning_rate[2]:set_data(0.0625)
+    path = path_of()
+    cell.save_checkpoint(grouped, path)
+    local a2, b2 = cell.Parameter(cell.zeros({ 1 }), "a"), cell.Parameter(cell.zeros({ 1 }), "b")
+    local grouped2 = nn.SGD({ { params = { a2 }, lr = 0.5 }, { params = { b2 }, lr = 0.125 } }, 0.1)
+    grouped2:load_state_dict(cell.load_checkpoint(path))
+    os.remove(path)
+    assert.are.equal(0.0625, grouped2:get_lr()[2]:item())
+    assert.are.equal(0.5, grouped2:get_lr()[1]:item())
+
+    -- a per-step list is not state: global_step alone resumes it; a
+    -- checkpoint with a fixed rate does not fit it
+    local listed = nn.SGD({ w0() }, { 1, 0.5, 0.25 })
+    assert.are.same({ "w", "global_step" }, listed:state_dict():keys())
+    listed(g)
+    local sd = listed:state_dict()
+    local listed2 = nn.SGD({ w0() }, { 1, 0.5, 0.25 })
+    listed2:load_state_dict(sd)
+    assert.are.equal(0.5, listed2:get_lr():item())
+    local _, unexpected = cell.load_param_into_net(listed2, opt:state_dict())
+    assert.are.same({ "learning_rate", "moments.w" }, unexpected)
+    -- assigning a list drops the fixed rate's Parameter from the state; a number brings one back
+    opt2.learning_rate = { 0.5, 0.25 }
+    assert.are.same({ "w", "global_step", "moments.w" }, opt2:state_dict():keys())
+    opt2.learning_rate = 0.75
+    assert.are.same({ "w", "global_step", "moments.w", "learning_rate" }, opt2:state_dict():keys())
+  end)
+
+  it("refuses a network parameter named as its learning-rate Parameter", function()
+    local p = cell.Parameter(cell.zeros({ 1 }), "learning_rate")
+    assert.are.equal("ValueError: For 'Adam', a parameter is named 'learning_rate', the name of the optimizer's "
+      .. "learning-rate Parameter; give it another name.", err(function() nn.Adam({ p }) end))
+    local q = cell.Parameter(cell.zeros({ 1 }), "learning_rate_group_2")
+    assert.are.equal("ValueError: For 'SGD', a parameter is named 'learning_rate_group_2', the name of the "
+      .. "optimizer's learning-rate Parameter; give it another name.",
+      err(function() nn.SGD({ { params = { p:clone() }, lr = 0.1 }, { params = { q }, lr = 0.2 } }) end))
+    -- with a per-step list there is no such Parameter, and the name is free
+    assert.are.same({ "learning_rate", "global_step" }, nn.SGD({ p }, { 0.1, 0.2 }):state_dict():keys())
   end)
 
   it("makes no tensors in a step once running", function()
@@ -581,8 +665,9 @@ describe("an optimizer's learning_rate", function()
     opt(g)
     H.assert_close(w, { -0.75 }, 1e-15)
     assert.are.equal("SGD(learning_rate=0.25, momentum=0, dampening=0, weight_decay=0, nesterov=false)", tostring(opt))
-    -- not part of the optimizer's state (its checkpoint keys are unchanged)
-    assert.are.same({ "w", "global_step" }, opt:state_dict():keys())
+    -- part of the optimizer's state, as in MindSpore's checkpoints
+    assert.are.same({ "w", "global_step", "learning_rate" }, opt:state_dict():keys())
+    assert.are.equal(lr, opt:state_dict()["learning_rate"])
   end)
 
   it("takes effect when assigned a number, a per-step list, a Tensor or a function", function()

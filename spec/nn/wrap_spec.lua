@@ -67,7 +67,7 @@ describe("nn.TrainOneStepCell", function()
     local names = {}
     for name in step:parameters_and_names() do names[#names + 1] = name end
     assert.are.same({ "network._backbone.weight", "network._backbone.bias", "optimizer.global_step",
-      "optimizer.moment1.weight", "optimizer.moment1.bias", "optimizer.moment2.weight", "optimizer.moment2.bias" }, names)
+      "optimizer.learning_rate", "optimizer.moment1.weight", "optimizer.moment1.bias", "optimizer.moment2.weight", "optimizer.moment2.bias" }, names)
     assert.are.equal("moment1.weight", opt["moment1.weight"].name)
   end)
 

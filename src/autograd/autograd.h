@@ -167,6 +167,22 @@ static inline cell_node *cell_ag_twice(cell_node *n) {
   return n;
 }
 
+/* End of an op wrapper: make n the producer of r (cell_ag_finish) and hand
+ * r over; *out is set only on success. */
+static inline cell_status cell_ag_record_end(cell_node *n, cell_status s, cell_tensor *r,
+                                             cell_tensor **out) {
+  s = cell_ag_finish(n, s, &r);
+  if (s == CELL_OK) *out = r;
+  return s;
+}
+
+/* The dtype the gradient g of input i is computed in: the input's own when
+ * it is floating, else g's (float32 when g is not floating either). */
+static inline cell_dtype cell_ag_grad_dtype(const cell_node *n, int i, const cell_tensor *g) {
+  if (cell_dtype_is_float(n->in[i].dtype)) return n->in[i].dtype;
+  return cell_dtype_is_float(g->dtype) ? g->dtype : CELL_DTYPE_F32;
+}
+
 /* The op-wrapper pattern: run the raw kernel with grad mode off. */
 #define CELL_AG_RAW(call)                        \
   ({                                             \

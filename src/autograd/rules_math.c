@@ -37,20 +37,6 @@ cell_status cell_ag_ew(int op, double k0, double k1, cell_dtype dt, int ndim, co
 
 /* --- shared helpers ---------------------------------------------------------------- */
 
-/* The dtype a gradient for input i is computed in: the input's own. */
-static cell_dtype grad_dtype(const cell_node *n, int i, const cell_tensor *g) {
-  if (cell_dtype_is_float(n->in[i].dtype)) return n->in[i].dtype;
-  return cell_dtype_is_float(g->dtype) ? g->dtype : CELL_DTYPE_F32;
-}
-
-/* End of a wrapper: make n the producer of r and hand r over. *out is set
- * only on success. */
-static cell_status record_end(cell_node *n, cell_status s, cell_tensor *r, cell_tensor **out) {
-  s = cell_ag_finish(n, s, &r);
-  if (s == CELL_OK) *out = r;
-  return s;
-}
-
 /* The reduced dimensions as a bit set (ndims == 0: all of them). */
 static int dims_mask(int ndim, int ndims, const int *dims) {
   if (ndims == 0) return (int)((1u << ndim) - 1u);
@@ -261,7 +247,7 @@ static cell_status gelu2_backward(cell_node *n, const cell_tensor *gg, cell_tens
   cell_tensor *t = NULL, *x2 = NULL, *phi = NULL, *q = NULL;
   cell_status s = CELL_OK;
   if (n->in[0].next) {
-    s = ew(EW_GELU, 0, 0, grad_dtype(n, 0, gg), n->in[0].ndim, n->in[0].shape, gg, x, NULL, &t);
+    s = ew(EW_GELU, 0, 0, cell_ag_grad_dtype(n, 0, gg), n->in[0].ndim, n->in[0].shape, gg, x, NULL, &t);
     s = cell_ag_give(n, 0, s, t, gin);
     t = NULL;
   }
@@ -285,7 +271,7 @@ static cell_status gelu2_backward(cell_node *n, const cell_tensor *gg, cell_tens
 static cell_status gelu_graph(const cell_node *n, const cell_tensor *g, const cell_tensor *x,
                               cell_tensor **out) {
   cell_tensor *t = NULL;
-  cell_status s = ew(EW_GELU, 0, 0, grad_dtype(n, 0, g), n->in[0].ndim, n->in[0].shape, g, x,
+  cell_status s = ew(EW_GELU, 0, 0, cell_ag_grad_dtype(n, 0, g), n->in[0].ndim, n->in[0].shape, g, x,
                      NULL, &t);
   const cell_tensor *in[2] = {g, x};
   if (s != CELL_OK || !cell_ag_wants(2, in)) {
@@ -329,7 +315,7 @@ static cell_status unary_backward(cell_node *n, const cell_tensor *g, cell_tenso
     }
     return cell_ag_give(n, 0, s, t, gin);
   }
-  cell_status s = ew(unary_rules[op].ew, 0, 0, grad_dtype(n, 0, g), n->in[0].ndim,
+  cell_status s = ew(unary_rules[op].ew, 0, 0, cell_ag_grad_dtype(n, 0, g), n->in[0].ndim,
                           n->in[0].shape, g, x, y, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -356,7 +342,7 @@ static cell_status unary_op(cell_unop op, const cell_tensor *a, cell_tensor **ou
     if (unary_rules[op].save & SAVE_X) s = cell_ag_save(n, a);
     if (s == CELL_OK && (unary_rules[op].save & SAVE_Y)) s = cell_ag_save(n, r);
   }
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 cell_status cell_op_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
@@ -383,7 +369,7 @@ static cell_status clamp_backward(cell_node *n, const cell_tensor *g, cell_tenso
     cell_release4(CELL_OK, lo, hi, out, NULL);
     return cell_ag_give(n, 0, s, t, gin);
   }
-  cell_status s = ew(EW_CLAMP, a->lo, a->hi, grad_dtype(n, 0, g), n->in[0].ndim,
+  cell_status s = ew(EW_CLAMP, a->lo, a->hi, cell_ag_grad_dtype(n, 0, g), n->in[0].ndim,
                           n->in[0].shape, g, n->saved[0], NULL, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -404,7 +390,7 @@ cell_status cell_op_clamp(const cell_tensor *a, int has_lo, double lo, int has_h
     *CELL_AG_ARGS(n, clamp_args) = (clamp_args){has_lo ? lo : -INFINITY, has_hi ? hi : INFINITY};
     s = cell_ag_save(n, a);
   }
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* saved[0] = cond; inputs (cond, a, b). */
@@ -420,7 +406,7 @@ static cell_status where_backward(cell_node *n, const cell_tensor *g, cell_tenso
     } else if (graph_mode()) { /* g where not cond */
       s = cell_op_masked_fill(g, n->saved[0], 0.0, &t);
     } else {
-      s = ew(i == 1 ? EW_SEL_TRUE : EW_SEL_FALSE, 0, 0, grad_dtype(n, i, g), g->ndim, g->shape, g,
+      s = ew(i == 1 ? EW_SEL_TRUE : EW_SEL_FALSE, 0, 0, cell_ag_grad_dtype(n, i, g), g->ndim, g->shape, g,
              n->saved[0], NULL, &t);
     }
     s = cell_ag_give(n, i, s, t, gin);
@@ -441,7 +427,7 @@ cell_status cell_op_where(const cell_tensor *cond, const cell_tensor *a, const c
   }
   cell_node *n = cell_ag_twice(cell_ag_node_new("WhereBackward", where_backward, 3, in, 1, 0));
   if (n) s = cell_ag_save(n, cond);
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* saved[0] = mask: the gradient reaches a where the mask is false. */
@@ -449,7 +435,7 @@ static cell_status masked_fill_backward(cell_node *n, const cell_tensor *g, cell
   if (!n->in[0].next) return CELL_OK;
   cell_tensor *t = NULL;
   cell_status s = graph_mode() ? cell_op_masked_fill(g, n->saved[0], 0.0, &t)
-                               : ew(EW_SEL_FALSE, 0, 0, grad_dtype(n, 0, g), g->ndim, g->shape,
+                               : ew(EW_SEL_FALSE, 0, 0, cell_ag_grad_dtype(n, 0, g), g->ndim, g->shape,
                                     g, n->saved[0], NULL, &t);
   return cell_ag_give(n, 0, s, t, gin);
 }
@@ -468,7 +454,7 @@ cell_status cell_op_masked_fill(const cell_tensor *a, const cell_tensor *mask, d
   cell_node *n =
       cell_ag_twice(cell_ag_node_new("MaskedFillBackward", masked_fill_backward, 1, in, 1, 0));
   if (n) s = cell_ag_save(n, mask);
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* --- reductions ---------------------------------------------------------------------------- */
@@ -569,7 +555,7 @@ static cell_status reduce_backward(cell_node *n, const cell_tensor *g, cell_tens
   cell_redop op = CELL_AG_ARGS(n, reduce_args)->op;
   int mask = CELL_AG_ARGS(n, reduce_args)->mask, nd = n->in[0].ndim;
   const int64_t *shape = n->in[0].shape;
-  cell_dtype dt = grad_dtype(n, 0, g);
+  cell_dtype dt = cell_ag_grad_dtype(n, 0, g);
   cell_tensor *gk = NULL, *yk = NULL, *t = NULL;
   cell_status s = to_keep(n, mask, g, &gk);
   if (s == CELL_OK && graph_mode()) {
@@ -630,7 +616,7 @@ cell_status cell_op_reduce(cell_redop op, const cell_tensor *a, int ndims, const
     if (reduce_rules[op].save & SAVE_X) s = cell_ag_save(n, a);
     if (s == CELL_OK && (reduce_rules[op].save & SAVE_Y)) s = cell_ag_save(n, r);
   }
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* saved: the indices. The gradient goes to the chosen position of each
@@ -644,7 +630,7 @@ static cell_status max_dim_backward(cell_node *n, const cell_tensor *g, cell_ten
   if (!n->in[0].next) return CELL_OK;
   int dim = CELL_AG_ARGS(n, max_dim_args)->dim, nd = n->in[0].ndim;
   const int64_t *shape = n->in[0].shape;
-  cell_dtype dt = grad_dtype(n, 0, g);
+  cell_dtype dt = cell_ag_grad_dtype(n, 0, g);
   cell_tensor *t = NULL;
   if (nd == 0 && graph_mode()) return cell_ag_grad_for(n, 0, (cell_tensor *)g, &gin[0]);
   if (nd == 0) { /* one element, which is the extreme */
@@ -717,7 +703,7 @@ static cell_status var_backward(cell_node *n, const cell_tensor *g, cell_tensor 
   keep_shape(n, mask, ks);
   double dof = (double)mask_count(n, mask) - (double)va->ddof;
   if (!(dof > 0)) dof = 0; /* as the forward: the result is inf / NaN */
-  cell_dtype dt = grad_dtype(n, 0, g);
+  cell_dtype dt = cell_ag_grad_dtype(n, 0, g);
   const cell_tensor *x = n->saved[0];
   cell_tensor *gk = NULL, *yk = NULL, *mean = NULL, *gs = NULL, *t = NULL;
   cell_status s = to_keep(n, mask, g, &gk);
@@ -775,7 +761,7 @@ cell_status cell_op_var(const cell_tensor *a, int ndims, const int *dims, int dd
     s = cell_ag_save(n, a);
     if (s == CELL_OK && take_sqrt) s = cell_ag_save(n, r);
   }
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* p-norm: g sign(x) |x|^(p-1) / norm^(p-1), 0 where norm == 0 (or x == 0);
@@ -793,7 +779,7 @@ static cell_status norm_backward(cell_node *n, const cell_tensor *g, cell_tensor
   const int64_t *shape = n->in[0].shape;
   int64_t ks[CELL_MAX_DIMS];
   keep_shape(n, mask, ks);
-  cell_dtype dt = grad_dtype(n, 0, g);
+  cell_dtype dt = cell_ag_grad_dtype(n, 0, g);
   const cell_tensor *x = n->saved[0];
   cell_tensor *gk = NULL, *yk = NULL, *gs = NULL, *t = NULL;
   cell_status s = to_keep(n, mask, g, &gk);
@@ -852,7 +838,7 @@ cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *d
     s = cell_ag_save(n, a);
     if (s == CELL_OK) s = cell_ag_save(n, r);
   }
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* --- cumsum ------------------------------------------------------------------------------------ */
@@ -886,7 +872,7 @@ cell_status cell_op_cumsum(const cell_tensor *a, int dim, cell_tensor **out) {
   }
   cell_node *n = CELL_AG_NODE("CumsumBackward", cumsum_backward, 1, in, 0, int);
   if (n) *CELL_AG_ARGS(n, int) = dim;
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 int cell_ag_math_nodes(const char **names, int max) {

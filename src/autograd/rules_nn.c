@@ -101,7 +101,7 @@ static cell_status softmax_op(const cell_tensor *x, int dim, int log_, cell_tens
     *CELL_AG_ARGS(n, softmax_args) = (softmax_args){dim, log_};
     s = cell_ag_save(n, r);
   }
-  return nn_record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 cell_status cell_op_softmax(const cell_tensor *x, int dim, cell_tensor **out) {
@@ -153,7 +153,7 @@ static cell_status record_norm(nn_node kind, int k, double eps, const cell_tenso
     s = nn_save_opt(n, s, s2);
     s = nn_save_opt(n, s, in[1]);
   }
-  return nn_record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 static cell_status check_running(const char *what, const cell_tensor *t) {
@@ -242,7 +242,7 @@ cell_status cell_op_dropout(const cell_tensor *x, double p, int training, cell_t
   if (s != CELL_OK) return s;
   cell_node *n = CELL_AG_NODE(nn_node_names[NN_DROPOUT], dropout_backward, 1, in, 0, dropout_args);
   if (n) *CELL_AG_ARGS(n, dropout_args) = (dropout_args){seed, first, p};
-  return nn_record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* --- embedding ---------------------------------------------------------------------------- */
@@ -283,5 +283,5 @@ cell_status cell_op_embedding(const cell_tensor *ids, const cell_tensor *weight,
     *CELL_AG_ARGS(n, embedding_args) = (embedding_args){has_padding != 0, padding_idx, index_base};
     s = cell_ag_save(n, ids);
   }
-  return nn_record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }

@@ -24,15 +24,6 @@ typedef enum {
 
 const char *cell_ag_nn_node_name(nn_node k);
 
-/* End of a wrapper: make n the producer of r and hand r over (*out is set
- * only on success). */
-static inline cell_status nn_record_end(cell_node *n, cell_status s, cell_tensor *r,
-                                        cell_tensor **out) {
-  s = cell_ag_finish(n, s, &r);
-  if (s == CELL_OK) *out = r;
-  return s;
-}
-
 /* Save t when it is not NULL (and s is still CELL_OK). */
 static inline cell_status nn_save_opt(cell_node *n, cell_status s, const cell_tensor *t) {
   return s == CELL_OK && t ? cell_ag_save(n, t) : s;

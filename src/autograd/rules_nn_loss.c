@@ -73,7 +73,7 @@ cell_status cell_op_cross_entropy(const cell_tensor *logits, const cell_tensor *
     s = nn_save_opt(n, s, weight);
   }
   cell_tensor_release(lse);
-  return nn_record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* Input: logp; saved: logp, target, weight. */
@@ -105,7 +105,7 @@ cell_status cell_op_nll_loss(const cell_tensor *logp, const cell_tensor *target,
     s = nn_save_opt(n, s, target);
     s = nn_save_opt(n, s, weight);
   }
-  return nn_record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* --- mse_loss, l1_loss ---------------------------------------------------------------------- */
@@ -144,7 +144,7 @@ static cell_status pointwise_op(cell_loss_kind kind, const cell_tensor *x, const
     s = cell_ag_save(n, x);
     s = nn_save_opt(n, s, y);
   }
-  return nn_record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 cell_status cell_op_mse_loss(const cell_tensor *x, const cell_tensor *y, cell_reduction reduction,
@@ -204,5 +204,5 @@ cell_status cell_op_bce_with_logits(const cell_tensor *logits, const cell_tensor
     s = nn_save_opt(n, s, weight);
     s = nn_save_opt(n, s, pos_weight);
   }
-  return nn_record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }

@@ -6,12 +6,6 @@
 #include "autograd.h"
 #include "../ops/kernel_list.h"
 
-static cell_status record_end(cell_node *n, cell_status s, cell_tensor *r, cell_tensor **out) {
-  s = cell_ag_finish(n, s, &r);
-  if (s == CELL_OK) *out = r;
-  return s;
-}
-
 /* --- interpolate ------------------------------------------------------------------ */
 
 typedef struct {
@@ -45,7 +39,7 @@ cell_status cell_op_interpolate(const cell_tensor *x, const int64_t *size, const
     a->has_scales = scales != NULL;
     for (int d = 0; scales && d < x->ndim - 2 && d < 2; d++) a->scales[d] = scales[d];
   }
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* --- unfold and fold ---------------------------------------------------------------- */
@@ -93,7 +87,7 @@ cell_status cell_op_unfold(const cell_tensor *x, const int64_t *kernel, const in
   if (s != CELL_OK) return s;
   cell_node *n = CELL_AG_NODE("UnfoldBackward", unfold_backward, 1, in, 0, fold_args);
   if (n) put(CELL_AG_ARGS(n, fold_args), kernel, dilation, padding, stride, x->shape[2], x->shape[3]);
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 cell_status cell_op_fold(const cell_tensor *x, const int64_t *output_size, const int64_t *kernel,
@@ -109,7 +103,7 @@ cell_status cell_op_fold(const cell_tensor *x, const int64_t *output_size, const
   if (n)
     put(CELL_AG_ARGS(n, fold_args), kernel, dilation, padding, stride, output_size[0],
         output_size[1]);
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* The names of the backward nodes this file records, for

@@ -12,13 +12,6 @@
 #include "../ops/kernel_list.h"
 #include "../ops/device.h"
 
-/* End of a wrapper: make n the producer of r and hand r over. */
-static cell_status record_end(cell_node *n, cell_status s, cell_tensor *r, cell_tensor **out) {
-  s = cell_ag_finish(n, s, &r);
-  if (s == CELL_OK) *out = r;
-  return s;
-}
-
 /* A node for a one-input op whose result r is float, else NULL with *out
  * = r (no gradient to carry). */
 #define WANT_NODE(r, out)                    \
@@ -34,10 +27,6 @@ static cell_status keep_dim(const cell_node *n, int dim, const cell_tensor *t, c
   return cell_k_reshape(t, n->in[0].ndim, ks, out);
 }
 
-static cell_dtype grad_dtype(const cell_node *n, const cell_tensor *g) {
-  if (cell_dtype_is_float(n->in[0].dtype)) return n->in[0].dtype;
-  return cell_dtype_is_float(g->dtype) ? g->dtype : CELL_DTYPE_F32;
-}
 
 /* --- the value-selecting ops: sort, topk, median along a dimension --------------- */
 
@@ -68,7 +57,7 @@ static cell_status select_backward(cell_node *n, const cell_tensor *g, cell_tens
   }
   if (s == CELL_OK) {
     int saved = cell_device_enter(cell_tensor_device(g));
-    s = cell_tensor_full(grad_dtype(n, g), nd, shape, 0.0, &z);
+    s = cell_tensor_full(cell_ag_grad_dtype(n, 0, g), nd, shape, 0.0, &z);
     cell_device_leave(saved);
   }
   if (s == CELL_OK) s = cell_k_scatter(z, sa->dim, ik, gk, sa->index_base, &t);
@@ -142,7 +131,7 @@ static cell_status median_all_backward(cell_node *n, const cell_tensor *g, cell_
   if (!n->in[0].next) return CELL_OK;
   cell_tensor *eq = NULL, *m = NULL, *cnt = NULL, *gs = NULL, *t = NULL;
   cell_status s = cell_k_binary(CELL_OP_EQ, n->saved[0], n->saved[1], &eq);
-  if (s == CELL_OK) s = cell_k_astype(eq, grad_dtype(n, g), &m);
+  if (s == CELL_OK) s = cell_k_astype(eq, cell_ag_grad_dtype(n, 0, g), &m);
   if (s == CELL_OK) s = cell_k_reduce(CELL_RED_SUM, m, 0, NULL, 0, &cnt);
   if (s == CELL_OK) s = cell_k_binary(CELL_OP_DIV, g, cnt, &gs);
   if (s == CELL_OK) s = cell_k_binary(CELL_OP_MUL, m, gs, &t);
@@ -177,7 +166,7 @@ cell_status cell_op_median_all(const cell_tensor *a, cell_tensor **out) {
     s = cell_ag_save(nd, a);
     if (s == CELL_OK) s = cell_ag_save(nd, r);
   }
-  return record_end(nd, s, r, out);
+  return cell_ag_record_end(nd, s, r, out);
 }
 
 /* --- unique (not differentiable) -------------------------------------------------- */
@@ -208,7 +197,7 @@ cell_status cell_op_cumprod(const cell_tensor *a, int dim, cell_tensor **out) {
     *CELL_AG_ARGS(n, int) = dim;
     s = cell_ag_save(n, a);
   }
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* --- logsumexp ------------------------------------------------------------------------ */
@@ -253,7 +242,7 @@ cell_status cell_op_logsumexp(const cell_tensor *a, int ndims, const int *dims, 
     s = cell_ag_save(n, a);
     if (s == CELL_OK) s = cell_ag_save(n, r);
   }
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 /* --- tril / triu ------------------------------------------------------------------------ */
@@ -280,7 +269,7 @@ static cell_status triangle(const cell_tensor *a, int64_t diagonal, int upper, c
   WANT_NODE(r, out);
   cell_node *n = CELL_AG_NODE(upper ? "TriuBackward" : "TrilBackward", triangle_backward, 1, in, 0, tri_args);
   if (n) *CELL_AG_ARGS(n, tri_args) = (tri_args){diagonal, upper};
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 cell_status cell_op_tril(const cell_tensor *a, int64_t diagonal, cell_tensor **out) {
@@ -319,7 +308,7 @@ cell_status cell_op_flip(const cell_tensor *a, int ndims, const int *dims, cell_
     pa->n = ndims; /* the kernel checked ndims <= CELL_MAX_DIMS */
     for (int k = 0; k < ndims; k++) pa->dims[k] = dims[k];
   }
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 static cell_status roll_backward(cell_node *n, const cell_tensor *g, cell_tensor **gin) {
@@ -356,7 +345,7 @@ cell_status cell_op_roll(const cell_tensor *a, int n, const int64_t *shifts, con
       pa->shifts[k] = sz ? shifts[k] % sz : 0;
     }
   }
-  return record_end(nd, s, r, out);
+  return cell_ag_record_end(nd, s, r, out);
 }
 
 /* --- diag / trace ----------------------------------------------------------------------- */
@@ -380,7 +369,7 @@ cell_status cell_op_diag(const cell_tensor *a, int64_t offset, cell_tensor **out
   WANT_NODE(r, out);
   cell_node *n = CELL_AG_NODE("DiagBackward", diag_backward, 1, in, 0, int64_t);
   if (n) *CELL_AG_ARGS(n, int64_t) = offset;
-  return record_end(n, s, r, out);
+  return cell_ag_record_end(n, s, r, out);
 }
 
 cell_status cell_op_trace(const cell_tensor *a, cell_tensor **out) {

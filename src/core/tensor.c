@@ -103,6 +103,7 @@ static cell_tensor *tensor_over(cell_storage *s, size_t nbytes, cell_dtype dt, i
 
 cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape,
                                    cell_tensor **out) {
+  if (!out) return cell_error(CELL_ERR_VALUE, "tensor: NULL output");
   if ((unsigned)dt >= CELL_DTYPE_COUNT)
     return cell_error(CELL_ERR_TYPE, "tensor: unknown dtype %d", (int)dt);
   int64_t numel;

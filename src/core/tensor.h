@@ -2,6 +2,7 @@
 #ifndef CELL_CORE_TENSOR_H
 #define CELL_CORE_TENSOR_H
 #include "cell.h"
+#include "cell_device.h"
 #include "dtype.h"
 #include <stdbool.h>
 
@@ -34,10 +35,8 @@ struct cell_tensor {
                      void (*)(cell_tensor *) that frees it */
 };
 
-/* A contiguous tensor of the given shape, data uninitialised. */
-/* Exported for device modules outside the engine (src/cuda). */
-CELL_API cell_status cell_tensor_new_contig(cell_dtype dt, int ndim, const int64_t *shape,
-                                   cell_tensor **out);
+/* cell_tensor_new_contig (a contiguous tensor, data uninitialised, on the
+ * running kernel's device) is public, for device modules: cell_device.h. */
 /* Device memory (src/ops/device.c): the device the running kernel
  * allocates on (-1: none, the CPU), a device's alloc / free, and one
  * element's bytes read or written through the device's copy functions. */

@@ -10,6 +10,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include "nn.h"
 
 /* Validate the four parameters and the spatial size (h, w); fill *g for
  * n samples of c channels. op and what is folded name the messages. */
@@ -51,28 +52,6 @@ static cell_status geom(const char *op, int64_t n, int64_t c, int64_t h, int64_t
   return CELL_OK;
 }
 
-static cell_status check_float(const char *op, const cell_tensor *x) {
-  if (!cell_dtype_is_float(x->dtype))
-    return cell_error(CELL_ERR_TYPE, "%s: input must be a float tensor, got %s", op,
-                      cell_dtype_name(x->dtype));
-  return CELL_OK;
-}
-
-static cell_status to_dtype(cell_status s, cell_tensor *r, cell_dtype dt, cell_tensor **out) {
-  if (s == CELL_OK && r->dtype != dt) {
-    cell_tensor *h = NULL;
-    s = cell_k_astype(r, dt, &h);
-    cell_tensor_release(r);
-    r = h;
-  }
-  if (s != CELL_OK) {
-    cell_tensor_release(r);
-    return s;
-  }
-  *out = r;
-  return CELL_OK;
-}
-
 cell_status cell_cpu_unfold(const cell_tensor *x, const int64_t *kernel, const int64_t *dilation,
                             const int64_t *padding, const int64_t *stride, cell_tensor **out) {
   if (!x || !out) return cell_error(CELL_ERR_VALUE, "unfold: NULL argument");
@@ -80,7 +59,7 @@ cell_status cell_cpu_unfold(const cell_tensor *x, const int64_t *kernel, const i
   if (x->ndim != 4)
     return cell_error(CELL_ERR_VALUE, "unfold: input must be 4-D (N, C, H, W), got shape %s",
                       cell_shape_str(x->ndim, x->shape, sb, sizeof sb));
-  CELL_TRY(check_float("unfold", x));
+  CELL_TRY(cell_nn_check_input("unfold", x));
   cell_conv_geom g;
   CELL_TRY(geom("unfold", x->shape[0], x->shape[1], x->shape[2], x->shape[3], kernel, dilation,
                 padding, stride, &g));
@@ -104,7 +83,7 @@ cell_status cell_cpu_unfold(const cell_tensor *x, const int64_t *kernel, const i
     cell_tensor_bump(r);
   }
   cell_tensor_release(xc);
-  return to_dtype(s, r, x->dtype, out);
+  return cell_nn_to_dtype(s, r, x->dtype, out);
 }
 
 cell_status cell_cpu_fold(const cell_tensor *x, const int64_t *output_size, const int64_t *kernel,
@@ -116,7 +95,7 @@ cell_status cell_cpu_fold(const cell_tensor *x, const int64_t *output_size, cons
     return cell_error(CELL_ERR_VALUE,
                       "fold: input must be 3-D (N, C * kernel_size product, L), got shape %s",
                       cell_shape_str(x->ndim, x->shape, sb, sizeof sb));
-  CELL_TRY(check_float("fold", x));
+  CELL_TRY(cell_nn_check_input("fold", x));
   int64_t osz[2];
   CELL_TRY(cell_conv_pair("fold", "output_size", output_size, 1, 1, osz));
   int64_t k[2];
@@ -153,5 +132,5 @@ cell_status cell_cpu_fold(const cell_tensor *x, const int64_t *output_size, cons
     cell_tensor_bump(r);
   }
   cell_tensor_release(xc);
-  return to_dtype(s, r, x->dtype, out);
+  return cell_nn_to_dtype(s, r, x->dtype, out);
 }

@@ -431,21 +431,6 @@ static cell_status tabs(int mode, int align, int ndim, const int64_t *in_shape,
   return s;
 }
 
-static cell_status to_dtype(cell_status s, cell_tensor *r, cell_dtype dt, cell_tensor **out) {
-  if (s == CELL_OK && r->dtype != dt) {
-    cell_tensor *h = NULL;
-    s = cell_k_astype(r, dt, &h);
-    cell_tensor_release(r);
-    r = h;
-  }
-  if (s != CELL_OK) {
-    cell_tensor_release(r);
-    return s;
-  }
-  *out = r;
-  return CELL_OK;
-}
-
 cell_status cell_cpu_interpolate(const cell_tensor *x, int mode, int align_corners,
                                  const int64_t *size, const double *scales, cell_tensor **out) {
   if (!x || !size || !out) return cell_error(CELL_ERR_VALUE, "interpolate: NULL argument");
@@ -460,7 +445,7 @@ cell_status cell_cpu_interpolate(const cell_tensor *x, int mode, int align_corne
   /* the output first: the tables are no larger than its last dimensions */
   cell_tensor *xc = NULL, *r = NULL;
   cell_status s = cell_tensor_new_contig(ct, nd, oshape, &r);
-  if (s == CELL_OK && cell_shape_numel(nd, oshape) == 0) return to_dtype(s, r, x->dtype, out);
+  if (s == CELL_OK && cell_shape_numel(nd, oshape) == 0) return cell_nn_to_dtype(s, r, x->dtype, out);
   if (s == CELL_OK) s = cell_conv_operand(x, ct, &xc);
   axis_tab th = {0, 0, NULL, NULL}, tw = {0, 0, NULL, NULL};
   if (s == CELL_OK)
@@ -476,7 +461,7 @@ cell_status cell_cpu_interpolate(const cell_tensor *x, int mode, int align_corne
   free_tab(&th);
   free_tab(&tw);
   cell_tensor_release(xc);
-  return to_dtype(s, r, x->dtype, out);
+  return cell_nn_to_dtype(s, r, x->dtype, out);
 }
 
 cell_status cell_cpu_interpolate_backward(const cell_tensor *g, int mode, int align_corners,
@@ -498,7 +483,7 @@ cell_status cell_cpu_interpolate_backward(const cell_tensor *g, int mode, int al
   cell_tensor *gc = NULL, *r = NULL;
   if (cell_shape_numel(ndim, in_shape) == 0 || cell_shape_numel(g->ndim, g->shape) == 0) {
     cell_status z = cell_tensor_full(ct, ndim, in_shape, 0, &r);
-    return to_dtype(z, r, dt, gx);
+    return cell_nn_to_dtype(z, r, dt, gx);
   }
   /* every element of r is written; g is read through its strides (the
    * gradient of a sum arrives as a broadcast view, not worth a copy) */
@@ -521,5 +506,5 @@ cell_status cell_cpu_interpolate_backward(const cell_tensor *g, int mode, int al
   free_tab(&th);
   free_tab(&tw);
   cell_tensor_release(gc);
-  return to_dtype(s, r, dt, gx);
+  return cell_nn_to_dtype(s, r, dt, gx);
 }

@@ -34,6 +34,13 @@ static inline bool cell_nn_parallel(int64_t units, int64_t work) {
 
 /* A float tensor for op's argument `what` (TypeError otherwise). */
 cell_status cell_nn_check_float(const char *op, const char *what, const cell_tensor *t);
+/* A float input x of pool, fold and conv-family kernels: TypeError "op:
+ * input must be a float tensor, got <dtype>" otherwise. */
+cell_status cell_nn_check_input(const char *op, const cell_tensor *x);
+/* The end of a kernel that computed r in a compute dtype: r as dtype dt
+ * into *out (r itself, or converted and r released). When s is not CELL_OK,
+ * or the conversion fails, r is released and the status returned. */
+cell_status cell_nn_to_dtype(cell_status s, cell_tensor *r, cell_dtype dt, cell_tensor **out);
 /* The n elements of t (any float dtype and layout) as doubles, row-major,
  * in a block from cell_alloc that the caller frees with cell_dealloc;
  * NULL t gives a block filled with fill. MemoryError when out of memory. */

@@ -12,6 +12,28 @@ cell_status cell_nn_check_float(const char *op, const char *what, const cell_ten
   return CELL_OK;
 }
 
+cell_status cell_nn_check_input(const char *op, const cell_tensor *x) {
+  if (!cell_dtype_is_float(x->dtype))
+    return cell_error(CELL_ERR_TYPE, "%s: input must be a float tensor, got %s", op,
+                      cell_dtype_name(x->dtype));
+  return CELL_OK;
+}
+
+cell_status cell_nn_to_dtype(cell_status s, cell_tensor *r, cell_dtype dt, cell_tensor **out) {
+  if (s == CELL_OK && r->dtype != dt) {
+    cell_tensor *h = NULL;
+    s = cell_k_astype(r, dt, &h);
+    cell_tensor_release(r);
+    r = h;
+  }
+  if (s != CELL_OK) {
+    cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
+}
+
 cell_status cell_nn_doubles(const char *op, const cell_tensor *t, int64_t n, double fill,
                             double **out) {
   double *v = cell_alloc((size_t)(n > 0 ? n : 1) * sizeof(double));

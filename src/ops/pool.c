@@ -13,6 +13,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include "nn.h"
 #include <stdio.h>
 
 /* Whether a pool over this much work (window elements) is worth threads: a
@@ -79,13 +80,6 @@ cell_status cell_k_pool2d_geom(const char *op, int ndim, const int64_t *shape,
   g->ow = (pw - ekw + (ceil_mode ? g->sw - 1 : 0)) / g->sw + 1;
   if (ceil_mode && (g->oh - 1) * g->sh >= g->h + g->pt) g->oh--;
   if (ceil_mode && (g->ow - 1) * g->sw >= g->w + g->pl) g->ow--;
-  return CELL_OK;
-}
-
-static cell_status check_float(const char *op, const cell_tensor *x) {
-  if (!cell_dtype_is_float(x->dtype))
-    return cell_error(CELL_ERR_TYPE, "%s: input must be a float tensor, got %s", op,
-                      cell_dtype_name(x->dtype));
   return CELL_OK;
 }
 
@@ -336,22 +330,6 @@ POOL_KERNELS(double, vf64, vi64, int64_t, ((vi64){0, 1, 2, 3}), f64)
 #define DISPATCH(ct, fn, ...) \
   ((ct) == CELL_DTYPE_F64 ? fn##_f64(__VA_ARGS__) : fn##_f32(__VA_ARGS__))
 
-/* r (compute dtype) as dtype dt: itself, or converted and r released. */
-static cell_status to_dtype(cell_status s, cell_tensor *r, cell_dtype dt, cell_tensor **out) {
-  if (s == CELL_OK && r->dtype != dt) {
-    cell_tensor *h = NULL;
-    s = cell_k_astype(r, dt, &h);
-    cell_tensor_release(r);
-    r = h;
-  }
-  if (s != CELL_OK) {
-    cell_tensor_release(r);
-    return s;
-  }
-  *out = r;
-  return CELL_OK;
-}
-
 cell_status cell_cpu_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
                               const int64_t *padding, const int64_t *dilation, int ceil_mode,
                               cell_tensor **out, cell_tensor **indices) {
@@ -359,7 +337,7 @@ cell_status cell_cpu_max_pool2d(const cell_tensor *x, const int64_t *kernel, con
   cell_conv_geom g;
   CELL_TRY(cell_k_pool2d_geom("max_pool2d", x->ndim, x->shape, kernel, stride, padding, dilation,
                               ceil_mode, &g));
-  CELL_TRY(check_float("max_pool2d", x));
+  CELL_TRY(cell_nn_check_input("max_pool2d", x));
   cell_dtype ct = cell_conv_compute_dtype(x->dtype);
   int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
   cell_tensor *xc = NULL, *r = NULL, *id = NULL;
@@ -371,7 +349,7 @@ cell_status cell_cpu_max_pool2d(const cell_tensor *x, const int64_t *kernel, con
              (int64_t *)(void *)cell_tensor_base(id));
   cell_tensor_release(xc);
   cell_tensor *y = NULL;
-  s = to_dtype(s, r, x->dtype, &y);
+  s = cell_nn_to_dtype(s, r, x->dtype, &y);
   if (s != CELL_OK) {
     cell_tensor_release(id);
     return s;
@@ -420,7 +398,7 @@ cell_status cell_cpu_max_pool2d_backward(const cell_tensor *gy, const cell_tenso
     cell_tensor_release(r);
     return s;
   }
-  return to_dtype(s, r, dt, gx);
+  return cell_nn_to_dtype(s, r, dt, gx);
 }
 
 cell_status cell_cpu_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride,
@@ -430,7 +408,7 @@ cell_status cell_cpu_avg_pool2d(const cell_tensor *x, const int64_t *kernel, con
   cell_conv_geom g;
   CELL_TRY(cell_k_pool2d_geom("avg_pool2d", x->ndim, x->shape, kernel, stride, padding, NULL,
                               ceil_mode, &g));
-  CELL_TRY(check_float("avg_pool2d", x));
+  CELL_TRY(cell_nn_check_input("avg_pool2d", x));
   cell_dtype ct = cell_conv_compute_dtype(x->dtype);
   int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
   cell_tensor *xc = NULL, *r = NULL;
@@ -440,7 +418,7 @@ cell_status cell_cpu_avg_pool2d(const cell_tensor *x, const int64_t *kernel, con
     DISPATCH(ct, avg_fwd, &g, count_include_pad, (const void *)cell_tensor_base(xc),
              (void *)cell_tensor_base(r));
   cell_tensor_release(xc);
-  return to_dtype(s, r, x->dtype, out);
+  return cell_nn_to_dtype(s, r, x->dtype, out);
 }
 
 cell_status cell_cpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_shape,
@@ -471,5 +449,5 @@ cell_status cell_cpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *i
     cell_tensor_release(r);
     return s;
   }
-  return to_dtype(s, r, dt, gx);
+  return cell_nn_to_dtype(s, r, dt, gx);
 }

@@ -43,10 +43,7 @@ local function pads_of(padding, lvl)
 end
 
 --- The text of an initializer argument as extend_repr prints it.
-local function init_str(v)
-  if core.is_tensor(v) then return ("Tensor(shape=%s, dtype=%s)"):format(T.shape_str(v.shape), tostring(v.dtype)) end
-  return A.value_str(v)
-end
+local init_str = A.init_str
 
 --- Conv2d(in_channels, out_channels, kernel_size [, stride = 1, pad_mode = "same",
 -- padding = 0, dilation = 1, group = 1, has_bias = false, weight_init, bias_init,

@@ -27,10 +27,7 @@ local T_OPTIONS = { "stride", "pad_mode", "padding", "output_padding", "dilation
   "weight_init", "bias_init", "dtype" }
 local DIMS = { "L", "H, W", "D, H, W" }
 
-local function init_str(v)
-  if core.is_tensor(v) then return ("Tensor(shape=%s, dtype=%s)"):format(T.shape_str(v.shape), tostring(v.dtype)) end
-  return A.value_str(v)
-end
+local init_str = A.init_str
 
 --- padding as {b1, a1, ..., bn, an}: an int or a list of 2n.
 local function layer_pads(cls, padding, nd)

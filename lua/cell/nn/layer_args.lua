@@ -43,6 +43,19 @@ function A.value_str(v)
   return tostring(v)
 end
 
+--- The extend_repr of a pooling layer: kernel_size=2, stride=(1, 2), pad_mode=VALID.
+function A.pool_repr(self)
+  return ("kernel_size=%s, stride=%s, pad_mode=%s"):format(A.int_or_tuple_str(self.kernel_size),
+    A.int_or_tuple_str(self.stride), self.pad_mode)
+end
+
+--- An initializer in extend_repr text: a Tensor by its shape and dtype,
+-- a name or an Initializer as A.value_str writes it.
+function A.init_str(v)
+  if core.is_tensor(v) then return ("Tensor(shape=%s, dtype=%s)"):format(T.shape_str(v.shape), tostring(v.dtype)) end
+  return A.value_str(v)
+end
+
 --- Check a positive integer.
 function A.positive_int(cls, what, v, lvl)
   if type(v) ~= "number" then

@@ -58,7 +58,7 @@ local function step_of(cls, s)
     for _, d in ipairs(s.shape) do count = count * d end
     if count ~= 1 then
       raise(("ValueError: For '%s', the global_step must hold one element, but got shape %s."):format(cls,
-        tostring(s.shape and ("[" .. table.concat(s.shape, ", ") .. "]") or "?")), 3)
+        T.shape_list(s.shape)), 3)
     end
     s = s:reshape({}):item()
   end

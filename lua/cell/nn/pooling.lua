@@ -118,19 +118,9 @@ end
 
 --- The size of each window of one dimension, clipped to the padded input
 -- (what a count_include_pad average divides by), as a Lua list.
-local function window_sizes(n, k, s, pb, pa, outn)
-  local sizes = {}
-  for o = 0, outn - 1 do
-    local hs = o * s - pb
-    sizes[o + 1] = math.min(hs + k, n + pa) - hs
-  end
-  return sizes
-end
+local window_sizes = require("cell.conv_ops")._window_sizes
 
-local function pool_repr(self)
-  return ("kernel_size=%s, stride=%s, pad_mode=%s"):format(A.int_or_tuple_str(self.kernel_size),
-    A.int_or_tuple_str(self.stride), self.pad_mode)
-end
+local pool_repr = A.pool_repr
 
 -- MaxPool2d ------------------------------------------------------------------
 

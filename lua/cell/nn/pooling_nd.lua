@@ -56,10 +56,7 @@ local function layer_pads(self, x, nd)
   return pads
 end
 
-local function pool_repr(self)
-  return ("kernel_size=%s, stride=%s, pad_mode=%s"):format(A.int_or_tuple_str(self.kernel_size),
-    A.int_or_tuple_str(self.stride), self.pad_mode)
-end
+local pool_repr = A.pool_repr
 
 local function max_pool(cls, nd)
   local Layer = Cell:extend(cls)

@@ -22,10 +22,8 @@ local M = {}
 
 local is_callable = T.is_callable
 
-local function is_optimizer(v)
-  local O = require "cell.nn.optim.optimizer"
-  return I.is_cell(v) and require("cell.class").is_instance(v, O.Optimizer)
-end
+-- (required when used: the optimizers load after the wrappers)
+local function is_optimizer(v) return require("cell.nn.optim.optimizer").is_optimizer(v) end
 
 -- WithLossCell ----------------------------------------------------------------------
 

@@ -82,7 +82,7 @@ function M.clip_by_global_norm(x, clip_norm, use_norm)
     if use_norm:numel() ~= 1 or not use_norm.dtype.is_floating_point then
       E.raise(("TypeError: %s: use_norm must be a number or a one-element floating-point Tensor, "
         .. "but got a %s Tensor of shape %s"):format(fname, tostring(use_norm.dtype),
-        "[" .. table.concat(use_norm.shape, ", ") .. "]"))
+        require("cell.util.types").shape_list(use_norm.shape)))
     end
     norm = use_norm:reshape({})
   else

@@ -47,9 +47,7 @@ local is_plain = T.is_plain
 
 local is_callable = T.is_callable
 
-local function is_optimizer(v)
-  return I.is_cell(v) and class.is_instance(v, require("cell.nn.optim.optimizer").Optimizer)
-end
+local function is_optimizer(v) return require("cell.nn.optim.optimizer").is_optimizer(v) end
 
 --- The metrics as an ordered list of {name, metric}.
 local function parse_metrics(m, lvl)

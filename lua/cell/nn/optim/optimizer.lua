@@ -29,10 +29,12 @@
 --
 -- State, as MindSpore names it: the parameters themselves (a ParameterTuple
 -- registered under their own names), "global_step" (int32 {1}, the steps
--- taken) and each optimizer's moments ("accum.<name>", "moments.<name>",
--- "moment1.<name>", ...), all zero-filled at construction, so
--- opt:state_dict() / opt:load_state_dict(sd) save and resume training
--- exactly. Every step runs a fused C kernel per parameter
+-- taken), a fixed rate's Parameter ("learning_rate", or with group rates
+-- "learning_rate_group_<g>"; a per-step list or a function follows
+-- global_step and is not state) and each optimizer's moments
+-- ("accum.<name>", "moments.<name>", "moment1.<name>", ...), all
+-- zero-filled at construction, so opt:state_dict() / opt:load_state_dict(sd)
+-- (and save_checkpoint / load_checkpoint) save and resume training exactly. Every step runs a fused C kernel per parameter
 -- (cell.ops_internal's sgd_step, adam_step) and makes no tensors.
 --
 -- A custom optimizer extends Optimizer, calls
@@ -47,6 +49,7 @@ local raise = require("cell.errors").raise
 local core = require "cell.core"
 local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
+local R = require "cell.nn.registry"
 local T = require "cell.util.types"
 local parameter = require "cell.parameter"
 local args_util = require "cell.util.args"
@@ -61,6 +64,9 @@ local M = {}
 
 local Optimizer = Cell:extend("Optimizer")
 M.Optimizer = Optimizer
+
+--- Whether v is an optimizer (an instance of nn.Optimizer or a subclass).
+function M.is_optimizer(v) return I.is_cell(v) and require("cell.class").is_instance(v, Optimizer) end
 
 --- PyTorch's optimizer habits, answered with what to use (see Cell.__hints).
 do
@@ -439,9 +445,29 @@ local function public(spec)
   return spec.list or spec.cell or spec.fn
 end
 
---- Give each fixed rate its Parameter and set the `learning_rate`
--- attribute: one value, or with group rates a list of one per group.
+--- Give each fixed rate its Parameter, register those Parameters in the
+-- optimizer (so state_dict and save_checkpoint keep them beside global_step
+-- and the moments, as MindSpore's checkpoints hold "learning_rate"), and
+-- set the `learning_rate` attribute: one value, or with group rates a list
+-- of one per group. A per-step list or a function is not state: its rate
+-- follows global_step.
 local function publish(self, k)
+  local st = rawget(self, I.S)
+  local mine = k.lr_names or {}
+  k.lr_names = mine
+  local function register(name, spec)
+    if spec.param == nil then
+      if mine[name] then R.remove(st.params, name) end
+      mine[name] = nil
+      return
+    end
+    if R.has(st.params, name) and not mine[name] then
+      fail("ValueError: For '%s', a parameter is named '%s', the name of the optimizer's learning-rate Parameter; "
+        .. "give it another name.", k.cls, name)
+    end
+    mine[name] = true
+    R.set(st.params, name, spec.param)
+  end
   for j, spec in ipairs(k.specs) do
     if spec.value ~= nil and not spec.param then
       local name = k.group_lr and ("learning_rate_group_" .. j) or "learning_rate"
@@ -449,13 +475,17 @@ local function publish(self, k)
       spec.seen = Tensor.item(spec.param)
     end
   end
-  local attrs = rawget(self, I.S).attrs
   if k.group_lr then
     local list = {}
-    for j, spec in ipairs(k.specs) do list[j] = public(spec) end
-    attrs.learning_rate = list
+    for j, spec in ipairs(k.specs) do
+      list[j] = public(spec)
+      register("learning_rate_group_" .. j, spec)
+    end
+    st.attrs.learning_rate = list
   else
-    attrs.learning_rate = public(k.specs[1])
+    register("learning_rate", k.specs[1])
+    -- a registered Parameter is read before the attributes
+    st.attrs.learning_rate = k.specs[1].param == nil and public(k.specs[1]) or nil
   end
 end
 
