@@ -53,6 +53,7 @@ CELL_API cell_status cell_device_load(const char *name);
  * often it is called. */
 #define CELL_DEVICE_MODULE_ENTRY "cell_device_module_init"
 typedef cell_status (*cell_device_module_fn)(void);
+
 /* For device authors: a new contiguous tensor of shape (ndim sizes), data
  * uninitialised, on the device whose kernel is running (its alloc
  * function), or in host memory outside a device's kernel. What a kernel
