@@ -189,6 +189,29 @@ static void check_d(int level) {
     }
     CHECKF(ok, "level %d: %s", level, grad_cases[c].name);
   }
+  /* the float32 forms: the double forms' values rounded once */
+  static float xf[ND + NSPEC], gf[ND + NSPEC], yf[ND + NSPEC];
+  for (int64_t i = 0; i < n; i++) {
+    xf[i] = (float)x[i];
+    gf[i] = (float)(0.25 + (double)(i % 7));
+    x[i] = xf[i];
+    g[i] = gf[i];
+  }
+  void (*f32[2])(float *, const float *, const float *, int64_t) = {cell_vm_gelu_grad_f32,
+                                                                   cell_vm_silu_grad_f32};
+  grad_fn f64[2] = {cell_vm_gelu_grad_d, cell_vm_silu_grad_d};
+  for (int c = 0; c < 2; c++) {
+    f32[c](yf, gf, xf, n);
+    f64[c](y, g, x, n);
+    ok = true;
+    for (int64_t i = 0; i < n && ok; i++) {
+      float want = (float)y[i];
+      ok = yf[i] == want || (isnan(yf[i]) && isnan(want));
+      if (!ok) fprintf(stderr, "level %d: %s f32(%.9g) = %.9g, double %.9g\n", level, c ? "silu_grad" : "gelu_grad",
+                       (double)xf[i], (double)yf[i], (double)want);
+    }
+    CHECKF(ok, "level %d: float32 %s", level, c ? "silu_grad" : "gelu_grad");
+  }
 }
 
 void test_vmath_all(void) {

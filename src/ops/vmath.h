@@ -38,6 +38,10 @@ void cell_vm_gelu_grad_d(double *r, const double *g, const double *x, int64_t n)
 void cell_vm_gelu_tanh_grad_d(double *r, const double *g, const double *x, int64_t n);
 void cell_vm_silu_grad_d(double *r, const double *g, const double *x, int64_t n);
 void cell_vm_erf_grad_d(double *r, const double *g, const double *x, int64_t n);
+/* float arrays: the same gradients, computed in double and rounded once
+ * (the values the double buffers give, stored as float32) */
+void cell_vm_gelu_grad_f32(float *r, const float *g, const float *x, int64_t n);
+void cell_vm_silu_grad_f32(float *r, const float *g, const float *x, int64_t n);
 
 /* The code paths: 0 portable, 1 AVX2+FMA, 2 AVX-512. cell_vm_level says
  * which one runs; cell_vm_set_level chooses one (for tests), clamped to
@@ -60,6 +64,8 @@ typedef struct {
   void (*gelu_tanh_grad_d)(double *, const double *, const double *, int64_t);
   void (*silu_grad_d)(double *, const double *, const double *, int64_t);
   void (*erf_grad_d)(double *, const double *, const double *, int64_t);
+  void (*gelu_grad_f32)(float *, const float *, const float *, int64_t);
+  void (*silu_grad_f32)(float *, const float *, const float *, int64_t);
 } cell_vm_table;
 
 extern const cell_vm_table cell_vm_portable;

@@ -213,8 +213,17 @@ VM_FN double vm_silu_grad(double x) {
 }
 VM_GRAD(silu_grad_d, g * vm_silu_grad(x))
 VM_GRAD(erf_grad_d, g * 1.12837916709551257390 * vm_exp(-(x * x)))
+#define VM_GRAD_F32(name, EXPR)                                                  \
+  static VM_ATTR void name(float *r, const float *pg, const float *px, int64_t n) { \
+    VM_SIMD for (int64_t i = 0; i < n; i++) {                                    \
+      double g = pg[i], x = px[i];                                               \
+      r[i] = (float)(EXPR);                                                      \
+    }                                                                            \
+  }
+VM_GRAD_F32(gelu_grad_f32, g * vm_gelu_grad(x))
+VM_GRAD_F32(silu_grad_f32, g * vm_silu_grad(x))
 
 const cell_vm_table VM_TABLE = {exp_f32,     log_f32,     tanh_f32,         erf_f32,
                                 sigmoid_f32, silu_f32,    gelu_f32,         exp_d,
                                 gelu_tanh_d, gelu_grad_d, gelu_tanh_grad_d, silu_grad_d,
-                                erf_grad_d};
+                                erf_grad_d,  gelu_grad_f32, silu_grad_f32};
