@@ -4,6 +4,7 @@
 void cell_iter_init(cell_iter *it, int ndim, const int64_t *shape) {
   it->nops = 0;
   it->ndim = ndim;
+  it->cost = 1;
   for (int i = 0; i < ndim; i++) it->shape[i] = shape[i];
 }
 
@@ -65,6 +66,7 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
   int64_t inner = it->shape[it->ndim - 1];
   int64_t rows = cell_shape_numel(it->ndim - 1, it->shape);
   int64_t total = rows * inner;
+  int64_t work = total > INT64_MAX / it->cost ? INT64_MAX : total * it->cost;
   int64_t istride[CELL_ITER_MAX];
   for (int k = 0; k < it->nops; k++) istride[k] = it->stride[k][it->ndim - 1];
   volatile int *intr = &cell_ctx()->interrupt;
@@ -72,7 +74,7 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
 
   if (rows == 1) {
     /* One long row: split it into chunks when it is large. */
-    int64_t nchunks = total >= CELL_PARALLEL_GRAIN && nthreads > 1 ? nthreads : 1;
+    int64_t nchunks = work >= CELL_PARALLEL_GRAIN && nthreads > 1 ? nthreads : 1;
     int64_t chunk = (inner + nchunks - 1) / nchunks;
     CELL_FOR(nchunks > 1, int64_t, c, nchunks, {
       int64_t lo = c * chunk, n = inner - lo < chunk ? inner - lo : chunk;
@@ -83,7 +85,7 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
     });
     return *intr ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
   }
-  int par = total >= CELL_PARALLEL_GRAIN && nthreads > 1;
+  int par = work >= CELL_PARALLEL_GRAIN && nthreads > 1;
   int stop = 0;
   CELL_FOR(par, int64_t, r, rows, {
     if (stop) continue;
