@@ -91,6 +91,23 @@ static void check_f32(int level) {
     CHECKF(worst <= 0.6, "level %d: %s is %g ulp off at x = %a (%.9g)", level, f32_cases[c].name,
            worst, at, at);
   }
+  /* the float32-arithmetic exp: within 2 ulp where exp is normal, 0 where
+   * it would be subnormal, inf past the top, NaN for NaN */
+  cell_vm_exp_fast_f32(y + 1, x + 1, n - 1);
+  cell_vm_exp_fast_f32(y, x, 1);
+  double worst = 0;
+  float at = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double ref = exp((double)x[i]);
+    double e = ref < FLT_MIN ? (y[i] == 0 || (ref > 0 && fabs(y[i] - ref) <= FLT_MIN) ? 0 : INFINITY)
+                             : ulp_err(y[i], ref);
+    if (!(e <= worst)) {
+      worst = e;
+      at = x[i];
+    }
+  }
+  if (getenv("CELL_VMATH_VERBOSE")) printf("level %d: exp_fast max %.3f ulp at %a\n", level, worst, at);
+  CHECKF(worst <= 2, "level %d: exp_fast is %g ulp off at x = %a (%.9g)", level, worst, at, at);
   /* in place */
   float v[3] = {1.0f, -2.0f, 0.5f};
   cell_vm_exp_f32(v, v, 3);

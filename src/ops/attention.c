@@ -393,7 +393,7 @@ static double dense_row_f(const geom *g, int64_t h, int64_t i, float *row, int u
   }
   float mf = (float)mu;
   CELL_NN_SIMD for (int64_t j = 0; j < jend; j++) row[j] -= mf;
-  cell_vm_exp_f32(row, row, jend);
+  cell_vm_exp_fast_f32(row, row, jend);
   for (int64_t j = jend; j < g->S; j++) row[j] = 0;
   return mu;
 }

@@ -29,6 +29,9 @@ void cell_vm_erf_f32(float *y, const float *x, int64_t n);
 void cell_vm_sigmoid_f32(float *y, const float *x, int64_t n);
 void cell_vm_silu_f32(float *y, const float *x, int64_t n);
 void cell_vm_gelu_f32(float *y, const float *x, int64_t n); /* exact: x Phi(x) */
+/* exp in float32 arithmetic: within 2 ulp in the normal range, 0 where
+ * exp(x) would be subnormal (softmax weights: attention) */
+void cell_vm_exp_fast_f32(float *y, const float *x, int64_t n);
 
 /* double buffers: y = f(x) */
 void cell_vm_exp_d(double *y, const double *x, int64_t n);
@@ -66,6 +69,7 @@ typedef struct {
   void (*erf_grad_d)(double *, const double *, const double *, int64_t);
   void (*gelu_grad_f32)(float *, const float *, const float *, int64_t);
   void (*silu_grad_f32)(float *, const float *, const float *, int64_t);
+  void (*exp_fast_f32)(float *, const float *, int64_t);
 } cell_vm_table;
 
 extern const cell_vm_table cell_vm_portable;
