@@ -86,6 +86,22 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
     return *intr ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
   }
   int par = work >= CELL_PARALLEL_GRAIN && nthreads > 1;
+  if (!par) { /* rows in order, each row's pointers stepped from the last's */
+    char *p[CELL_ITER_MAX];
+    int64_t idx[CELL_MAX_DIMS] = {0};
+    for (int k = 0; k < it->nops; k++) p[k] = it->base[k];
+    for (int64_t r = 0; r < rows; r++) {
+      if (*intr) return cell_error(CELL_ERR_INTERRUPT, "interrupted");
+      fn(ctx, inner, p, istride);
+      for (int d = it->ndim - 2; d >= 0; d--) {
+        for (int k = 0; k < it->nops; k++) p[k] += it->stride[k][d];
+        if (++idx[d] < it->shape[d]) break;
+        for (int k = 0; k < it->nops; k++) p[k] -= it->stride[k][d] * it->shape[d];
+        idx[d] = 0;
+      }
+    }
+    return CELL_OK;
+  }
   int stop = 0;
   CELL_FOR(par, int64_t, r, rows, {
     if (stop) continue;
