@@ -189,6 +189,7 @@ VM_MAP(exp_f32, float, vm_exp(x))
 VM_FN float vm_expf_fast(float x) {
   float xc = x > 88.7228391f ? 88.7228391f : x;
   xc = xc < -87.3365479f ? -87.3365479f : xc;
+  xc = x != x ? 0.0f : xc; /* NaN: a finite n (the result is x) */
   float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; /* 0x1.8p23: rounds to an integer */
   float r = xc - n * 0.693359375f;
   r = r + n * 2.12194440e-4f;
@@ -202,7 +203,7 @@ VM_FN float vm_expf_fast(float x) {
   p = p * r + 1.0f;
   /* n in [-126, 128]: 2^n as 2^(n - h) 2^h, h = 1 for n > 0, each normal */
   float h = n > 0 ? 1.0f : 0.0f;
-  int32_t bits = ((int32_t)(n - h) + 127) * 8388608;
+  int32_t bits = (int32_t)((uint32_t)((int32_t)(n - h) + 127) << 23);
   float two_n;
   memcpy(&two_n, &bits, sizeof two_n);
   float y = p * two_n * (1.0f + h);
