@@ -91,6 +91,23 @@ static void check_f32(int level) {
     CHECKF(worst <= 0.6, "level %d: %s is %g ulp off at x = %a (%.9g)", level, f32_cases[c].name,
            worst, at, at);
   }
+  /* the float32-arithmetic exp: within 2 ulp where exp is normal, 0 where
+   * it would be subnormal, inf past the top, NaN for NaN */
+  cell_vm_exp_fast_f32(y + 1, x + 1, n - 1);
+  cell_vm_exp_fast_f32(y, x, 1);
+  double worst = 0;
+  float at = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double ref = exp((double)x[i]);
+    double e = ref < FLT_MIN ? (y[i] == 0 || (ref > 0 && fabs(y[i] - ref) <= FLT_MIN) ? 0 : INFINITY)
+                             : ulp_err(y[i], ref);
+    if (!(e <= worst)) {
+      worst = e;
+      at = x[i];
+    }
+  }
+  if (getenv("CELL_VMATH_VERBOSE")) printf("level %d: exp_fast max %.3f ulp at %a\n", level, worst, at);
+  CHECKF(worst <= 2, "level %d: exp_fast is %g ulp off at x = %a (%.9g)", level, worst, at, at);
   /* in place */
   float v[3] = {1.0f, -2.0f, 0.5f};
   cell_vm_exp_f32(v, v, 3);
@@ -188,6 +205,29 @@ static void check_d(int level) {
         fprintf(stderr, "level %d: %s(%.17g) = %.17g, ref %.17g\n", level, grad_cases[c].name, x[i], y[i], ref);
     }
     CHECKF(ok, "level %d: %s", level, grad_cases[c].name);
+  }
+  /* the float32 forms: the double forms' values rounded once */
+  static float xf[ND + NSPEC], gf[ND + NSPEC], yf[ND + NSPEC];
+  for (int64_t i = 0; i < n; i++) {
+    xf[i] = (float)x[i];
+    gf[i] = (float)(0.25 + (double)(i % 7));
+    x[i] = xf[i];
+    g[i] = gf[i];
+  }
+  void (*f32[2])(float *, const float *, const float *, int64_t) = {cell_vm_gelu_grad_f32,
+                                                                   cell_vm_silu_grad_f32};
+  grad_fn f64[2] = {cell_vm_gelu_grad_d, cell_vm_silu_grad_d};
+  for (int c = 0; c < 2; c++) {
+    f32[c](yf, gf, xf, n);
+    f64[c](y, g, x, n);
+    ok = true;
+    for (int64_t i = 0; i < n && ok; i++) {
+      float want = (float)y[i];
+      ok = yf[i] == want || (isnan(yf[i]) && isnan(want));
+      if (!ok) fprintf(stderr, "level %d: %s f32(%.9g) = %.9g, double %.9g\n", level, c ? "silu_grad" : "gelu_grad",
+                       (double)xf[i], (double)yf[i], (double)want);
+    }
+    CHECKF(ok, "level %d: float32 %s", level, c ? "silu_grad" : "gelu_grad");
   }
 }
 

@@ -4,6 +4,7 @@
 void cell_iter_init(cell_iter *it, int ndim, const int64_t *shape) {
   it->nops = 0;
   it->ndim = ndim;
+  it->cost = 1;
   for (int i = 0; i < ndim; i++) it->shape[i] = shape[i];
 }
 
@@ -48,32 +49,35 @@ static void coalesce(cell_iter *it) {
   it->ndim = nd;
 }
 
-/* Pointers of row r (an index over all dimensions but the last). */
-static void row_ptrs(const cell_iter *it, int64_t r, char **p) {
-  for (int k = 0; k < it->nops; k++) p[k] = it->base[k];
-  for (int d = it->ndim - 2; d >= 0; d--) {
-    int64_t i = r % it->shape[d];
-    r /= it->shape[d];
-    for (int k = 0; k < it->nops; k++) p[k] += i * it->stride[k][d];
-  }
-}
-
 /* Elements [lo, hi) of the iteration, row by row (a range may start and end
- * inside a row); stops early when interrupted. */
+ * inside a row); stops early when interrupted. The first row's pointers
+ * come from its index, each next row's are stepped from the last's. */
 static void run_range(const cell_iter *it, cell_loop_fn fn, void *ctx, int64_t lo, int64_t hi,
                       const int64_t *istride, volatile int *intr) {
   int64_t inner = it->shape[it->ndim - 1];
   int64_t r = lo / inner, col = lo % inner;
+  char *p[CELL_ITER_MAX];
+  int64_t idx[CELL_MAX_DIMS] = {0};
+  for (int k = 0; k < it->nops; k++) p[k] = it->base[k];
+  for (int d = it->ndim - 2; d >= 0; d--) {
+    idx[d] = r % it->shape[d];
+    r /= it->shape[d];
+    for (int k = 0; k < it->nops; k++) p[k] += idx[d] * it->stride[k][d];
+  }
   while (lo < hi) {
     if (*intr) return;
     int64_t n = inner - col < hi - lo ? inner - col : hi - lo;
-    char *p[CELL_ITER_MAX];
-    row_ptrs(it, r, p);
-    for (int k = 0; k < it->nops; k++) p[k] += col * istride[k];
-    fn(ctx, n, p, istride);
+    char *q[CELL_ITER_MAX];
+    for (int k = 0; k < it->nops; k++) q[k] = p[k] + col * istride[k];
+    fn(ctx, n, q, istride);
     lo += n;
-    r++;
     col = 0;
+    for (int d = it->ndim - 2; d >= 0; d--) { /* the next row */
+      for (int k = 0; k < it->nops; k++) p[k] += it->stride[k][d];
+      if (++idx[d] < it->shape[d]) break;
+      for (int k = 0; k < it->nops; k++) p[k] -= it->stride[k][d] * it->shape[d];
+      idx[d] = 0;
+    }
   }
 }
 
@@ -82,12 +86,13 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
     if (it->shape[i] == 0) return CELL_OK;
   coalesce(it);
   int64_t total = cell_shape_numel(it->ndim, it->shape);
+  int64_t work = total > INT64_MAX / it->cost ? INT64_MAX : total * it->cost;
   int64_t istride[CELL_ITER_MAX];
   for (int k = 0; k < it->nops; k++) istride[k] = it->stride[k][it->ndim - 1];
   volatile int *intr = &cell_ctx()->interrupt;
   int nthreads = cell_ctx()->num_threads;
 
-  if (total < CELL_ITER_GRAIN || nthreads < 2) {
+  if (work < CELL_ITER_GRAIN || nthreads < 2) {
     run_range(it, fn, ctx, 0, total, istride, intr);
   } else {
     /* One range of the flat index per thread, cut anywhere (mid-row too):

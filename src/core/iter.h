@@ -20,7 +20,14 @@ typedef struct cell_iter {
   int64_t shape[CELL_MAX_DIMS];
   int64_t stride[CELL_ITER_MAX][CELL_MAX_DIMS];
   char *base[CELL_ITER_MAX];
+  int64_t cost; /* an element's work in copies (1 after init): threads from
+                   CELL_ITER_GRAIN / cost elements on */
 } cell_iter;
+
+/* The cost of an element of a vectorised transcendental (exp, erf, GELU and
+ * their gradients), in copies' time: such ops split over threads from a
+ * quarter of CELL_ITER_GRAIN's elements. */
+#define CELL_ITER_COST_VM 4
 
 void cell_iter_init(cell_iter *it, int ndim, const int64_t *shape);
 /* Add an operand; its shape must broadcast to the iterator's (checked by

@@ -12,7 +12,10 @@
  * A float mask that needs a gradient gets P_ij (dP_ij - D_i) summed into its
  * own shape, in a second pass over the heads grouped by mask plane.
  * Rows (forward) and batch-heads (backward) split over threads; each
- * result element is summed in the same order whatever the thread count. */
+ * result element is summed in the same order whatever the thread count.
+ * Heads of at most DENSE_MAX scores take dense forms (gemms over the
+ * materialised scores); in float32 those run in float32 on the operands in
+ * place (sdpa_f32, sdpa_backward_f32), as PyTorch computes them. */
 #include "attention.h"
 #include "nn.h"
 #include "kernels.h"
@@ -117,7 +120,7 @@ static void free_geom(geom *g) {
 
 /* Load the operands as doubles and lay out the mask's broadcast. */
 static cell_status load(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
-                        const cell_tensor *mask, const cell_sdpa_args *a, geom *g) {
+                        const cell_tensor *mask, const cell_sdpa_args *a, int data, geom *g) {
   memset(g, 0, sizeof *g);
   int nd = q->ndim;
   g->L = q->shape[nd - 2];
@@ -136,9 +139,12 @@ static cell_status load(const cell_tensor *q, const cell_tensor *k, const cell_t
   g->first = a->first;
   g->mask_bool = mask && mask->dtype == CELL_DTYPE_BOOL;
   double *bq = NULL, *bk = NULL, *bv = NULL, *bm = NULL;
-  cell_status s = cell_nn_doubles(OP, q, g->nbh * g->L * g->E, 0, &bq);
-  if (s == CELL_OK) s = cell_nn_doubles(OP, k, g->nbh * g->S * g->E, 0, &bk);
-  if (s == CELL_OK) s = cell_nn_doubles(OP, v, g->nbh * g->S * g->Ev, 0, &bv);
+  cell_status s = CELL_OK;
+  if (data) {
+    s = cell_nn_doubles(OP, q, g->nbh * g->L * g->E, 0, &bq);
+    if (s == CELL_OK) s = cell_nn_doubles(OP, k, g->nbh * g->S * g->E, 0, &bk);
+    if (s == CELL_OK) s = cell_nn_doubles(OP, v, g->nbh * g->S * g->Ev, 0, &bv);
+  }
   if (s == CELL_OK && mask) s = cell_nn_doubles(OP, mask, cell_tensor_numel(mask), 0, &bm);
   g->q = bq;
   g->k = bk;
@@ -302,13 +308,308 @@ static int forward_head_dense(const geom *g, int64_t h, double *o, double *lse) 
   return ok;
 }
 
+/* --- float32 heads of at most DENSE_MAX scores -------------------------------------
+ * The dense forms above in float32, as PyTorch computes them: q, k, v (and
+ * the output's gradient and the output) are read in place through their
+ * strides (a {B, H, T, hd} view of a {B, T, H * hd} projection needs no
+ * copy), the scores and weights are float32 and the products are sgemms
+ * straight into the results; the row sums, the log-sum-exp and the
+ * D_i = dO_i . O_i of the backward are summed in double. */
+
+/* A float32 operand {lead..., rows, cols} read in place. */
+typedef struct {
+  const float *base;
+  int nl;
+  int64_t shape[CELL_MAX_DIMS], stride[CELL_MAX_DIMS];
+  int64_t rs, cs;
+} fview;
+
+static void fview_init(fview *f, const cell_tensor *t) {
+  int nd = t->ndim;
+  f->base = (const float *)cell_tensor_base(t);
+  f->nl = nd - 2;
+  for (int d = 0; d < nd - 2; d++) {
+    f->shape[d] = t->shape[d];
+    f->stride[d] = t->stride[d];
+  }
+  f->rs = t->stride[nd - 2];
+  f->cs = t->stride[nd - 1];
+}
+
+/* The first element of batch-head h. */
+static const float *fview_head(const fview *f, int64_t h) {
+  int64_t off = 0;
+  for (int d = f->nl - 1; d >= 0; d--) {
+    off += (h % f->shape[d]) * f->stride[d];
+    h /= f->shape[d];
+  }
+  return f->base + off;
+}
+
+/* Whether q, k, v take the float32 dense forms. */
+static int f32_dense(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v) {
+  int nd = q->ndim;
+  int64_t L = q->shape[nd - 2], S = k->shape[nd - 2];
+  return q->dtype == CELL_DTYPE_F32 && L > 0 && S > 0 && q->shape[nd - 1] > 0 && v->shape[nd - 1] > 0 &&
+         L * S <= DENSE_MAX;
+}
+
+/* C = A B over floats (strides in elements; C row-major with ldc). */
+static int sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_rs, int64_t a_cs, const float *b,
+                 int64_t b_rs, int64_t b_cs, float *c, int64_t ldc) {
+  cell_gemm gm = {CELL_DTYPE_F32, m, n, k, (const char *)a, a_rs, a_cs, (const char *)b, b_rs, b_cs,
+                  (char *)c, ldc, 1};
+  return cell_gemm_run(&gm) == CELL_OK;
+}
+
+/* dense_row in float32: the row's masked, scaled scores (from Q K^T in
+ * row), exp(score - m) up to key jend with m the row's maximum or the
+ * given lse, 0 after. Returns the maximum used. */
+static double dense_row_f(const geom *g, int64_t h, int64_t i, float *row, int use_lse, double lse) {
+  const double *mrow = g->mask ? g->mask + g->moff[h] + i * g->msi : NULL;
+  int64_t jend = key_end(g, i);
+  float sc = (float)g->scale, m = -INFINITY;
+  if (mrow) {
+    for (int64_t j = 0; j < jend; j++) {
+      double mv = mrow[j * g->msj];
+      float d = row[j] * sc;
+      if (g->mask_bool) d = mv != 0 ? d : -INFINITY;
+      else d = (float)(d + mv);
+      row[j] = d;
+      m = d > m ? d : m;
+    }
+  } else {
+    CELL_NN_PRAGMA(omp simd reduction(max : m))
+    for (int64_t j = 0; j < jend; j++) {
+      float d = row[j] * sc;
+      row[j] = d;
+      m = d > m ? d : m;
+    }
+  }
+  double mu = use_lse ? lse : m;
+  if (mu == -INFINITY) {
+    for (int64_t j = 0; j < g->S; j++) row[j] = 0;
+    return mu;
+  }
+  float mf = (float)mu;
+  CELL_NN_SIMD for (int64_t j = 0; j < jend; j++) row[j] -= mf;
+  cell_vm_exp_fast_f32(row, row, jend);
+  for (int64_t j = jend; j < g->S; j++) row[j] = 0;
+  return mu;
+}
+
+static int forward_head_f32(const geom *g, const fview *q, const fview *k, const fview *v, int64_t h,
+                            float *o, double *lse) {
+  int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
+  float *P = cell_alloc(sizeof(float) * (size_t)(L * S));
+  if (!P) return 0;
+  const float *qh = fview_head(q, h), *kh = fview_head(k, h), *vh = fview_head(v, h);
+  int ok = sgemm(L, S, E, qh, q->rs, q->cs, kh, k->cs, k->rs, P, S);
+  double *lh = lse + h * L;
+  for (int64_t i = 0; ok && i < L; i++) {
+    float *row = P + i * S;
+    double m = dense_row_f(g, h, i, row, 0, 0), l = 0;
+    CELL_NN_SIMD_SUM(l)
+    for (int64_t j = 0; j < S; j++) l += row[j];
+    lh[i] = m + log(l); /* every key masked: -inf */
+    if (g->p > 0)
+      for (int64_t j = 0; j < S; j++)
+        if (row[j] != 0) row[j] = (float)(row[j] * drop(g, h, i, j));
+    float r = (float)(1.0 / l); /* l == 0: NaN, as forward_row */
+    CELL_NN_SIMD for (int64_t j = 0; j < S; j++) row[j] *= r;
+  }
+  if (ok) ok = sgemm(L, Ev, S, P, S, 1, vh, v->rs, v->cs, o + h * L * Ev, Ev);
+  cell_dealloc(P);
+  return ok;
+}
+
+static cell_status sdpa_f32(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
+                            const cell_tensor *mask, cell_sdpa_args *a, cell_tensor **out, cell_tensor **lse) {
+  geom g;
+  CELL_TRY(load(q, k, v, mask, a, 0, &g));
+  int nd = q->ndim;
+  int64_t oshape[CELL_MAX_DIMS];
+  memcpy(oshape, q->shape, sizeof(int64_t) * (size_t)nd);
+  oshape[nd - 1] = g.Ev;
+  int64_t rows = g.nbh * g.L;
+  cell_tensor *y = NULL, *ls = NULL;
+  double *lb = lse ? NULL : cell_alloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
+  cell_status s = lse || lb ? CELL_OK : cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
+  if (s == CELL_OK) s = cell_tensor_new_contig(q->dtype, nd, oshape, &y);
+  if (s == CELL_OK && lse) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd - 1, q->shape, &ls);
+  if (s == CELL_OK && g.p > 0) {
+    g.first = cell_rng_reserve((uint64_t)(rows * g.S + 3) / 4, &g.seed);
+    a->seed = g.seed;
+    a->first = g.first;
+  }
+  if (s == CELL_OK) {
+    fview fq, fk, fv;
+    fview_init(&fq, q);
+    fview_init(&fk, k);
+    fview_init(&fv, v);
+    float *ob = (float *)cell_tensor_base(y);
+    double *lsb = ls ? (double *)cell_tensor_base(ls) : lb;
+    volatile int *intr = &cell_ctx()->interrupt;
+    int failed = 0;
+    int par = cell_nn_parallel(g.nbh, rows * g.S * (g.E + g.Ev));
+    CELL_FOR(par, int64_t, h, g.nbh, {
+      if (*intr) continue;
+      if (!forward_head_f32(&g, &fq, &fk, &fv, h, ob, lsb)) failed = 1;
+    });
+    if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
+    else if (failed) s = cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
+  }
+  cell_dealloc(lb);
+  free_geom(&g);
+  if (s != CELL_OK) {
+    cell_tensor_release(y);
+    cell_tensor_release(ls);
+    return s;
+  }
+  *out = y;
+  if (lse) *lse = ls;
+  return CELL_OK;
+}
+
+/* backward_head_dense in float32: the gradients' planes of head h in gq,
+ * gk, gv (contiguous). */
+static int backward_head_f32(const geom *g, const fview *q, const fview *k, const fview *v, const fview *go,
+                             const fview *o, const double *lse, int64_t h, float *gq, float *gk, float *gv) {
+  int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
+  int drops = g->p > 0;
+  float *P = cell_alloc(sizeof(float) * (size_t)((drops ? 3 : 2) * L * S));
+  if (!P) return 0;
+  float *dP = P + L * S, *Pf = drops ? dP + L * S : P;
+  const float *qh = fview_head(q, h), *kh = fview_head(k, h), *vh = fview_head(v, h);
+  const float *goh = fview_head(go, h), *oh = fview_head(o, h);
+  const double *lh = lse + h * L;
+  int ok = sgemm(L, S, E, qh, q->rs, q->cs, kh, k->cs, k->rs, P, S); /* Q K^T, unscaled */
+  for (int64_t i = 0; ok && i < L; i++) {
+    float *row = P + i * S;
+    dense_row_f(g, h, i, row, 1, lh[i]);
+    if (drops) {
+      float *rowf = Pf + i * S;
+      for (int64_t j = 0; j < S; j++) rowf[j] = row[j] != 0 ? (float)(row[j] * drop(g, h, i, j)) : 0.0f;
+    }
+  }
+  /* dV = Pf^T dO; dP = dO V^T */
+  if (ok) ok = sgemm(S, Ev, L, Pf, 1, S, goh, go->rs, go->cs, gv + h * S * Ev, Ev);
+  if (ok) ok = sgemm(L, S, Ev, goh, go->rs, go->cs, vh, v->cs, v->rs, dP, S);
+  /* dS = P (dP f - D) scale, into dP (dP f P = dP Pf) */
+  float sc = (float)g->scale;
+  for (int64_t i = 0; ok && i < L; i++) {
+    const float *goi = goh + i * go->rs, *oi = oh + i * o->rs;
+    int64_t gcs = go->cs, ocs = o->cs;
+    double D = 0;
+    CELL_NN_SIMD_SUM(D)
+    for (int64_t e = 0; e < Ev; e++) D += (double)goi[e * gcs] * oi[e * ocs];
+    float Df = (float)D, *r = dP + i * S;
+    const float *pr = P + i * S, *pfr = Pf + i * S;
+    CELL_NN_SIMD for (int64_t j = 0; j < S; j++) {
+      float ds = (r[j] * pfr[j] - pr[j] * Df) * sc;
+      r[j] = pr[j] != 0 ? ds : 0.0f;
+    }
+  }
+  /* dQ = dS K; dK = dS^T Q */
+  if (ok) ok = sgemm(L, E, S, dP, S, 1, kh, k->rs, k->cs, gq + h * L * E, E);
+  if (ok) ok = sgemm(S, E, L, dP, 1, S, qh, q->rs, q->cs, gk + h * S * E, E);
+  cell_dealloc(P);
+  return ok;
+}
+
+/* Whether the n elements of t (float32 {lead..., rows, cols}) are all finite. */
+static int all_finite_f32(const cell_tensor *t, int64_t nbh) {
+  fview f;
+  fview_init(&f, t);
+  int nd = t->ndim;
+  int64_t R = t->shape[nd - 2], C = t->shape[nd - 1];
+  int fin = 1;
+  for (int64_t h = 0; h < nbh; h++) {
+    const float *p = fview_head(&f, h);
+    for (int64_t i = 0; i < R; i++)
+      for (int64_t j = 0; j < C; j++) fin &= isfinite(p[i * f.rs + j * f.cs]) != 0;
+  }
+  return fin;
+}
+
+/* The float32 dense backward where it applies (*done set): the output's
+ * gradient and the output float32 of the output's shape, every lse finite
+ * and the gradient finite (as backward_head_dense asks). */
+static cell_status sdpa_backward_f32(const cell_tensor *gt, const cell_tensor *q, const cell_tensor *k,
+                                     const cell_tensor *v, const cell_tensor *mask, const cell_tensor *ot,
+                                     const cell_tensor *lset, const cell_sdpa_args *a, cell_tensor **gq,
+                                     cell_tensor **gk, cell_tensor **gv, int *done) {
+  *done = 0;
+  int nd = q->ndim;
+  if (gt->dtype != CELL_DTYPE_F32 || ot->dtype != CELL_DTYPE_F32 || gt->ndim != nd || ot->ndim != nd ||
+      lset->dtype != CELL_DTYPE_F64 || lset->ndim != nd - 1)
+    return CELL_OK;
+  for (int d = 0; d < nd; d++) {
+    int64_t want = d == nd - 1 ? v->shape[nd - 1] : q->shape[d];
+    if (gt->shape[d] != want || ot->shape[d] != want) return CELL_OK;
+    if (d < nd - 1 && lset->shape[d] != q->shape[d]) return CELL_OK;
+  }
+  int64_t nbh = 1, L = q->shape[nd - 2];
+  for (int d = 0; d < nd - 2; d++) nbh *= q->shape[d];
+  /* lse contiguous */
+  for (int d = nd - 2, acc = 1; d >= 0; d--) {
+    if (lset->shape[d] != 1 && lset->stride[d] != acc) return CELL_OK;
+    acc *= (int)lset->shape[d];
+  }
+  const double *lb = (const double *)cell_tensor_base(lset);
+  for (int64_t r = 0; r < nbh * L; r++)
+    if (!isfinite(lb[r])) return CELL_OK;
+  if (!all_finite_f32(gt, nbh)) return CELL_OK;
+  geom g;
+  CELL_TRY(load(q, k, v, mask, a, 0, &g));
+  cell_tensor *rq = NULL, *rk = NULL, *rv = NULL;
+  cell_status s = cell_tensor_new_contig(q->dtype, nd, q->shape, &rq);
+  if (s == CELL_OK) s = cell_tensor_new_contig(k->dtype, nd, k->shape, &rk);
+  if (s == CELL_OK) s = cell_tensor_new_contig(v->dtype, nd, v->shape, &rv);
+  if (s == CELL_OK) {
+    fview fq, fk, fv, fg, fo;
+    fview_init(&fq, q);
+    fview_init(&fk, k);
+    fview_init(&fv, v);
+    fview_init(&fg, gt);
+    fview_init(&fo, ot);
+    float *bq = (float *)cell_tensor_base(rq), *bk = (float *)cell_tensor_base(rk);
+    float *bv = (float *)cell_tensor_base(rv);
+    volatile int *intr = &cell_ctx()->interrupt;
+    int failed = 0;
+    int par = cell_nn_parallel(g.nbh, g.nbh * g.L * g.S * (g.E + g.Ev));
+    CELL_FOR(par, int64_t, h, g.nbh, {
+      if (*intr) continue;
+      if (!backward_head_f32(&g, &fq, &fk, &fv, &fg, &fo, lb, h, bq, bk, bv)) failed = 1;
+    });
+    if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
+    else if (failed) s = cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
+  }
+  free_geom(&g);
+  if (s != CELL_OK) {
+    cell_tensor_release(rq);
+    cell_tensor_release(rk);
+    cell_tensor_release(rv);
+    return s;
+  }
+  if (gq) *gq = rq;
+  else cell_tensor_release(rq);
+  if (gk) *gk = rk;
+  else cell_tensor_release(rk);
+  if (gv) *gv = rv;
+  else cell_tensor_release(rv);
+  *done = 1;
+  return CELL_OK;
+}
+
 cell_status cell_cpu_sdpa(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
                           const cell_tensor *mask, cell_sdpa_args *a, cell_tensor **out,
                           cell_tensor **lse) {
   if (!out) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", OP);
   CELL_TRY(check(q, k, v, mask, a));
+  if (f32_dense(q, k, v)) return sdpa_f32(q, k, v, mask, a, out, lse);
   geom g;
-  CELL_TRY(load(q, k, v, mask, a, &g));
+  CELL_TRY(load(q, k, v, mask, a, 1, &g));
   int nd = q->ndim;
   int64_t oshape[CELL_MAX_DIMS];
   memcpy(oshape, q->shape, sizeof(int64_t) * (size_t)nd);
@@ -556,8 +857,13 @@ cell_status cell_cpu_sdpa_backward(const cell_tensor *gt, const cell_tensor *q,
   if (gm && (!mask || mask->dtype == CELL_DTYPE_BOOL))
     return cell_error(CELL_ERR_VALUE, "%s backward: a mask gradient needs a float mask", OP);
   if (!gq && !gk && !gv && !gm) return CELL_OK;
+  if (!gm && f32_dense(q, k, v)) {
+    int done = 0;
+    CELL_TRY(sdpa_backward_f32(gt, q, k, v, mask, ot, lset, a, gq, gk, gv, &done));
+    if (done) return CELL_OK;
+  }
   geom g;
-  CELL_TRY(load(q, k, v, mask, a, &g));
+  CELL_TRY(load(q, k, v, mask, a, 1, &g));
   int64_t nq = g.nbh * g.L * g.E, nk = g.nbh * g.S * g.E, nv = g.nbh * g.S * g.Ev;
   int64_t no = g.nbh * g.L * g.Ev;
   if (cell_tensor_numel(gt) != no || cell_tensor_numel(ot) != no ||

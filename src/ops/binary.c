@@ -104,10 +104,10 @@ static inline int64_t ipow(int64_t x, int64_t y) {
 
 #define U64(v) ((uint64_t)(v))
 #define DEF_FLOAT(D, ST, CT, L, S)                                  \
-  BINARY_LOOP(add_##D, ST, CT, ST, L, S, x + y)                     \
-  BINARY_LOOP(sub_##D, ST, CT, ST, L, S, x - y)                     \
-  BINARY_LOOP(mul_##D, ST, CT, ST, L, S, x * y)                     \
-  BINARY_LOOP(div_##D, ST, CT, ST, L, S, x / y)                     \
+  BINARY_LOOP_V(add_##D, ST, CT, ST, L, S, x + y)                   \
+  BINARY_LOOP_V(sub_##D, ST, CT, ST, L, S, x - y)                   \
+  BINARY_LOOP_V(mul_##D, ST, CT, ST, L, S, x * y)                   \
+  BINARY_LOOP_V(div_##D, ST, CT, ST, L, S, x / y)                   \
   BINARY_LOOP(pow_##D, ST, CT, ST, L, S, (CT)pow(x, y))             \
   BINARY_LOOP(max_##D, ST, CT, ST, L, S, F_MAX(x, y))               \
   BINARY_LOOP(min_##D, ST, CT, ST, L, S, F_MIN(x, y))

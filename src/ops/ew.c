@@ -169,9 +169,24 @@ static bool relu_half_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *
   return true;
 }
 
+/* GELU's and SiLU's gradients on contiguous float32: the vector code
+ * reads and writes the floats in place (the same values as the chunked
+ * double path, which rounds the same double result to float32). */
+static bool act_grad_f32_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s) {
+  int qa = c->pos[0], qb = c->pos[1];
+  if ((c->op != EW_GELU && c->op != EW_SILU) || !qa || !qb || c->dt[0] != CELL_DTYPE_F32 ||
+      c->dt[qa] != CELL_DTYPE_F32 || c->dt[qb] != CELL_DTYPE_F32 || s[0] != 4 || s[qa] != 4 || s[qb] != 4)
+    return false;
+  float *r = (float *)p[0];
+  const float *g = (const float *)p[qa], *x = (const float *)p[qb];
+  if (c->op == EW_GELU) cell_vm_gelu_grad_f32(r, g, x, n);
+  else cell_vm_silu_grad_f32(r, g, x, n);
+  return true;
+}
+
 static void ew_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
   const ew_ctx *c = vctx;
-  if (relu_f32_fast(c, n, p, s) || relu_half_fast(c, n, p, s)) return;
+  if (relu_f32_fast(c, n, p, s) || relu_half_fast(c, n, p, s) || act_grad_f32_fast(c, n, p, s)) return;
   double buf[3][EW_CHUNK], res[EW_CHUNK];
   for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
     int64_t m = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;
@@ -215,6 +230,7 @@ cell_status cell_cpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
   x.dt[0] = dt;
   cell_iter it;
   cell_iter_init(&it, ndim, shape);
+  if (op == EW_GELU || op == EW_SILU || op == EW_ERF) it.cost = CELL_ITER_COST_VM;
   cell_iter_add(&it, r);
   for (int k = 0; k < 3; k++) {
     if (!opd[k]) continue;

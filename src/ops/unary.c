@@ -310,6 +310,7 @@ static cell_status run_unary(cell_unop op, cell_dtype ct, cell_tensor *out, cons
   cell_iter_init(&it, out->ndim, out->shape);
   cell_iter_add(&it, out);
   cell_iter_add(&it, ca);
+  if (ct == CELL_DTYPE_F32 && vm_loops[op]) it.cost = CELL_ITER_COST_VM;
   cell_status s = cell_iter_run(&it, unary_loop(op, ct), NULL);
   cell_tensor_release(ca);
   return s;

@@ -65,3 +65,10 @@ void cell_vm_silu_grad_d(double *r, const double *g, const double *x, int64_t n)
 void cell_vm_erf_grad_d(double *r, const double *g, const double *x, int64_t n) {
   vm()->erf_grad_d(r, g, x, n);
 }
+void cell_vm_gelu_grad_f32(float *r, const float *g, const float *x, int64_t n) {
+  vm()->gelu_grad_f32(r, g, x, n);
+}
+void cell_vm_silu_grad_f32(float *r, const float *g, const float *x, int64_t n) {
+  vm()->silu_grad_f32(r, g, x, n);
+}
+void cell_vm_exp_fast_f32(float *y, const float *x, int64_t n) { vm()->exp_fast_f32(y, x, n); }

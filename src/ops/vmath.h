@@ -29,6 +29,9 @@ void cell_vm_erf_f32(float *y, const float *x, int64_t n);
 void cell_vm_sigmoid_f32(float *y, const float *x, int64_t n);
 void cell_vm_silu_f32(float *y, const float *x, int64_t n);
 void cell_vm_gelu_f32(float *y, const float *x, int64_t n); /* exact: x Phi(x) */
+/* exp in float32 arithmetic: within 2 ulp in the normal range, 0 where
+ * exp(x) would be subnormal (softmax weights: attention) */
+void cell_vm_exp_fast_f32(float *y, const float *x, int64_t n);
 
 /* double buffers: y = f(x) */
 void cell_vm_exp_d(double *y, const double *x, int64_t n);
@@ -38,6 +41,10 @@ void cell_vm_gelu_grad_d(double *r, const double *g, const double *x, int64_t n)
 void cell_vm_gelu_tanh_grad_d(double *r, const double *g, const double *x, int64_t n);
 void cell_vm_silu_grad_d(double *r, const double *g, const double *x, int64_t n);
 void cell_vm_erf_grad_d(double *r, const double *g, const double *x, int64_t n);
+/* float arrays: the same gradients, computed in double and rounded once
+ * (the values the double buffers give, stored as float32) */
+void cell_vm_gelu_grad_f32(float *r, const float *g, const float *x, int64_t n);
+void cell_vm_silu_grad_f32(float *r, const float *g, const float *x, int64_t n);
 
 /* The code paths: 0 portable, 1 AVX2+FMA, 2 AVX-512. cell_vm_level says
  * which one runs; cell_vm_set_level chooses one (for tests), clamped to
@@ -60,6 +67,9 @@ typedef struct {
   void (*gelu_tanh_grad_d)(double *, const double *, const double *, int64_t);
   void (*silu_grad_d)(double *, const double *, const double *, int64_t);
   void (*erf_grad_d)(double *, const double *, const double *, int64_t);
+  void (*gelu_grad_f32)(float *, const float *, const float *, int64_t);
+  void (*silu_grad_f32)(float *, const float *, const float *, int64_t);
+  void (*exp_fast_f32)(float *, const float *, int64_t);
 } cell_vm_table;
 
 extern const cell_vm_table cell_vm_portable;
