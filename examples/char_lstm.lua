@@ -3,7 +3,7 @@
 -- fortune cookies of Debian's `fortunes` package (`make deps`), then saved
 -- as a checkpoint, reloaded and sampled from.
 -- With the defaults (4 epochs of 80 steps of 32 sequences of 64
--- characters, about two minutes on two otherwise idle cores) the training
+-- characters, about half a minute on two otherwise idle cores) the training
 -- loss ends near 2.6 nats per character, from 4.56 (log 96, a uniform guess)
 -- at the start; 3.3 is what knowing only the characters' frequencies gives.
 -- Run: bin/cell examples/char_lstm.lua [epochs] [steps per epoch] [checkpoint path]
