@@ -20,6 +20,7 @@
 #include "../core/alloc.h"
 #include "../core/iter.h"
 #include "kernels.h"
+#include "nn.h"
 #include "ops.h"
 #include <stdio.h>
 #include "kernel_list.h"
@@ -501,22 +502,6 @@ static cell_status backward(const char *op, const cell_conv3d_geom *g, cell_dtyp
 
 /* --- the kernels ------------------------------------------------------------------ */
 
-/* r, of dtype ct, as a tensor of dtype dt (r released on failure). */
-static cell_status finish(cell_status s, cell_tensor *r, cell_dtype dt, cell_tensor **out) {
-  if (s == CELL_OK && r->dtype != dt) {
-    cell_tensor *h = NULL;
-    s = cell_k_astype(r, dt, &h);
-    cell_tensor_release(r);
-    r = h;
-  }
-  if (s != CELL_OK) {
-    cell_tensor_release(r);
-    return s;
-  }
-  *out = r;
-  return CELL_OK;
-}
-
 static void *base(const cell_tensor *t) { return t ? cell_tensor_base(t) : NULL; }
 
 cell_status cell_cpu_conv3d(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
@@ -537,7 +522,7 @@ cell_status cell_cpu_conv3d(const cell_tensor *x, const cell_tensor *w, const ce
     if (s == CELL_OK) cell_tensor_bump(r);
   }
   cell_release4(s, xc, wc, bc, NULL);
-  return finish(s, r, x->dtype, out);
+  return cell_nn_to_dtype(s, r, x->dtype, out);
 }
 
 static cell_status zeros(cell_dtype dt, const int64_t *shape, cell_tensor **out) {
@@ -608,7 +593,7 @@ cell_status cell_cpu_conv_transpose3d(const cell_tensor *x, const cell_tensor *w
     if (s == CELL_OK) cell_tensor_bump(r);
   }
   cell_release4(s, xc, wc, bc, NULL);
-  return finish(s, r, x->dtype, out);
+  return cell_nn_to_dtype(s, r, x->dtype, out);
 }
 
 cell_status cell_cpu_conv_transpose3d_backward(const cell_tensor *gy, const cell_tensor *x,
