@@ -57,7 +57,7 @@ static void run_range(const cell_iter *it, cell_loop_fn fn, void *ctx, int64_t l
   int64_t inner = it->shape[it->ndim - 1];
   int64_t r = lo / inner, col = lo % inner;
   char *p[CELL_ITER_MAX];
-  int64_t idx[CELL_MAX_DIMS] = {0};
+  int64_t idx[CELL_MAX_DIMS]; /* entries 0 .. ndim - 2, all set below */
   for (int k = 0; k < it->nops; k++) p[k] = it->base[k];
   for (int d = it->ndim - 2; d >= 0; d--) {
     idx[d] = r % it->shape[d];
@@ -93,7 +93,13 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
   int nthreads = cell_ctx()->num_threads;
 
   if (work < CELL_ITER_GRAIN || nthreads < 2) {
-    run_range(it, fn, ctx, 0, total, istride, intr);
+    if (it->ndim == 1) { /* one run (contiguous operands coalesce to it): no row walk */
+      char *p[CELL_ITER_MAX];
+      for (int k = 0; k < it->nops; k++) p[k] = it->base[k];
+      fn(ctx, total, p, istride);
+    } else {
+      run_range(it, fn, ctx, 0, total, istride, intr);
+    }
   } else {
     /* One range of the flat index per thread, cut anywhere (mid-row too):
      * the split is even whatever the rows, one long row or many short
