@@ -36,6 +36,19 @@ void cell_iter_add(cell_iter *it, const cell_tensor *t);
 /* Run fn over every element; CELL_ERR_INTERRUPT if interrupted. */
 cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx);
 
+/* The hot loops compiled twice on x86-64 with GCC, for x86-64-v3 (AVX2 +
+ * FMA) and the baseline; the loader picks one for the machine (an ifunc
+ * resolved while it relocates the library; src/layout.ld keeps the
+ * resolvers together). Not under ThreadSanitizer: the loader runs the
+ * resolvers before TSan's runtime is initialised, and instrumented
+ * resolvers crash the process at load. GCC says so with __SANITIZE_THREAD__;
+ * clang (whose TSan build `make tsan` is) takes the plain loops. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define CELL_CLONES_V3 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CELL_CLONES_V3
+#endif
+
 /* A loop over [0, n) split across threads when par is true, run serially
  * otherwise. OpenMP's if() clause is not used for this: even a team of one
  * costs microseconds, more than a small op itself. */

@@ -22,7 +22,7 @@
   BINARY_LOOP_A(name, ST, CT, OT, LOAD, STORE, EXPR, SIMD, )
 /* BINARY_LOOP_A: the same with an attribute (BF16_CLONES: bfloat16's lane
  * conversions twice as wide with AVX2, chosen at run time) */
-#define BF16_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define BF16_CLONES CELL_CLONES_V3
 #define BINARY_LOOP_A(name, ST, CT, OT, LOAD, STORE, EXPR, SIMD, ATTR)                     \
   ATTR static void name(void *ctx, int64_t n, char **p, const int64_t *s) {                \
     (void)ctx;                                                                             \

@@ -31,7 +31,7 @@ static void copy_same(void *vctx, int64_t n, char **p, const int64_t *s) {
 /* bfloat16 <-> float32 as integer lane operations the compiler vectorises
  * (the same rounding as cell_float_to_bf16: nearest even, NaN kept quiet),
  * with AVX2 where the CPU has it (chosen at run time). */
-#define CAST_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define CAST_CLONES CELL_CLONES_V3
 CAST_CLONES static void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
   uint32_t *u = (uint32_t *)(void *)y;
 #pragma omp simd

@@ -8,22 +8,14 @@
 #ifndef CELL_OPS_CONV_H
 #define CELL_OPS_CONV_H
 #include "cell.h"
+#include "../core/iter.h"
 #include <stddef.h>
 #include <string.h>
 
 /* The hot loops of conv_direct.c and pool.c use GCC vector types of
- * CELL_VBYTES bytes; on x86-64 they are compiled twice, for AVX2 + FMA and
- * for the baseline, and the loader picks one for the machine.
- * Not under ThreadSanitizer (gcc defines __SANITIZE_THREAD__): the loader
- * runs the clones' ifunc resolvers while it relocates the library, before
- * TSan's runtime is initialised, and the instrumented resolvers crash the
- * process at load time. A TSan build checks threads, not speed: it takes
- * the baseline loops. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define CONV_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define CONV_CLONES
-#endif
+ * CELL_VBYTES bytes; on x86-64 they are compiled twice (CELL_CLONES_V3,
+ * src/core/iter.h), for AVX2 + FMA and for the baseline. */
+#define CONV_CLONES CELL_CLONES_V3
 #define VBYTES 32
 typedef float vf32 __attribute__((vector_size(VBYTES)));
 typedef double vf64 __attribute__((vector_size(VBYTES)));

@@ -137,11 +137,7 @@ static void channel_affine(cell_dtype dt, const char *xb, char *yb, const bn_geo
  * compute in double as the generic path does (same results to rounding)
  * without its conversion buffers. On x86-64 a second copy is compiled for
  * AVX2 + FMA and picked at load time (as conv.h's CONV_CLONES). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define BN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define BN_CLONES
-#endif
+#define BN_CLONES CELL_CLONES_V3
 typedef float bn_v4f __attribute__((vector_size(16)));
 typedef double bn_v4d __attribute__((vector_size(32)));
 

@@ -55,11 +55,7 @@ static int opt_overlap4(char **p, int64_t bytes) {
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define OPT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define OPT_CLONES
-#endif
+#define OPT_CLONES CELL_CLONES_V3
 
 #define SGD_VLOOP(T, WD, HB, FIRST, NEST)                                   \
   do {                                                                      \
