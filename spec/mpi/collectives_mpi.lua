@@ -229,6 +229,37 @@ describe("cell.communication on " .. N .. " ranks", function()
     comm.destroy_group("reversed")
   end)
 
+  it("makes its host buffers on the host when the default device is another (the test device)", function()
+    local core = require "cell.core"
+    pcall(core._register_test_device) -- make test-mpi sets CELL_TEST_DEVICE
+    cell.set_device("TEST")
+    local ok, err = pcall(function()
+      local s = comm.all_reduce(cell.tensor({ R + 1, 1 }))
+      assert.are.equal("TEST:0", s.device)
+      assert.are.same({ S, N }, list(s:move_to("CPU")))
+      local c = comm.all_reduce(cell.tensor({ R + 1 }):move_to("CPU"), "max")
+      assert.are.equal("CPU", c.device)
+      assert.are.same({ N }, list(c))
+      local g = comm.all_gather(cell.tensor({ { R } }))
+      local want = {}
+      for r = 0, N - 1 do want[r + 1] = { r } end
+      assert.are.same(want, list(g:move_to("CPU")))
+      local red = comm.reduce(cell.tensor({ R + 1 }), 0)
+      assert.are.same({ R == 0 and S or 0 }, list(red:move_to("CPU")))
+      local rs = comm.reduce_scatter(cell.ones({ N, 2 }))
+      assert.are.same({ { N, N } }, list(rs:move_to("CPU")))
+      assert.are.same({ 1 }, list(comm.broadcast(cell.tensor({ R + 1 }), 0):move_to("CPU")))
+      if R == 0 then
+        comm.send(cell.tensor({ 4, 5 }), 1, { sr_tag = 9 })
+      elseif R == 1 then
+        assert.are.same({ 4, 5 }, list(comm.recv(cell.zeros({ 2 }), 0, { sr_tag = 9 }):move_to("CPU")))
+      end
+      comm.barrier()
+    end)
+    cell.set_device("CPU")
+    assert.is_true(ok, tostring(err))
+  end)
+
   it("goes through the host for tensors on another device", function()
     local core = require "cell.core"
     if core._register_test_device then

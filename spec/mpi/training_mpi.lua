@@ -8,6 +8,8 @@
 local cell = require "cell"
 local comm = cell.communication
 local nn = cell.nn
+local B = require "cell.communication.backend"
+local X = require "cell.communication.transport"
 
 comm.init()
 local R, N = comm.get_rank(), comm.get_group_size()
@@ -39,9 +41,10 @@ local function shard(t)
   return t:index_select(1, cell.tensor(pos, cell.int64))
 end
 
+--- Copies of net's weights, on the host.
 local function weights(net)
   local out = {}
-  for i, p in ipairs(net:trainable_params()) do out[i] = p:clone() end
+  for i, p in ipairs(net:trainable_params()) do out[i] = p:move_to("CPU"):clone() end
   return out
 end
 
@@ -62,8 +65,21 @@ local function close(a, b, tol)
   end
 end
 
---- Train `steps` steps of SGD with momentum; data-parallel when ddp.
-local function run(steps, ddp, via_model)
+local train
+
+--- Train `steps` steps of SGD with momentum; data-parallel when ddp;
+-- with `device` (the CPU unless given) the default device, so the net,
+-- the data and the optimizer's state are made there.
+local function run(steps, ddp, via_model, device)
+  if not device then return train(steps, ddp, via_model) end
+  cell.set_device(device)
+  local ok, w = pcall(train, steps, ddp, via_model)
+  cell.set_device("CPU")
+  if not ok then error(w, 0) end
+  return w
+end
+
+function train(steps, ddp, via_model)
   cell.reset_auto_parallel_context()
   if ddp then cell.set_auto_parallel_context { parallel_mode = "data_parallel", gradients_mean = true } end
   local x, y = data(steps)
@@ -95,9 +111,11 @@ local function run(steps, ddp, via_model)
       step(xs, ys)
       if ddp then
         -- each of the 4 buckets' all-reduce was started in backward, by the hooks
-        local early, all = step.grad_reducer:_overlap_stats()
+        local early, all, on_device = step.grad_reducer:_overlap_stats()
         assert.are.equal(4, all)
         assert.are.equal(4, early)
+        -- on a device with NCCL every bucket stays there; elsewhere none does
+        assert.are.equal(X.route(net:trainable_params()[1]) == "nccl" and 4 or 0, on_device)
       end
     end
   end
@@ -139,6 +157,74 @@ describe("data-parallel training on " .. N .. " ranks", function()
     local ddp = run(20, true)
     same_on_all_ranks(ddp)
     close(ddp, single, 2e-5)
+  end)
+
+  it("trains on a device without NCCL through the host (the test device): same weights as on the CPU", function()
+    pcall(cell.core._register_test_device) -- make test-mpi sets CELL_TEST_DEVICE
+    local single = run(20, false)
+    local ddp = run(20, true, false, "TEST")
+    same_on_all_ranks(ddp)
+    close(ddp, single, 2e-5)
+  end)
+
+  it("packs each bucket on the device and all-reduces it there where the device has NCCL (a stand-in on the test "
+    .. "device)", function()
+    pcall(cell.core._register_test_device) -- make test-mpi sets CELL_TEST_DEVICE
+    -- a stand-in NCCL layer for the test device: the reducer's calls (pack,
+    -- iallreduce) and broadcast, each checking that it is handed device tensors
+    local calls = { pack = 0, iallreduce = 0, bcast = 0 }
+    local world = B.state.world
+    local function on_test(t, what)
+      assert.are.equal("TEST:0", t.device, what .. " gets a tensor on the device")
+      assert.is_true(t:is_contiguous(), what .. " gets a contiguous tensor")
+    end
+    local function via_host(t, f)
+      local h = t:move_to("CPU")
+      f(h)
+      t:copy_(h:move_to("TEST"))
+    end
+    local fake = {
+      ID_BYTES = 4,
+      unique_id = function() return "abcd" end,
+      comm_init = function(id, n, r, ordinal)
+        assert.are.same({ "abcd", N, R }, { id, n, r })
+        return { ordinal = ordinal }
+      end,
+      pack = function(dst, parts)
+        calls.pack = calls.pack + 1
+        on_test(dst, "pack")
+        local off = 1
+        for _, p in ipairs(parts) do
+          on_test(p, "pack")
+          dst:narrow(1, off, p:numel()):copy_(p:reshape({ p:numel() }))
+          off = off + p:numel()
+        end
+        assert.are.equal(dst:numel() + 1, off)
+      end,
+      iallreduce = function(_, t, op)
+        calls.iallreduce = calls.iallreduce + 1
+        on_test(t, "iallreduce")
+        assert.are.equal("sum", op)
+        via_host(t, function(h) B.C.allreduce(world, h, h, op) end)
+        return { wait = function() end, test = function() return true end }
+      end,
+      bcast = function(_, src, dst, root)
+        calls.bcast = calls.bcast + 1
+        on_test(src, "bcast")
+        via_host(dst, function(h) B.C.bcast(world, src:move_to("CPU"), h, root) end)
+      end,
+    }
+    local g = comm._group("spec")
+    local saved = { B.N, B.N_why, X.nccl_device, g.nccl }
+    B.N, B.N_why, X.nccl_device, g.nccl = fake, nil, "TEST", nil
+    local ok, ddp = pcall(run, 20, true, false, "TEST")
+    B.N, B.N_why, X.nccl_device, g.nccl = saved[1], saved[2], saved[3], saved[4]
+    assert.is_true(ok, tostring(ddp))
+    -- 4 parameters broadcast by each of the two reducers made (TrainOneStepCell's
+    -- and the one of 16-byte buckets that replaces it), then 4 buckets a step
+    assert.are.same({ pack = 80, iallreduce = 80, bcast = 8 }, calls)
+    same_on_all_ranks(ddp)
+    close(ddp, run(20, false), 2e-5)
   end)
 
   it("trains through cell.train.Model the same way", function()

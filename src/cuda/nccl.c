@@ -120,12 +120,13 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Wait for what was queued on the device's stream; bounded by c->timeout
- * (when set), then the communicator is aborted and the call raises. */
-static void wait_done(lua_State *L, nccl_ud *c, gpu_ctx *g, const char *what) {
+/* Wait for what was queued on the device's stream up to event ev (NULL:
+ * everything queued); bounded by c->timeout (when set), then the
+ * communicator is aborted and the call raises. */
+static void wait_event(lua_State *L, nccl_ud *c, gpu_ctx *g, cudaEvent_t ev, const char *what) {
   double t0 = now();
   for (;;) {
-    cudaError_t e = cudaStreamQuery(g->stream);
+    cudaError_t e = ev ? cudaEventQuery(ev) : cudaStreamQuery(g->stream);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) cuda_fail(L, what, e);
     ncclResult_t async = ncclSuccess;
@@ -145,6 +146,8 @@ static void wait_done(lua_State *L, nccl_ud *c, gpu_ctx *g, const char *what) {
     sched_yield();
   }
 }
+
+static void wait_done(lua_State *L, nccl_ud *c, gpu_ctx *g, const char *what) { wait_event(L, c, g, NULL, what); }
 
 /* Queue `call` on c's device stream, then wait for it. */
 #define RUN(L, c, what, call)                                   \
@@ -240,6 +243,136 @@ static int l_allreduce(lua_State *L) {
   return 0;
 }
 
+/* --- the gradient reducer's calls (lua/cell/nn/distributed.lua) ---------------- */
+
+#define NCCL_REQ_MT "cell.comm_nccl.Request"
+
+/* A queued all-reduce: the event recorded after it on the stream, and a
+ * registry reference to its communicator (kept alive until the request is). */
+typedef struct {
+  cudaEvent_t ev;
+  int comm_ref;
+  int done;
+} nccl_req;
+
+/* pack(dst, parts): the contiguous tensors of the list `parts`, one after
+ * another, copied into dst (a contiguous tensor of their dtype on their
+ * GPU) from its first element, device to device on the GPU's stream. */
+static int l_pack(lua_State *L) {
+  cm_tbuf d;
+  cm_tbuf_get(L, lua_upvalueindex(1), 1, "DistributedGradReducer", "GPU", "NCCL", &d);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int n = (int)lua_rawlen(L, 2);
+  if (d.device < 0 || d.device >= gpu_count)
+    return luaL_error(L, "ValueError: DistributedGradReducer: GPU:%d is not a device (%d GPUs)", d.device, gpu_count);
+  gpu_ctx *g = &gpu_ctxs[d.device];
+  cudaError_t e = cudaSetDevice(d.device);
+  if (e != cudaSuccess) return cuda_fail(L, "DistributedGradReducer", e);
+  long long off = 0;
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, 2, i);
+    cm_tbuf s;
+    cm_tbuf_get(L, lua_upvalueindex(1), lua_gettop(L), "DistributedGradReducer", "GPU", "NCCL", &s);
+    if (s.dtype != d.dtype || s.device != d.device)
+      return luaL_error(L, "ValueError: DistributedGradReducer: gradient %d is %s on GPU:%d, but the bucket is %s on "
+                           "GPU:%d", i, cm_dtypes[s.dtype].name, s.device, cm_dtypes[d.dtype].name, d.device);
+    if (off + s.count > d.count)
+      return luaL_error(L, "ValueError: DistributedGradReducer: the gradients have more than the bucket's %d elements",
+                        d.count);
+    if (s.count > 0) {
+      e = cudaMemcpyAsync((char *)d.ptr + off * d.esize, s.ptr, (size_t)s.count * (size_t)s.esize,
+                          cudaMemcpyDeviceToDevice, g->stream);
+      if (e != cudaSuccess) return cuda_fail(L, "DistributedGradReducer", e);
+    }
+    off += s.count;
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+/* iallreduce(comm, t, op) -> request: t all-reduced in place, queued on the
+ * device's stream behind the kernels that made it; request:wait() waits
+ * (bounded by CELL_COMM_TIMEOUT as every call), request:test() says
+ * whether it is done. */
+static int l_iallreduce(lua_State *L) {
+  nccl_ud *c = check_comm(L, 1, "all_reduce");
+  cm_tbuf b;
+  ncclDataType_t t = get_buf(L, c, 2, "all_reduce", &b);
+  ncclRedOp_t op = get_op(L, 3, "all_reduce");
+  nccl_req *r = lua_newuserdata(L, sizeof *r);
+  r->ev = NULL;
+  r->comm_ref = LUA_NOREF;
+  r->done = 1;
+  luaL_setmetatable(L, NCCL_REQ_MT);
+  gpu_ctx *g = &gpu_ctxs[c->ordinal];
+  cudaError_t e = cudaSetDevice(c->ordinal);
+  if (e != cudaSuccess) return cuda_fail(L, "all_reduce", e);
+  e = cudaEventCreateWithFlags(&r->ev, cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    r->ev = NULL;
+    return cuda_fail(L, "all_reduce", e);
+  }
+  ncclResult_t nr = ncclAllReduce(b.ptr, b.ptr, (size_t)b.count, t, op, c->comm, g->stream);
+  if (nr != ncclSuccess && nr != ncclInProgress) return nccl_fail(L, "all_reduce", nr, c);
+  e = cudaEventRecord(r->ev, g->stream);
+  if (e != cudaSuccess) {
+    /* not known when it ends: wait for the whole stream before the buffer can go */
+    wait_done(L, c, g, "all_reduce");
+    return cuda_fail(L, "all_reduce", e);
+  }
+  lua_pushvalue(L, 1);
+  r->comm_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  r->done = 0;
+  return 1;
+}
+
+static nccl_ud *req_comm(lua_State *L, nccl_req *r) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, r->comm_ref);
+  nccl_ud *c = luaL_testudata(L, -1, NCCL_COMM_MT);
+  lua_pop(L, 1); /* the request holds the reference */
+  return c;
+}
+
+static int req_wait(lua_State *L) {
+  nccl_req *r = luaL_checkudata(L, 1, NCCL_REQ_MT);
+  if (r->done) return 0;
+  nccl_ud *c = req_comm(L, r);
+  if (!c) return luaL_error(L, "RuntimeError: all_reduce (DistributedGradReducer): the request has no communicator");
+  r->done = 1; /* an error below (a timeout, an abort) ends it too */
+  if (c->dead) return luaL_error(L, "RuntimeError: all_reduce (DistributedGradReducer): the NCCL communicator was "
+                                    "destroyed or aborted");
+  wait_event(L, c, &gpu_ctxs[c->ordinal], r->ev, "all_reduce (DistributedGradReducer)");
+  return 0;
+}
+
+static int req_test(lua_State *L) {
+  nccl_req *r = luaL_checkudata(L, 1, NCCL_REQ_MT);
+  if (!r->done && r->ev) {
+    cudaError_t e = cudaEventQuery(r->ev);
+    if (e == cudaSuccess) r->done = 1;
+    else if (e != cudaErrorNotReady) return cuda_fail(L, "all_reduce (DistributedGradReducer)", e);
+  }
+  lua_pushboolean(L, r->done);
+  return 1;
+}
+
+/* A request collected: its event and reference go. The buffer it reduces
+ * is safe without a wait: its memory is reused only by work queued later
+ * on the same stream. */
+static int req_gc(lua_State *L) {
+  nccl_req *r = luaL_checkudata(L, 1, NCCL_REQ_MT);
+  if (r->ev) {
+    cudaEventDestroy(r->ev);
+    r->ev = NULL;
+  }
+  if (r->comm_ref != LUA_NOREF) {
+    luaL_unref(L, LUA_REGISTRYINDEX, r->comm_ref);
+    r->comm_ref = LUA_NOREF;
+  }
+  r->done = 1;
+  return 0;
+}
+
 static int l_allgather(lua_State *L) {
   nccl_ud *c = check_comm(L, 1, "all_gather");
   cm_tbuf s, d;
@@ -323,6 +456,8 @@ static const luaL_Reg funcs[] = {{"unique_id", l_unique_id},
                                  {"reduce", l_reduce},
                                  {"send", l_send},
                                  {"recv", l_recv},
+                                 {"pack", l_pack},
+                                 {"iallreduce", l_iallreduce},
                                  {NULL, NULL}};
 
 /* Loaded by cell.communication (package.loadlib on cell.cuda's file), after
@@ -331,6 +466,17 @@ __attribute__((visibility("default"))) int luaopen_cell_comm_nccl(lua_State *L) 
   if (luaL_newmetatable(L, NCCL_COMM_MT)) {
     lua_pushcfunction(L, comm_gc);
     lua_setfield(L, -2, "__gc");
+  }
+  lua_pop(L, 1);
+  if (luaL_newmetatable(L, NCCL_REQ_MT)) {
+    lua_pushcfunction(L, req_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_newtable(L);
+    lua_pushcfunction(L, req_wait);
+    lua_setfield(L, -2, "wait");
+    lua_pushcfunction(L, req_test);
+    lua_setfield(L, -2, "test");
+    lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
   lua_newtable(L);

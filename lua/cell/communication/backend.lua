@@ -97,7 +97,8 @@ function M.nccl_comm(what, g, ordinal)
   else
     for i = 1, N.ID_BYTES do bytes[i] = 0 end
   end
-  local t = core.tensor(bytes, core.uint8)
+  -- on the host whatever the default device is (a GPU after init("nccl")): MPI moves it
+  local t = require("cell.communication.transport").on_device("CPU", 0, core.tensor, bytes, core.uint8)
   M.C.bcast(g.comm, t, t, 0)
   local list = t:tolist()
   local chars = {}

@@ -66,7 +66,9 @@ local function raw_recv(what, g, like, src, tag, into)
         if theirs[i] ~= mine[i] then
           -- take an MPI message off the channel, so later receives stay in step
           local n, dt = theirs[12], X.DTYPES[theirs[2]]
-          if dt and n >= 0 and theirs[15] == 0 then B.C.recv(g.comm, core.empty({ n }, core[dt]), src, tag) end
+          if dt and n >= 0 and theirs[15] == 0 then
+            B.C.recv(g.comm, X.on_device("CPU", 0, core.empty, { n }, core[dt]), src, tag)
+          end
           raise(("%s: %s: rank %d sends %s, but this rank (%d) receives into %s"):format(
             theirs[2] ~= mine[2] and "TypeError" or "ValueError", what, src,
             (X.describe(theirs):gsub("^send of ", "")), g.rank, (X.describe(mine):gsub("^send of ", ""))))

@@ -34,6 +34,10 @@ local MAXDIM = 8
 local ROUTE_ID = { mpi = 0, nccl = 1 }
 local ROUTE_NAME = { [0] = "", [1] = " on GPU (NCCL)" }
 
+--- The device NCCL serves ("GPU"; a spec points it at the test device,
+-- with a stand-in for the NCCL layer, to run the device path without one).
+M.nccl_device = "GPU"
+
 --- The dtypes NCCL reduces and moves (the others go through MPI).
 local NCCL_DTYPES = {
   float32 = true, float64 = true, float16 = true, bfloat16 = true, int8 = true, uint8 = true, int32 = true,
@@ -53,7 +57,7 @@ end
 function M.route(t)
   if t == nil or not NCCL_DTYPES[t.dtype.name] then return "mpi" end
   local name = M.device_of(t)
-  if name ~= "GPU" then return "mpi" end
+  if name ~= M.nccl_device then return "mpi" end
   if B.nccl_layer() then return "nccl" end
   return "mpi"
 end
@@ -146,15 +150,28 @@ function M.buf_of(x, t)
   return M.host(t)
 end
 
+--- fn(...) with the default device set to name:id, so the tensors it
+-- makes are made there (the default may be a GPU after init("nccl"), or
+-- the test device); the default is restored after, also on an error.
+function M.on_device(name, id, fn, ...)
+  local pn, pi = core.get_device()
+  if pn == name and pi == id then return fn(...) end
+  core.set_device(name, id)
+  local ok, r = pcall(fn, ...)
+  core.set_device(pn, pi)
+  if not ok then error(r, 0) end
+  return r
+end
+
 --- A new buffer of transport x for a result of `like`'s dtype, of `shape`
--- (zeros when zero).
+-- (zeros when zero): on the host for MPI, on like's device for NCCL.
 function M.new_buf(x, like, shape, zero)
-  local r = (zero and core.zeros or core.empty)(shape, like.dtype)
+  local make = zero and core.zeros or core.empty
   if x.device then
     local name, id = M.device_of(like)
-    r = r:move_to(name, id)
+    return M.on_device(name, id, make, shape, like.dtype)
   end
-  return r
+  return M.on_device("CPU", 0, make, shape, like.dtype)
 end
 
 --- A result made on the host, moved to `like`'s device.

@@ -114,7 +114,7 @@ function M._broadcast_parameters(params, group)
   if not ok then error(err, 0) end
 end
 
---- Buckets of indices into `ts` (tensors): same dtype, up to `limit`
+--- Buckets of indices into `ts` (tensors): same dtype and device, up to `limit`
 -- bytes each (one tensor over the limit is a bucket alone), in the order
 -- given by `order` (default 1..#ts).
 local function buckets(ts, limit, order)
@@ -125,12 +125,12 @@ local function buckets(ts, limit, order)
   end
   for _, i in ipairs(order) do
     local t = ts[i]
-    local dt = t.dtype.name
-    local b = open[dt]
+    local key = t.dtype.name .. "@" .. t.device
+    local b = open[key]
     local bytes = t:numel() * t.dtype.itemsize
     if b == nil or (b.bytes + bytes > limit and #b > 0) then
       b = { bytes = 0, dtype = t.dtype }
-      open[dt] = b
+      open[key] = b
       out[#out + 1] = b
     end
     b[#b + 1] = i
@@ -147,24 +147,56 @@ function M._plan(params, limit)
   return buckets(params, limit, order)
 end
 
---- Pack bucket k from grad(i) and start its all-reduce.
+local WHAT = "DistributedGradReducer"
+
+--- Whether the gradients `grads` go through NCCL: all on one device that
+-- the NCCL transport serves (a GPU where cell.cuda has NCCL), in a dtype it takes.
+local function on_nccl(X, grads)
+  local d = grads[1].device
+  for _, gr in ipairs(grads) do
+    if gr.device ~= d or X.route(gr) ~= "nccl" then return false end
+  end
+  return true
+end
+
+--- Pack bucket k from grad(i) and start its all-reduce. On a GPU with
+-- NCCL the bucket is packed on the device (the NCCL layer's pack: device
+-- to device copies on the device's stream) and all-reduced there in place
+-- (its iallreduce, queued on the same stream); elsewhere the gradients go
+-- to the host, are packed there and all-reduced by MPI_Iallreduce.
 local function start_bucket(cfg, k, grad)
   local comm = require "cell.communication"
-  local C = comm._C()
-  local g = comm._group("DistributedGradReducer", cfg.group)
+  local X = require "cell.communication.transport"
+  local g = comm._group(WHAT, cfg.group)
   local b = cfg.plan[k]
   local prev = core.set_grad_enabled(false)
   local ok, err = pcall(function()
+    local grads = {}
+    for j, i in ipairs(b) do grads[j] = grad(i) end
+    if on_nccl(X, grads) then
+      local parts, n = {}, 0
+      for j, gr in ipairs(grads) do
+        parts[j] = gr:is_contiguous() and gr or gr:contiguous()
+        n = n + gr:numel()
+      end
+      local flat = X.new_buf({ device = true }, grads[1], { n })
+      comm._agree(WHAT, g, X.header("all_reduce", flat, "sum", nil, "nccl"))
+      local x = X.transport(WHAT, g, "nccl", flat)
+      x.C.pack(flat, parts)
+      cfg.pass.flats[k] = flat
+      cfg.pass.reqs[k] = x.C.iallreduce(x.comm, flat, "sum")
+      cfg.pass.device = cfg.pass.device + 1
+      return
+    end
     local parts = {}
-    for j, i in ipairs(b) do
-      local gr = grad(i)
+    for j, gr in ipairs(grads) do
       if gr.device ~= "CPU" then gr = gr:move_to("CPU") end
       parts[j] = gr:reshape({ gr:numel() })
     end
     local flat = #parts == 1 and parts[1]:clone() or core.cat(parts, 1)
-    comm._agree("DistributedGradReducer", g, comm._header("all_reduce", flat, "sum"))
+    comm._agree(WHAT, g, X.header("all_reduce", flat, "sum"))
     cfg.pass.flats[k] = flat
-    cfg.pass.reqs[k] = C.iallreduce(g.comm, flat, "sum")
+    cfg.pass.reqs[k] = comm._C().iallreduce(g.comm, flat, "sum")
   end)
   core.set_grad_enabled(prev)
   if not ok then error(err, 0) end
@@ -177,7 +209,7 @@ local function new_pass(cfg, armed)
   if old and old.reqs then
     for _, r in pairs(old.reqs) do r:wait() end
   end
-  cfg.pass = { armed = armed, captured = {}, count = {}, flats = {}, reqs = {} }
+  cfg.pass = { armed = armed, captured = {}, count = {}, flats = {}, reqs = {}, device = 0 }
 end
 
 --- A parameter's gradient is final (its hook ran during backward).
@@ -241,7 +273,7 @@ function Reducer:construct(grads)
         local gr = grads[i]
         local n = gr:numel()
         local r = flat:narrow(1, off, n):reshape(gr.shape)
-        if gr.device ~= "CPU" then
+        if gr.device ~= r.device then
           local name, id = gr.device:match("^([^:]+):?(%d*)$")
           r = r:move_to(name, tonumber(id) or 0)
         end
@@ -252,15 +284,17 @@ function Reducer:construct(grads)
   end)
   core.set_grad_enabled(prev)
   pass.reqs = {}
+  cfg.last_on_device = pass.device
   if not ok then error(err, 0) end
   return out
 end
 
---- How many buckets the last call started during backward (hooks), and in
--- all: for tests and tuning.
+--- How many buckets the last call started during backward (hooks), how
+-- many in all, and how many of them stayed on the device (NCCL): for
+-- tests and tuning.
 function Reducer:_overlap_stats()
   local cfg = self._reducer()
-  return cfg.last_overlapped or 0, #cfg.plan
+  return cfg.last_overlapped or 0, #cfg.plan, cfg.last_on_device or 0
 end
 
 function Reducer:__tostring()
