@@ -47,12 +47,22 @@ describe("cell.communication's NCCL layer", function()
     assert_error(function() N.comm_init(("\0"):rep(128), 2, 2, 0) end, "ValueError: init: rank 2 of 2 ranks")
   end)
 
+  it("offers DistributedGradReducer's calls (pack, iallreduce), which check their arguments too", function()
+    assert.are.equal("function", type(N.pack))
+    assert.are.equal("function", type(N.iallreduce))
+    assert_error(function() N.iallreduce({}, cell.ones({ 1 }), "sum") end,
+      "TypeError: all_reduce: argument #1 must be an NCCL communicator")
+    assert_error(function() N.pack(cell.ones({ 2 }), { cell.ones({ 1 }) }) end,
+      "ValueError: DistributedGradReducer: argument #1 is on CPU; the NCCL layer takes GPU tensors")
+    assert_error(function() N.pack(5, {}) end, "TypeError: DistributedGradReducer: argument #1 must be a Tensor")
+  end)
+
   if not cuda.is_available() then
     it("is skipped on GPUs: no GPU", function()
       assert_error(function() cell.communication.init("nccl") end,
         "RuntimeError: init: the 'nccl' backend is not available: no CUDA device: " .. cuda.unavailable_reason())
       print(("\nnccl: skipped the GPU run (spec/cuda/scripts/nccl_ranks.lua under mpirun: every collective on 8 "
-        .. "dtypes, send/recv and their gradients): no GPU (%s)"):format(cuda.unavailable_reason()))
+        .. "dtypes, send/recv and their gradients, 20 steps of DistributedGradReducer on the GPU): no GPU (%s)"):format(cuda.unavailable_reason()))
     end)
   else
     it("runs every collective and send/recv on GPU tensors under mpirun, one rank per GPU", function()
