@@ -1,7 +1,8 @@
 -- launch_jobs.lua - whole mpirun jobs, started from one process (make
 -- test-mpi runs this file with busted after the per-rank specs): a rank
 -- that raises mid-step ends the job on every rank in bounded time, and 3
--- ranks split unevenly. MPIRUN (the make variable) gives the launcher.
+-- ranks split unevenly (and run the collectives and training specs).
+-- MPIRUN (the make variable) gives the launcher.
 local MPIRUN = os.getenv("MPIRUN") or "mpirun --oversubscribe"
 local BIN = os.getenv("CELL_BIN") or "bin/cell"
 
@@ -89,6 +90,18 @@ describe("mpirun jobs", function()
     assert.is_falsy(out:find("not ok", 1, true), out)
     assert.is_true(oks >= 3 * 8, out)
   end)
+
+  for _, spec in ipairs({ { "collectives_mpi.lua", 50 }, { "training_mpi.lua", 10 } }) do
+    it("run spec/mpi/" .. spec[1] .. " on 3 ranks (an odd group size, uneven shards)", function()
+      local lua = os.getenv("CELL_LUA") or "lua5.4"
+      local out, rc = run(3, "spec/mpi/" .. spec[1], nil, lua .. " /usr/bin/busted -o TAP")
+      assert.are.equal(0, rc, out)
+      local oks = 0
+      for _ in ("\n" .. out):gmatch("\nok %d+") do oks = oks + 1 end
+      assert.is_falsy(out:find("not ok", 1, true), out)
+      assert.is_true(oks >= 3 * spec[2], out)
+    end)
+  end
 
   it("split unevenly over 3 ranks", function()
     local out, rc = run(3, "three_ranks.lua")

@@ -392,7 +392,8 @@ end
 local REDUCE = { "op", "group", "out" }
 
 --- reduce(tensor, dst [, op = "sum", group]) (or {op =, group =, out =}):
--- the reduction over the ranks on rank dst; other ranks get zeros.
+-- the reduction over the ranks on rank dst; other ranks get zeros (in out
+-- too, when given).
 function M.reduce(t, dst, ...)
   local op, group, out = args_util.parse("reduce", REDUCE, 3, select("#", ...), ...)
   check_tensor("reduce", t)
@@ -408,7 +409,11 @@ function M.reduce(t, dst, ...)
   local r = out ~= nil and buf_of(x, out) or new_buf(x, t, t.shape, true)
   x.C.reduce(x.comm, buf_of(x, t), r, wire_op(x, op), dst)
   if g.rank == dst then finish_mean(x, g, op, r) end
-  if out ~= nil then return write_back(out, r) end
+  if out ~= nil then
+    -- MPI and NCCL leave a non-root's buffer as it was: out gets zeros there, as a new result does
+    if g.rank ~= dst then r = new_buf(x, t, t.shape, true) end
+    return write_back(out, r)
+  end
   return finish("reduce", t, r, op, SUM_MEAN, function(grad)
     local dx = M.broadcast(grad, dst, group)
     if op == "mean" then dx = dx / g.size end
