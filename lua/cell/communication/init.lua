@@ -271,7 +271,7 @@ local NOT_PROD = { sum = true, mean = true, max = true, min = true }
 -- run it, t's buffers are buf_of(x, t).
 local function start(what, g, t, op, root)
   local rt = route(t)
-  agree(what, g, header(what, t, op, root, rt))
+  if X.check_headers then agree(what, g, header(what, t, op, root, rt)) end
   return transport(what, g, rt, t)
 end
 

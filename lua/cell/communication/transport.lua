@@ -55,7 +55,9 @@ end
 -- NCCL takes when the NCCL layer is there (init("nccl") loads it; a GPU
 -- tensor loads it on first use), else "mpi".
 function M.route(t)
-  if t == nil or not NCCL_DTYPES[t.dtype.name] then return "mpi" end
+  if t == nil then return "mpi" end
+  local d = t.device
+  if d == "CPU" or not NCCL_DTYPES[t.dtype.name] then return "mpi" end
   local name = M.device_of(t)
   if name ~= M.nccl_device then return "mpi" end
   if B.nccl_layer() then return "nccl" end

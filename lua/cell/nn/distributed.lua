@@ -8,10 +8,12 @@
 --     local loss, grads = grad_fn(x, y)
 --     optimizer(reducer(grads))
 --
--- Gradients are fused: those of one dtype are packed into buckets of up to
--- `bucket_bytes` (4 MiB; parameters taken last to first, the order backward
--- finishes them), each all-reduced as one buffer with a non-blocking
--- MPI_Iallreduce. Inside TrainOneStepCell the reducer is armed before the
+-- Gradients are fused: those of one dtype and device are packed into
+-- buckets of up to `bucket_bytes` (4 MiB; parameters taken last to first,
+-- the order backward finishes them), each all-reduced as one buffer with a
+-- non-blocking all-reduce: on a GPU that NCCL serves, packed on the GPU and
+-- all-reduced there by NCCL (queued on the GPU's stream); elsewhere packed
+-- on the host and all-reduced by MPI_Iallreduce. Inside TrainOneStepCell the reducer is armed before the
 -- backward pass: a hook on each parameter (cell's tensor hooks run once a
 -- leaf's gradient is complete) packs the gradient, and a bucket's
 -- all-reduce starts as soon as its last gradient is in, while backward
