@@ -62,7 +62,8 @@ describe("cell.communication's NCCL layer", function()
       assert_error(function() cell.communication.init("nccl") end,
         "RuntimeError: init: the 'nccl' backend is not available: no CUDA device: " .. cuda.unavailable_reason())
       print(("\nnccl: skipped the GPU run (spec/cuda/scripts/nccl_ranks.lua under mpirun: every collective on 8 "
-        .. "dtypes, send/recv and their gradients, 20 steps of DistributedGradReducer on the GPU): no GPU (%s)"):format(cuda.unavailable_reason()))
+        .. "dtypes, send/recv and their gradients, 20 steps of DistributedGradReducer on the GPU): no GPU (%s)")
+        :format(cuda.unavailable_reason()))
     end)
   else
     it("runs every collective and send/recv on GPU tensors under mpirun, one rank per GPU", function()

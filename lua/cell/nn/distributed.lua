@@ -13,10 +13,10 @@
 -- the order backward finishes them), each all-reduced as one buffer with a
 -- non-blocking all-reduce: on a GPU that NCCL serves, packed on the GPU and
 -- all-reduced there by NCCL (queued on the GPU's stream); elsewhere packed
--- on the host and all-reduced by MPI_Iallreduce. Inside TrainOneStepCell the reducer is armed before the
--- backward pass: a hook on each parameter (cell's tensor hooks run once a
--- leaf's gradient is complete) packs the gradient, and a bucket's
--- all-reduce starts as soon as its last gradient is in, while backward
+-- on the host and all-reduced by MPI_Iallreduce. Inside TrainOneStepCell
+-- the reducer is armed before the backward pass: a hook on each parameter
+-- (cell's tensor hooks run once a leaf's gradient is complete) packs the
+-- gradient, and a bucket's all-reduce starts as soon as its last gradient is in, while backward
 -- goes on with the earlier layers; the call then waits for them. Called on
 -- its own, it packs and starts every bucket, then waits. Making one
 -- broadcasts the parameters from rank 0 (unless the auto-parallel
