@@ -1,5 +1,6 @@
 // gpu_ew.cu - the GPU module's CUDA kernels: elementwise binary (tensor and
-// tensor, tensor and scalar) and unary ops over contiguous float32, and the pattern fill. Grid-stride loops, so
+// tensor, tensor and scalar) and unary ops (abs, neg, exp, log, sqrt, tanh,
+// sigmoid, relu, gelu, silu) over contiguous float32, and the pattern fill. Grid-stride loops, so
 // any n runs with a bounded grid; launches go on the caller's stream and
 // return the launch's error (an error inside a kernel shows at the next
 // synchronisation).
@@ -44,6 +45,8 @@ __global__ void unary_f32(int op, const float *a, float *out, int64_t n) {
     case GPUK_SQRT: r = sqrtf(x); break;
     case GPUK_TANH: r = tanhf(x); break;
     case GPUK_SIGMOID: r = 1.0f / (1.0f + expf(-x)); break;
+    case GPUK_GELU: r = x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f)); break;
+    case GPUK_SILU: r = x / (1.0f + expf(-x)); break;
     default: r = x > 0.0f ? x : (x != x ? x : 0.0f); break; // relu keeps NaN
     }
     out[i] = r;

@@ -26,7 +26,8 @@ _Static_assert((int)GPUK_ADD == (int)CELL_OP_ADD && (int)GPUK_SUB == (int)CELL_O
                "gpu_kern.h's binary codes are cell_binop's");
 _Static_assert((int)GPUK_ABS == (int)CELL_OP_ABS && (int)GPUK_NEG == (int)CELL_OP_NEG && (int)GPUK_EXP == (int)CELL_OP_EXP &&
                    (int)GPUK_LOG == (int)CELL_OP_LOG && (int)GPUK_SQRT == (int)CELL_OP_SQRT && (int)GPUK_TANH == (int)CELL_OP_TANH &&
-                   (int)GPUK_SIGMOID == (int)CELL_OP_SIGMOID && (int)GPUK_RELU == (int)CELL_OP_RELU,
+                   (int)GPUK_SIGMOID == (int)CELL_OP_SIGMOID && (int)GPUK_RELU == (int)CELL_OP_RELU &&
+                   (int)GPUK_GELU == (int)CELL_OP_GELU && (int)GPUK_SILU == (int)CELL_OP_SILU,
                "gpu_kern.h's unary codes are cell_unop's");
 
 cell_kernels gpu_kernels;
@@ -83,8 +84,6 @@ static cell_status stub_cat(int n, cell_tensor *const *ts, int dim, cell_tensor 
 static cell_status stub_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
   return declined("stack");
 }
-static void stub_batch_norm_update(cell_tensor *rm, cell_tensor *rv, const cell_tensor *mean,
-                                   const cell_tensor *var, int64_t count, double momentum) {}
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
@@ -150,8 +149,14 @@ static cell_status broadcast(const char *op, const cell_tensor *a, const cell_te
 
 static int binary_ok(cell_binop op) { return op <= CELL_OP_MINIMUM && op != CELL_OP_POW; }
 
+static int is_compare(cell_binop op) { return op >= CELL_OP_EQ && op <= CELL_OP_GE; }
+
 static cell_status k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
-  if (!binary_ok(op)) return declined(cell_binop_name(op));
+  if (is_compare(op)) return gpu_compare(op, a, b, out);
+  /* supports_op admits every copyable dtype (for the comparisons); the
+   * arithmetic runs on float32 only. */
+  if (!binary_ok(op) || a->dtype != CELL_DTYPE_F32 || b->dtype != CELL_DTYPE_F32)
+    return declined(cell_binop_name(op));
   int nd;
   int64_t shape[CELL_MAX_DIMS];
   CELL_TRY(broadcast(cell_binop_name(op), a, b, &nd, shape));
@@ -195,7 +200,7 @@ static cell_status k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b
 static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
                                    cell_tensor **out) {
   (void)s_is_float; /* a float32 tensor with any number: float32 (the CPU's promotion) */
-  if (!binary_ok(op)) return declined(cell_binop_name(op));
+  if (!binary_ok(op) || t->dtype != CELL_DTYPE_F32) return declined(cell_binop_name(op));
   gpu_ctx *g = gpu_ctx_of(t);
   cell_tensor *tc, *o;
   CELL_TRY(spread(t, t->ndim, t->shape, &tc));
@@ -221,7 +226,8 @@ static cell_status k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int
 
 static int unary_ok(cell_unop op) {
   return op == CELL_OP_ABS || op == CELL_OP_NEG || op == CELL_OP_EXP || op == CELL_OP_LOG ||
-         op == CELL_OP_SQRT || op == CELL_OP_TANH || op == CELL_OP_SIGMOID || op == CELL_OP_RELU;
+         op == CELL_OP_SQRT || op == CELL_OP_TANH || op == CELL_OP_SIGMOID || op == CELL_OP_RELU ||
+         op == CELL_OP_GELU || op == CELL_OP_SILU;
 }
 
 static cell_status k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
@@ -307,7 +313,6 @@ void gpu_kernels_init(void) {
 #undef GPU_ROW_
   gpu_kernels.cat = stub_cat;
   gpu_kernels.stack = stub_stack;
-  gpu_kernels.batch_norm_update = stub_batch_norm_update;
   gpu_kernels.mm = gpu_mm;
   gpu_kernels.bmm = gpu_bmm;
   gpu_kernels.matmul = k_matmul;
@@ -339,6 +344,18 @@ void gpu_kernels_init(void) {
   gpu_kernels.nll_loss_backward = gpu_nll_loss_backward;
   gpu_kernels.conv2d_lowered = gpu_conv2d;
   gpu_kernels.conv2d_backward_lowered = gpu_conv2d_backward;
+  gpu_kernels.batch_norm = gpu_batch_norm;
+  gpu_kernels.batch_norm_backward = gpu_batch_norm_backward;
+  gpu_kernels.batch_norm_update = gpu_batch_norm_update;
+  gpu_kernels.max_pool2d = gpu_max_pool2d;
+  gpu_kernels.max_pool2d_backward = gpu_max_pool2d_backward;
+  gpu_kernels.avg_pool2d = gpu_avg_pool2d;
+  gpu_kernels.avg_pool2d_backward = gpu_avg_pool2d_backward;
+  gpu_kernels.linear = gpu_linear;
+  gpu_kernels.linear_backward = gpu_linear_backward;
+  gpu_kernels.reshape = gpu_reshape;
+  gpu_kernels.copy_ = gpu_copy_;
+  gpu_kernels.ew = gpu_ew;
   gpu_kernels.sgd_step = gpu_sgd_step;
   gpu_kernels.adam_step = gpu_adam_step;
 }
@@ -381,7 +398,11 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
     if (nt != 2 || !ts[0] || !ts[1] || ts[0]->ndim != ts[1]->ndim) return 0;
     if (ts[0]->ndim != 2 && !(ts[0]->ndim == 3 && ts[0]->shape[0] == ts[1]->shape[0])) return 0;
     return all_of(nt, ts, CELL_DTYPE_F32) || all_of(nt, ts, CELL_DTYPE_F64);
-  case CELL_KID_binary: /* float32; any layout, broadcasting */
+  case CELL_KID_binary: /* float32 arithmetic, comparisons of any real dtypes (the kernel
+                          * refuses the rest: it sees the op); any layout, broadcasting */
+    for (int i = 0; i < nt; i++)
+      if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
+    return 1;
   case CELL_KID_binary_scalar:
   case CELL_KID_unary:
     for (int i = 0; i < nt; i++)
@@ -401,7 +422,10 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
     return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
   case CELL_KID_full:
     return 1;
-  case CELL_KID_reduce:
+  case CELL_KID_reduce: /* float32 / float64; the sum of bool and small integers too */
+    return nt > 0 && ts[0] && (is_float(ts[0]) || ts[0]->dtype == CELL_DTYPE_BOOL || ts[0]->dtype == CELL_DTYPE_U8 ||
+                               ts[0]->dtype == CELL_DTYPE_I8 || ts[0]->dtype == CELL_DTYPE_I16 ||
+                               ts[0]->dtype == CELL_DTYPE_I32);
   case CELL_KID_max_dim:
   case CELL_KID_argmax:
   case CELL_KID_softmax:
@@ -432,6 +456,30 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_sgd_step:
   case CELL_KID_adam_step:
     return step_ok(nt, ts);
+  case CELL_KID_batch_norm: /* x, running_mean, running_var, weight, bias */
+  case CELL_KID_batch_norm_backward: /* g, x, weight, mean, var */
+  case CELL_KID_batch_norm_update: /* running_mean, running_var, mean, var */
+  case CELL_KID_max_pool2d: /* x */
+  case CELL_KID_avg_pool2d:
+  case CELL_KID_avg_pool2d_backward: /* gy */
+    return nt > 0 && all_float(nt, ts) && (id == CELL_KID_batch_norm_update || ts[0]);
+  case CELL_KID_max_pool2d_backward: /* gy, indices */
+    return nt == 2 && is_float(ts[0]) && ts[1] && ts[1]->dtype == CELL_DTYPE_I64;
+  case CELL_KID_linear: /* x, w, b: one float dtype */
+  case CELL_KID_linear_backward: /* g, x, w */
+    if (nt < 2 || !is_float(ts[0])) return 0;
+    for (int i = 1; i < nt; i++)
+      if (ts[i] && ts[i]->dtype != ts[0]->dtype) return 0;
+    return 1;
+  case CELL_KID_reshape:
+    return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
+  case CELL_KID_copy_: /* dst (written: contiguous), src */
+    return nt == 2 && ts[0] && ts[1] && gpu_is_contig(ts[0]) && gpu_dtype_copyable(ts[0]->dtype) &&
+           gpu_dtype_copyable(ts[1]->dtype);
+  case CELL_KID_ew: /* a, b, c: the operands (the kernel checks the formula and dtype) */
+    for (int i = 0; i < nt; i++)
+      if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
+    return 1;
   default:
     return 0;
   }
