@@ -8,7 +8,8 @@
 -- (training with the running-stats update, inference, gradients), max and
 -- average pooling with their gradients, dense, reshape, copy_,
 -- comparisons and the sum of bool, GELU / SiLU and autograd's gradient
--- formulas, and a LeNet-5 training step against the CPU's; float32 and
+-- formulas, scaled dot-product attention, and LeNet-5 and TinyGPT
+-- training steps against the CPU's; float32 and
 -- float64, contiguous and strided inputs. Runs only where
 -- cell.cuda.is_available(); elsewhere it prints how many it skipped.
 local cell = require "cell"
@@ -643,6 +644,61 @@ case("a LeNet-5 training step on the GPU is the CPU's", function()
   close(nets[2].conv1.weight, nets[1].conv1.weight, 1e-4, 1e-5)
   close(nets[2].bn2.moving_mean, nets[1].bn2.moving_mean, 1e-4, 1e-5)
   assert.are_not.same(cell.zeros({ 16 }):totable(), nets[2].bn2.moving_mean:move_to("CPU"):totable())
+end)
+
+-- Scaled dot-product attention (no mask tensor, no dropout): forward and
+-- the gradients of q, k and v, causal or not, strided inputs (the heads
+-- split out of a {B, T, H, E} tensor, as nn.MultiheadAttention does).
+for _, dt in ipairs { "float32", "float64" } do
+  for _, causal in ipairs { false, true } do
+    case(("scaled_dot_product_attention %s%s"):format(dt, causal and " causal" or ""), function()
+      local function heads(s) return cell.randn(s):astype(cell[dt]):transpose(2, 3) end -- {B, H, T, E}, strided
+      local q, k, v = heads { 2, 7, 3, 8 }, heads { 2, 9, 3, 8 }, heads { 2, 9, 3, 5 }
+      if causal then k, v = heads { 2, 7, 3, 8 }, heads { 2, 7, 3, 5 } end
+      local o = { is_causal = causal }
+      local t = dt == "float32" and 1e-5 or 1e-12
+      local sdpa = ops.scaled_dot_product_attention
+      close(sdpa(G(q), G(k), G(v), o), sdpa(q, k, v, o), t, t)
+      close(sdpa(G(q), G(k), G(v), { is_causal = causal, scale = 0.3 }), sdpa(q, k, v, { is_causal = causal, scale = 0.3 }), t, t)
+      local r = cell.randn(sdpa(q, k, v, o).shape):astype(cell[dt])
+      local function loss(a, b, c, rr) return (sdpa(a, b, c, o) * rr):sum() end
+      local gc = cell.grad(loss, { 1, 2, 3 })(q, k, v, r)
+      local gg = cell.grad(loss, { 1, 2, 3 })(G(q), G(k), G(v), G(r))
+      for i = 1, 3 do close(gg[i], gc[i], t * 10, t * 10) end
+    end)
+  end
+end
+
+case("scaled_dot_product_attention: a mask tensor and dropout are declined (NotImplementedError)", function()
+  local q = G(cell.randn { 1, 4, 8 })
+  local ok, err = pcall(ops.scaled_dot_product_attention, q, q, q, { attn_mask = G(cell.ones({ 4, 4 }):astype(cell.bool)) })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("NotImplementedError: .*not supported on device GPU"), tostring(err))
+  ok, err = pcall(ops.scaled_dot_product_attention, q, q, q, { dropout_p = 0.5 })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("NotImplementedError: .*not supported on device GPU"), tostring(err))
+end)
+
+-- One step of the benchmarks' tiny GPT (embeddings, pre-norm Transformer
+-- blocks with causal attention and GELU, AdamW) on the GPU and the CPU.
+case("a TinyGPT training step on the GPU is the CPU's", function()
+  package.path = "examples/lib/?.lua;" .. package.path
+  local lib = require "models"
+  local x, y = cell.randint(1, 41, { 4, 16 }), cell.randint(1, 41, { 4, 16 })
+  local losses, nets = {}, {}
+  for i, dev in ipairs { "CPU", "GPU" } do
+    cell.set_seed(5)
+    local net = lib.TinyGPT(40, 16, 32, 4, 2)
+    local step = nn.TrainOneStepCell(nn.WithLossCell(net, lib.SeqLoss(40)), nn.AdamW(net:trainable_params(), 1e-3))
+    step:move_to(dev)
+    net.positions = net.positions:move_to(dev) -- a plain field, not a buffer: move_to leaves it
+    step:set_train(true)
+    for _ = 1, 2 do losses[i] = step(x:move_to(dev), y:move_to(dev)) end
+    nets[i] = net
+  end
+  close(losses[2], losses[1], 1e-4, 1e-5)
+  close(nets[2].head.weight, nets[1].head.weight, 1e-4, 1e-5)
+  close(nets[2].tok.embedding_table, nets[1].tok.embedding_table, 1e-4, 1e-5)
 end)
 
 describe("cell.cuda's nn kernels on the GPU", function()

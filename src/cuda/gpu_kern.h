@@ -128,6 +128,18 @@ int gpuk_ew(void *stream, int dt, int op, double k0, double k1, const void *a, c
 /* out (bool) = a op b over n elements of int64 (is_int) or float64. */
 int gpuk_compare(void *stream, int op, int is_int, const void *a, const void *b, unsigned char *out, int64_t n);
 
+/* --- gpu_attn.cu: scaled dot-product attention (no mask tensor, no dropout) ---------- */
+
+/* q {H, L, E}, k {H, S, E}, v {H, S, Ev} contiguous of dt; out {H, L, Ev};
+ * lse {H L}; P: H L S doubles of scratch. */
+int gpuk_sdpa(void *stream, int dt, const void *q, const void *k, const void *v, void *out, double *lse, double *P,
+              int64_t H, int64_t L, int64_t S, int64_t E, int64_t Ev, double scale, int causal);
+/* The gradients gq, gk, gv (each may be NULL) from g {H, L, Ev}, the
+ * output o and lse; D: H L doubles, P and dS: H L S doubles of scratch. */
+int gpuk_sdpa_backward(void *stream, int dt, const void *g, const void *q, const void *k, const void *v,
+                       const void *o, const double *lse, double *D, double *P, double *dS, void *gq, void *gk,
+                       void *gv, int64_t H, int64_t L, int64_t S, int64_t E, int64_t Ev, double scale, int causal);
+
 /* --- gpu_cnn.cu: batch norm and 2-D pooling ------------------------------------------ */
 
 /* Batch norm over x seen as (n, c, inner), contiguous; statistics, weight

@@ -67,6 +67,14 @@ cell_status gpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, cons
                    const cell_tensor *b, const cell_tensor *c, cell_tensor **out);
 cell_status gpu_compare(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 
+/* gpu_attn.c: scaled dot-product attention (no mask tensor, no dropout). */
+cell_status gpu_sdpa(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v, const cell_tensor *mask,
+                     cell_sdpa_args *a, cell_tensor **out, cell_tensor **lse);
+cell_status gpu_sdpa_backward(const cell_tensor *g, const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
+                              const cell_tensor *mask, const cell_tensor *o, const cell_tensor *lse,
+                              const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk, cell_tensor **gv,
+                              cell_tensor **gm);
+
 /* gpu_cnn.c: batch norm (forward, backward, the running-stats update) and
  * 2-D max / average pooling with their backward passes. */
 cell_status gpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean, cell_tensor *running_var,

@@ -356,6 +356,8 @@ void gpu_kernels_init(void) {
   gpu_kernels.reshape = gpu_reshape;
   gpu_kernels.copy_ = gpu_copy_;
   gpu_kernels.ew = gpu_ew;
+  gpu_kernels.sdpa = gpu_sdpa;
+  gpu_kernels.sdpa_backward = gpu_sdpa_backward;
   gpu_kernels.sgd_step = gpu_sgd_step;
   gpu_kernels.adam_step = gpu_adam_step;
 }
@@ -471,6 +473,12 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
     for (int i = 1; i < nt; i++)
       if (ts[i] && ts[i]->dtype != ts[0]->dtype) return 0;
     return 1;
+  case CELL_KID_sdpa: /* q, k, v, mask: no mask tensor (is_causal runs) */
+    return nt == 4 && is_float(ts[0]) && ts[1] && ts[2] && ts[1]->dtype == ts[0]->dtype &&
+           ts[2]->dtype == ts[0]->dtype && !ts[3];
+  case CELL_KID_sdpa_backward: /* g, q, k, v, mask, o, lse */
+    return nt == 7 && is_float(ts[1]) && ts[0] && ts[2] && ts[3] && ts[5] && ts[6] && ts[0]->dtype == ts[1]->dtype &&
+           ts[2]->dtype == ts[1]->dtype && ts[3]->dtype == ts[1]->dtype && !ts[4] && ts[6]->dtype == CELL_DTYPE_F64;
   case CELL_KID_reshape:
     return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
   case CELL_KID_copy_: /* dst (written: contiguous), src */
