@@ -6,7 +6,8 @@
 -- weights and batch order. Prints each run's test accuracy and epoch time;
 -- exits 0 when the GPU's accuracy is within TOL percentage points of the
 -- CPU's, 1 when not, 3 without a GPU.
--- Run: bin/cell spec/cuda/scripts/lenet_gpu.lua [epochs] [data dir]
+-- Run (from the repository root, LUA_PATH / LUA_CPATH as tests/gpu_check.sh sets them):
+--   lua5.4 spec/cuda/scripts/lenet_gpu.lua [epochs] [data dir]
 package.path = "examples/lib/?.lua;" .. package.path
 local cell = require "cell"
 local cuda = require "cell.cuda"
