@@ -701,6 +701,25 @@ case("a TinyGPT training step on the GPU is the CPU's", function()
   close(nets[2].tok.embedding_table, nets[1].tok.embedding_table, 1e-4, 1e-5)
 end)
 
+-- The optimizers whose fused step (optim_step) the GPU does not run decline
+-- cleanly: a NotImplementedError, the parameter left as it was.
+case("RMSProp, Adagrad and Adam with amsgrad decline their step (NotImplementedError), parameters unchanged", function()
+  for _, make in ipairs {
+    function(ps) return nn.RMSProp(ps, 0.01) end,
+    function(ps) return nn.Adagrad(ps, 0.01) end,
+    function(ps) return nn.Adam(ps, 0.01, { use_amsgrad = true }) end,
+  } do
+    local w = cell.Parameter(G(cell.randn { 3, 4 }), "w")
+    local opt = make({ w })
+    opt:move_to("GPU") -- its state
+    local before = w:move_to("CPU"):totable()
+    local ok, err = pcall(opt, { G(cell.ones { 3, 4 }) })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("NotImplementedError: .*not supported on device GPU"), tostring(err))
+    assert.are.same(before, w:move_to("CPU"):totable())
+  end
+end)
+
 describe("cell.cuda's nn kernels on the GPU", function()
   if not cuda.is_available() then
     it("is skipped: no GPU", function()
