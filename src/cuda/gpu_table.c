@@ -3,18 +3,26 @@
  * Implemented: mm, bmm and matmul of two matrices or two equal batches
  * (cuBLAS, float32 / float64, contiguous), binary
  * add, sub, mul, div, maximum, minimum (float32, any layout, broadcasting;
- * in place: a contiguous left operand), the same with a scalar and the unary abs, neg, exp, log,
- * sqrt, tanh, sigmoid, relu (float32, any layout) as CUDA kernels, full
- * and fill_ (float32, float64, int32, int64, contiguous), and the rows of
+ * in place: a contiguous left operand) and the comparisons (any real
+ * dtypes, to bool: gpu_grad.c), the same with a scalar and the unary abs,
+ * neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, silu (float32, any
+ * layout) as CUDA kernels, full and fill_ (float32, float64, int32, int64,
+ * contiguous), and the rows of
  * gpu_nn.c: clone, contiguous and astype (every real dtype, any layout:
- * casts float16 / bfloat16 / float32 / float64 / integers), reductions,
- * max / argmax, softmax, layer norm, embedding, dropout, cross-entropy and
- * nll_loss (gpu_loss.c), conv2d forward and backward through cuDNN
- * (gpu_dnn.c) and the SGD and Adam steps (float32 / float64). supports_op declines every
+ * casts float16 / bfloat16 / float32 / float64 / integers), reductions
+ * (the sum of bool and small integers too), max / argmax, softmax, layer
+ * norm, embedding, dropout, cross-entropy and nll_loss (gpu_loss.c),
+ * conv2d forward and backward through cuDNN (gpu_dnn.c), linear and its
+ * backward (gpu_blas.c), batch norm with its backward and running-stats
+ * update and max / avg pooling with their backward (gpu_cnn.c), reshape
+ * and copy_ (gpu_view.c), autograd's gradient formulas (ew, gpu_grad.c),
+ * attention without a mask tensor (gpu_attn.c) and the SGD and Adam steps
+ * (float32 / float64). supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
- * whose op argument it cannot see (which binary op) is refused by the
- * kernel itself with the same exception. Nothing falls back to the CPU. */
+ * whose op argument it cannot see (which binary op, which formula) is
+ * refused by the kernel itself with the same exception. Nothing falls
+ * back to the CPU. */
 #include "gpu.h"
 #include "gpu_kern.h"
 #include "gpu_nn.h"
