@@ -197,8 +197,8 @@ cell_status gpu_batch_norm_backward(const cell_tensor *g, const cell_tensor *x, 
   if (s == CELL_OK && gw) s = gpu_new_tensor(gc, CELL_DTYPE_F64, 1, &geo.c, &t[7]);
   if (s == CELL_OK && gb) s = gpu_new_tensor(gc, CELL_DTYPE_F64, 1, &geo.c, &t[8]);
   if (s == CELL_OK && geo.c > 0)
-    s = launch(gpuk_bn_backward(gc->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[1]),
-                                t[2] ? gpu_data(t[2]) : NULL, gpu_data(t[3]), gpu_data(t[4]),
+    s = launch(gpuk_bn_backward(gc->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[3]),
+                                gpu_data(t[4]), t[2] ? gpu_data(t[2]) : NULL,
                                 t[6] ? gpu_data(t[6]) : NULL, t[7] ? gpu_data(t[7]) : NULL,
                                 t[8] ? gpu_data(t[8]) : NULL, gpu_data(t[5]), geo.n, geo.c, geo.inner, eps, training),
                "batch_norm backward");
