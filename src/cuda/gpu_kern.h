@@ -17,12 +17,13 @@ enum { GPUK_EQ = 7, GPUK_NE = 8, GPUK_LT = 9, GPUK_LE = 10, GPUK_GT = 11, GPUK_G
 enum { GPUK_ABS = 0, GPUK_NEG = 1, GPUK_EXP = 2, GPUK_LOG = 3, GPUK_SQRT = 5, GPUK_TANH = 9,
        GPUK_SIGMOID = 10, GPUK_RELU = 11, GPUK_GELU = 12, GPUK_SILU = 13 };
 
-/* out[i] = a[i] op b[i] (float32, n elements; out may be a). */
-int gpuk_binary_f32(void *stream, int op, const float *a, const float *b, float *out, int64_t n);
-/* out[i] = a[i] op s, or s op a[i] when reversed (float32; out may be a). */
-int gpuk_binary_scalar_f32(void *stream, int op, const float *a, float s, int reversed, float *out, int64_t n);
-/* out[i] = op(a[i]) (float32; out may be a). */
-int gpuk_unary_f32(void *stream, int op, const float *a, float *out, int64_t n);
+/* out[i] = a[i] op b[i] over n contiguous elements of dt (float32,
+ * float64, int32, int64; out may be a). */
+int gpuk_binary(void *stream, int dt, int op, const void *a, const void *b, void *out, int64_t n);
+/* out[i] = a[i] op s, or s op a[i] when reversed (s converted to dt). */
+int gpuk_binary_scalar(void *stream, int dt, int op, const void *a, double s, int reversed, void *out, int64_t n);
+/* out[i] = op(a[i]) (float32 or float64; out may be a). */
+int gpuk_unary(void *stream, int dt, int op, const void *a, void *out, int64_t n);
 /* n bytes at dst: the psize-byte pattern repeated (psize 1, 2, 4 or 8). */
 int gpuk_fill(void *stream, void *dst, size_t n, const void *pattern, size_t psize);
 
