@@ -208,11 +208,17 @@ bench-cuda: cuda $(BENCH_CUDA_GEMM)
 # specs they skipped. `make test` runs them too when cuda.so was built.
 # tests/cuda/load_cuda.c: a C host (libcell.so, no Lua) loads the GPU with
 # cell_device_load("cuda"); without a GPU it checks the RuntimeError.
+# tests/cuda/emulate_kernels.sh: the pooling, batch norm and attention
+# kernels run on the host (one-thread emulation) against the CPU engine;
+# tests/cuda/host_gpu.sh: the GPU specs against the module built with its
+# device code on the host and fake CUDA libraries (no GPU needed).
 CUDA_LOAD_TEST = $(BUILD)/test_load_cuda
 $(CUDA_LOAD_TEST): tests/cuda/load_cuda.c $(HEADERS) $(LIBCELL_SO)
 	$(CC) $(ALL_CFLAGS) -Werror $< -o $@ $(LIBCELL_SO) -Wl,-rpath,'$$ORIGIN' -lm
 test-cuda: cuda $(CUDA_LOAD_TEST)
 	$(CUDA_LOAD_TEST)
+	BUILD=$(BUILD) sh tests/cuda/emulate_kernels.sh
+	BUILD=$(BUILD) LUA=$(LUA) CUDA_HOME=$(CUDA_HOME) sh tests/cuda/host_gpu.sh
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted --pattern=_cuda spec/cuda
 
 $(CELL_BIN): $(REPL_OBJ) $(BIND_OBJ) $(LIBCELL_A)

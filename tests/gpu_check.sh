@@ -7,12 +7,17 @@
 # spec/cuda/ops_cuda.lua and spec/cuda/nn_cuda.lua compares every GPU
 # kernel with the CPU's per dtype (float32, float64; casts among float16,
 # bfloat16 and the integers) and for strided and broadcast inputs, and the
-# gradients of softmax, layer norm, embedding, dropout, cross-entropy and
-# nll_loss through autograd; then the
+# gradients of softmax, layer norm, embedding, dropout, cross-entropy,
+# nll_loss, conv2d, batch norm, pooling, dense and attention through
+# autograd, and LeNet-5 / TinyGPT training steps against the CPU's; then the
 # same specs under compute-sanitizer (memcheck with leak checking, then
-# racecheck), and the gemm figures of cell.cuda against cuBLAS called
-# directly (make bench-cuda). Prints a summary line per step and exits
-# non-zero if any step failed or could not run.
+# racecheck); the Fashion-MNIST LeNet-5 trained on the GPU to the CPU's test
+# accuracy (spec/cuda/scripts/lenet_gpu.lua, 2 epochs each, within 1 point;
+# a synthetic set when the data set is not installed); the training-step
+# figures of LeNet-5, the CIFAR-size CNN and the tiny GPT on GPU and CPU
+# (spec/cuda/scripts/steps_gpu.lua); and the gemm figures of cell.cuda
+# against cuBLAS called directly (make bench-cuda). Prints a summary line
+# per step and exits non-zero if any step failed or could not run.
 # Usage: sh tests/gpu_check.sh [LUA=lua5.4|luajit]   (from anywhere)
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -55,6 +60,8 @@ else
   note "NOT RUN compute-sanitizer (not found on the PATH nor beside nvcc)"
   failed=1
 fi
+run "LeNet-5 trains on the GPU to the CPU's accuracy" $LUA_BIN spec/cuda/scripts/lenet_gpu.lua 2
+run "training-step figures (LeNet-5, CNN, tiny GPT; GPU and CPU)" $LUA_BIN spec/cuda/scripts/steps_gpu.lua
 run "gemm figures (cuBLAS direct, then cell.cuda)" make --no-print-directory bench-cuda LUA=$LUA
 
 echo "== summary$summary"

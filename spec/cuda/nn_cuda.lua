@@ -4,12 +4,18 @@
 -- log-softmax with their gradients, layer norm forward and backward,
 -- cross-entropy and nll_loss, conv2d (cuDNN) forward and backward,
 -- embedding forward and backward, dropout (the CPU's mask: one Philox
--- stream) and the fused SGD / Momentum / Adam / AdamW steps; float32 and
+-- stream), the fused SGD / Momentum / Adam / AdamW steps, batch norm
+-- (training with the running-stats update, inference, gradients), max and
+-- average pooling with their gradients, dense, reshape, copy_,
+-- comparisons and the sum of bool, GELU / SiLU and autograd's gradient
+-- formulas, scaled dot-product attention, and LeNet-5 and TinyGPT
+-- training steps against the CPU's; float32 and
 -- float64, contiguous and strided inputs. Runs only where
 -- cell.cuda.is_available(); elsewhere it prints how many it skipped.
 local cell = require "cell"
 local cuda = require "cell.cuda"
 local ops = cell.ops
+local nn = cell.nn
 local OI = require "cell.ops_internal"
 
 local function flat(t, out)
@@ -411,6 +417,308 @@ for _, dt in ipairs { "float32", "float64" } do
     end)
   end
 end
+
+-- Batch norm (issue 16's CNN rows): training forward with the running
+-- statistics updated on the device, inference, strided inputs, 2-D to 5-D
+-- inputs, and the gradients of the input, weight and bias.
+for _, dt in ipairs { "float32", "float64" } do
+  for _, s in ipairs { { 6, 5 }, { 4, 3, 7 }, { 3, 4, 5, 6 }, { 2, 3, 2, 3, 4 } } do
+    for _, lay in ipairs(layouts) do
+      case(("batch_norm %s %s %s"):format(dt, table.concat(s, "x"), lay[1]), function()
+        local x = input(s, dt, lay[2]) * 2 + 0.5
+        local c = s[2]
+        local w, b = cell.randn({ c }):astype(cell[dt]), cell.randn({ c }):astype(cell[dt])
+        local rm, rv = cell.randn({ c }):astype(cell[dt]), (cell.rand({ c }) + 0.5):astype(cell[dt])
+        local grm, grv = G(rm), G(rv)
+        local t = tol[dt] * 10
+        for _, o in ipairs { { training = true, momentum = 0.1 }, { training = true, momentum = 0.3, eps = 1e-3 } } do
+          close(ops.batch_norm(G(x), grm, grv, G(w), G(b), o), ops.batch_norm(x, rm, rv, w, b, o), t, t)
+          close(grm, rm, t, t) -- the running statistics moved the same way
+          close(grv, rv, t, t)
+        end
+        close(ops.batch_norm(G(x), grm, grv, G(w), G(b), { training = false }),
+          ops.batch_norm(x, rm, rv, w, b, { training = false }), t, t)
+        close(ops.batch_norm(G(x), grm, grv, nil, nil, { training = false }),
+          ops.batch_norm(x, rm, rv, nil, nil, { training = false }), t, t)
+      end)
+    end
+  end
+end
+
+for _, training in ipairs { true, false } do
+  case(("batch_norm gradients of the input, weight and bias (%s)"):format(training and "training" or "inference"), function()
+    local x, w, b, r = cell.randn { 4, 3, 5, 5 }, cell.randn { 3 }, cell.randn { 3 }, cell.randn { 4, 3, 5, 5 }
+    local rm, rv = cell.randn { 3 }, cell.rand { 3 } + 0.5
+    local function loss(a, ww, bb, rr, m, v)
+      return (ops.batch_norm(a, m, v, ww, bb, { training = training }) * rr):sum()
+    end
+    local gc = cell.grad(loss, { 1, 2, 3 })(x, w, b, r, rm:clone(), rv:clone())
+    local gg = cell.grad(loss, { 1, 2, 3 })(G(x), G(w), G(b), G(r), G(rm), G(rv))
+    for i = 1, 3 do close(gg[i], gc[i], 1e-4, 1e-5) end
+  end)
+end
+
+case("batch_norm: the CPU's errors (one value per channel, channel counts)", function()
+  local ok, err = pcall(ops.batch_norm, G(cell.randn { 1, 3 }), G(cell.zeros { 3 }), G(cell.ones { 3 }), nil, nil,
+    { training = true })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("ValueError: .*more than 1 value per channel"), tostring(err))
+  ok, err = pcall(ops.batch_norm, G(cell.randn { 4, 3 }), G(cell.zeros { 2 }), G(cell.ones { 2 }), nil, nil,
+    { training = true })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("ValueError", 1, true), tostring(err))
+end)
+
+case("nn.BatchNorm2d in training moves its running statistics on the GPU as on the CPU", function()
+  local bc = nn.BatchNorm2d(4)
+  local bg = nn.BatchNorm2d(4):move_to("GPU")
+  bc:set_train(true)
+  bg:set_train(true)
+  local x = cell.randn { 5, 4, 3, 3 } * 3 + 1
+  for _ = 1, 3 do
+    close(bg(G(x)), bc(x), 1e-5, 1e-5)
+  end
+  close(bg.moving_mean, bc.moving_mean, 1e-5, 1e-6)
+  close(bg.moving_variance, bc.moving_variance, 1e-5, 1e-6)
+  assert.are_not.same(cell.zeros({ 4 }):totable(), bg.moving_mean:move_to("CPU"):totable())
+end)
+
+-- Pooling: max (with indices, dilation) and average (count_include_pad),
+-- padding, ceil_mode, strided inputs, and their gradients.
+local pool_cfgs = {
+  { "2x2", 2, {} },
+  { "3x3 stride 2 padding 1", 3, { stride = 2, padding = 1 } },
+  { "3x2 stride 1", { 3, 2 }, { stride = 1 } },
+  { "3x3 stride 2 ceil_mode", 3, { stride = 2, ceil_mode = true } },
+  { "2x2 stride 2 padding 1 ceil_mode", 2, { stride = 2, padding = 1, ceil_mode = true } },
+}
+for _, dt in ipairs { "float32", "float64" } do
+  for _, cfg in ipairs(pool_cfgs) do
+    for _, lay in ipairs(layouts) do
+      case(("max_pool2d and avg_pool2d %s %s %s"):format(cfg[1], dt, lay[1]), function()
+        local x = input({ 2, 3, 9, 11 }, dt, lay[2])
+        local mo = {}
+        for k, v in pairs(cfg[3]) do mo[k] = v end
+        mo.return_indices = true
+        local gv, gi = ops.max_pool2d(G(x), cfg[2], mo)
+        local cv, ci = ops.max_pool2d(x, cfg[2], mo)
+        close(gv, cv, 0, 0)
+        close(gi, ci, 0, 0)
+        for _, cip in ipairs { true, false } do
+          local ao = {}
+          for k, v in pairs(cfg[3]) do ao[k] = v end
+          ao.count_include_pad = cip
+          close(ops.avg_pool2d(G(x), cfg[2], ao), ops.avg_pool2d(x, cfg[2], ao), tol[dt], tol[dt])
+        end
+        local r = cell.randn(cv.shape):astype(cell[dt])
+        local function mloss(a, rr) return (ops.max_pool2d(a, cfg[2], cfg[3]) * rr):sum() end
+        close(cell.grad(mloss, 1)(G(x), G(r)), cell.grad(mloss, 1)(x, r), tol[dt] * 10, tol[dt] * 10)
+        for _, cip in ipairs { true, false } do
+          local ao = {}
+          for k, v in pairs(cfg[3]) do ao[k] = v end
+          ao.count_include_pad = cip
+          local ra = cell.randn(ops.avg_pool2d(x, cfg[2], ao).shape):astype(cell[dt])
+          local function aloss(a, rr) return (ops.avg_pool2d(a, cfg[2], ao) * rr):sum() end
+          close(cell.grad(aloss, 1)(G(x), G(ra)), cell.grad(aloss, 1)(x, ra), tol[dt] * 10, tol[dt] * 10)
+        end
+      end)
+    end
+  end
+end
+
+case("max_pool2d with dilation, and a NaN wins its window", function()
+  local x = cell.randn { 1, 2, 10, 10 }
+  local o = { stride = 1, dilation = 2, return_indices = true }
+  local gv, gi = ops.max_pool2d(G(x), 3, o)
+  local cv, ci = ops.max_pool2d(x, 3, o)
+  close(gv, cv, 0, 0)
+  close(gi, ci, 0, 0)
+  local n = cell.tensor({ { { { 1, 0 / 0 }, { 3, 2 } } } })
+  close(ops.max_pool2d(G(n), 2), ops.max_pool2d(n, 2), 0, 0)
+end)
+
+case("pooling: the CPU's ValueError for padding over half the kernel", function()
+  local ok, err = pcall(ops.max_pool2d, G(cell.randn { 1, 1, 6, 6 }), 2, { padding = 2 })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("ValueError", 1, true), tostring(err))
+end)
+
+-- Dense (the linear row through cuBLAS) and its gradients.
+for _, dt in ipairs { "float32", "float64" } do
+  for _, s in ipairs { { 7, 13 }, { 3, 5, 13 }, { 2, 13 } } do
+    for _, lay in ipairs(layouts) do
+      case(("dense %s %s %s"):format(dt, table.concat(s, "x"), lay[1]), function()
+        local x = input(s, dt, lay[2])
+        local w, b = cell.randn({ 9, 13 }):astype(cell[dt]), cell.randn({ 9 }):astype(cell[dt])
+        local wt = cell.randn({ 13, 9 }):astype(cell[dt]):transpose(1, 2) -- a strided weight
+        local t = dt == "float32" and 1e-5 or 1e-12
+        close(ops.dense(G(x), G(w), G(b)), ops.dense(x, w, b), t, t)
+        close(ops.dense(G(x), G(w)), ops.dense(x, w), t, t)
+        close(ops.dense(G(x), G(wt), G(b)), ops.dense(x, wt, b), t, t)
+        local r = cell.randn(ops.dense(x, w, b).shape):astype(cell[dt])
+        local function loss(a, ww, bb, rr) return (ops.dense(a, ww, bb) * rr):sum() end
+        local gc = cell.grad(loss, { 1, 2, 3 })(x, w, b, r)
+        local gg = cell.grad(loss, { 1, 2, 3 })(G(x), G(w), G(b), G(r))
+        for i = 1, 3 do close(gg[i], gc[i], t * 10, t * 10) end
+      end)
+    end
+  end
+end
+
+-- reshape: a view sharing the storage when the strides allow one, else a copy.
+case("reshape and flatten: views where the CPU makes views, copies where it copies", function()
+  local a = cell.randn { 4, 6 }
+  local g = G(a)
+  local v = g:reshape { 2, 12 }
+  close(v, a:reshape { 2, 12 }, 0, 0)
+  v:mul_(2) -- a view: the original changes too
+  close(g, a * 2, 0, 0)
+  local t = G(cell.randn { 3, 5 }):transpose(1, 2)
+  local c = t:reshape { 15 }
+  close(c, t:move_to("CPU"):reshape { 15 }, 0, 0)
+  assert.are.same({ 24 }, G(cell.randn { 2, 3, 4 }):flatten().shape)
+  local ok, err = pcall(function() return g:reshape { 5, 5 } end)
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("ValueError: .*cannot reshape"), tostring(err))
+end)
+
+case("copy_: broadcast and cast into a contiguous tensor", function()
+  local d, s = cell.zeros { 3, 4 }, cell.randn { 4 }:astype(cell.float64)
+  local gd = G(d)
+  gd:copy_(G(s))
+  d:copy_(s)
+  close(gd, d, 0, 0)
+end)
+
+-- Comparisons to bool (any real dtypes) and the sum of a bool tensor: what
+-- the accuracy metric runs.
+case("comparisons and the sum of bool", function()
+  local a, b = cell.randint(1, 4, { 5, 7 }), cell.randint(1, 4, { 7 })
+  for _, op in ipairs { "eq", "ne", "lt", "le", "gt", "ge" } do
+    close(G(a)[op](G(a), G(b)), a[op](a, b), 0, 0)
+  end
+  local x, y = cell.randn { 6, 3 }, cell.randn { 6, 3 }
+  close(G(x):lt(G(y)), x:lt(y), 0, 0)
+  close(G(a):eq(G(b)):sum(), a:eq(b):sum(), 0, 0)
+  close(G(a):eq(G(b)):sum(1), a:eq(b):sum(1), 0, 0)
+end)
+
+-- GELU and SiLU, and autograd's gradient formulas (the ew row).
+case("gelu and silu forward; the gradients of relu, gelu, silu, sigmoid, tanh, exp, clamp", function()
+  local x = input({ 9, 40 }, "float32", true) * 3
+  close(G(x):gelu(), x:gelu(), 1e-5, 1e-6)
+  close(G(x):silu(), x:silu(), 1e-5, 1e-6)
+  for _, f in ipairs {
+    function(a) return a:relu() end,
+    function(a) return a:gelu() end,
+    function(a) return a:silu() end,
+    function(a) return a:sigmoid() end,
+    function(a) return a:tanh() end,
+    function(a) return a:exp() end,
+    function(a) return a:clamp(-1, 1) end,
+  } do
+    local r = cell.randn(x.shape)
+    local function loss(a, rr) return (f(a) * rr):sum() end
+    close(cell.grad(loss, 1)(G(x), G(r)), cell.grad(loss, 1)(x, r), 1e-5, 1e-5)
+  end
+end)
+
+-- One LeNet-5 training step (conv, batch norm, ReLU, max pooling, Dense,
+-- cross-entropy, Adam), on the GPU and on the CPU from the same weights.
+case("a LeNet-5 training step on the GPU is the CPU's", function()
+  package.path = "examples/lib/?.lua;" .. package.path
+  local LeNet5 = require("models").LeNet5
+  local x, y = cell.rand { 16, 1, 28, 28 }, cell.randint(1, 11, { 16 })
+  local losses, nets = {}, {}
+  for i, dev in ipairs { "CPU", "GPU" } do
+    cell.set_seed(9)
+    local net = LeNet5(10)
+    local step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.CrossEntropyLoss()), nn.Adam(net:trainable_params(), 1e-3))
+    step:move_to(dev) -- the network's parameters and buffers and the optimizer's state
+    step:set_train(true)
+    for _ = 1, 3 do losses[i] = step(x:move_to(dev), y:move_to(dev)) end
+    nets[i] = net
+  end
+  close(losses[2], losses[1], 1e-4, 1e-5)
+  close(nets[2].fc3.weight, nets[1].fc3.weight, 1e-4, 1e-5)
+  close(nets[2].conv1.weight, nets[1].conv1.weight, 1e-4, 1e-5)
+  close(nets[2].bn2.moving_mean, nets[1].bn2.moving_mean, 1e-4, 1e-5)
+  assert.are_not.same(cell.zeros({ 16 }):totable(), nets[2].bn2.moving_mean:move_to("CPU"):totable())
+end)
+
+-- Scaled dot-product attention (no mask tensor, no dropout): forward and
+-- the gradients of q, k and v, causal or not, strided inputs (the heads
+-- split out of a {B, T, H, E} tensor, as nn.MultiheadAttention does).
+for _, dt in ipairs { "float32", "float64" } do
+  for _, causal in ipairs { false, true } do
+    case(("scaled_dot_product_attention %s%s"):format(dt, causal and " causal" or ""), function()
+      local function heads(s) return cell.randn(s):astype(cell[dt]):transpose(2, 3) end -- {B, H, T, E}, strided
+      local q, k, v = heads { 2, 7, 3, 8 }, heads { 2, 9, 3, 8 }, heads { 2, 9, 3, 5 }
+      if causal then k, v = heads { 2, 7, 3, 8 }, heads { 2, 7, 3, 5 } end
+      local o = { is_causal = causal }
+      local t = dt == "float32" and 1e-5 or 1e-12
+      local sdpa = ops.scaled_dot_product_attention
+      close(sdpa(G(q), G(k), G(v), o), sdpa(q, k, v, o), t, t)
+      close(sdpa(G(q), G(k), G(v), { is_causal = causal, scale = 0.3 }), sdpa(q, k, v, { is_causal = causal, scale = 0.3 }), t, t)
+      local r = cell.randn(sdpa(q, k, v, o).shape):astype(cell[dt])
+      local function loss(a, b, c, rr) return (sdpa(a, b, c, o) * rr):sum() end
+      local gc = cell.grad(loss, { 1, 2, 3 })(q, k, v, r)
+      local gg = cell.grad(loss, { 1, 2, 3 })(G(q), G(k), G(v), G(r))
+      for i = 1, 3 do close(gg[i], gc[i], t * 10, t * 10) end
+    end)
+  end
+end
+
+case("scaled_dot_product_attention: a mask tensor and dropout are declined (NotImplementedError)", function()
+  local q = G(cell.randn { 1, 4, 8 })
+  local ok, err = pcall(ops.scaled_dot_product_attention, q, q, q, { attn_mask = G(cell.ones({ 4, 4 }):astype(cell.bool)) })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("NotImplementedError: .*not supported on device GPU"), tostring(err))
+  ok, err = pcall(ops.scaled_dot_product_attention, q, q, q, { dropout_p = 0.5 })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("NotImplementedError: .*not supported on device GPU"), tostring(err))
+end)
+
+-- One step of the benchmarks' tiny GPT (embeddings, pre-norm Transformer
+-- blocks with causal attention and GELU, AdamW) on the GPU and the CPU.
+case("a TinyGPT training step on the GPU is the CPU's", function()
+  package.path = "examples/lib/?.lua;" .. package.path
+  local lib = require "models"
+  local x, y = cell.randint(1, 41, { 4, 16 }), cell.randint(1, 41, { 4, 16 })
+  local losses, nets = {}, {}
+  for i, dev in ipairs { "CPU", "GPU" } do
+    cell.set_seed(5)
+    local net = lib.TinyGPT(40, 16, 32, 4, 2)
+    local step = nn.TrainOneStepCell(nn.WithLossCell(net, lib.SeqLoss(40)), nn.AdamW(net:trainable_params(), 1e-3))
+    step:move_to(dev)
+    net.positions = net.positions:move_to(dev) -- a plain field, not a buffer: move_to leaves it
+    step:set_train(true)
+    for _ = 1, 2 do losses[i] = step(x:move_to(dev), y:move_to(dev)) end
+    nets[i] = net
+  end
+  close(losses[2], losses[1], 1e-4, 1e-5)
+  close(nets[2].head.weight, nets[1].head.weight, 1e-4, 1e-5)
+  close(nets[2].tok.embedding_table, nets[1].tok.embedding_table, 1e-4, 1e-5)
+end)
+
+-- The optimizers whose fused step (optim_step) the GPU does not run decline
+-- cleanly: a NotImplementedError, the parameter left as it was.
+case("RMSProp, Adagrad and Adam with amsgrad decline their step (NotImplementedError), parameters unchanged", function()
+  for _, make in ipairs {
+    function(ps) return nn.RMSProp(ps, 0.01) end,
+    function(ps) return nn.Adagrad(ps, 0.01) end,
+    function(ps) return nn.Adam(ps, 0.01, { use_amsgrad = true }) end,
+  } do
+    local w = cell.Parameter(G(cell.randn { 3, 4 }), "w")
+    local opt = make({ w })
+    opt:move_to("GPU") -- its state
+    local before = w:move_to("CPU"):totable()
+    local ok, err = pcall(opt, { G(cell.ones { 3, 4 }) })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("NotImplementedError: .*not supported on device GPU"), tostring(err))
+    assert.are.same(before, w:move_to("CPU"):totable())
+  end
+end)
 
 describe("cell.cuda's nn kernels on the GPU", function()
   if not cuda.is_available() then

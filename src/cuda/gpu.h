@@ -3,12 +3,14 @@
  * The module registers one "GPU" device table per visible CUDA device
  * (GPU:0, GPU:1, ...) with the engine's device layer when cell.cuda loads.
  * Memory comes from a caching allocator (gpu_mem.c); copies, fills and
- * kernels are queued on the device's one stream; cuBLAS runs gemm
- * (gpu_blas.c) and cuDNN conv2d (gpu_dnn.c); the other kernels are CUDA
- * (gpu_ew.cu, gpu_nn.cu, gpu_loss.cu, reached through gpu_kern.h and
- * gpu_nn.c, gpu_loss.c). Every kernel row the module does not implement is
- * declined by supports_op (gpu_table.c), so the engine raises
- * NotImplementedError rather than running it anywhere else. */
+ * kernels are queued on the device's one stream; cuBLAS runs gemm and
+ * linear (gpu_blas.c) and cuDNN conv2d (gpu_dnn.c); the other kernels are
+ * CUDA (gpu_ew.cu, gpu_nn.cu, gpu_loss.cu, gpu_cnn.cu, gpu_grad.cu,
+ * gpu_attn.cu, reached through gpu_kern.h from gpu_nn.c, gpu_loss.c,
+ * gpu_cnn.c, gpu_grad.c, gpu_attn.c and gpu_view.c). Every kernel row
+ * the module does not implement is declined by supports_op (gpu_table.c),
+ * so the engine raises NotImplementedError rather than running it
+ * anywhere else. */
 #ifndef CELL_CUDA_GPU_H
 #define CELL_CUDA_GPU_H
 #include "../ops/device.h"

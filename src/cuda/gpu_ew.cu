@@ -1,5 +1,8 @@
 // gpu_ew.cu - the GPU module's CUDA kernels: elementwise binary (tensor and
-// tensor, tensor and scalar) and unary ops over contiguous float32, and the pattern fill. Grid-stride loops, so
+// tensor, tensor and scalar: + - * / maximum minimum) over contiguous
+// float32, float64, int32 and int64, unary ops (abs, neg, exp, log, sqrt,
+// tanh, sigmoid, relu, gelu, silu) over float32 and float64, and the
+// pattern fill. Grid-stride loops, so
 // any n runs with a bounded grid; launches go on the caller's stream and
 // return the launch's error (an error inside a kernel shows at the next
 // synchronisation).
@@ -16,52 +19,44 @@ unsigned blocks_for(int64_t n) {
   return (unsigned)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
 }
 
-__global__ void binary_f32(int op, const float *a, const float *b, float *out, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    float x = a[i], y = b[i], r;
-    switch (op) {
-    case GPUK_ADD: r = x + y; break;
-    case GPUK_SUB: r = x - y; break;
-    case GPUK_MUL: r = x * y; break;
-    case GPUK_DIV: r = x / y; break;
-    case GPUK_MAXIMUM: r = (x != x || y != y) ? x + y : fmaxf(x, y); break;
-    default: r = (x != x || y != y) ? x + y : fminf(x, y); break;
-    }
-    out[i] = r;
+// a op b; maximum / minimum propagate a NaN (x != x is false for integers).
+template <typename T> __device__ __forceinline__ T bin(int op, T x, T y) {
+  switch (op) {
+  case GPUK_ADD: return x + y;
+  case GPUK_SUB: return x - y;
+  case GPUK_MUL: return x * y;
+  case GPUK_DIV: return x / y; // floats only (the host declines integer division)
+  case GPUK_MAXIMUM: return (x != x || y != y) ? x + y : (x > y ? x : y);
+  default: return (x != x || y != y) ? x + y : (x < y ? x : y);
   }
 }
 
-__global__ void unary_f32(int op, const float *a, float *out, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    float x = a[i], r;
-    switch (op) {
-    case GPUK_ABS: r = fabsf(x); break;
-    case GPUK_NEG: r = -x; break;
-    case GPUK_EXP: r = expf(x); break;
-    case GPUK_LOG: r = logf(x); break;
-    case GPUK_SQRT: r = sqrtf(x); break;
-    case GPUK_TANH: r = tanhf(x); break;
-    case GPUK_SIGMOID: r = 1.0f / (1.0f + expf(-x)); break;
-    default: r = x > 0.0f ? x : (x != x ? x : 0.0f); break; // relu keeps NaN
-    }
-    out[i] = r;
-  }
+template <typename T> __global__ void binary_k(int op, const T *a, const T *b, T *out, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    out[i] = bin<T>(op, a[i], b[i]);
 }
 
 // out[i] = a[i] op s, or s op a[i] (reversed).
-__global__ void binary_scalar_f32(int op, const float *a, float s, int reversed, float *out, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    float x = reversed ? s : a[i], y = reversed ? a[i] : s, r;
+template <typename T> __global__ void binary_scalar_k(int op, const T *a, T s, int reversed, T *out, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    out[i] = reversed ? bin<T>(op, s, a[i]) : bin<T>(op, a[i], s);
+}
+
+// Float unary ops (float's overloads of the math functions for float).
+template <typename T> __global__ void unary_k(int op, const T *a, T *out, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    T x = a[i], r;
     switch (op) {
-    case GPUK_ADD: r = x + y; break;
-    case GPUK_SUB: r = x - y; break;
-    case GPUK_MUL: r = x * y; break;
-    case GPUK_DIV: r = x / y; break;
-    case GPUK_MAXIMUM: r = (x != x || y != y) ? x + y : fmaxf(x, y); break;
-    default: r = (x != x || y != y) ? x + y : fminf(x, y); break;
+    case GPUK_ABS: r = fabs(x); break;
+    case GPUK_NEG: r = -x; break;
+    case GPUK_EXP: r = exp(x); break;
+    case GPUK_LOG: r = log(x); break;
+    case GPUK_SQRT: r = sqrt(x); break;
+    case GPUK_TANH: r = tanh(x); break;
+    case GPUK_SIGMOID: r = (T)1 / ((T)1 + exp(-x)); break;
+    case GPUK_GELU: r = x * (T)0.5 * ((T)1 + erf(x * (T)0.70710678118654752440)); break;
+    case GPUK_SILU: r = x / ((T)1 + exp(-x)); break;
+    default: r = x > (T)0 ? x : (x != x ? x : (T)0); break; // relu keeps NaN
     }
     out[i] = r;
   }
@@ -83,23 +78,38 @@ template <typename T> int fill_as(cudaStream_t s, void *dst, size_t n, const voi
 
 } // namespace
 
-extern "C" int gpuk_binary_f32(void *stream, int op, const float *a, const float *b, float *out,
-                               int64_t n) {
+extern "C" int gpuk_binary(void *stream, int dt, int op, const void *a, const void *b, void *out, int64_t n) {
   if (n <= 0) return 0;
-  binary_f32<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, a, b, out, n);
+  cudaStream_t st = (cudaStream_t)stream;
+  switch (dt) {
+  case GPUK_F64: binary_k<double><<<blocks_for(n), kThreads, 0, st>>>(op, (const double *)a, (const double *)b, (double *)out, n); break;
+  case GPUK_I64: binary_k<long long><<<blocks_for(n), kThreads, 0, st>>>(op, (const long long *)a, (const long long *)b, (long long *)out, n); break;
+  case GPUK_I32: binary_k<int><<<blocks_for(n), kThreads, 0, st>>>(op, (const int *)a, (const int *)b, (int *)out, n); break;
+  default: binary_k<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float *)a, (const float *)b, (float *)out, n); break;
+  }
   return (int)cudaGetLastError();
 }
 
-extern "C" int gpuk_binary_scalar_f32(void *stream, int op, const float *a, float s, int reversed, float *out,
-                                      int64_t n) {
+extern "C" int gpuk_binary_scalar(void *stream, int dt, int op, const void *a, double s, int reversed, void *out,
+                                  int64_t n) {
   if (n <= 0) return 0;
-  binary_scalar_f32<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, a, s, reversed, out, n);
+  cudaStream_t st = (cudaStream_t)stream;
+  switch (dt) {
+  case GPUK_F64: binary_scalar_k<double><<<blocks_for(n), kThreads, 0, st>>>(op, (const double *)a, s, reversed, (double *)out, n); break;
+  case GPUK_I64: binary_scalar_k<long long><<<blocks_for(n), kThreads, 0, st>>>(op, (const long long *)a, (long long)s, reversed, (long long *)out, n); break;
+  case GPUK_I32: binary_scalar_k<int><<<blocks_for(n), kThreads, 0, st>>>(op, (const int *)a, (int)s, reversed, (int *)out, n); break;
+  default: binary_scalar_k<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float *)a, (float)s, reversed, (float *)out, n); break;
+  }
   return (int)cudaGetLastError();
 }
 
-extern "C" int gpuk_unary_f32(void *stream, int op, const float *a, float *out, int64_t n) {
+extern "C" int gpuk_unary(void *stream, int dt, int op, const void *a, void *out, int64_t n) {
   if (n <= 0) return 0;
-  unary_f32<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, a, out, n);
+  cudaStream_t st = (cudaStream_t)stream;
+  if (dt == GPUK_F64)
+    unary_k<double><<<blocks_for(n), kThreads, 0, st>>>(op, (const double *)a, (double *)out, n);
+  else
+    unary_k<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float *)a, (float *)out, n);
   return (int)cudaGetLastError();
 }
 

@@ -11,16 +11,19 @@ extern "C" {
 
 /* Binary op codes (the engine's cell_binop values these kernels run). */
 enum { GPUK_ADD = 0, GPUK_SUB = 1, GPUK_MUL = 2, GPUK_DIV = 3, GPUK_MAXIMUM = 5, GPUK_MINIMUM = 6 };
+/* Comparison codes (cell_binop values; the result is bool). */
+enum { GPUK_EQ = 7, GPUK_NE = 8, GPUK_LT = 9, GPUK_LE = 10, GPUK_GT = 11, GPUK_GE = 12 };
 /* Unary op codes (cell_unop values). */
 enum { GPUK_ABS = 0, GPUK_NEG = 1, GPUK_EXP = 2, GPUK_LOG = 3, GPUK_SQRT = 5, GPUK_TANH = 9,
-       GPUK_SIGMOID = 10, GPUK_RELU = 11 };
+       GPUK_SIGMOID = 10, GPUK_RELU = 11, GPUK_GELU = 12, GPUK_SILU = 13 };
 
-/* out[i] = a[i] op b[i] (float32, n elements; out may be a). */
-int gpuk_binary_f32(void *stream, int op, const float *a, const float *b, float *out, int64_t n);
-/* out[i] = a[i] op s, or s op a[i] when reversed (float32; out may be a). */
-int gpuk_binary_scalar_f32(void *stream, int op, const float *a, float s, int reversed, float *out, int64_t n);
-/* out[i] = op(a[i]) (float32; out may be a). */
-int gpuk_unary_f32(void *stream, int op, const float *a, float *out, int64_t n);
+/* out[i] = a[i] op b[i] over n contiguous elements of dt (float32,
+ * float64, int32, int64; out may be a). */
+int gpuk_binary(void *stream, int dt, int op, const void *a, const void *b, void *out, int64_t n);
+/* out[i] = a[i] op s, or s op a[i] when reversed (s converted to dt). */
+int gpuk_binary_scalar(void *stream, int dt, int op, const void *a, double s, int reversed, void *out, int64_t n);
+/* out[i] = op(a[i]) (float32 or float64; out may be a). */
+int gpuk_unary(void *stream, int dt, int op, const void *a, void *out, int64_t n);
 /* n bytes at dst: the psize-byte pattern repeated (psize 1, 2, 4 or 8). */
 int gpuk_fill(void *stream, void *dst, size_t n, const void *pattern, size_t psize);
 
@@ -107,6 +110,75 @@ int gpuk_nll_backward(void *stream, int dt, const long long *cls, const double *
                       double kscale, void *gx, int64_t rows, int64_t c, int64_t inner);
 /* out[i] = in[i] * k as dtype odt (float32 or float64). */
 int gpuk_scale_cast(void *stream, const double *in, int odt, void *out, int64_t n, double k);
+
+/* --- gpu_grad.cu: autograd's gradient formulas and comparisons ----------------------- */
+
+/* The formulas' codes (ew.h's ew_op values the GPU runs). */
+enum {
+  GPUK_EW_ABS = 1, GPUK_EW_NEG, GPUK_EW_EXP, GPUK_EW_LOG, GPUK_EW_LOG1P, GPUK_EW_SQRT, GPUK_EW_RSQRT, GPUK_EW_SIN,
+  GPUK_EW_COS, GPUK_EW_TANH, GPUK_EW_SIGMOID, GPUK_EW_RELU, GPUK_EW_GELU, GPUK_EW_SILU, GPUK_EW_CLAMP,
+  GPUK_EW_SEL_TRUE, GPUK_EW_SEL_FALSE, GPUK_EW_SCALE, GPUK_EW_MUL, GPUK_EW_DIV, GPUK_EW_EQ, GPUK_EW_ABS_EQ,
+  GPUK_EW_IS_ZERO, GPUK_EW_ZERO_TO_ONE, GPUK_EW_SQUARE = 44, GPUK_EW_RECIPROCAL, GPUK_EW_SOFTPLUS, GPUK_EW_FINITE
+};
+/* Whether gpuk_ew runs formula op. */
+int gpuk_ew_supported(int op);
+/* out = formula op of a, b, c (n contiguous elements of dt, float32 or
+ * float64; an absent operand NULL). */
+int gpuk_ew(void *stream, int dt, int op, double k0, double k1, const void *a, const void *b, const void *c,
+            void *out, int64_t n);
+/* out (bool) = a op b over n elements of int64 (is_int) or float64. */
+int gpuk_compare(void *stream, int op, int is_int, const void *a, const void *b, unsigned char *out, int64_t n);
+
+/* --- gpu_attn.cu: scaled dot-product attention (no mask tensor, no dropout) ---------- */
+
+/* q {H, L, E}, k {H, S, E}, v {H, S, Ev} contiguous of dt; out {H, L, Ev};
+ * lse {H L}; P: H L S doubles of scratch. */
+int gpuk_sdpa(void *stream, int dt, const void *q, const void *k, const void *v, void *out, double *lse, double *P,
+              int64_t H, int64_t L, int64_t S, int64_t E, int64_t Ev, double scale, int causal);
+/* The gradients gq, gk, gv (each may be NULL) from g {H, L, Ev}, the
+ * output o and lse; D: H L doubles, P and dS: H L S doubles of scratch. */
+int gpuk_sdpa_backward(void *stream, int dt, const void *g, const void *q, const void *k, const void *v,
+                       const void *o, const double *lse, double *D, double *P, double *dS, void *gq, void *gk,
+                       void *gv, int64_t H, int64_t L, int64_t S, int64_t E, int64_t Ev, double scale, int causal);
+
+/* --- gpu_cnn.cu: batch norm and 2-D pooling ------------------------------------------ */
+
+/* Batch norm over x seen as (n, c, inner), contiguous; statistics, weight
+ * and bias float64 (w, b may be NULL: ones, zeros). mean / var: each
+ * channel's mean and biased variance. */
+int gpuk_bn_stats(void *stream, int dt, const void *x, double *mean, double *var, int64_t n, int64_t c,
+                  int64_t inner);
+/* y = (x - mean) / sqrt(var + eps) w + b. */
+int gpuk_bn_apply(void *stream, int dt, const void *x, void *y, const double *mean, const double *var,
+                  const double *w, const double *b, int64_t n, int64_t c, int64_t inner, double eps);
+/* running[i * stride] = momentum running + (1 - momentum) v[i] scale
+ * (running: float32 or float64). */
+int gpuk_bn_blend(void *stream, int dt, void *running, int64_t stride, const double *v, int64_t n,
+                  double momentum, double scale);
+/* gw, gb (may be NULL) and gx (may be NULL); k: 3 c doubles of scratch. */
+int gpuk_bn_backward(void *stream, int dt, const void *g, const void *x, const double *mean,
+                     const double *var, const double *w, void *gx, double *gw, double *gb, double *k,
+                     int64_t n, int64_t c, int64_t inner, double eps, int training);
+
+/* y (m contiguous rows of n) += b (n) per row: linear's bias. */
+int gpuk_add_bias(void *stream, int dt, void *y, const void *b, int64_t m, int64_t n);
+
+/* A pooling's geometry (pool.c's cell_conv_geom): planes of h x w to
+ * planes of oh x ow, kernel, stride, padding (top, bottom, left, right)
+ * and dilation. */
+typedef struct gpuk_pool {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw;
+} gpuk_pool;
+/* Max pooling: y and each maximum's position in its plane (int64). */
+int gpuk_max_pool(void *stream, int dt, gpuk_pool p, const void *x, void *y, long long *idx);
+/* gx (zeroed by the caller) += gy at the positions (atomically); *bad
+ * (set to ~0 first) gets 1 + the first output whose position is outside
+ * [0, hw). */
+int gpuk_max_pool_backward(void *stream, int dt, const void *gy, const long long *idx, void *gx,
+                           int64_t planes, int64_t op, int64_t hw, unsigned long long *bad);
+int gpuk_avg_pool(void *stream, int dt, gpuk_pool p, int count_include_pad, const void *x, void *y);
+/* gx (every element written) from gy. */
+int gpuk_avg_pool_backward(void *stream, int dt, gpuk_pool p, int count_include_pad, const void *gy, void *gx);
 
 #ifdef __cplusplus
 }

@@ -111,7 +111,7 @@ static cell_status mark_dims(const char *op, const cell_tensor *a, int ndims, co
 /* a gathered with its kept dims first and its reduced dims last:
  * (outer = kept elements, r = reduced elements, inner 1); the result's
  * shape into shape / *ndim. */
-static cell_status to_rows(const cell_tensor *a, const int *red, int keepdim, cell_tensor **rows,
+static cell_status to_rows(const cell_tensor *a, cell_dtype dt, const int *red, int keepdim, cell_tensor **rows,
                            int64_t *outer, int64_t *r, int *ndim, int64_t *shape) {
   int64_t pshape[CELL_MAX_DIMS], pstride[CELL_MAX_DIMS];
   int n = 0, nd = 0;
@@ -133,7 +133,7 @@ static cell_status to_rows(const cell_tensor *a, const int *red, int keepdim, ce
       *r *= a->shape[d];
     }
   *ndim = nd;
-  return gather(a, a->dtype, n, pshape, pstride, rows);
+  return gather(a, dt, n, pshape, pstride, rows);
 }
 
 cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims, int keepdim,
@@ -149,15 +149,28 @@ cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int
   CELL_TRY(mark_dims(name, a, ndims, dims, red));
   cell_tensor *rows, *o = NULL;
   int64_t outer, r, shape[CELL_MAX_DIMS];
-  CELL_TRY(to_rows(a, red, keepdim, &rows, &outer, &r, &nd, shape));
+  /* bool and integers: the sum only, as int64 (the CPU's promotion),
+   * accumulated in double: exact below 2^53 (int64 inputs are declined). */
+  int ints = a->dtype != CELL_DTYPE_F32 && a->dtype != CELL_DTYPE_F64;
+  if (ints && (op != CELL_RED_SUM || a->dtype == CELL_DTYPE_I64 || !gpu_dtype_copyable(a->dtype) ||
+               a->dtype == CELL_DTYPE_F16 || a->dtype == CELL_DTYPE_BF16))
+    return cell_error(CELL_ERR_NOTIMPL, "%s of %s is not supported on device GPU", name, cell_dtype_name(a->dtype));
+  cell_dtype ct = ints ? CELL_DTYPE_F64 : a->dtype;
+  CELL_TRY(to_rows(a, ct, red, keepdim, &rows, &outer, &r, &nd, shape));
   if (r == 0 && (op == CELL_RED_MAX || op == CELL_RED_MIN)) {
     cell_tensor_release(rows);
     return cell_error(CELL_ERR_VALUE, "%s: cannot reduce over an empty dimension (no identity)", name);
   }
-  cell_status s = gpu_new_tensor(gpu_ctx_of(a), a->dtype, nd, shape, &o);
+  cell_status s = gpu_new_tensor(gpu_ctx_of(a), ct, nd, shape, &o);
   if (s == CELL_OK)
-    s = launch(gpuk_reduce(stream_of(a), (int)a->dtype, (int)op, gpu_data(rows), gpu_data(o), outer, r, 1), name);
+    s = launch(gpuk_reduce(stream_of(a), (int)ct, (int)op, gpu_data(rows), gpu_data(o), outer, r, 1), name);
   cell_tensor_release(rows);
+  if (s == CELL_OK && ints) { /* the float64 sums as int64 */
+    cell_tensor *o64;
+    s = gather(o, CELL_DTYPE_I64, o->ndim, o->shape, o->stride, &o64);
+    cell_tensor_release(o);
+    o = s == CELL_OK ? o64 : NULL;
+  }
   if (s != CELL_OK) {
     if (o) cell_tensor_release(o);
     return s;
@@ -171,7 +184,7 @@ static cell_status arg_extreme(const char *name, const cell_tensor *a, const int
   cell_tensor *rows, *v = NULL, *ix = NULL;
   int64_t outer, r, shape[CELL_MAX_DIMS];
   int nd;
-  CELL_TRY(to_rows(a, red, keepdim, &rows, &outer, &r, &nd, shape));
+  CELL_TRY(to_rows(a, a->dtype, red, keepdim, &rows, &outer, &r, &nd, shape));
   if (r == 0) {
     cell_tensor_release(rows);
     return cell_error(CELL_ERR_VALUE, "%s: cannot reduce over an empty dimension", name);

@@ -53,4 +53,46 @@ cell_status gpu_conv2d_backward(cell_conv_lowering how, const cell_tensor *gy, c
                                 const int64_t *dilation, int64_t groups, cell_tensor **gx, cell_tensor **gw,
                                 cell_tensor **gb);
 
+/* gpu_blas.c: linear and its backward through cuBLAS. */
+cell_status gpu_linear(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b, cell_tensor **out);
+cell_status gpu_linear_backward(const cell_tensor *g, const cell_tensor *x, const cell_tensor *w, cell_tensor **gx,
+                                cell_tensor **gw, cell_tensor **gb);
+
+/* gpu_view.c: reshape (a view when the strides allow, else a copy) and copy_. */
+cell_status gpu_reshape(const cell_tensor *t, int ndim, const int64_t *shape, cell_tensor **out);
+cell_status gpu_copy_(cell_tensor *dst, const cell_tensor *src);
+
+/* gpu_grad.c: autograd's gradient formulas and the comparisons. */
+cell_status gpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, const int64_t *shape, const cell_tensor *a,
+                   const cell_tensor *b, const cell_tensor *c, cell_tensor **out);
+cell_status gpu_compare(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
+
+/* gpu_attn.c: scaled dot-product attention (no mask tensor, no dropout). */
+cell_status gpu_sdpa(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v, const cell_tensor *mask,
+                     cell_sdpa_args *a, cell_tensor **out, cell_tensor **lse);
+cell_status gpu_sdpa_backward(const cell_tensor *g, const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
+                              const cell_tensor *mask, const cell_tensor *o, const cell_tensor *lse,
+                              const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk, cell_tensor **gv,
+                              cell_tensor **gm);
+
+/* gpu_cnn.c: batch norm (forward, backward, the running-stats update) and
+ * 2-D max / average pooling with their backward passes. */
+cell_status gpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean, cell_tensor *running_var,
+                           const cell_tensor *weight, const cell_tensor *bias, int training, double momentum,
+                           double eps, int update, cell_tensor **out, cell_tensor **mean, cell_tensor **var);
+cell_status gpu_batch_norm_backward(const cell_tensor *g, const cell_tensor *x, const cell_tensor *weight,
+                                    const cell_tensor *mean, const cell_tensor *var, double eps, int training,
+                                    cell_tensor **gx, cell_tensor **gw, cell_tensor **gb);
+void gpu_batch_norm_update(cell_tensor *running_mean, cell_tensor *running_var, const cell_tensor *mean,
+                           const cell_tensor *var, int64_t count, double momentum);
+cell_status gpu_max_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                           const int64_t *dilation, int ceil_mode, cell_tensor **out, cell_tensor **indices);
+cell_status gpu_max_pool2d_backward(const cell_tensor *gy, const cell_tensor *indices, const int64_t *in_shape,
+                                    cell_dtype dt, cell_tensor **gx);
+cell_status gpu_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                           int ceil_mode, int count_include_pad, cell_tensor **out);
+cell_status gpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_shape, const int64_t *kernel,
+                                    const int64_t *stride, const int64_t *padding, int ceil_mode,
+                                    int count_include_pad, cell_dtype dt, cell_tensor **gx);
+
 #endif

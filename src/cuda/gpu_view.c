@@ -1,0 +1,153 @@
+/* gpu_view.c - the GPU table's shape and copy rows: reshape (a view sharing
+ * the storage when the strides allow one, the CPU's rule of
+ * src/core/view.c, else a contiguous copy viewed) and copy_ (src, any
+ * dtype and layout, broadcast into a contiguous dst of any copyable dtype:
+ * one copy_cast launch). */
+#include "gpu.h"
+#include "gpu_kern.h"
+#include "gpu_nn.h"
+#include <stdio.h>
+#include <string.h>
+
+static int64_t numel(const cell_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+static const char *shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < ndim && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+  return buf;
+}
+
+/* The new shape with -1 inferred (src/core/view.c's cell_view_shape). */
+static cell_status view_shape(const cell_tensor *t, int ndim, const int64_t *shape, int64_t *res) {
+  const char *op = "reshape";
+  if (ndim < 0 || ndim > CELL_MAX_DIMS)
+    return cell_error(CELL_ERR_VALUE, "%s: a tensor has at most %d dimensions, got %d", op, CELL_MAX_DIMS, ndim);
+  if (ndim > 0 && !shape) return cell_error(CELL_ERR_VALUE, "%s: NULL shape", op);
+  int infer = -1;
+  int64_t known = 1;
+  int over = 0;
+  for (int i = 0; i < ndim; i++) {
+    res[i] = shape[i];
+    if (shape[i] == -1) {
+      if (infer >= 0) return cell_error(CELL_ERR_VALUE, "%s: only one dimension can be -1", op);
+      infer = i;
+      res[i] = 1;
+    } else if (shape[i] < 0) {
+      return cell_error(CELL_ERR_VALUE, "%s: negative size %lld in the new shape", op, (long long)shape[i]);
+    }
+    over |= __builtin_mul_overflow(known, res[i], &known);
+  }
+  int64_t n = numel(t);
+  int ok = !over && known == n;
+  if (!over && infer >= 0) {
+    ok = known > 0 && n % known == 0;
+    if (ok) res[infer] = n / known;
+  }
+  if (!ok) {
+    char a[256], b[256];
+    return cell_error(CELL_ERR_VALUE, "%s: cannot reshape a tensor of shape %s (%lld elements) into %s", op,
+                      shape_str(t->ndim, t->shape, a, sizeof a), (long long)n, shape_str(ndim, shape, b, sizeof b));
+  }
+  return CELL_OK;
+}
+
+static void contig_strides(int ndim, const int64_t *shape, int64_t *st) {
+  int64_t e = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    st[i] = e;
+    e *= shape[i] ? shape[i] : 1;
+  }
+}
+
+/* Strides viewing t as shape without a copy, if its layout allows one
+ * (src/core/view.c's cell_view_strides: TH's newView). */
+static int view_strides(const cell_tensor *t, int ndim, const int64_t *shape, int64_t *st) {
+  if (numel(t) == 0 || t->ndim == 0) {
+    contig_strides(ndim, shape, st);
+    return 1;
+  }
+  int view_d = ndim - 1;
+  int64_t chunk_base = t->stride[t->ndim - 1], tensor_numel = 1, view_numel = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    tensor_numel *= t->shape[d];
+    if (d == 0 || (t->shape[d - 1] != 1 && t->stride[d - 1] != tensor_numel * chunk_base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        st[view_d] = view_numel * chunk_base;
+        view_numel *= shape[view_d];
+        view_d--;
+      }
+      if (view_numel != tensor_numel) return 0;
+      if (d > 0) {
+        chunk_base = t->stride[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+cell_status gpu_reshape(const cell_tensor *t, int ndim, const int64_t *shape, cell_tensor **out) {
+  if (!t || !out) return cell_error(CELL_ERR_VALUE, "reshape: NULL argument");
+  int64_t res[CELL_MAX_DIMS], st[CELL_MAX_DIMS];
+  CELL_TRY(view_shape(t, ndim, shape, res));
+  cell_tensor *v;
+  if (view_strides(t, ndim, res, st)) {
+    CELL_TRY(cell_tensor_detach(t, &v)); /* a new header on t's storage, no history */
+  } else {
+    CELL_TRY(gpu_clone(t, &v));
+    contig_strides(ndim, res, st);
+  }
+  v->ndim = ndim;
+  for (int i = 0; i < ndim; i++) {
+    v->shape[i] = res[i];
+    v->stride[i] = st[i];
+  }
+  *out = v;
+  return CELL_OK;
+}
+
+cell_status gpu_copy_(cell_tensor *dst, const cell_tensor *src) {
+  if (!dst || !src) return cell_error(CELL_ERR_VALUE, "copy_: NULL tensor");
+  if (src->ndim > dst->ndim) goto mismatch;
+  gpuk_layout L;
+  memset(&L, 0, sizeof L);
+  L.ndim = dst->ndim;
+  for (int d = 0; d < dst->ndim; d++) {
+    int k = d - (dst->ndim - src->ndim);
+    if (k >= 0 && src->shape[k] != dst->shape[d] && src->shape[k] != 1) goto mismatch;
+    L.shape[d] = dst->shape[d];
+    L.stride[d] = k < 0 || src->shape[k] == 1 ? 0 : src->stride[k];
+  }
+  if (!gpu_is_contig(dst) || !gpu_dtype_copyable(dst->dtype) || !gpu_dtype_copyable(src->dtype))
+    return cell_error(CELL_ERR_NOTIMPL, "copy_ into a strided or %s tensor is not supported on device GPU",
+                      cell_dtype_name(dst->dtype));
+  cell_tensor_bump(dst);
+  int64_t n = numel(dst);
+  /* A source overlapping the destination is read from a copy first. */
+  cell_tensor *sc = NULL;
+  cell_status s = CELL_OK;
+  if (src->storage == dst->storage) s = gpu_clone(src, &sc);
+  const cell_tensor *from = sc ? sc : src;
+  if (s == CELL_OK && sc)
+    for (int d = 0; d < dst->ndim; d++) {
+      int k = d - (dst->ndim - from->ndim);
+      L.stride[d] = k < 0 || from->shape[k] == 1 ? 0 : from->stride[k];
+    }
+  if (s == CELL_OK) {
+    int e = gpuk_copy_cast(gpu_ctx_of(dst)->stream, L, (int)from->dtype, gpu_data(from), (int)dst->dtype,
+                           gpu_data(dst), n);
+    if (e) s = gpu_cuda_error((cudaError_t)e, "copy_");
+  }
+  if (sc) cell_tensor_release(sc);
+  return s;
+mismatch:;
+  char a[256], b[256];
+  return cell_error(CELL_ERR_VALUE, "copy_: source of shape %s cannot be broadcast to %s",
+                    shape_str(src->ndim, src->shape, a, sizeof a), shape_str(dst->ndim, dst->shape, b, sizeof b));
+}
