@@ -51,7 +51,8 @@ function M.TinyGPT:init(V, T, D, H, L)
     batch_first = true, norm_first = true })
   self.blocks = nn.TransformerEncoder(block, L, nn.LayerNorm({ D }))
   self.head = nn.Dense(D, V)
-  self.positions = cell.arange(1, T + 1, 1, cell.int64)
+  -- a buffer (not saved), so net:move_to(device) moves it with the weights
+  self:register_buffer("positions", cell.arange(1, T + 1, 1, cell.int64), false)
 end
 function M.TinyGPT:construct(x)
   return self.head(self.blocks(self.tok(x) + self.pos(self.positions), { is_causal = true }))

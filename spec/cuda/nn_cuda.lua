@@ -691,7 +691,6 @@ case("a TinyGPT training step on the GPU is the CPU's", function()
     local net = lib.TinyGPT(40, 16, 32, 4, 2)
     local step = nn.TrainOneStepCell(nn.WithLossCell(net, lib.SeqLoss(40)), nn.AdamW(net:trainable_params(), 1e-3))
     step:move_to(dev)
-    net.positions = net.positions:move_to(dev) -- a plain field, not a buffer: move_to leaves it
     step:set_train(true)
     for _ = 1, 2 do losses[i] = step(x:move_to(dev), y:move_to(dev)) end
     nets[i] = net

@@ -58,7 +58,6 @@ local function step_ms(name, batch, make, dev)
   local net, loss_fn, opt, x, y = make(batch)
   local step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), opt)
   step:move_to(dev)
-  if net.positions then net.positions = net.positions:move_to(dev) end
   step:set_train(true)
   x, y = x:move_to(dev), y:move_to(dev)
   for _ = 1, 3 do step(x, y):item() end
