@@ -223,3 +223,29 @@ describe("train.Model", function()
     H.still_works()
   end)
 end)
+
+describe("Model on a device", function()
+  it("feeds each host batch to the network's device; eval and predict too", function()
+    local core = cell.core
+    assert.is_function(core._register_test_device, "run under CELL_TEST_DEVICE=1 (make test)")
+    core._register_test_device()
+    local ds = blobs(4, 8, 3)
+    for _, b in ipairs(ds.batches) do b[1], b[2] = b[1]:move_to("CPU"), b[2]:move_to("CPU") end
+    local results = {}
+    for i, dev in ipairs({ "CPU", "TEST" }) do
+      cell.set_seed(7)
+      local net = nn.Dense(2, 3)
+      net:move_to(dev)
+      local m = train.Model(net, nn.CrossEntropyLoss(), nn.SGD(net:trainable_params(), 0.1), { "accuracy", "loss" })
+      m:train(2, ds, { progress = false })
+      local w = net.weight
+      assert.are.equal(dev == "CPU" and "CPU" or "TEST:0", w.device)
+      local out = m:predict(ds.batches[1][1])
+      assert.are.equal(w.device, out.device)
+      results[i] = { w = w:move_to("CPU"):tolist(), ev = m:eval(ds) }
+    end
+    assert.are.same(results[1].w, results[2].w)
+    assert.are.equal(results[1].ev.accuracy, results[2].ev.accuracy)
+    assert.is_true(math.abs(results[1].ev.loss - results[2].ev.loss) < 1e-6)
+  end)
+end)

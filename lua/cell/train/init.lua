@@ -242,6 +242,29 @@ function Model:fit(epoch, train_dataset, ...)
   return self:_run("Model.fit", epoch, train_dataset, cbs, initial_epoch, show, report, valid, freq)
 end
 
+--- The device of a network's first parameter ("CPU" when it has none).
+local function device_of(network)
+  if type(network) ~= "table" or type(network.get_parameters) ~= "function" then return "CPU" end
+  for p in network:get_parameters() do return p.device end
+  return "CPU"
+end
+
+--- v (a tensor, or a table of them) on device dev: MindSpore's Model feeds
+-- each batch to the device its network runs on, so a net moved with
+-- net:move_to("GPU") trains from a data set made on the host.
+local function to_device(v, dev)
+  if core.is_tensor(v) then
+    if v.device ~= dev then return v:move_to(dev) end
+    return v
+  end
+  if type(v) == "table" and getmetatable(v) == nil then
+    local out = {}
+    for k, e in pairs(v) do out[k] = to_device(e, dev) end
+    return out
+  end
+  return v
+end
+
 function Model:_run(fname, epoch, train_dataset, cbs, initial_epoch, show, report, valid, freq)
   if show == nil then show = true end
   if self.train_network == nil then
@@ -281,6 +304,7 @@ function Model:_run(fname, epoch, train_dataset, cbs, initial_epoch, show, repor
   end
   local net = self.train_network
   net:set_train(true)
+  local dev = device_of(self.network)
   local rc = callbacks.RunContext {
     train_network = net, network = self.network, loss_fn = self.loss_fn, optimizer = self.optimizer,
     train_dataset = train_dataset, epoch_num = epoch, batch_num = batch_num, cur_epoch_num = initial_epoch,
@@ -292,6 +316,7 @@ function Model:_run(fname, epoch, train_dataset, cbs, initial_epoch, show, repor
     rc.cur_epoch_num, rc.step_in_epoch, rc.eval_results = e, 0, nil
     call_all(list, "on_train_epoch_begin", rc)
     for x, y in each(e) do
+      x, y = to_device(x, dev), to_device(y, dev)
       rc.cur_step_num = rc.cur_step_num + 1
       rc.step_in_epoch = rc.step_in_epoch + 1
       rc.batch_size = samples_in(x)
@@ -378,12 +403,15 @@ function Model:eval(valid_dataset, ...)
   }
   call_all(list, "on_eval_begin", rc)
   call_all(list, "on_eval_epoch_begin", rc)
+  local dev = device_of(self.network)
   autograd.no_grad(function()
     for x, y in each(1) do
       rc.cur_step_num = rc.cur_step_num + 1
       rc.batch_size = samples_in(x)
       call_all(list, "on_eval_step_begin", rc)
-      local logits, loss = eval_batch(self, x, y, need_loss)
+      local logits, loss = eval_batch(self, to_device(x, dev), to_device(y, dev), need_loss)
+      -- the metrics count on the host
+      if dev ~= "CPU" then logits, loss, y = to_device(logits, "CPU"), to_device(loss, "CPU"), to_device(y, "CPU") end
       rc.net_outputs = { loss, logits, y }
       for _, e in ipairs(ms) do
         local m = e[2]
@@ -419,7 +447,10 @@ end
 --- predict(...): the network's output in inference mode, nothing recorded.
 function Model:predict(...)
   self.network:set_train(false)
-  return autograd.no_grad(self.network, ...)
+  local dev = device_of(self.network)
+  local n, xs = select("#", ...), { ... }
+  for i = 1, n do xs[i] = to_device(xs[i], dev) end
+  return autograd.no_grad(self.network, (unpack or table.unpack)(xs, 1, n))
 end
 
 return M
