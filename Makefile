@@ -273,6 +273,8 @@ test: all $(CTEST)
 	$(MAKE) --no-print-directory embed
 	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
 	@if [ -f $(CUDA_MODULE) ]; then $(SPEC_ENV) $(LUA_BIN) /usr/bin/busted --pattern=_cuda spec/cuda; fi
+	@if [ -n "$(COMM_MODULE)" ]; then $(MAKE) --no-print-directory test-mpi; \
+	else echo "test: skipped test-mpi: MPI not found (no mpicc): install libopenmpi-dev and openmpi-bin (make deps)"; fi
 
 ctest: $(CTEST)
 	$(CTEST)
