@@ -255,11 +255,14 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
           }                                                                                    \
         }                                                                                      \
     });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  /* out[n0 + n][o][p] = m[o][n * P + p] + bias[o] (bias may be NULL). */                      \
-  static void to_nchw_##S(const T *m, const T *bias, int64_t o, int64_t P, int64_t n0,         \
-                          int64_t nb, T *out) {                                                \
+  }
+
+/* The moves between the gemm's layout m[o][n * P + p] (a chunk's nb samples
+ * side by side) and the layout {n, o, P} of conv2d's and conv3d's outputs
+ * (conv.h). */
+#define CONV_MOVES(T, S)                                                                       \
+  static void to_ncp_##S(const T *m, const T *bias, int64_t o, int64_t P, int64_t n0,          \
+                         int64_t nb, T *out) {                                                 \
     CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
       int64_t n = nk / o, k = nk % o;                                                          \
       const T *s = m + k * nb * P + n * P;                                                     \
@@ -268,21 +271,13 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
     });                                                                                        \
   }                                                                                            \
                                                                                                \
-  /* m[o][n * P + p] = y[n0 + n][o][p]: the inverse move. */                                   \
-  static void from_nchw_##S(const T *y, int64_t o, int64_t P, int64_t n0, int64_t nb, T *m) {  \
-    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
-      int64_t n = nk / o, k = nk % o;                                                          \
-      memcpy(m + k * nb * P + n * P, y + ((n0 + n) * o + k) * P, sizeof(T) * (size_t)P);       \
-    });                                                                                        \
-  }                                                                                            \
-                                                                                               \
   static void add_bias_##S(T *out, const T *bias, int64_t o, int64_t P, int64_t n0,            \
                            int64_t nb) {                                                       \
-    for (int64_t n = n0; n < n0 + nb; n++)                                                     \
-      for (int64_t k = 0; k < o; k++) {                                                        \
-        T *d = out + (n * o + k) * P, bk = bias[k];                                            \
-        for (int64_t p = 0; p < P; p++) d[p] += bk;                                            \
-      }                                                                                        \
+    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
+      int64_t k = nk % o;                                                                      \
+      T *d = out + (n0 * o + nk) * P, bk = bias[k];                                            \
+      for (int64_t p = 0; p < P; p++) d[p] += bk;                                              \
+    });                                                                                        \
   }                                                                                            \
                                                                                                \
   static void add_to_##S(T *dst, const T *src, int64_t n) {                                    \
@@ -291,6 +286,8 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
 
 CONV_KERNELS(float, f32)
 CONV_KERNELS(double, f64)
+CONV_MOVES(float, f32)
+CONV_MOVES(double, f64)
 
 #define DISPATCH(ct, fn, ...) \
   ((ct) == CELL_DTYPE_F64 ? fn##_f64(__VA_ARGS__) : fn##_f32(__VA_ARGS__))
@@ -303,6 +300,26 @@ void cell_conv_im2col(cell_dtype ct, const cell_conv_geom *g, const void *x, int
 void cell_conv_col2im(cell_dtype ct, const cell_conv_geom *g, const void *cols, int64_t n0,
                       int64_t nb, void *gx) {
   DISPATCH(ct, col2im, g, cols, n0, nb, gx);
+}
+
+void cell_conv_to_ncp(cell_dtype ct, const void *m, const void *bias, int64_t o, int64_t P,
+                      int64_t n0, int64_t nb, void *out) {
+  DISPATCH(ct, to_ncp, m, bias, o, P, n0, nb, out);
+}
+void cell_conv_from_ncp(size_t es, const void *y, int64_t o, int64_t P, int64_t n0, int64_t nb,
+                        void *m) {
+  CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {
+    int64_t n = nk / o, k = nk % o;
+    memcpy((char *)m + (size_t)(k * nb * P + n * P) * es,
+           (const char *)y + (size_t)(((n0 + n) * o + k) * P) * es, es * (size_t)P);
+  });
+}
+void cell_conv_add_bias(cell_dtype ct, void *out, const void *bias, int64_t o, int64_t P,
+                        int64_t n0, int64_t nb) {
+  DISPATCH(ct, add_bias, out, bias, o, P, n0, nb);
+}
+void cell_conv_add_to(cell_dtype ct, void *dst, const void *src, int64_t n) {
+  DISPATCH(ct, add_to, dst, src, n);
 }
 
 /* --- chunking and gemm ------------------------------------------------------------------- */
@@ -360,7 +377,7 @@ static cell_status conv_forward(cell_conv_lowering how, const cell_conv_geom *g,
   const void *bias = b ? cell_tensor_base(b) : NULL;
   if (K == 0) { /* no input channels: the bias alone */
     CELL_TRY(cell_k_fill_(out, 0));
-    if (bias) DISPATCH(ct, add_bias, (void *)yo, bias, g->o, P, 0, g->n);
+    if (bias) cell_conv_add_bias(ct, yo, bias, g->o, P, 0, g->n);
     return CELL_OK;
   }
   if (use_direct(how, g)) return cell_conv_direct_forward(g, ct, xo, wo, bias, yo);
@@ -382,8 +399,8 @@ static cell_status conv_forward(cell_conv_lowering how, const cell_conv_geom *g,
       s = gemm(ct, og, NP, K, wo + (size_t)(gi * og * K) * es, K, 1,
                cols + (size_t)(gi * K * NP) * es, NP, 1, dst + (size_t)(gi * og * NP) * es, NP);
     if (s != CELL_OK) break;
-    if (nb > 1) DISPATCH(ct, to_nchw, (const void *)m, bias, g->o, P, n0, nb, (void *)yo);
-    else if (bias) DISPATCH(ct, add_bias, (void *)yo, bias, g->o, P, n0, 1);
+    if (nb > 1) cell_conv_to_ncp(ct, m, bias, g->o, P, n0, nb, yo);
+    else if (bias) cell_conv_add_bias(ct, yo, bias, g->o, P, n0, 1);
     s = interrupted();
   }
   cell_dealloc(cols);
@@ -470,7 +487,7 @@ static cell_status conv_backward(cell_conv_lowering how, const cell_conv_geom *g
     int64_t nb = g->n - n0 < nbmax ? g->n - n0 : nbmax, NP = nb * P;
     const char *gm = yo + (size_t)(n0 * g->o * P) * es; /* [O, NP]: one sample's block */
     if (nb > 1) {
-      DISPATCH(ct, from_nchw, (const void *)yo, g->o, P, n0, nb, (void *)m);
+      cell_conv_from_ncp((size_t)es, yo, g->o, P, n0, nb, m);
       gm = m;
     }
     if (gw) {
@@ -479,7 +496,7 @@ static cell_status conv_backward(cell_conv_lowering how, const cell_conv_geom *g
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
         s = gemm(ct, og, K, NP, gm + (size_t)(gi * og * NP) * es, NP, 1,
                  cols + (size_t)(gi * K * NP) * es, 1, NP, dst + (size_t)(gi * og * K) * es, K);
-      if (s == CELL_OK && n0 > 0) DISPATCH(ct, add_to, (void *)gwo, (const void *)tmp, g->o * K);
+      if (s == CELL_OK && n0 > 0) cell_conv_add_to(ct, gwo, tmp, g->o * K);
     }
     if (gx && s == CELL_OK) {
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)

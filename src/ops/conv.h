@@ -142,6 +142,20 @@ void cell_conv_im2col(cell_dtype ct, const cell_conv_geom *g, const void *x, int
                       int64_t nb, void *cols);
 void cell_conv_col2im(cell_dtype ct, const cell_conv_geom *g, const void *cols, int64_t n0,
                       int64_t nb, void *gx);
+/* The layout moves of the im2col (conv2d) and vol2col (conv3d) paths, in
+ * the compute dtype ct, over a spatial size P (oh * ow, or od * oh * ow):
+ * to_ncp writes out[n0 + n][o][p] = m[o][n * P + p] + bias[o] (bias may be
+ * NULL) for the chunk's nb samples, from the gemm's layout; from_ncp is the
+ * inverse move (no bias) for elements of es bytes, any dtype; add_bias adds
+ * bias[k] to out[n][k][p] for the samples [n0, n0 + nb); add_to adds n
+ * elements of src into dst. */
+void cell_conv_to_ncp(cell_dtype ct, const void *m, const void *bias, int64_t o, int64_t P,
+                      int64_t n0, int64_t nb, void *out);
+void cell_conv_from_ncp(size_t es, const void *y, int64_t o, int64_t P, int64_t n0, int64_t nb,
+                        void *m);
+void cell_conv_add_bias(cell_dtype ct, void *out, const void *bias, int64_t o, int64_t P,
+                        int64_t n0, int64_t nb);
+void cell_conv_add_to(cell_dtype ct, void *dst, const void *src, int64_t n);
 
 /* --- conv3d.c ------------------------------------------------------------------ */
 

@@ -332,39 +332,6 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
             }                                                                                  \
           }                                                                                    \
     });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  /* out[n0 + n][o][p] = m[o][n * P + p] + bias[o] (bias may be NULL). */                      \
-  static void to_ncp_##S(const T *m, const T *bias, int64_t o, int64_t P, int64_t n0,          \
-                         int64_t nb, T *out) {                                                 \
-    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
-      int64_t n = nk / o, k = nk % o;                                                          \
-      const T *s = m + k * nb * P + n * P;                                                     \
-      T *d = out + ((n0 + n) * o + k) * P, bk = bias ? bias[k] : 0;                            \
-      for (int64_t p = 0; p < P; p++) d[p] = s[p] + bk;                                        \
-    });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  /* m[o][n * P + p] = y[n0 + n][o][p]: the inverse move. */                                   \
-  static void from_ncp_##S(const T *y, int64_t o, int64_t P, int64_t n0, int64_t nb, T *m) {   \
-    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
-      int64_t n = nk / o, k = nk % o;                                                          \
-      memcpy(m + k * nb * P + n * P, y + ((n0 + n) * o + k) * P, sizeof(T) * (size_t)P);       \
-    });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  /* out[n][k][p] += bias[k] for the samples [n0, n0 + nb). */                                 \
-  static void add_bias_##S(T *out, const T *bias, int64_t o, int64_t P, int64_t n0,            \
-                           int64_t nb) {                                                       \
-    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
-      int64_t k = nk % o;                                                                      \
-      T *d = out + (n0 * o + nk) * P, bk = bias[k];                                            \
-      for (int64_t p = 0; p < P; p++) d[p] += bk;                                              \
-    });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  static void add_to_##S(T *dst, const T *src, int64_t n) {                                    \
-    for (int64_t i = 0; i < n; i++) dst[i] += src[i];                                          \
   }
 
 C3_KERNELS(float, f32)
@@ -427,7 +394,7 @@ static cell_status forward(const char *op, const cell_conv3d_geom *g, cell_dtype
   if (g->n == 0 || g->o == 0 || P == 0) return CELL_OK;
   if (K == 0) { /* no input channels: the bias alone */
     memset(y, 0, (size_t)(g->n * g->o * P) * (size_t)es);
-    if (bias) DISPATCH(ct, add_bias, y, bias, g->o, P, 0, g->n);
+    if (bias) cell_conv_add_bias(ct, y, bias, g->o, P, 0, g->n);
     return CELL_OK;
   }
   const int64_t nbmax = chunk_samples(g);
@@ -447,8 +414,8 @@ static cell_status forward(const char *op, const cell_conv3d_geom *g, cell_dtype
       s = gemm(ct, og, NP, K, AT(w, gi * og * K), K, 1, AT(cols, gi * K * NP), NP, 1,
                AT(dst, gi * og * NP), NP);
     if (s != CELL_OK) break;
-    if (nb > 1) DISPATCH(ct, to_ncp, (const void *)m, bias, g->o, P, n0, nb, y);
-    else if (bias) DISPATCH(ct, add_bias, y, bias, g->o, P, n0, 1);
+    if (nb > 1) cell_conv_to_ncp(ct, m, bias, g->o, P, n0, nb, y);
+    else if (bias) cell_conv_add_bias(ct, y, bias, g->o, P, n0, 1);
     s = interrupted();
   }
   cell_dealloc(cols);
@@ -475,7 +442,7 @@ static cell_status backward(const char *op, const cell_conv3d_geom *g, cell_dtyp
     int64_t nb = g->n - n0 < nbmax ? g->n - n0 : nbmax, NP = nb * P;
     const char *gm = AT(gy, n0 * g->o * P); /* [O, NP]: one sample's block */
     if (nb > 1) {
-      DISPATCH(ct, from_ncp, gy, g->o, P, n0, nb, (void *)m);
+      cell_conv_from_ncp((size_t)es, gy, g->o, P, n0, nb, m);
       gm = m;
     }
     if (gw) {
@@ -484,7 +451,7 @@ static cell_status backward(const char *op, const cell_conv3d_geom *g, cell_dtyp
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
         s = gemm(ct, og, K, NP, gm + (size_t)(gi * og * NP) * es, NP, 1, AT(cols, gi * K * NP), 1,
                  NP, AT(dst, gi * og * K), K);
-      if (s == CELL_OK && n0 > 0) DISPATCH(ct, add_to, gw, (const void *)tmp, g->o * K);
+      if (s == CELL_OK && n0 > 0) cell_conv_add_to(ct, gw, tmp, g->o * K);
     }
     if (gx && s == CELL_OK) {
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
@@ -589,7 +556,7 @@ cell_status cell_cpu_conv_transpose3d(const cell_tensor *x, const cell_tensor *w
     if (s == CELL_OK)
       s = backward("conv_transpose3d", &g, ct, base(xc), NULL, base(wc), base(r), NULL);
     if (s == CELL_OK && bc)
-      DISPATCH(ct, add_bias, base(r), base(bc), g.c, g.d * g.h * g.w, 0, g.n);
+      cell_conv_add_bias(ct, base(r), base(bc), g.c, g.d * g.h * g.w, 0, g.n);
     if (s == CELL_OK) cell_tensor_bump(r);
   }
   cell_release4(s, xc, wc, bc, NULL);

@@ -117,14 +117,6 @@ cell_status cell_conv_bf16_forward(const cell_conv_geom *g, const cell_tensor *x
 
 /* --- backward ------------------------------------------------------------------------- */
 
-/* m[o][n * P + p] = y[n0 + n][o][p] for the chunk's nb samples (bfloat16 bits). */
-static void from_nchw_bf16(const uint16_t *y, int64_t o, int64_t P, int64_t n0, int64_t nb, uint16_t *m) {
-  CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {
-    int64_t n = nk / o, k = nk % o;
-    memcpy(m + k * nb * P + n * P, y + ((n0 + n) * o + k) * P, sizeof(uint16_t) * (size_t)P);
-  });
-}
-
 /* d[i] = bfloat16(s[i]), rounded to nearest even (NaN kept quiet). */
 static void round_bf16(const float *s, uint16_t *d, int64_t n) {
   CELL_FOR(cell_conv_parallel(n), int64_t, i, n, { d[i] = cell_float_to_bf16(s[i]); });
@@ -164,7 +156,7 @@ static cell_status bf16_backward_run(const cell_conv_geom *g, const uint16_t *yo
     s = cell_error(CELL_ERR_MEMORY, "conv2d backward: out of memory for the bfloat16 im2col scratch");
   for (int64_t n0 = 0; n0 < g->n && s == CELL_OK; n0 += nb) {
     int64_t cnt = g->n - n0 < nb ? g->n - n0 : nb, NP = cnt * P;
-    from_nchw_bf16(yo, O, P, n0, cnt, gm);
+    cell_conv_from_ncp(sizeof(uint16_t), yo, O, P, n0, cnt, gm);
     if (gwo) { /* gW (+)= gy [O, NP] @ cols^T [NP, K] */
       im2col_bf16(g, xo, n0, cnt, cols);
       float *dst = n0 == 0 ? gwf : gwf + O * K;
