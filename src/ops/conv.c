@@ -188,18 +188,6 @@ cell_status cell_k_conv2d_geom(const cell_tensor *x, const cell_tensor *w, const
 
 /* --- the typed loops ------------------------------------------------------------------ */
 
-/* The output columns ow in [*lo, *hi) whose input column ow * s + off lies
- * in [0, w). */
-static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *lo, int64_t *hi) {
-  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-  int64_t b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
-  if (a > n) a = n;
-  if (b > n) b = n;
-  if (b < a) b = a;
-  *lo = a;
-  *hi = b;
-}
-
 #define CONV_KERNELS(T, S)                                                                     \
   /* cols[r][n * P + p] for the chunk of samples [n0, n0 + nb): see the top. */                \
   static void im2col_##S(const cell_conv_geom *g, const T *x, int64_t n0, int64_t nb,          \
@@ -209,7 +197,7 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
     CELL_FOR(cell_conv_parallel(rows * NP), int64_t, r, rows, {                                \
       int64_t c = r / kk, i = (r / g->kw) % g->kh, j = r % g->kw;                              \
       int64_t off = j * g->dw - g->pl, lo, hi;                                                 \
-      valid_range(off, g->sw, g->w, g->ow, &lo, &hi);                                          \
+      cell_conv_valid_range(off, g->sw, g->w, g->ow, &lo, &hi);                                          \
       for (int64_t n = 0; n < nb; n++) {                                                       \
         const T *src = x + ((n0 + n) * g->c + c) * HW;                                         \
         T *d = cols + r * NP + n * P;                                                          \
@@ -241,7 +229,7 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
       for (int64_t i = 0; i < g->kh; i++)                                                      \
         for (int64_t j = 0; j < g->kw; j++) {                                                  \
           int64_t off = j * g->dw - g->pl, lo, hi;                                             \
-          valid_range(off, g->sw, g->w, g->ow, &lo, &hi);                                      \
+          cell_conv_valid_range(off, g->sw, g->w, g->ow, &lo, &hi);                                      \
           const T *src = cols + ((c * g->kh + i) * g->kw + j) * NP + n * P;                    \
           for (int64_t oh = 0; oh < g->oh; oh++) {                                             \
             int64_t ih = oh * g->sh - g->pt + i * g->dh;                                       \
@@ -338,24 +326,19 @@ static int64_t chunk_samples(const cell_conv_geom *g) {
   return (g->n + chunks - 1) / chunks;
 }
 
-/* C = A @ B for row-major operands given by (base, row stride, column stride). */
-static cell_status gemm(cell_dtype ct, int64_t m, int64_t n, int64_t k, const void *a,
-                        int64_t a_rs, int64_t a_cs, const void *b, int64_t b_rs, int64_t b_cs,
-                        void *c, int64_t c_rs) {
+cell_status cell_conv_gemm(cell_dtype ct, int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t a_rs, int64_t a_cs, const void *b, int64_t b_rs, int64_t b_cs,
+                           void *c, int64_t c_rs) {
   cell_gemm gm = {ct, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, 1};
   return cell_gemm_run(&gm);
 }
 
-static void *scratch(int64_t elems, int es) {
+void *cell_conv_scratch(int64_t elems, int es) {
   return cell_alloc((size_t)(elems > 0 ? elems : 1) * (size_t)es);
 }
 
 static cell_status oom(void) {
   return cell_error(CELL_ERR_MEMORY, "conv2d: out of memory for the im2col scratch");
-}
-
-static cell_status interrupted(void) {
-  return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
 }
 
 /* Whether the direct kernels take this convolution: stride 1, and small
@@ -382,8 +365,8 @@ static cell_status conv_forward(cell_conv_lowering how, const cell_conv_geom *g,
   }
   if (use_direct(how, g)) return cell_conv_direct_forward(g, ct, xo, wo, bias, yo);
   const int64_t nbmax = chunk_samples(g);
-  char *cols = scratch(rows * nbmax * P, es);
-  char *m = nbmax > 1 ? scratch(g->o * nbmax * P, es) : NULL;
+  char *cols = cell_conv_scratch(rows * nbmax * P, es);
+  char *m = nbmax > 1 ? cell_conv_scratch(g->o * nbmax * P, es) : NULL;
   if (!cols || (nbmax > 1 && !m)) {
     cell_dealloc(cols);
     cell_dealloc(m);
@@ -396,12 +379,12 @@ static cell_status conv_forward(cell_conv_lowering how, const cell_conv_geom *g,
     /* One sample: the gemm writes its NCHW block directly. */
     char *dst = nb == 1 ? yo + (size_t)(n0 * g->o * P) * (size_t)es : m;
     for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
-      s = gemm(ct, og, NP, K, wo + (size_t)(gi * og * K) * es, K, 1,
-               cols + (size_t)(gi * K * NP) * es, NP, 1, dst + (size_t)(gi * og * NP) * es, NP);
+      s = cell_conv_gemm(ct, og, NP, K, wo + (size_t)(gi * og * K) * es, K, 1,
+                         cols + (size_t)(gi * K * NP) * es, NP, 1, dst + (size_t)(gi * og * NP) * es, NP);
     if (s != CELL_OK) break;
     if (nb > 1) cell_conv_to_ncp(ct, m, bias, g->o, P, n0, nb, yo);
     else if (bias) cell_conv_add_bias(ct, yo, bias, g->o, P, n0, 1);
-    s = interrupted();
+    s = cell_check_interrupt();
   }
   cell_dealloc(cols);
   cell_dealloc(m);
@@ -478,9 +461,9 @@ static cell_status conv_backward(cell_conv_lowering how, const cell_conv_geom *g
   if ((!gx && !gw) || K == 0 || g->n == 0 || g->o == 0) return CELL_OK;
   if (use_direct(how, g)) return cell_conv_direct_backward(g, ct, yo, xo, wo, gxo, gwo);
   const int64_t nbmax = chunk_samples(g);
-  char *cols = scratch(rows * nbmax * P, es);
-  char *m = nbmax > 1 ? scratch(g->o * nbmax * P, es) : NULL;
-  char *tmp = gw && g->n > nbmax ? scratch(g->o * K, es) : NULL;
+  char *cols = cell_conv_scratch(rows * nbmax * P, es);
+  char *m = nbmax > 1 ? cell_conv_scratch(g->o * nbmax * P, es) : NULL;
+  char *tmp = gw && g->n > nbmax ? cell_conv_scratch(g->o * K, es) : NULL;
   cell_status s = CELL_OK;
   if (!cols || (nbmax > 1 && !m) || (gw && g->n > nbmax && !tmp)) s = oom();
   for (int64_t n0 = 0; n0 < g->n && s == CELL_OK; n0 += nbmax) {
@@ -494,17 +477,17 @@ static cell_status conv_backward(cell_conv_lowering how, const cell_conv_geom *g
       DISPATCH(ct, im2col, g, (const void *)xo, n0, nb, (void *)cols);
       char *dst = n0 == 0 ? gwo : tmp;
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
-        s = gemm(ct, og, K, NP, gm + (size_t)(gi * og * NP) * es, NP, 1,
-                 cols + (size_t)(gi * K * NP) * es, 1, NP, dst + (size_t)(gi * og * K) * es, K);
+        s = cell_conv_gemm(ct, og, K, NP, gm + (size_t)(gi * og * NP) * es, NP, 1,
+                           cols + (size_t)(gi * K * NP) * es, 1, NP, dst + (size_t)(gi * og * K) * es, K);
       if (s == CELL_OK && n0 > 0) cell_conv_add_to(ct, gwo, tmp, g->o * K);
     }
     if (gx && s == CELL_OK) {
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
-        s = gemm(ct, K, NP, og, wo + (size_t)(gi * og * K) * es, 1, K,
-                 gm + (size_t)(gi * og * NP) * es, NP, 1, cols + (size_t)(gi * K * NP) * es, NP);
+        s = cell_conv_gemm(ct, K, NP, og, wo + (size_t)(gi * og * K) * es, 1, K,
+                           gm + (size_t)(gi * og * NP) * es, NP, 1, cols + (size_t)(gi * K * NP) * es, NP);
       if (s == CELL_OK) DISPATCH(ct, col2im, g, (const void *)cols, n0, nb, (void *)gxo);
     }
-    if (s == CELL_OK) s = interrupted();
+    if (s == CELL_OK) s = cell_check_interrupt();
   }
   cell_dealloc(cols);
   cell_dealloc(m);

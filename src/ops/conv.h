@@ -121,6 +121,28 @@ cell_status cell_conv_pair(const char *op, const char *what, const int64_t *v, i
 cell_status cell_conv_pads(const char *op, const int64_t *v, int64_t *out);
 /* Whether a loop over this many elements is worth threads. */
 int cell_conv_parallel(int64_t work);
+/* The output columns q in [*lo, *hi), of n, whose input column q * s + off
+ * lies in [0, w): the taps of one kernel column that fall inside the input
+ * (im2col, vol2col and their adjoints, in conv.c, conv3d.c, conv_bf16.c). */
+static inline void cell_conv_valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *lo,
+                                         int64_t *hi) {
+  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+  int64_t b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
+  if (a > n) a = n;
+  if (b > n) b = n;
+  if (b < a) b = a;
+  *lo = a;
+  *hi = b;
+}
+/* C = A @ B in the compute dtype ct for row-major operands given by (base,
+ * row stride, column stride), through the gemm backend (conv.c; conv3d.c
+ * uses it too). */
+cell_status cell_conv_gemm(cell_dtype ct, int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t a_rs, int64_t a_cs, const void *b, int64_t b_rs, int64_t b_cs,
+                           void *c, int64_t c_rs);
+/* Scratch memory for elems elements of es bytes (at least one; NULL when
+ * out of memory; cell_dealloc frees it). */
+void *cell_conv_scratch(int64_t elems, int es);
 
 /* conv_bf16.c: whether conv2d's forward pass runs in bfloat16 (both
  * operands bfloat16, one group, and the bfloat16 gemm is the CPU's

@@ -19,17 +19,6 @@
 /* im2col chunks hold at most this many bytes, unless one sample needs more. */
 #define BF16_CHUNK_BYTES ((int64_t)8 << 20)
 
-/* The output columns ow in [*lo, *hi) whose input column ow * s + off lies in [0, w). */
-static void cols_in(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *lo, int64_t *hi) {
-  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-  int64_t b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
-  if (a > n) a = n;
-  if (b > n) b = n;
-  if (b < a) b = a;
-  *lo = a;
-  *hi = b;
-}
-
 /* cols[r][n * P + p] for samples [n0, n0 + nb), r = (c, i, j). */
 static void im2col_bf16(const cell_conv_geom *g, const uint16_t *x, int64_t n0, int64_t nb, uint16_t *cols) {
   const int64_t P = g->oh * g->ow, NP = nb * P, HW = g->h * g->w, kk = g->kh * g->kw;
@@ -37,7 +26,7 @@ static void im2col_bf16(const cell_conv_geom *g, const uint16_t *x, int64_t n0, 
   CELL_FOR(cell_conv_parallel(rows * NP), int64_t, r, rows, {
     int64_t c = r / kk, i = (r / g->kw) % g->kh, j = r % g->kw;
     int64_t off = j * g->dw - g->pl, lo, hi;
-    cols_in(off, g->sw, g->w, g->ow, &lo, &hi);
+    cell_conv_valid_range(off, g->sw, g->w, g->ow, &lo, &hi);
     for (int64_t n = 0; n < nb; n++) {
       const uint16_t *src = x + ((n0 + n) * g->c + c) * HW;
       uint16_t *d = cols + r * NP + n * P;
