@@ -94,7 +94,7 @@ local is_plain = T.is_plain
 
 local is_callable = T.is_callable
 
-local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
+local finite = T.is_finite
 
 --- The message without the "file:line: " that error() put in front.
 local strip = require("cell.errors").message
