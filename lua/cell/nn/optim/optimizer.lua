@@ -87,7 +87,7 @@ M.K = K
 -- Construction errors are raised without a position (level 0) inside
 -- M.guard, which raises them again at the caller's line.
 
-local function fail(fmt, ...) raise(fmt:format(...)) end
+local fail = require("cell.errors").raisef -- raise(fmt:format(...))
 M.fail = fail
 
 local is_plain = T.is_plain
