@@ -264,7 +264,7 @@ SPEC_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_
 # Every function src/layout.ld names exists in the objects (a renamed one
 # would leave its group unseen). The names are GCC's (clang inlines some
 # whole, tensor_over, leaving nothing to place), so not under clang.
-LAYOUT_NAMES_CHECK = $(if $(findstring clang,$(CC)),,sh tests/layout_names.sh src/layout.ld $(ENGINE_OBJ))
+LAYOUT_NAMES_CHECK = $(if $(findstring clang,$(CC)),,sh tests/layout_names.sh --self-test src/layout.ld $(ENGINE_OBJ))
 test: all $(CTEST)
 	sh tests/layering.sh
 	$(LAYOUT_NAMES_CHECK)

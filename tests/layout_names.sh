@@ -11,11 +11,29 @@
 # GCC's own subsections (.text.startup, .text.unlikely, .text.hot,
 # .text.exit) are not function names and are skipped.
 # Prints the missing names and exits 1; run by `make test`.
-# Usage: sh tests/layout_names.sh LAYOUT.ld OBJECT...
+# --self-test first runs the check on a copy of LAYOUT.ld that names a
+# function no object defines, and fails unless that copy fails, naming it.
+# Usage: sh tests/layout_names.sh [--self-test] LAYOUT.ld OBJECT...
 set -u
-[ $# -ge 2 ] || { echo "usage: $0 LAYOUT.ld OBJECT..." >&2; exit 2; }
+self_test=0
+if [ "${1:-}" = --self-test ]; then
+  self_test=1
+  shift
+fi
+[ $# -ge 2 ] || { echo "usage: $0 [--self-test] LAYOUT.ld OBJECT..." >&2; exit 2; }
 ld=$1
 shift
+if [ $self_test = 1 ]; then
+  bogus=$(mktemp) || exit 2
+  awk '!done && / : [{]$/ { print $0 " *(.text.cell_no_such_function)"; done = 1; next } { print }' "$ld" >"$bogus"
+  out=$(sh "$0" "$bogus" "$@" 2>&1)
+  rc=$?
+  rm -f "$bogus"
+  if [ $rc != 1 ] || ! echo "$out" | grep -qx '  cell_no_such_function'; then
+    echo "layout_names.sh: --self-test: a copy naming cell_no_such_function did not fail (rc $rc): $out" >&2
+    exit 1
+  fi
+fi
 [ -r "$ld" ] || { echo "layout_names.sh: cannot read $ld" >&2; exit 2; }
 
 syms=$(mktemp) || exit 2
