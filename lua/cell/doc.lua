@@ -631,12 +631,15 @@ function M.lua_doc(f)
   return M.comment_above(source_path(info.source), info.linedefined)
 end
 
+--- The name under which table t is in package.loaded, if it is (the REPL's
+-- completion uses it too).
 local function module_name(t)
   for k, m in pairs(package.loaded) do
     if rawequal(m, t) and type(k) == "string" then return k end
   end
   return nil
 end
+M._module_name = module_name
 
 --- The file defining class cls: that of its own init, else of any function
 -- it declares itself, else its parent's.

@@ -250,12 +250,7 @@ local CELL_PROPERTIES = { "training", "requires_grad", "param_prefix", "cls_name
 local CELL_SUBMODULES = { "ops", "nn", "dataset", "train", "communication" }
 
 --- The name under which table t is in package.loaded, if it is.
-local function module_name(t)
-  for k, m in pairs(package.loaded) do
-    if rawequal(m, t) and type(k) == "string" then return k end
-  end
-  return nil
-end
+local module_name = doc._module_name
 
 --- Calls add(name, value) for every member of v that completion offers.
 -- methods: only what can be called with `:`.

@@ -25,6 +25,10 @@ cell_context *cell_ctx(void) {
   return &ctx;
 }
 
+cell_status cell_check_interrupt(void) {
+  return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
+}
+
 cell_status cell_set_num_threads(int n) {
   if (n < 1 || n > CELL_MAX_THREADS)
     return cell_error(CELL_ERR_VALUE, "set_num_threads: n must be an integer in [1, %d], but got %d",

@@ -114,6 +114,9 @@ typedef struct cell_context {
   int hook_ids;           /* the last tensor-hook id handed out (atomic) */
 } cell_context;
 cell_context *cell_ctx(void);
+/* CELL_ERR_INTERRUPT ("interrupted") when the interrupt flag is set, else
+ * CELL_OK: what a long kernel returns between its chunks. */
+cell_status cell_check_interrupt(void);
 
 struct cell_ag_pass;
 typedef struct cell_thread_context {

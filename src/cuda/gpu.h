@@ -91,5 +91,13 @@ gpu_ctx *gpu_ctx_of(const cell_tensor *t);
 int gpu_is_contig(const cell_tensor *t);
 /* t's first element on the device. */
 void *gpu_data(const cell_tensor *t);
+/* The helpers the host files share (gpu_table.c): the number of elements
+ * of a shape and of t (the engine's cell_shape_numel is not exported); a
+ * launcher's result (gpu_kern.h: a cudaError_t as int, 0 for none) as a
+ * status naming op; release the tensors of ts[0..n) that are not NULL. */
+int64_t gpu_shape_numel(int ndim, const int64_t *shape);
+int64_t gpu_numel(const cell_tensor *t);
+cell_status gpu_launch(int err, const char *op);
+void gpu_release_all(cell_tensor **ts, int n);
 
 #endif

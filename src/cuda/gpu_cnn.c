@@ -15,27 +15,11 @@
 #include <stdio.h>
 #include <string.h>
 
-static cell_status launch(int err, const char *op) { return err ? gpu_cuda_error((cudaError_t)err, op) : CELL_OK; }
-
-static int64_t numel(const cell_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
-}
-
 static int f32_or_f64(cell_dtype dt) { return dt == CELL_DTYPE_F32 || dt == CELL_DTYPE_F64; }
 
 static void release_all(cell_tensor **ts, int n) {
   for (int i = 0; i < n; i++)
     if (ts[i]) cell_tensor_release(ts[i]);
-}
-
-static const char *shape_str(const cell_tensor *t, char *buf, size_t n) {
-  size_t k = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < t->ndim && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-  if (k < n) snprintf(buf + k, n - k, "]");
-  return buf;
 }
 
 /* --- batch norm -------------------------------------------------------------------------- */
@@ -62,7 +46,7 @@ static cell_status check_channel(const char *what, const cell_tensor *t, const c
     return cell_error(CELL_ERR_VALUE,
                       "batch_norm: %s of shape %s does not match the %lld channels of the input of shape %s "
                       "(expected [%lld])",
-                      what, shape_str(t, b1, sizeof b1), (long long)x->shape[1], shape_str(x, b2, sizeof b2),
+                      what, cell_shape_str(t->ndim, t->shape, b1, sizeof b1), (long long)x->shape[1], cell_shape_str(x->ndim, x->shape, b2, sizeof b2),
                       (long long)x->shape[1]);
   }
   return CELL_OK;
@@ -77,7 +61,7 @@ static cell_status bn_check(const cell_tensor *x, const cell_tensor *rm, const c
   if (!(eps >= 0)) return cell_error(CELL_ERR_VALUE, "batch_norm: eps must be non-negative, got %g", eps);
   if (x->ndim < 2)
     return cell_error(CELL_ERR_VALUE, "batch_norm: the input must have at least 2 dimensions {N, C, ...}, got shape %s",
-                      shape_str(x, buf, sizeof buf));
+                      cell_shape_str(x->ndim, x->shape, buf, sizeof buf));
   CELL_TRY(check_channel("running_mean", rm, x));
   CELL_TRY(check_channel("running_var", rv, x));
   CELL_TRY(check_channel("weight", w, x));
@@ -88,7 +72,7 @@ static cell_status bn_check(const cell_tensor *x, const cell_tensor *rm, const c
   if (training && g.m <= 1 && g.c > 0)
     return cell_error(CELL_ERR_VALUE,
                       "batch_norm: expected more than 1 value per channel when training, got an input of shape %s",
-                      shape_str(x, buf, sizeof buf));
+                      cell_shape_str(x->ndim, x->shape, buf, sizeof buf));
   return CELL_OK;
 }
 
@@ -107,7 +91,7 @@ static cell_status blend(cell_tensor *running, const cell_tensor *v, double mome
   cell_tensor *vc;
   CELL_TRY(gpu_contig_as(v, CELL_DTYPE_F64, &vc));
   cell_tensor_bump(running);
-  cell_status s = launch(gpuk_bn_blend(gpu_ctx_of(running)->stream, (int)running->dtype, gpu_data(running),
+  cell_status s = gpu_launch(gpuk_bn_blend(gpu_ctx_of(running)->stream, (int)running->dtype, gpu_data(running),
                                        running->stride[0], gpu_data(vc), running->shape[0], momentum, scale),
                          "batch_norm update");
   cell_tensor_release(vc);
@@ -141,11 +125,11 @@ cell_status gpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean, cell
   if (s == CELL_OK && !training) s = gpu_astype(running_mean, CELL_DTYPE_F64, &t[4]);
   if (s == CELL_OK && !training) s = gpu_astype(running_var, CELL_DTYPE_F64, &t[5]);
   if (s == CELL_OK && training)
-    s = launch(gpuk_bn_stats(gc->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[4]), gpu_data(t[5]), g.n, g.c,
+    s = gpu_launch(gpuk_bn_stats(gc->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[4]), gpu_data(t[5]), g.n, g.c,
                              g.inner),
                "batch_norm");
   if (s == CELL_OK)
-    s = launch(gpuk_bn_apply(gc->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[3]), gpu_data(t[4]),
+    s = gpu_launch(gpuk_bn_apply(gc->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[3]), gpu_data(t[4]),
                              gpu_data(t[5]), t[1] ? gpu_data(t[1]) : NULL, t[2] ? gpu_data(t[2]) : NULL, g.n, g.c,
                              g.inner, eps),
                "batch_norm");
@@ -175,13 +159,13 @@ cell_status gpu_batch_norm_backward(const cell_tensor *g, const cell_tensor *x, 
   if (!same) {
     char b1[256], b2[256];
     return cell_error(CELL_ERR_RUNTIME, "batch_norm backward: gradient of shape %s for an output of shape %s",
-                      shape_str(g, b1, sizeof b1), shape_str(x, b2, sizeof b2));
+                      cell_shape_str(g->ndim, g->shape, b1, sizeof b1), cell_shape_str(x->ndim, x->shape, b2, sizeof b2));
   }
   if (x->ndim < 2 || !f32_or_f64(x->dtype))
     return cell_error(CELL_ERR_NOTIMPL, "batch_norm backward of %s is not supported on device GPU",
                       cell_dtype_name(x->dtype));
   bn_geom geo = bn_geometry(x);
-  if (numel(mean) != geo.c || numel(var) != geo.c || (weight && numel(weight) != geo.c))
+  if (gpu_numel(mean) != geo.c || gpu_numel(var) != geo.c || (weight && gpu_numel(weight) != geo.c))
     return cell_error(CELL_ERR_RUNTIME, "batch_norm backward: the statistics or the weight do not have %lld elements",
                       (long long)geo.c);
   gpu_ctx *gc = gpu_ctx_of(x);
@@ -197,7 +181,7 @@ cell_status gpu_batch_norm_backward(const cell_tensor *g, const cell_tensor *x, 
   if (s == CELL_OK && gw) s = gpu_new_tensor(gc, CELL_DTYPE_F64, 1, &geo.c, &t[7]);
   if (s == CELL_OK && gb) s = gpu_new_tensor(gc, CELL_DTYPE_F64, 1, &geo.c, &t[8]);
   if (s == CELL_OK && geo.c > 0)
-    s = launch(gpuk_bn_backward(gc->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[3]),
+    s = gpu_launch(gpuk_bn_backward(gc->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[3]),
                                 gpu_data(t[4]), t[2] ? gpu_data(t[2]) : NULL,
                                 t[6] ? gpu_data(t[6]) : NULL, t[7] ? gpu_data(t[7]) : NULL,
                                 t[8] ? gpu_data(t[8]) : NULL, gpu_data(t[5]), geo.n, geo.c, geo.inner, eps, training),
@@ -297,7 +281,7 @@ cell_status gpu_max_pool2d(const cell_tensor *x, const int64_t *kernel, const in
   if (s == CELL_OK) s = gpu_new_tensor(gc, x->dtype, 4, shape, &t[1]);
   if (s == CELL_OK) s = gpu_new_tensor(gc, CELL_DTYPE_I64, 4, shape, &t[2]);
   if (s == CELL_OK)
-    s = launch(gpuk_max_pool(gc->stream, (int)x->dtype, p, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[2])), op);
+    s = gpu_launch(gpuk_max_pool(gc->stream, (int)x->dtype, p, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[2])), op);
   if (s != CELL_OK) {
     release_all(t, 3);
     return s;
@@ -319,7 +303,7 @@ cell_status gpu_max_pool2d_backward(const cell_tensor *gy, const cell_tensor *in
       gy->shape[1] != in_shape[1]) {
     char s1[256], s2[256];
     return cell_error(CELL_ERR_VALUE, "%s: the output gradient has shape %s, the indices %s", op,
-                      shape_str(gy, s1, sizeof s1), shape_str(indices, s2, sizeof s2));
+                      cell_shape_str(gy->ndim, gy->shape, s1, sizeof s1), cell_shape_str(indices->ndim, indices->shape, s2, sizeof s2));
   }
   CELL_TRY(float_input(op, dt));
   gpu_ctx *gc = gpu_ctx_of(gy);
@@ -336,7 +320,7 @@ cell_status gpu_max_pool2d_backward(const cell_tensor *gy, const cell_tensor *in
   if (s == CELL_OK) s = gpu_fill(gc, gpu_data(t[2]), (size_t)(planes * hw) * es, zero, es);
   if (s == CELL_OK) s = gpu_fill(gc, gpu_data(t[3]), 8, ones, 8);
   if (s == CELL_OK)
-    s = launch(gpuk_max_pool_backward(gc->stream, (int)dt, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[2]), planes,
+    s = gpu_launch(gpuk_max_pool_backward(gc->stream, (int)dt, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[2]), planes,
                                       op_n, hw, gpu_data(t[3])),
                op);
   /* Positions come from the forward; a corrupt one writes nothing and is
@@ -374,7 +358,7 @@ cell_status gpu_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const in
   cell_status s = gpu_contig_as(x, x->dtype, &xc);
   if (s == CELL_OK) s = gpu_new_tensor(gc, x->dtype, 4, shape, &y);
   if (s == CELL_OK)
-    s = launch(gpuk_avg_pool(gc->stream, (int)x->dtype, p, count_include_pad != 0, gpu_data(xc), gpu_data(y)), op);
+    s = gpu_launch(gpuk_avg_pool(gc->stream, (int)x->dtype, p, count_include_pad != 0, gpu_data(xc), gpu_data(y)), op);
   if (xc) cell_tensor_release(xc);
   if (s != CELL_OK) {
     if (y) cell_tensor_release(y);
@@ -395,7 +379,7 @@ cell_status gpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_sha
       gy->shape[3] != p.ow) {
     char s1[256];
     return cell_error(CELL_ERR_VALUE, "%s: the output gradient has shape %s, not [%lld, %lld, %lld, %lld]", op,
-                      shape_str(gy, s1, sizeof s1), (long long)in_shape[0], (long long)in_shape[1], (long long)p.oh,
+                      cell_shape_str(gy->ndim, gy->shape, s1, sizeof s1), (long long)in_shape[0], (long long)in_shape[1], (long long)p.oh,
                       (long long)p.ow);
   }
   CELL_TRY(float_input(op, dt));
@@ -404,7 +388,7 @@ cell_status gpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_sha
   cell_status s = gpu_contig_as(gy, dt, &gyc);
   if (s == CELL_OK) s = gpu_new_tensor(gc, dt, 4, in_shape, &r);
   if (s == CELL_OK)
-    s = launch(gpuk_avg_pool_backward(gc->stream, (int)dt, p, count_include_pad != 0, gpu_data(gyc), gpu_data(r)), op);
+    s = gpu_launch(gpuk_avg_pool_backward(gc->stream, (int)dt, p, count_include_pad != 0, gpu_data(gyc), gpu_data(r)), op);
   if (gyc) cell_tensor_release(gyc);
   if (s != CELL_OK) {
     if (r) cell_tensor_release(r);

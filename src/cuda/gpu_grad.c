@@ -23,19 +23,6 @@ _Static_assert((int)GPUK_EQ == (int)CELL_OP_EQ && (int)GPUK_NE == (int)CELL_OP_N
                    (int)GPUK_LE == (int)CELL_OP_LE && (int)GPUK_GT == (int)CELL_OP_GT && (int)GPUK_GE == (int)CELL_OP_GE,
                "gpu_kern.h's comparison codes are cell_binop's");
 
-static int64_t shape_numel(int ndim, const int64_t *shape) {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= shape[i];
-  return n;
-}
-
-static const char *shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
-  size_t k = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < ndim && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
-  if (k < n) snprintf(buf + k, n - k, "]");
-  return buf;
-}
-
 /* Whether t broadcasts to shape (its dimensions right-aligned). */
 static int broadcasts(const cell_tensor *t, int ndim, const int64_t *shape) {
   if (t->ndim > ndim) return 0;
@@ -59,7 +46,7 @@ static cell_status spread_as(const cell_tensor *t, cell_dtype dt, int ndim, cons
   cell_tensor *o;
   CELL_TRY(gpu_new_tensor(gpu_ctx_of(t), dt, ndim, shape, &o));
   int e = gpuk_copy_cast(gpu_ctx_of(t)->stream, L, (int)t->dtype, gpu_data(t), (int)dt, gpu_data(o),
-                         shape_numel(ndim, shape));
+                         gpu_shape_numel(ndim, shape));
   if (e) {
     cell_tensor_release(o);
     return gpu_cuda_error((cudaError_t)e, "broadcast");
@@ -80,7 +67,7 @@ cell_status gpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, cons
       char b1[256], b2[256];
       return cell_error(CELL_ERR_RUNTIME,
                         "autograd: a tensor of shape %s does not broadcast to the shape %s of the gradient being computed",
-                        shape_str(opd[k]->ndim, opd[k]->shape, b1, sizeof b1), shape_str(ndim, shape, b2, sizeof b2));
+                        cell_shape_str(opd[k]->ndim, opd[k]->shape, b1, sizeof b1), cell_shape_str(ndim, shape, b2, sizeof b2));
     }
   const cell_tensor *any = a ? a : b ? b : c;
   if (!any) return cell_error(CELL_ERR_VALUE, "ew: no operand");
@@ -92,7 +79,7 @@ cell_status gpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, cons
   if (s == CELL_OK) s = gpu_new_tensor(g, dt, ndim, shape, &t[3]);
   if (s == CELL_OK) {
     int e = gpuk_ew(g->stream, (int)dt, (int)op, k0, k1, t[0] ? gpu_data(t[0]) : NULL, t[1] ? gpu_data(t[1]) : NULL,
-                    t[2] ? gpu_data(t[2]) : NULL, gpu_data(t[3]), shape_numel(ndim, shape));
+                    t[2] ? gpu_data(t[2]) : NULL, gpu_data(t[3]), gpu_shape_numel(ndim, shape));
     if (e) s = gpu_cuda_error((cudaError_t)e, "autograd's gradient formula");
   }
   for (int k = 0; k < 3; k++)
@@ -131,7 +118,7 @@ cell_status gpu_compare(cell_binop op, const cell_tensor *a, const cell_tensor *
   if (s == CELL_OK) s = spread_as(b, ct, n, shape, &t[1]);
   if (s == CELL_OK) s = gpu_new_tensor(g, CELL_DTYPE_BOOL, n, shape, &t[2]);
   if (s == CELL_OK) {
-    int e = gpuk_compare(g->stream, (int)op, ints, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[2]), shape_numel(n, shape));
+    int e = gpuk_compare(g->stream, (int)op, ints, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[2]), gpu_shape_numel(n, shape));
     if (e) s = gpu_cuda_error((cudaError_t)e, name);
   }
   if (t[0]) cell_tensor_release(t[0]);

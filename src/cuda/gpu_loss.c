@@ -10,21 +10,6 @@
 #include "gpu_nn.h"
 #include <string.h>
 
-static cell_status launch(int err, const char *op) {
-  return err ? gpu_cuda_error((cudaError_t)err, op) : CELL_OK;
-}
-
-static int64_t numel(const cell_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
-}
-
-static void release_all(cell_tensor **ts, int n) {
-  for (int i = 0; i < n; i++)
-    if (ts[i]) cell_tensor_release(ts[i]);
-}
-
 typedef struct {
   int64_t n, c, inner, rows;
   int probs;
@@ -88,7 +73,7 @@ static cell_status state_init(const char *op, const cell_tensor *x, const cell_t
   if (s == CELL_OK) s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &one, &st->t[4]);
   if (s == CELL_OK) { /* the weights' sum */
     if (st->t[3]) {
-      s = launch(gpuk_reduce(g->stream, GPUK_F64, GPUK_RED_SUM, gpu_data(st->t[3]), gpu_data(st->t[4]), 1, ge->c, 1), op);
+      s = gpu_launch(gpuk_reduce(g->stream, GPUK_F64, GPUK_RED_SUM, gpu_data(st->t[3]), gpu_data(st->t[4]), 1, ge->c, 1), op);
     } else {
       double c = (double)ge->c;
       s = gpu_fill(g, gpu_data(st->t[4]), 8, &c, 8);
@@ -103,10 +88,10 @@ static cell_status state_init(const char *op, const cell_tensor *x, const cell_t
     static const unsigned char ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     if (s == CELL_OK) s = gpu_fill(g, gpu_data(bad), 8, ones, 8);
     if (s == CELL_OK)
-      s = launch(gpuk_ce_classes(g->stream, gpu_data(ids), gpu_data(st->t[2]), gpu_data(st->t[5]),
-                                 st->t[3] ? gpu_data(st->t[3]) : NULL, ge->rows, ge->c, a->has_ignore,
-                                 (long long)a->ignore_index, (long long)a->index_base, gpu_data(bad)),
-                 op);
+      s = gpu_launch(gpuk_ce_classes(g->stream, gpu_data(ids), gpu_data(st->t[2]), gpu_data(st->t[5]),
+                                     st->t[3] ? gpu_data(st->t[3]) : NULL, ge->rows, ge->c, a->has_ignore,
+                                     (long long)a->ignore_index, (long long)a->index_base, gpu_data(bad)),
+                     op);
     unsigned long long b = ~0ull;
     if (s == CELL_OK) s = gpu_copy_d2h(g, &b, gpu_data(bad), 8);
     if (s == CELL_OK && b != ~0ull) {
@@ -118,15 +103,15 @@ static cell_status state_init(const char *op, const cell_tensor *x, const cell_t
     if (s == CELL_OK && want_den) {
       s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &one, &dsum);
       if (s == CELL_OK)
-        s = launch(gpuk_reduce(g->stream, GPUK_F64, GPUK_RED_SUM, gpu_data(st->t[5]), gpu_data(dsum), 1, ge->rows, 1), op);
+        s = gpu_launch(gpuk_reduce(g->stream, GPUK_F64, GPUK_RED_SUM, gpu_data(st->t[5]), gpu_data(dsum), 1, ge->rows, 1), op);
       if (s == CELL_OK) s = gpu_copy_d2h(g, den, gpu_data(dsum), 8);
     }
     cell_tensor *tmp[3] = {ids, bad, dsum};
-    release_all(tmp, 3);
+    gpu_release_all(tmp, 3);
   } else if (want_den) {
     *den = (double)ge->rows;
   }
-  if (s != CELL_OK) release_all(st->t, 6);
+  if (s != CELL_OK) gpu_release_all(st->t, 6);
   return s;
 }
 
@@ -143,16 +128,16 @@ static cell_status finish(const cell_tensor *x, const geom *ge, cell_reduction r
     for (int d = 0; d < x->ndim; d++)
       if (d != (x->ndim == 1 ? 0 : 1)) shape[nd++] = x->shape[d];
     s = gpu_new_tensor(g, x->dtype, nd, shape, &o);
-    if (s == CELL_OK) s = launch(gpuk_scale_cast(g->stream, gpu_data(v), (int)x->dtype, gpu_data(o), ge->rows, 1.0), "loss");
+    if (s == CELL_OK) s = gpu_launch(gpuk_scale_cast(g->stream, gpu_data(v), (int)x->dtype, gpu_data(o), ge->rows, 1.0), "loss");
   } else {
     int64_t one = 1;
     s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &one, &sum);
-    if (s == CELL_OK) s = launch(gpuk_reduce(g->stream, GPUK_F64, GPUK_RED_SUM, gpu_data(v), gpu_data(sum), 1, ge->rows, 1), "loss");
+    if (s == CELL_OK) s = gpu_launch(gpuk_reduce(g->stream, GPUK_F64, GPUK_RED_SUM, gpu_data(v), gpu_data(sum), 1, ge->rows, 1), "loss");
     if (s == CELL_OK) s = gpu_new_tensor(g, x->dtype, 0, NULL, &o);
     if (s == CELL_OK)
-      s = launch(gpuk_scale_cast(g->stream, gpu_data(sum), (int)x->dtype, gpu_data(o), 1,
-                                 red == CELL_REDUCTION_MEAN ? 1.0 / den : 1.0),
-                 "loss");
+      s = gpu_launch(gpuk_scale_cast(g->stream, gpu_data(sum), (int)x->dtype, gpu_data(o), 1,
+                                     red == CELL_REDUCTION_MEAN ? 1.0 / den : 1.0),
+                     "loss");
   }
   if (sum) cell_tensor_release(sum);
   if (s != CELL_OK) {
@@ -174,14 +159,14 @@ cell_status gpu_cross_entropy(const cell_tensor *logits, const cell_tensor *targ
   cell_status s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &st.g.rows, &lse);
   if (s == CELL_OK) s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &st.g.rows, &v);
   if (s == CELL_OK)
-    s = launch(gpuk_ce_forward(g->stream, (int)logits->dtype, st.t[1] ? (int)st.t[1]->dtype : GPUK_F32,
-                               gpu_data(st.t[0]), st.t[2] ? gpu_data(st.t[2]) : NULL,
-                               st.t[1] ? gpu_data(st.t[1]) : NULL, st.t[3] ? gpu_data(st.t[3]) : NULL,
-                               gpu_data(st.t[4]), gpu_data(lse), gpu_data(v), st.g.rows, st.g.c, st.g.inner,
-                               a->label_smoothing),
-               op);
+    s = gpu_launch(gpuk_ce_forward(g->stream, (int)logits->dtype, st.t[1] ? (int)st.t[1]->dtype : GPUK_F32,
+                                   gpu_data(st.t[0]), st.t[2] ? gpu_data(st.t[2]) : NULL,
+                                   st.t[1] ? gpu_data(st.t[1]) : NULL, st.t[3] ? gpu_data(st.t[3]) : NULL,
+                                   gpu_data(st.t[4]), gpu_data(lse), gpu_data(v), st.g.rows, st.g.c, st.g.inner,
+                                   a->label_smoothing),
+                   op);
   if (s == CELL_OK) s = finish(logits, &st.g, a->reduction, v, den, out);
-  release_all(st.t, 6);
+  gpu_release_all(st.t, 6);
   if (v) cell_tensor_release(v);
   if (s != CELL_OK) {
     if (lse) cell_tensor_release(lse);
@@ -198,8 +183,8 @@ cell_status gpu_cross_entropy(const cell_tensor *logits, const cell_tensor *targ
 static cell_status grad_of(const char *op, const cell_tensor *gy, cell_reduction red, double den, int64_t rows,
                            cell_tensor **gd, int *per_row, double *k) {
   *per_row = red == CELL_REDUCTION_NONE;
-  if (*per_row ? numel(gy) != rows : numel(gy) != 1)
-    return cell_error(CELL_ERR_RUNTIME, "%s: gradient of %lld elements for %lld rows", op, (long long)numel(gy),
+  if (*per_row ? gpu_numel(gy) != rows : gpu_numel(gy) != 1)
+    return cell_error(CELL_ERR_RUNTIME, "%s: gradient of %lld elements for %lld rows", op, (long long)gpu_numel(gy),
                       (long long)rows);
   *k = red == CELL_REDUCTION_MEAN ? 1.0 / den : 1.0;
   return gpu_contig_as(gy, CELL_DTYPE_F64, gd);
@@ -220,17 +205,17 @@ cell_status gpu_cross_entropy_backward(const cell_tensor *gy, const cell_tensor 
   if (s == CELL_OK && gx) s = gpu_new_tensor(g, logits->dtype, logits->ndim, logits->shape, &t[2]);
   if (s == CELL_OK && gt && st.g.probs) s = gpu_new_tensor(g, target->dtype, target->ndim, target->shape, &t[3]);
   if (s == CELL_OK && (t[2] || t[3]))
-    s = launch(gpuk_ce_backward(g->stream, (int)logits->dtype, st.t[1] ? (int)st.t[1]->dtype : GPUK_F32,
-                                gpu_data(st.t[0]), st.t[2] ? gpu_data(st.t[2]) : NULL,
-                                st.t[1] ? gpu_data(st.t[1]) : NULL, st.t[3] ? gpu_data(st.t[3]) : NULL,
-                                gpu_data(st.t[4]), gpu_data(t[1]), gpu_data(t[0]), per_row, k,
-                                t[2] ? gpu_data(t[2]) : NULL, t[3] ? gpu_data(t[3]) : NULL, st.g.rows, st.g.c,
-                                st.g.inner, a->label_smoothing),
-               op);
-  release_all(st.t, 6);
-  release_all(t, 2);
+    s = gpu_launch(gpuk_ce_backward(g->stream, (int)logits->dtype, st.t[1] ? (int)st.t[1]->dtype : GPUK_F32,
+                                    gpu_data(st.t[0]), st.t[2] ? gpu_data(st.t[2]) : NULL,
+                                    st.t[1] ? gpu_data(st.t[1]) : NULL, st.t[3] ? gpu_data(st.t[3]) : NULL,
+                                    gpu_data(st.t[4]), gpu_data(t[1]), gpu_data(t[0]), per_row, k,
+                                    t[2] ? gpu_data(t[2]) : NULL, t[3] ? gpu_data(t[3]) : NULL, st.g.rows, st.g.c,
+                                    st.g.inner, a->label_smoothing),
+                   op);
+  gpu_release_all(st.t, 6);
+  gpu_release_all(t, 2);
   if (s != CELL_OK) {
-    release_all(t + 2, 2);
+    gpu_release_all(t + 2, 2);
     return s;
   }
   if (gx) *gx = t[2];
@@ -248,11 +233,11 @@ cell_status gpu_nll_loss(const cell_tensor *logp, const cell_tensor *target, con
   cell_tensor *v = NULL;
   cell_status s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &st.g.rows, &v);
   if (s == CELL_OK)
-    s = launch(gpuk_nll_forward(g->stream, (int)logp->dtype, gpu_data(st.t[0]), gpu_data(st.t[2]),
-                                st.t[3] ? gpu_data(st.t[3]) : NULL, gpu_data(v), st.g.rows, st.g.c, st.g.inner),
-               op);
+    s = gpu_launch(gpuk_nll_forward(g->stream, (int)logp->dtype, gpu_data(st.t[0]), gpu_data(st.t[2]),
+                                    st.t[3] ? gpu_data(st.t[3]) : NULL, gpu_data(v), st.g.rows, st.g.c, st.g.inner),
+                   op);
   if (s == CELL_OK) s = finish(logp, &st.g, a->reduction, v, den, out);
-  release_all(st.t, 6);
+  gpu_release_all(st.t, 6);
   if (v) cell_tensor_release(v);
   if (s == CELL_OK && den_out) *den_out = den;
   return s;
@@ -271,12 +256,12 @@ cell_status gpu_nll_loss_backward(const cell_tensor *gy, const cell_tensor *logp
   cell_status s = grad_of(op, gy, a->reduction, den, st.g.rows, &gd, &per_row, &k);
   if (s == CELL_OK) s = gpu_new_tensor(g, logp->dtype, logp->ndim, logp->shape, &o);
   if (s == CELL_OK)
-    s = gpu_fill(g, gpu_data(o), (size_t)numel(logp) * cell_dtype_size(logp->dtype), zero, cell_dtype_size(logp->dtype));
+    s = gpu_fill(g, gpu_data(o), (size_t)gpu_numel(logp) * cell_dtype_size(logp->dtype), zero, cell_dtype_size(logp->dtype));
   if (s == CELL_OK)
-    s = launch(gpuk_nll_backward(g->stream, (int)logp->dtype, gpu_data(st.t[2]), st.t[3] ? gpu_data(st.t[3]) : NULL,
-                                 gpu_data(gd), per_row, k, gpu_data(o), st.g.rows, st.g.c, st.g.inner),
-               op);
-  release_all(st.t, 6);
+    s = gpu_launch(gpuk_nll_backward(g->stream, (int)logp->dtype, gpu_data(st.t[2]), st.t[3] ? gpu_data(st.t[3]) : NULL,
+                                     gpu_data(gd), per_row, k, gpu_data(o), st.g.rows, st.g.c, st.g.inner),
+                   op);
+  gpu_release_all(st.t, 6);
   if (gd) cell_tensor_release(gd);
   if (s != CELL_OK) {
     if (o) cell_tensor_release(o);

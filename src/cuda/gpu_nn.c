@@ -28,16 +28,6 @@ _Static_assert((int)GPUK_RED_SUM == (int)CELL_RED_SUM && (int)GPUK_RED_MEAN == (
                "gpu_kern.h's reduction codes are cell_redop's");
 _Static_assert(GPUK_MAX_DIMS >= CELL_MAX_DIMS, "a gpuk_layout holds every tensor's dimensions");
 
-static cell_status launch(int err, const char *op) {
-  return err ? gpu_cuda_error((cudaError_t)err, op) : CELL_OK;
-}
-
-static int64_t numel(const cell_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
-}
-
 static void *stream_of(const cell_tensor *t) { return gpu_ctx_of(t)->stream; }
 
 int gpu_dtype_copyable(cell_dtype dt) { return dt >= CELL_DTYPE_F32 && dt <= CELL_DTYPE_I16; }
@@ -54,9 +44,9 @@ static cell_status gather(const cell_tensor *t, cell_dtype dt, int ndim, const i
   }
   cell_tensor *o;
   CELL_TRY(gpu_new_tensor(gpu_ctx_of(t), dt, ndim, shape, &o));
-  cell_status s = launch(gpuk_copy_cast(stream_of(t), L, (int)t->dtype, gpu_data(t), (int)dt, gpu_data(o),
-                                        numel(o)),
-                         "copy");
+  cell_status s = gpu_launch(gpuk_copy_cast(stream_of(t), L, (int)t->dtype, gpu_data(t), (int)dt, gpu_data(o),
+                                            gpu_numel(o)),
+                             "copy");
   if (s != CELL_OK) {
     cell_tensor_release(o);
     return s;
@@ -163,7 +153,7 @@ cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int
   }
   cell_status s = gpu_new_tensor(gpu_ctx_of(a), ct, nd, shape, &o);
   if (s == CELL_OK)
-    s = launch(gpuk_reduce(stream_of(a), (int)ct, (int)op, gpu_data(rows), gpu_data(o), outer, r, 1), name);
+    s = gpu_launch(gpuk_reduce(stream_of(a), (int)ct, (int)op, gpu_data(rows), gpu_data(o), outer, r, 1), name);
   cell_tensor_release(rows);
   if (s == CELL_OK && ints) { /* the float64 sums as int64 */
     cell_tensor *o64;
@@ -193,9 +183,9 @@ static cell_status arg_extreme(const char *name, const cell_tensor *a, const int
   if (values) s = gpu_new_tensor(gpu_ctx_of(a), a->dtype, nd, shape, &v);
   if (s == CELL_OK) s = gpu_new_tensor(gpu_ctx_of(a), CELL_DTYPE_I64, nd, shape, &ix);
   if (s == CELL_OK)
-    s = launch(gpuk_argext(stream_of(a), (int)a->dtype, is_min, gpu_data(rows), v ? gpu_data(v) : NULL,
-                           gpu_data(ix), outer, r, 1, (long long)base),
-               name);
+    s = gpu_launch(gpuk_argext(stream_of(a), (int)a->dtype, is_min, gpu_data(rows), v ? gpu_data(v) : NULL,
+                               gpu_data(ix), outer, r, 1, (long long)base),
+                   name);
   cell_tensor_release(rows);
   if (s != CELL_OK) {
     if (v) cell_tensor_release(v);
@@ -249,7 +239,7 @@ cell_status gpu_softmax(const cell_tensor *x, int dim, int log, cell_tensor **ou
   if (s == CELL_OK) {
     int64_t outer, n, inner;
     geometry(x, dim, &outer, &n, &inner);
-    s = launch(gpuk_softmax(stream_of(x), (int)x->dtype, gpu_data(xc), gpu_data(y), outer, n, inner, log), op);
+    s = gpu_launch(gpuk_softmax(stream_of(x), (int)x->dtype, gpu_data(xc), gpu_data(y), outer, n, inner, log), op);
     if (s != CELL_OK) cell_tensor_release(y);
   }
   cell_tensor_release(xc);
@@ -267,9 +257,9 @@ cell_status gpu_softmax_backward(const cell_tensor *y, const cell_tensor *g, int
   if (s == CELL_OK) {
     int64_t outer, n, inner;
     geometry(y, dim, &outer, &n, &inner);
-    s = launch(gpuk_softmax_backward(stream_of(y), (int)y->dtype, gpu_data(yc), gpu_data(gc), gpu_data(o), outer,
-                                     n, inner, log),
-               op);
+    s = gpu_launch(gpuk_softmax_backward(stream_of(y), (int)y->dtype, gpu_data(yc), gpu_data(gc), gpu_data(o), outer,
+                                         n, inner, log),
+                   op);
   }
   cell_tensor_release(yc);
   if (gc) cell_tensor_release(gc);
@@ -301,16 +291,11 @@ static cell_status as_f64(const cell_tensor *t, cell_tensor **out) {
   return t ? contig_as(t, CELL_DTYPE_F64, out) : CELL_OK;
 }
 
-static void release_all(cell_tensor **ts, int n) {
-  for (int i = 0; i < n; i++)
-    if (ts[i]) cell_tensor_release(ts[i]);
-}
-
 cell_status gpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *weight, const cell_tensor *bias,
                            double eps, cell_tensor **out, cell_tensor **mean, cell_tensor **rstd) {
   int64_t rows, d;
   CELL_TRY(ln_rows("layer_norm", x, k, &rows, &d));
-  if ((weight && numel(weight) != d) || (bias && numel(bias) != d))
+  if ((weight && gpu_numel(weight) != d) || (bias && gpu_numel(bias) != d))
     return cell_error(CELL_ERR_VALUE, "layer_norm: weight and bias need %lld elements (the normalized shape)",
                       (long long)d);
   gpu_ctx *g = gpu_ctx_of(x);
@@ -322,15 +307,15 @@ cell_status gpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *weigh
   if (s == CELL_OK) s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &rows, &t[4]);
   if (s == CELL_OK) s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &rows, &t[5]);
   if (s == CELL_OK)
-    s = launch(gpuk_layer_norm(g->stream, (int)x->dtype, gpu_data(t[0]), t[1] ? gpu_data(t[1]) : NULL,
-                               t[2] ? gpu_data(t[2]) : NULL, gpu_data(t[3]), gpu_data(t[4]), gpu_data(t[5]), rows,
-                               d, eps),
-               "layer_norm");
+    s = gpu_launch(gpuk_layer_norm(g->stream, (int)x->dtype, gpu_data(t[0]), t[1] ? gpu_data(t[1]) : NULL,
+                                   t[2] ? gpu_data(t[2]) : NULL, gpu_data(t[3]), gpu_data(t[4]), gpu_data(t[5]), rows,
+                                   d, eps),
+                   "layer_norm");
   if (s != CELL_OK) {
-    release_all(t, 6);
+    gpu_release_all(t, 6);
     return s;
   }
-  release_all(t, 3);
+  gpu_release_all(t, 3);
   *out = t[3];
   if (mean) *mean = t[4];
   else cell_tensor_release(t[4]);
@@ -344,7 +329,7 @@ cell_status gpu_layer_norm_backward(const cell_tensor *gy, const cell_tensor *x,
                                     cell_tensor **gw, cell_tensor **gb) {
   int64_t rows, d;
   CELL_TRY(ln_rows("layer_norm backward", x, k, &rows, &d));
-  if (numel(gy) != numel(x) || numel(mean) != rows || numel(rstd) != rows)
+  if (gpu_numel(gy) != gpu_numel(x) || gpu_numel(mean) != rows || gpu_numel(rstd) != rows)
     return cell_error(CELL_ERR_RUNTIME, "layer_norm backward: the gradient, mean or rstd do not match the input");
   gpu_ctx *g = gpu_ctx_of(x);
   const int64_t *trail = x->shape + x->ndim - k;
@@ -363,16 +348,16 @@ cell_status gpu_layer_norm_backward(const cell_tensor *gy, const cell_tensor *x,
       if (t[i]) s = gpu_fill(g, gpu_data(t[i]), (size_t)d * 8, zero, 8);
   }
   if (s == CELL_OK)
-    s = launch(gpuk_layer_norm_backward(g->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[1]),
-                                        t[2] ? gpu_data(t[2]) : NULL, gpu_data(t[3]), gpu_data(t[4]),
-                                        t[5] ? gpu_data(t[5]) : NULL, t[6] ? gpu_data(t[6]) : NULL,
-                                        t[7] ? gpu_data(t[7]) : NULL, rows, d),
-               "layer_norm backward");
+    s = gpu_launch(gpuk_layer_norm_backward(g->stream, (int)x->dtype, gpu_data(t[0]), gpu_data(t[1]),
+                                            t[2] ? gpu_data(t[2]) : NULL, gpu_data(t[3]), gpu_data(t[4]),
+                                            t[5] ? gpu_data(t[5]) : NULL, t[6] ? gpu_data(t[6]) : NULL,
+                                            t[7] ? gpu_data(t[7]) : NULL, rows, d),
+                   "layer_norm backward");
   if (s != CELL_OK) {
-    release_all(t, 8);
+    gpu_release_all(t, 8);
     return s;
   }
-  release_all(t, 5);
+  gpu_release_all(t, 5);
   if (gx) *gx = t[5];
   if (gw) *gw = t[6];
   if (gb) *gb = t[7];
@@ -388,7 +373,7 @@ cell_status gpu_embedding(const cell_tensor *ids, const cell_tensor *weight, int
     return cell_error(CELL_ERR_VALUE, "embedding: ids have %d dimensions; at most %d are supported", ids->ndim,
                       CELL_MAX_DIMS - 1);
   gpu_ctx *g = gpu_ctx_of(weight);
-  int64_t vocab = weight->shape[0], dim = weight->shape[1], n = numel(ids), one = 1;
+  int64_t vocab = weight->shape[0], dim = weight->shape[1], n = gpu_numel(ids), one = 1;
   int64_t shape[CELL_MAX_DIMS];
   memcpy(shape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
   shape[ids->ndim] = dim;
@@ -400,9 +385,9 @@ cell_status gpu_embedding(const cell_tensor *ids, const cell_tensor *weight, int
   static const unsigned char ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   if (s == CELL_OK) s = gpu_fill(g, gpu_data(t[3]), 8, ones, 8);
   if (s == CELL_OK)
-    s = launch(gpuk_embedding(g->stream, (int)weight->dtype, GPUK_I64, gpu_data(t[0]), gpu_data(t[1]),
-                              gpu_data(t[2]), n, vocab, dim, (long long)index_base, gpu_data(t[3])),
-               "embedding");
+    s = gpu_launch(gpuk_embedding(g->stream, (int)weight->dtype, GPUK_I64, gpu_data(t[0]), gpu_data(t[1]),
+                                  gpu_data(t[2]), n, vocab, dim, (long long)index_base, gpu_data(t[3])),
+                   "embedding");
   /* The range check needs the flag on the host: one small read (it waits
    * for the stream). */
   unsigned long long bad = ~0ull;
@@ -419,7 +404,7 @@ cell_status gpu_embedding(const cell_tensor *ids, const cell_tensor *weight, int
     }
   }
   if (s != CELL_OK) {
-    release_all(t, 4);
+    gpu_release_all(t, 4);
     return s;
   }
   cell_tensor_release(t[0]);
@@ -431,8 +416,8 @@ cell_status gpu_embedding(const cell_tensor *ids, const cell_tensor *weight, int
 
 cell_status gpu_embedding_backward(const cell_tensor *gy, const cell_tensor *ids, int64_t vocab, cell_dtype dt,
                                    int has_padding, int64_t padding_idx, int64_t index_base, cell_tensor **gw) {
-  int64_t dim = gy->ndim ? gy->shape[gy->ndim - 1] : 0, n = numel(ids);
-  if (gy->ndim != ids->ndim + 1 || numel(gy) != n * dim)
+  int64_t dim = gy->ndim ? gy->shape[gy->ndim - 1] : 0, n = gpu_numel(ids);
+  if (gy->ndim != ids->ndim + 1 || gpu_numel(gy) != n * dim)
     return cell_error(CELL_ERR_RUNTIME, "embedding backward: the gradient's shape does not match the ids'");
   if (dt != CELL_DTYPE_F32 && dt != CELL_DTYPE_F64)
     return cell_error(CELL_ERR_NOTIMPL, "embedding backward to %s is not supported on device GPU", cell_dtype_name(dt));
@@ -445,15 +430,15 @@ cell_status gpu_embedding_backward(const cell_tensor *gy, const cell_tensor *ids
   if (s == CELL_OK) s = gpu_new_tensor(g, dt, 2, shape, &t[2]);
   if (s == CELL_OK) s = gpu_fill(g, gpu_data(t[2]), (size_t)(vocab * dim) * cell_dtype_size(dt), zero, cell_dtype_size(dt));
   if (s == CELL_OK)
-    s = launch(gpuk_embedding_backward(g->stream, (int)dt, GPUK_I64, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[2]),
-                                       n, vocab, dim, (long long)index_base, has_padding,
-                                       (long long)(padding_idx - index_base)),
-               "embedding backward");
+    s = gpu_launch(gpuk_embedding_backward(g->stream, (int)dt, GPUK_I64, gpu_data(t[0]), gpu_data(t[1]), gpu_data(t[2]),
+                                           n, vocab, dim, (long long)index_base, has_padding,
+                                           (long long)(padding_idx - index_base)),
+                   "embedding backward");
   if (s != CELL_OK) {
-    release_all(t, 3);
+    gpu_release_all(t, 3);
     return s;
   }
-  release_all(t, 2);
+  gpu_release_all(t, 2);
   *gw = t[2];
   return CELL_OK;
 }
@@ -471,13 +456,13 @@ static cell_status drop(const char *op, const cell_tensor *x, double p, uint64_t
     cell_tensor_release(xc);
     return s;
   }
-  int64_t n = numel(x);
+  int64_t n = gpu_numel(x);
   uint64_t f = first ? *first : cell_rng_reserve((uint64_t)(n + 3) / 4, &seed);
   if (seed_out) *seed_out = seed;
   if (first_out) *first_out = f;
   unsigned long long threshold = (unsigned long long)ceil(p * 4294967296.0);
   double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
-  s = launch(gpuk_dropout(stream_of(x), (int)x->dtype, gpu_data(xc), gpu_data(y), n, seed, f, threshold, scale), op);
+  s = gpu_launch(gpuk_dropout(stream_of(x), (int)x->dtype, gpu_data(xc), gpu_data(y), n, seed, f, threshold, scale), op);
   cell_tensor_release(xc);
   if (s != CELL_OK) {
     cell_tensor_release(y);
@@ -504,9 +489,9 @@ cell_status gpu_sgd_step(cell_tensor *param, const cell_tensor *grad, cell_tenso
   if (has_buf && !buf) return cell_error(CELL_ERR_VALUE, "sgd: momentum needs a buffer");
   cell_tensor_bump(param);
   if (has_buf) cell_tensor_bump(buf);
-  return launch(gpuk_sgd(stream_of(param), (int)param->dtype, gpu_data(param), gpu_data(grad),
-                         has_buf ? gpu_data(buf) : NULL, numel(param), c),
-                "sgd");
+  return gpu_launch(gpuk_sgd(stream_of(param), (int)param->dtype, gpu_data(param), gpu_data(grad),
+                             has_buf ? gpu_data(buf) : NULL, gpu_numel(param), c),
+                    "sgd");
 }
 
 cell_status gpu_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg, cell_tensor *exp_avg_sq,
@@ -519,7 +504,7 @@ cell_status gpu_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tens
   cell_tensor_bump(param);
   cell_tensor_bump(exp_avg);
   cell_tensor_bump(exp_avg_sq);
-  return launch(gpuk_adam(stream_of(param), (int)param->dtype, gpu_data(param), gpu_data(grad), gpu_data(exp_avg),
-                          gpu_data(exp_avg_sq), numel(param), c),
-                cfg->decoupled ? "adamw" : "adam");
+  return gpu_launch(gpuk_adam(stream_of(param), (int)param->dtype, gpu_data(param), gpu_data(grad), gpu_data(exp_avg),
+                              gpu_data(exp_avg_sq), gpu_numel(param), c),
+                    cfg->decoupled ? "adamw" : "adam");
 }

@@ -61,16 +61,21 @@ void *gpu_data(const cell_tensor *t) {
   return (char *)t->storage->data + t->offset * cell_dtype_size(t->dtype);
 }
 
-static int64_t numel(const cell_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
-}
-
-static int64_t cell_shape_numel_(int ndim, const int64_t *shape) {
+int64_t gpu_shape_numel(int ndim, const int64_t *shape) {
   int64_t n = 1;
   for (int i = 0; i < ndim; i++) n *= shape[i];
   return n;
+}
+
+int64_t gpu_numel(const cell_tensor *t) { return gpu_shape_numel(t->ndim, t->shape); }
+
+cell_status gpu_launch(int err, const char *op) {
+  return err ? gpu_cuda_error((cudaError_t)err, op) : CELL_OK;
+}
+
+void gpu_release_all(cell_tensor **ts, int n) {
+  for (int i = 0; i < n; i++)
+    if (ts[i]) cell_tensor_release(ts[i]);
 }
 
 static cell_status declined(const char *op) {
@@ -99,10 +104,6 @@ static cell_status stub_stack(int n, cell_tensor *const *ts, int dim, cell_tenso
 #endif
 #undef GPU_STUB_
 
-static cell_status launch(int err, const char *op) {
-  return err ? gpu_cuda_error((cudaError_t)err, op) : CELL_OK;
-}
-
 static cell_status new_like(const cell_tensor *t, cell_dtype dt, cell_tensor **o) {
   return gpu_new_tensor(gpu_ctx_of(t), dt, t->ndim, t->shape, o);
 }
@@ -130,8 +131,8 @@ static cell_status spread(const cell_tensor *a, int ndim, const int64_t *shape, 
   }
   cell_tensor *o;
   CELL_TRY(gpu_new_tensor(gpu_ctx_of(a), a->dtype, ndim, shape, &o));
-  int64_t n = numel(o);
-  cell_status s = launch(gpuk_copy_cast(gpu_ctx_of(a)->stream, L, (int)a->dtype, gpu_data(a), (int)a->dtype,
+  int64_t n = gpu_numel(o);
+  cell_status s = gpu_launch(gpuk_copy_cast(gpu_ctx_of(a)->stream, L, (int)a->dtype, gpu_data(a), (int)a->dtype,
                                         gpu_data(o), n),
                          "broadcast");
   if (s != CELL_OK) {
@@ -185,7 +186,7 @@ static cell_status k_binary(cell_binop op, const cell_tensor *a, const cell_tens
   if (s == CELL_OK) s = spread(b, nd, shape, &bc);
   if (s == CELL_OK) s = gpu_new_tensor(g, a->dtype, nd, shape, &o);
   if (s == CELL_OK)
-    s = launch(gpuk_binary(g->stream, (int)a->dtype, (int)op, gpu_data(ac), gpu_data(bc), gpu_data(o), numel(o)),
+    s = gpu_launch(gpuk_binary(g->stream, (int)a->dtype, (int)op, gpu_data(ac), gpu_data(bc), gpu_data(o), gpu_numel(o)),
                cell_binop_name(op));
   if (ac) cell_tensor_release(ac);
   if (bc) cell_tensor_release(bc);
@@ -203,13 +204,13 @@ static cell_status k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b
   int nd;
   int64_t shape[CELL_MAX_DIMS];
   CELL_TRY(broadcast(cell_binop_name(op), a, b, &nd, shape));
-  if (nd != a->ndim || numel(a) != cell_shape_numel_(nd, shape))
+  if (nd != a->ndim || gpu_numel(a) != gpu_shape_numel(nd, shape))
     return cell_error(CELL_ERR_VALUE, "%s_: the result's shape is not the in-place operand's", cell_binop_name(op));
   gpu_ctx *g = gpu_ctx_of(a);
   cell_tensor *bc;
   CELL_TRY(spread(b, nd, shape, &bc));
   cell_tensor_bump(a);
-  cell_status s = launch(gpuk_binary(g->stream, (int)a->dtype, (int)op, gpu_data(a), gpu_data(bc), gpu_data(a), numel(a)),
+  cell_status s = gpu_launch(gpuk_binary(g->stream, (int)a->dtype, (int)op, gpu_data(a), gpu_data(bc), gpu_data(a), gpu_numel(a)),
                          cell_binop_name(op));
   cell_tensor_release(bc);
   return s;
@@ -227,7 +228,7 @@ static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s
   CELL_TRY(spread(t, t->ndim, t->shape, &tc));
   cell_status st = new_like(t, t->dtype, &o);
   if (st == CELL_OK) {
-    st = launch(gpuk_binary_scalar(g->stream, (int)t->dtype, (int)op, gpu_data(tc), s, reversed, gpu_data(o), numel(t)),
+    st = gpu_launch(gpuk_binary_scalar(g->stream, (int)t->dtype, (int)op, gpu_data(tc), s, reversed, gpu_data(o), gpu_numel(t)),
                 cell_binop_name(op));
     if (st != CELL_OK) cell_tensor_release(o);
   }
@@ -240,7 +241,7 @@ static cell_status k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int
   if (!arith_ok(op, t->dtype) || (!is_float_dt(t->dtype) && s_is_float)) return declined(cell_binop_name(op));
   gpu_ctx *g = gpu_ctx_of(t);
   cell_tensor_bump(t);
-  return launch(gpuk_binary_scalar(g->stream, (int)t->dtype, (int)op, gpu_data(t), s, 0, gpu_data(t), numel(t)),
+  return gpu_launch(gpuk_binary_scalar(g->stream, (int)t->dtype, (int)op, gpu_data(t), s, 0, gpu_data(t), gpu_numel(t)),
                 cell_binop_name(op));
 }
 
@@ -260,7 +261,7 @@ static cell_status k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out
     cell_tensor_release(ac);
     return s;
   }
-  s = launch(gpuk_unary(g->stream, (int)a->dtype, (int)op, gpu_data(ac), gpu_data(o), numel(a)), cell_unop_name(op));
+  s = gpu_launch(gpuk_unary(g->stream, (int)a->dtype, (int)op, gpu_data(ac), gpu_data(o), gpu_numel(a)), cell_unop_name(op));
   cell_tensor_release(ac);
   if (s != CELL_OK) {
     cell_tensor_release(o);
@@ -274,7 +275,7 @@ static cell_status k_unary_(cell_unop op, cell_tensor *a) {
   if (!unary_ok(op) || !is_float_dt(a->dtype)) return declined(cell_unop_name(op));
   gpu_ctx *g = gpu_ctx_of(a);
   cell_tensor_bump(a);
-  return launch(gpuk_unary(g->stream, (int)a->dtype, (int)op, gpu_data(a), gpu_data(a), numel(a)),
+  return gpu_launch(gpuk_unary(g->stream, (int)a->dtype, (int)op, gpu_data(a), gpu_data(a), gpu_numel(a)),
                 cell_unop_name(op));
 }
 
@@ -317,7 +318,7 @@ static cell_status k_fill_(cell_tensor *t, double v) {
   size_t ps = pattern_of(t->dtype, v, pat);
   if (!ps) return declined("fill_ of this dtype");
   cell_tensor_bump(t);
-  return gpu_fill(gpu_ctx_of(t), gpu_data(t), (size_t)numel(t) * ps, pat, ps);
+  return gpu_fill(gpu_ctx_of(t), gpu_data(t), (size_t)gpu_numel(t) * ps, pat, ps);
 }
 
 /* full: on the dispatch's device (no tensor names it). */
@@ -335,7 +336,7 @@ static cell_status k_full(cell_dtype dt, int ndim, const int64_t *shape, double 
   cell_tensor *o;
   cell_status s = gpu_new_tensor(g, dt, ndim, shape, &o);
   if (s != CELL_OK) return s;
-  s = gpu_fill(gpu_ctx_of(o), gpu_data(o), (size_t)numel(o) * ps, pat, ps);
+  s = gpu_fill(gpu_ctx_of(o), gpu_data(o), (size_t)gpu_numel(o) * ps, pat, ps);
   if (s != CELL_OK) {
     cell_tensor_release(o);
     return s;
@@ -428,9 +429,9 @@ static int is_index(const cell_tensor *t) {
 /* param, grad and the state tensors: one dtype (float32 or float64), contiguous, one size. */
 static int step_ok(int nt, const cell_tensor *const *ts) {
   if (nt < 2 || !is_float(ts[0]) || !ts[1]) return 0;
-  int64_t n = numel(ts[0]);
+  int64_t n = gpu_numel(ts[0]);
   for (int i = 0; i < nt; i++)
-    if (ts[i] && (ts[i]->dtype != ts[0]->dtype || !gpu_is_contig(ts[i]) || numel(ts[i]) != n)) return 0;
+    if (ts[i] && (ts[i]->dtype != ts[0]->dtype || !gpu_is_contig(ts[i]) || gpu_numel(ts[i]) != n)) return 0;
   return 1;
 }
 

@@ -9,19 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int64_t numel(const cell_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
-}
-
-static const char *shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
-  size_t k = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < ndim && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
-  if (k < n) snprintf(buf + k, n - k, "]");
-  return buf;
-}
-
 /* The new shape with -1 inferred (src/core/view.c's cell_view_shape). */
 static cell_status view_shape(const cell_tensor *t, int ndim, const int64_t *shape, int64_t *res) {
   const char *op = "reshape";
@@ -42,7 +29,7 @@ static cell_status view_shape(const cell_tensor *t, int ndim, const int64_t *sha
     }
     over |= __builtin_mul_overflow(known, res[i], &known);
   }
-  int64_t n = numel(t);
+  int64_t n = gpu_numel(t);
   int ok = !over && known == n;
   if (!over && infer >= 0) {
     ok = known > 0 && n % known == 0;
@@ -51,7 +38,7 @@ static cell_status view_shape(const cell_tensor *t, int ndim, const int64_t *sha
   if (!ok) {
     char a[256], b[256];
     return cell_error(CELL_ERR_VALUE, "%s: cannot reshape a tensor of shape %s (%lld elements) into %s", op,
-                      shape_str(t->ndim, t->shape, a, sizeof a), (long long)n, shape_str(ndim, shape, b, sizeof b));
+                      cell_shape_str(t->ndim, t->shape, a, sizeof a), (long long)n, cell_shape_str(ndim, shape, b, sizeof b));
   }
   return CELL_OK;
 }
@@ -67,7 +54,7 @@ static void contig_strides(int ndim, const int64_t *shape, int64_t *st) {
 /* Strides viewing t as shape without a copy, if its layout allows one
  * (src/core/view.c's cell_view_strides: TH's newView). */
 static int view_strides(const cell_tensor *t, int ndim, const int64_t *shape, int64_t *st) {
-  if (numel(t) == 0 || t->ndim == 0) {
+  if (gpu_numel(t) == 0 || t->ndim == 0) {
     contig_strides(ndim, shape, st);
     return 1;
   }
@@ -128,7 +115,7 @@ cell_status gpu_copy_(cell_tensor *dst, const cell_tensor *src) {
     return cell_error(CELL_ERR_NOTIMPL, "copy_ into a strided or %s tensor is not supported on device GPU",
                       cell_dtype_name(dst->dtype));
   cell_tensor_bump(dst);
-  int64_t n = numel(dst);
+  int64_t n = gpu_numel(dst);
   /* A source overlapping the destination is read from a copy first. */
   cell_tensor *sc = NULL;
   cell_status s = CELL_OK;
@@ -149,5 +136,5 @@ cell_status gpu_copy_(cell_tensor *dst, const cell_tensor *src) {
 mismatch:;
   char a[256], b[256];
   return cell_error(CELL_ERR_VALUE, "copy_: source of shape %s cannot be broadcast to %s",
-                    shape_str(src->ndim, src->shape, a, sizeof a), shape_str(dst->ndim, dst->shape, b, sizeof b));
+                    cell_shape_str(src->ndim, src->shape, a, sizeof a), cell_shape_str(dst->ndim, dst->shape, b, sizeof b));
 }

@@ -3,6 +3,7 @@
 #include "io.h"
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const st_names[CELL_DTYPE_COUNT] = {
     [CELL_DTYPE_F32] = "F32", [CELL_DTYPE_F64] = "F64", [CELL_DTYPE_F16] = "F16",
@@ -59,4 +60,13 @@ const char *cell_io_shape_tuple(int ndim, const int64_t *shape, char *buf, size_
     pos += (size_t)snprintf(buf + pos, n - pos, i ? ", %lld" : "%lld", (long long)shape[i]);
   if (pos < n) snprintf(buf + pos, n - pos, ndim == 1 ? ",)" : ")");
   return buf;
+}
+
+const char *cell_io_file_kind(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+int cell_io_by_string(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
 }

@@ -330,11 +330,6 @@ static cell_status load(src *g, cell_dtype want, double scale, cell_tensor **out
   return CELL_OK;
 }
 
-static const char *file_kind(mode_t m) {
-  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
-       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
-}
-
 static cell_status run(src *g, cell_dtype want, double scale, cell_tensor **out) {
   cell_status s = start(g);
   if (!s) s = load(g, want, scale, out);
@@ -350,7 +345,7 @@ static cell_status open_and_load(const char *path, cell_dtype want, double scale
   struct stat st;
   cell_status s = CELL_OK;
   if (fstat(fd, &st) != 0) s = bad(path, "cannot stat: %s", strerror(errno));
-  else if (!S_ISREG(st.st_mode)) s = bad(path, "not a regular file (%s)", file_kind(st.st_mode));
+  else if (!S_ISREG(st.st_mode)) s = bad(path, "not a regular file (%s)", cell_io_file_kind(st.st_mode));
   if (!s) {
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);

@@ -6,6 +6,7 @@
 #include "cell.h"
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Header lengths above this are refused (the reference implementation's
  * limit), so a hostile length cannot make us allocate gigabytes. */
@@ -53,5 +54,11 @@ static inline int cell_io_little_endian(void) {
 /* Bytes read or written per call, between which the interrupt flag is
  * polled: a multi-gigabyte tensor stays interruptible. */
 #define CELL_IO_CHUNK ((size_t)64 << 20)
+
+/* What a path that is not a regular file is, for messages ("a directory",
+ * "a FIFO", ...), from its stat mode. */
+const char *cell_io_file_kind(mode_t m);
+/* qsort's comparison of two strings (const char * elements), by strcmp. */
+int cell_io_by_string(const void *a, const void *b);
 
 #endif

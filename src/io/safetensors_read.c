@@ -146,11 +146,6 @@ static cell_status grow(reader *r, void **v, size_t n, size_t *cap, size_t es, s
 
 /* --- the file ----------------------------------------------------------------- */
 
-static const char *file_kind(mode_t m) {
-  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
-       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
-}
-
 /* Open without blocking (a FIFO would wait for a writer) and refuse what is
  * not a regular file before reading a byte. */
 static cell_status open_file(reader *r) {
@@ -164,7 +159,7 @@ static cell_status open_file(reader *r) {
   }
   if (!S_ISREG(sb.st_mode)) {
     close(fd);
-    return bad(r, "not a regular file (%s)", file_kind(sb.st_mode));
+    return bad(r, "not a regular file (%s)", cell_io_file_kind(sb.st_mode));
   }
   int fl = fcntl(fd, F_GETFL);
   if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -695,10 +690,6 @@ typedef struct named {
   const entry *e;
 } named;
 
-static int by_string(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static int by_name(const void *a, const void *b) {
   return strcmp(((const named *)a)->s, ((const named *)b)->s);
 }
@@ -716,7 +707,7 @@ static cell_status check_meta_keys(reader *r) {
   size_t nb = sizeof *v * r->n_meta;
   CELL_TRY(take(r, nb, "the metadata's index", (void **)&v));
   for (size_t i = 0; i < r->n_meta; i++) v[i] = r->arena + r->meta[i].key;
-  qsort(v, r->n_meta, sizeof *v, by_string);
+  qsort(v, r->n_meta, sizeof *v, cell_io_by_string);
   cell_status s = CELL_OK;
   for (size_t i = 1; i < r->n_meta && !s; i++)
     if (strcmp(v[i - 1], v[i]) == 0) s = bad(r, "metadata key '%.200s' appears twice", v[i]);

@@ -88,17 +88,13 @@ __attribute__((format(printf, 2, 3))) static cell_status bad(const char *path, c
   return cell_error(CELL_ERR_VALUE, "safetensors: %s: %s", path, msg);
 }
 
-static int by_string(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* No name twice among v[0..n) (what names "tensor name" or "metadata key"). */
 static cell_status unique(const char *path, const char *what, int n, const char *const *v) {
   if (n < 2) return CELL_OK;
   const char **s = cell_alloc(sizeof *s * (size_t)n);
   if (!s) return cell_error(CELL_ERR_MEMORY, "safetensors: %s: out of memory checking names", path);
   memcpy(s, v, sizeof *s * (size_t)n);
-  qsort(s, (size_t)n, sizeof *s, by_string);
+  qsort(s, (size_t)n, sizeof *s, cell_io_by_string);
   cell_status st = CELL_OK;
   for (int i = 1; i < n && !st; i++)
     if (strcmp(s[i - 1], s[i]) == 0) st = bad(path, "%s '%.200s' appears twice", what, s[i]);

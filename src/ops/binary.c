@@ -165,14 +165,6 @@ static inline double f_remainder(double a, double b) {
   double m = fmod(a, b);
   return (m != 0 && ((b < 0) != (m < 0))) ? m + b : m;
 }
-static inline double f_floor_divide(double a, double b) {
-  if (b == 0) return a / b;
-  double m = fmod(a, b), d = (a - m) / b;
-  if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;
-  if (d == 0) return copysign(0.0, a / b);
-  double f = floor(d);
-  return d - f > 0.5 ? f + 1.0 : f;
-}
 static inline int64_t i_remainder(int64_t a, int64_t b) {
   if (b == -1 || b == 0) return 0;
   int64_t m = a % b;
@@ -189,7 +181,7 @@ static inline int64_t i_floor_divide(int64_t a, int64_t b) {
   BINARY_LOOP(atan2_##D, ST, CT, ST, L, S, (CT)atan2((double)x, (double)y))      \
   BINARY_LOOP(rem_##D, ST, CT, ST, L, S, (CT)f_remainder((double)x, (double)y))  \
   BINARY_LOOP(fmod_##D, ST, CT, ST, L, S, (CT)fmod((double)x, (double)y))        \
-  BINARY_LOOP(fdiv_##D, ST, CT, ST, L, S, (CT)f_floor_divide((double)x, (double)y))
+  BINARY_LOOP(fdiv_##D, ST, CT, ST, L, S, (CT)cell_floor_div((double)x, (double)y))
 #define DEF_INT_MATH(D, ST, CT, L, S)                         \
   BINARY_LOOP(rem_##D, ST, CT, ST, L, S, i_remainder(x, y))   \
   BINARY_LOOP(fmod_##D, ST, CT, ST, L, S, i_fmod(x, y))       \

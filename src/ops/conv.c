@@ -188,18 +188,6 @@ cell_status cell_k_conv2d_geom(const cell_tensor *x, const cell_tensor *w, const
 
 /* --- the typed loops ------------------------------------------------------------------ */
 
-/* The output columns ow in [*lo, *hi) whose input column ow * s + off lies
- * in [0, w). */
-static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *lo, int64_t *hi) {
-  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-  int64_t b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
-  if (a > n) a = n;
-  if (b > n) b = n;
-  if (b < a) b = a;
-  *lo = a;
-  *hi = b;
-}
-
 #define CONV_KERNELS(T, S)                                                                     \
   /* cols[r][n * P + p] for the chunk of samples [n0, n0 + nb): see the top. */                \
   static void im2col_##S(const cell_conv_geom *g, const T *x, int64_t n0, int64_t nb,          \
@@ -209,7 +197,7 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
     CELL_FOR(cell_conv_parallel(rows * NP), int64_t, r, rows, {                                \
       int64_t c = r / kk, i = (r / g->kw) % g->kh, j = r % g->kw;                              \
       int64_t off = j * g->dw - g->pl, lo, hi;                                                 \
-      valid_range(off, g->sw, g->w, g->ow, &lo, &hi);                                          \
+      cell_conv_valid_range(off, g->sw, g->w, g->ow, &lo, &hi);                                          \
       for (int64_t n = 0; n < nb; n++) {                                                       \
         const T *src = x + ((n0 + n) * g->c + c) * HW;                                         \
         T *d = cols + r * NP + n * P;                                                          \
@@ -241,7 +229,7 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
       for (int64_t i = 0; i < g->kh; i++)                                                      \
         for (int64_t j = 0; j < g->kw; j++) {                                                  \
           int64_t off = j * g->dw - g->pl, lo, hi;                                             \
-          valid_range(off, g->sw, g->w, g->ow, &lo, &hi);                                      \
+          cell_conv_valid_range(off, g->sw, g->w, g->ow, &lo, &hi);                                      \
           const T *src = cols + ((c * g->kh + i) * g->kw + j) * NP + n * P;                    \
           for (int64_t oh = 0; oh < g->oh; oh++) {                                             \
             int64_t ih = oh * g->sh - g->pt + i * g->dh;                                       \
@@ -255,11 +243,14 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
           }                                                                                    \
         }                                                                                      \
     });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  /* out[n0 + n][o][p] = m[o][n * P + p] + bias[o] (bias may be NULL). */                      \
-  static void to_nchw_##S(const T *m, const T *bias, int64_t o, int64_t P, int64_t n0,         \
-                          int64_t nb, T *out) {                                                \
+  }
+
+/* The moves between the gemm's layout m[o][n * P + p] (a chunk's nb samples
+ * side by side) and the layout {n, o, P} of conv2d's and conv3d's outputs
+ * (conv.h). */
+#define CONV_MOVES(T, S)                                                                       \
+  static void to_ncp_##S(const T *m, const T *bias, int64_t o, int64_t P, int64_t n0,          \
+                         int64_t nb, T *out) {                                                 \
     CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
       int64_t n = nk / o, k = nk % o;                                                          \
       const T *s = m + k * nb * P + n * P;                                                     \
@@ -268,21 +259,13 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
     });                                                                                        \
   }                                                                                            \
                                                                                                \
-  /* m[o][n * P + p] = y[n0 + n][o][p]: the inverse move. */                                   \
-  static void from_nchw_##S(const T *y, int64_t o, int64_t P, int64_t n0, int64_t nb, T *m) {  \
-    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
-      int64_t n = nk / o, k = nk % o;                                                          \
-      memcpy(m + k * nb * P + n * P, y + ((n0 + n) * o + k) * P, sizeof(T) * (size_t)P);       \
-    });                                                                                        \
-  }                                                                                            \
-                                                                                               \
   static void add_bias_##S(T *out, const T *bias, int64_t o, int64_t P, int64_t n0,            \
                            int64_t nb) {                                                       \
-    for (int64_t n = n0; n < n0 + nb; n++)                                                     \
-      for (int64_t k = 0; k < o; k++) {                                                        \
-        T *d = out + (n * o + k) * P, bk = bias[k];                                            \
-        for (int64_t p = 0; p < P; p++) d[p] += bk;                                            \
-      }                                                                                        \
+    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
+      int64_t k = nk % o;                                                                      \
+      T *d = out + (n0 * o + nk) * P, bk = bias[k];                                            \
+      for (int64_t p = 0; p < P; p++) d[p] += bk;                                              \
+    });                                                                                        \
   }                                                                                            \
                                                                                                \
   static void add_to_##S(T *dst, const T *src, int64_t n) {                                    \
@@ -291,6 +274,8 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
 
 CONV_KERNELS(float, f32)
 CONV_KERNELS(double, f64)
+CONV_MOVES(float, f32)
+CONV_MOVES(double, f64)
 
 #define DISPATCH(ct, fn, ...) \
   ((ct) == CELL_DTYPE_F64 ? fn##_f64(__VA_ARGS__) : fn##_f32(__VA_ARGS__))
@@ -303,6 +288,26 @@ void cell_conv_im2col(cell_dtype ct, const cell_conv_geom *g, const void *x, int
 void cell_conv_col2im(cell_dtype ct, const cell_conv_geom *g, const void *cols, int64_t n0,
                       int64_t nb, void *gx) {
   DISPATCH(ct, col2im, g, cols, n0, nb, gx);
+}
+
+void cell_conv_to_ncp(cell_dtype ct, const void *m, const void *bias, int64_t o, int64_t P,
+                      int64_t n0, int64_t nb, void *out) {
+  DISPATCH(ct, to_ncp, m, bias, o, P, n0, nb, out);
+}
+void cell_conv_from_ncp(size_t es, const void *y, int64_t o, int64_t P, int64_t n0, int64_t nb,
+                        void *m) {
+  CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {
+    int64_t n = nk / o, k = nk % o;
+    memcpy((char *)m + (size_t)(k * nb * P + n * P) * es,
+           (const char *)y + (size_t)(((n0 + n) * o + k) * P) * es, es * (size_t)P);
+  });
+}
+void cell_conv_add_bias(cell_dtype ct, void *out, const void *bias, int64_t o, int64_t P,
+                        int64_t n0, int64_t nb) {
+  DISPATCH(ct, add_bias, out, bias, o, P, n0, nb);
+}
+void cell_conv_add_to(cell_dtype ct, void *dst, const void *src, int64_t n) {
+  DISPATCH(ct, add_to, dst, src, n);
 }
 
 /* --- chunking and gemm ------------------------------------------------------------------- */
@@ -321,24 +326,19 @@ static int64_t chunk_samples(const cell_conv_geom *g) {
   return (g->n + chunks - 1) / chunks;
 }
 
-/* C = A @ B for row-major operands given by (base, row stride, column stride). */
-static cell_status gemm(cell_dtype ct, int64_t m, int64_t n, int64_t k, const void *a,
-                        int64_t a_rs, int64_t a_cs, const void *b, int64_t b_rs, int64_t b_cs,
-                        void *c, int64_t c_rs) {
+cell_status cell_conv_gemm(cell_dtype ct, int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t a_rs, int64_t a_cs, const void *b, int64_t b_rs, int64_t b_cs,
+                           void *c, int64_t c_rs) {
   cell_gemm gm = {ct, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, 1};
   return cell_gemm_run(&gm);
 }
 
-static void *scratch(int64_t elems, int es) {
+void *cell_conv_scratch(int64_t elems, int es) {
   return cell_alloc((size_t)(elems > 0 ? elems : 1) * (size_t)es);
 }
 
 static cell_status oom(void) {
   return cell_error(CELL_ERR_MEMORY, "conv2d: out of memory for the im2col scratch");
-}
-
-static cell_status interrupted(void) {
-  return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
 }
 
 /* Whether the direct kernels take this convolution: stride 1, and small
@@ -360,13 +360,13 @@ static cell_status conv_forward(cell_conv_lowering how, const cell_conv_geom *g,
   const void *bias = b ? cell_tensor_base(b) : NULL;
   if (K == 0) { /* no input channels: the bias alone */
     CELL_TRY(cell_k_fill_(out, 0));
-    if (bias) DISPATCH(ct, add_bias, (void *)yo, bias, g->o, P, 0, g->n);
+    if (bias) cell_conv_add_bias(ct, yo, bias, g->o, P, 0, g->n);
     return CELL_OK;
   }
   if (use_direct(how, g)) return cell_conv_direct_forward(g, ct, xo, wo, bias, yo);
   const int64_t nbmax = chunk_samples(g);
-  char *cols = scratch(rows * nbmax * P, es);
-  char *m = nbmax > 1 ? scratch(g->o * nbmax * P, es) : NULL;
+  char *cols = cell_conv_scratch(rows * nbmax * P, es);
+  char *m = nbmax > 1 ? cell_conv_scratch(g->o * nbmax * P, es) : NULL;
   if (!cols || (nbmax > 1 && !m)) {
     cell_dealloc(cols);
     cell_dealloc(m);
@@ -379,12 +379,12 @@ static cell_status conv_forward(cell_conv_lowering how, const cell_conv_geom *g,
     /* One sample: the gemm writes its NCHW block directly. */
     char *dst = nb == 1 ? yo + (size_t)(n0 * g->o * P) * (size_t)es : m;
     for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
-      s = gemm(ct, og, NP, K, wo + (size_t)(gi * og * K) * es, K, 1,
-               cols + (size_t)(gi * K * NP) * es, NP, 1, dst + (size_t)(gi * og * NP) * es, NP);
+      s = cell_conv_gemm(ct, og, NP, K, wo + (size_t)(gi * og * K) * es, K, 1,
+                         cols + (size_t)(gi * K * NP) * es, NP, 1, dst + (size_t)(gi * og * NP) * es, NP);
     if (s != CELL_OK) break;
-    if (nb > 1) DISPATCH(ct, to_nchw, (const void *)m, bias, g->o, P, n0, nb, (void *)yo);
-    else if (bias) DISPATCH(ct, add_bias, (void *)yo, bias, g->o, P, n0, 1);
-    s = interrupted();
+    if (nb > 1) cell_conv_to_ncp(ct, m, bias, g->o, P, n0, nb, yo);
+    else if (bias) cell_conv_add_bias(ct, yo, bias, g->o, P, n0, 1);
+    s = cell_check_interrupt();
   }
   cell_dealloc(cols);
   cell_dealloc(m);
@@ -461,33 +461,33 @@ static cell_status conv_backward(cell_conv_lowering how, const cell_conv_geom *g
   if ((!gx && !gw) || K == 0 || g->n == 0 || g->o == 0) return CELL_OK;
   if (use_direct(how, g)) return cell_conv_direct_backward(g, ct, yo, xo, wo, gxo, gwo);
   const int64_t nbmax = chunk_samples(g);
-  char *cols = scratch(rows * nbmax * P, es);
-  char *m = nbmax > 1 ? scratch(g->o * nbmax * P, es) : NULL;
-  char *tmp = gw && g->n > nbmax ? scratch(g->o * K, es) : NULL;
+  char *cols = cell_conv_scratch(rows * nbmax * P, es);
+  char *m = nbmax > 1 ? cell_conv_scratch(g->o * nbmax * P, es) : NULL;
+  char *tmp = gw && g->n > nbmax ? cell_conv_scratch(g->o * K, es) : NULL;
   cell_status s = CELL_OK;
   if (!cols || (nbmax > 1 && !m) || (gw && g->n > nbmax && !tmp)) s = oom();
   for (int64_t n0 = 0; n0 < g->n && s == CELL_OK; n0 += nbmax) {
     int64_t nb = g->n - n0 < nbmax ? g->n - n0 : nbmax, NP = nb * P;
     const char *gm = yo + (size_t)(n0 * g->o * P) * es; /* [O, NP]: one sample's block */
     if (nb > 1) {
-      DISPATCH(ct, from_nchw, (const void *)yo, g->o, P, n0, nb, (void *)m);
+      cell_conv_from_ncp((size_t)es, yo, g->o, P, n0, nb, m);
       gm = m;
     }
     if (gw) {
       DISPATCH(ct, im2col, g, (const void *)xo, n0, nb, (void *)cols);
       char *dst = n0 == 0 ? gwo : tmp;
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
-        s = gemm(ct, og, K, NP, gm + (size_t)(gi * og * NP) * es, NP, 1,
-                 cols + (size_t)(gi * K * NP) * es, 1, NP, dst + (size_t)(gi * og * K) * es, K);
-      if (s == CELL_OK && n0 > 0) DISPATCH(ct, add_to, (void *)gwo, (const void *)tmp, g->o * K);
+        s = cell_conv_gemm(ct, og, K, NP, gm + (size_t)(gi * og * NP) * es, NP, 1,
+                           cols + (size_t)(gi * K * NP) * es, 1, NP, dst + (size_t)(gi * og * K) * es, K);
+      if (s == CELL_OK && n0 > 0) cell_conv_add_to(ct, gwo, tmp, g->o * K);
     }
     if (gx && s == CELL_OK) {
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
-        s = gemm(ct, K, NP, og, wo + (size_t)(gi * og * K) * es, 1, K,
-                 gm + (size_t)(gi * og * NP) * es, NP, 1, cols + (size_t)(gi * K * NP) * es, NP);
+        s = cell_conv_gemm(ct, K, NP, og, wo + (size_t)(gi * og * K) * es, 1, K,
+                           gm + (size_t)(gi * og * NP) * es, NP, 1, cols + (size_t)(gi * K * NP) * es, NP);
       if (s == CELL_OK) DISPATCH(ct, col2im, g, (const void *)cols, n0, nb, (void *)gxo);
     }
-    if (s == CELL_OK) s = interrupted();
+    if (s == CELL_OK) s = cell_check_interrupt();
   }
   cell_dealloc(cols);
   cell_dealloc(m);

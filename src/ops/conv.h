@@ -121,6 +121,28 @@ cell_status cell_conv_pair(const char *op, const char *what, const int64_t *v, i
 cell_status cell_conv_pads(const char *op, const int64_t *v, int64_t *out);
 /* Whether a loop over this many elements is worth threads. */
 int cell_conv_parallel(int64_t work);
+/* The output columns q in [*lo, *hi), of n, whose input column q * s + off
+ * lies in [0, w): the taps of one kernel column that fall inside the input
+ * (im2col, vol2col and their adjoints, in conv.c, conv3d.c, conv_bf16.c). */
+static inline void cell_conv_valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *lo,
+                                         int64_t *hi) {
+  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+  int64_t b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
+  if (a > n) a = n;
+  if (b > n) b = n;
+  if (b < a) b = a;
+  *lo = a;
+  *hi = b;
+}
+/* C = A @ B in the compute dtype ct for row-major operands given by (base,
+ * row stride, column stride), through the gemm backend (conv.c; conv3d.c
+ * uses it too). */
+cell_status cell_conv_gemm(cell_dtype ct, int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t a_rs, int64_t a_cs, const void *b, int64_t b_rs, int64_t b_cs,
+                           void *c, int64_t c_rs);
+/* Scratch memory for elems elements of es bytes (at least one; NULL when
+ * out of memory; cell_dealloc frees it). */
+void *cell_conv_scratch(int64_t elems, int es);
 
 /* conv_bf16.c: whether conv2d's forward pass runs in bfloat16 (both
  * operands bfloat16, one group, and the bfloat16 gemm is the CPU's
@@ -142,6 +164,20 @@ void cell_conv_im2col(cell_dtype ct, const cell_conv_geom *g, const void *x, int
                       int64_t nb, void *cols);
 void cell_conv_col2im(cell_dtype ct, const cell_conv_geom *g, const void *cols, int64_t n0,
                       int64_t nb, void *gx);
+/* The layout moves of the im2col (conv2d) and vol2col (conv3d) paths, in
+ * the compute dtype ct, over a spatial size P (oh * ow, or od * oh * ow):
+ * to_ncp writes out[n0 + n][o][p] = m[o][n * P + p] + bias[o] (bias may be
+ * NULL) for the chunk's nb samples, from the gemm's layout; from_ncp is the
+ * inverse move (no bias) for elements of es bytes, any dtype; add_bias adds
+ * bias[k] to out[n][k][p] for the samples [n0, n0 + nb); add_to adds n
+ * elements of src into dst. */
+void cell_conv_to_ncp(cell_dtype ct, const void *m, const void *bias, int64_t o, int64_t P,
+                      int64_t n0, int64_t nb, void *out);
+void cell_conv_from_ncp(size_t es, const void *y, int64_t o, int64_t P, int64_t n0, int64_t nb,
+                        void *m);
+void cell_conv_add_bias(cell_dtype ct, void *out, const void *bias, int64_t o, int64_t P,
+                        int64_t n0, int64_t nb);
+void cell_conv_add_to(cell_dtype ct, void *dst, const void *src, int64_t n);
 
 /* --- conv3d.c ------------------------------------------------------------------ */
 

@@ -16,7 +16,6 @@
  *
  * float32 and float64 compute natively; float16 and bfloat16 through float32. */
 #include "conv.h"
-#include "../backend/backend.h"
 #include "../core/alloc.h"
 #include "../core/iter.h"
 #include "kernels.h"
@@ -251,17 +250,6 @@ cell_status cell_k_conv_transpose3d_geom(const cell_tensor *x, const cell_tensor
 
 /* --- the typed loops ------------------------------------------------------------------ */
 
-/* The output columns q in [*lo, *hi) whose input column q * s + off lies in [0, w). */
-static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *lo, int64_t *hi) {
-  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-  int64_t b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
-  if (a > n) a = n;
-  if (b > n) b = n;
-  if (b < a) b = a;
-  *lo = a;
-  *hi = b;
-}
-
 #define C3_KERNELS(T, S)                                                                       \
   /* cols[r][n * P + p] for the samples [n0, n0 + nb): see the top. */                         \
   static void vol2col_##S(const cell_conv3d_geom *g, const T *x, int64_t n0, int64_t nb,       \
@@ -271,7 +259,7 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
     CELL_FOR(cell_conv_parallel(rows * NP), int64_t, r, rows, {                                \
       int64_t c = r / kk, a = (r / (g->kh * g->kw)) % g->kd, i = (r / g->kw) % g->kh;          \
       int64_t j = r % g->kw, off = j * g->dl[2] - g->pd[4], lo, hi;                            \
-      valid_range(off, g->s[2], g->w, g->ow, &lo, &hi);                                        \
+      cell_conv_valid_range(off, g->s[2], g->w, g->ow, &lo, &hi);                                        \
       for (int64_t n = 0; n < nb; n++) {                                                       \
         const T *src = x + ((n0 + n) * g->c + c) * V;                                          \
         T *d = cols + r * NP + n * P;                                                          \
@@ -314,7 +302,7 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
         for (int64_t i = 0; i < g->kh; i++)                                                    \
           for (int64_t j = 0; j < g->kw; j++) {                                                \
             int64_t off = j * g->dl[2] - g->pd[4], lo, hi;                                     \
-            valid_range(off, g->s[2], g->w, g->ow, &lo, &hi);                                  \
+            cell_conv_valid_range(off, g->s[2], g->w, g->ow, &lo, &hi);                                  \
             const T *src = cols + (((c * g->kd + a) * g->kh + i) * g->kw + j) * NP + n * P;    \
             for (int64_t od = 0; od < g->od; od++) {                                           \
               int64_t id = od * g->s[0] - g->pd[0] + a * g->dl[0];                             \
@@ -332,39 +320,6 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *l
             }                                                                                  \
           }                                                                                    \
     });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  /* out[n0 + n][o][p] = m[o][n * P + p] + bias[o] (bias may be NULL). */                      \
-  static void to_ncp_##S(const T *m, const T *bias, int64_t o, int64_t P, int64_t n0,          \
-                         int64_t nb, T *out) {                                                 \
-    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
-      int64_t n = nk / o, k = nk % o;                                                          \
-      const T *s = m + k * nb * P + n * P;                                                     \
-      T *d = out + ((n0 + n) * o + k) * P, bk = bias ? bias[k] : 0;                            \
-      for (int64_t p = 0; p < P; p++) d[p] = s[p] + bk;                                        \
-    });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  /* m[o][n * P + p] = y[n0 + n][o][p]: the inverse move. */                                   \
-  static void from_ncp_##S(const T *y, int64_t o, int64_t P, int64_t n0, int64_t nb, T *m) {   \
-    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
-      int64_t n = nk / o, k = nk % o;                                                          \
-      memcpy(m + k * nb * P + n * P, y + ((n0 + n) * o + k) * P, sizeof(T) * (size_t)P);       \
-    });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  /* out[n][k][p] += bias[k] for the samples [n0, n0 + nb). */                                 \
-  static void add_bias_##S(T *out, const T *bias, int64_t o, int64_t P, int64_t n0,            \
-                           int64_t nb) {                                                       \
-    CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {                            \
-      int64_t k = nk % o;                                                                      \
-      T *d = out + (n0 * o + nk) * P, bk = bias[k];                                            \
-      for (int64_t p = 0; p < P; p++) d[p] += bk;                                              \
-    });                                                                                        \
-  }                                                                                            \
-                                                                                               \
-  static void add_to_##S(T *dst, const T *src, int64_t n) {                                    \
-    for (int64_t i = 0; i < n; i++) dst[i] += src[i];                                          \
   }
 
 C3_KERNELS(float, f32)
@@ -396,24 +351,8 @@ static int64_t chunk_samples(const cell_conv3d_geom *g) {
   return (g->n + chunks - 1) / chunks;
 }
 
-/* C = A @ B for row-major operands given by (base, row stride, column stride). */
-static cell_status gemm(cell_dtype ct, int64_t m, int64_t n, int64_t k, const void *a,
-                        int64_t a_rs, int64_t a_cs, const void *b, int64_t b_rs, int64_t b_cs,
-                        void *c, int64_t c_rs) {
-  cell_gemm gm = {ct, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, 1};
-  return cell_gemm_run(&gm);
-}
-
-static void *scratch(int64_t elems, int es) {
-  return cell_alloc((size_t)(elems > 0 ? elems : 1) * (size_t)es);
-}
-
 static cell_status oom(const char *op) {
   return cell_error(CELL_ERR_MEMORY, "%s: out of memory for the vol2col scratch", op);
-}
-
-static cell_status interrupted(void) {
-  return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
 }
 
 #define AT(p, i) ((char *)(p) + (size_t)(i) * (size_t)es)
@@ -427,12 +366,12 @@ static cell_status forward(const char *op, const cell_conv3d_geom *g, cell_dtype
   if (g->n == 0 || g->o == 0 || P == 0) return CELL_OK;
   if (K == 0) { /* no input channels: the bias alone */
     memset(y, 0, (size_t)(g->n * g->o * P) * (size_t)es);
-    if (bias) DISPATCH(ct, add_bias, y, bias, g->o, P, 0, g->n);
+    if (bias) cell_conv_add_bias(ct, y, bias, g->o, P, 0, g->n);
     return CELL_OK;
   }
   const int64_t nbmax = chunk_samples(g);
-  char *cols = scratch(rows * nbmax * P, es);
-  char *m = nbmax > 1 ? scratch(g->o * nbmax * P, es) : NULL;
+  char *cols = cell_conv_scratch(rows * nbmax * P, es);
+  char *m = nbmax > 1 ? cell_conv_scratch(g->o * nbmax * P, es) : NULL;
   if (!cols || (nbmax > 1 && !m)) {
     cell_dealloc(cols);
     cell_dealloc(m);
@@ -444,12 +383,12 @@ static cell_status forward(const char *op, const cell_conv3d_geom *g, cell_dtype
     DISPATCH(ct, vol2col, g, x, n0, nb, (void *)cols);
     char *dst = nb == 1 ? AT(y, n0 * g->o * P) : m;
     for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
-      s = gemm(ct, og, NP, K, AT(w, gi * og * K), K, 1, AT(cols, gi * K * NP), NP, 1,
-               AT(dst, gi * og * NP), NP);
+      s = cell_conv_gemm(ct, og, NP, K, AT(w, gi * og * K), K, 1, AT(cols, gi * K * NP), NP, 1,
+                         AT(dst, gi * og * NP), NP);
     if (s != CELL_OK) break;
-    if (nb > 1) DISPATCH(ct, to_ncp, (const void *)m, bias, g->o, P, n0, nb, y);
-    else if (bias) DISPATCH(ct, add_bias, y, bias, g->o, P, n0, 1);
-    s = interrupted();
+    if (nb > 1) cell_conv_to_ncp(ct, m, bias, g->o, P, n0, nb, y);
+    else if (bias) cell_conv_add_bias(ct, y, bias, g->o, P, n0, 1);
+    s = cell_check_interrupt();
   }
   cell_dealloc(cols);
   cell_dealloc(m);
@@ -466,33 +405,33 @@ static cell_status backward(const char *op, const cell_conv3d_geom *g, cell_dtyp
   if (gw) memset(gw, 0, (size_t)(g->o * K) * (size_t)es);
   if ((!gx && !gw) || K == 0 || g->n == 0 || g->o == 0 || P == 0) return CELL_OK;
   const int64_t nbmax = chunk_samples(g);
-  char *cols = scratch(rows * nbmax * P, es);
-  char *m = nbmax > 1 ? scratch(g->o * nbmax * P, es) : NULL;
-  char *tmp = gw && g->n > nbmax ? scratch(g->o * K, es) : NULL;
+  char *cols = cell_conv_scratch(rows * nbmax * P, es);
+  char *m = nbmax > 1 ? cell_conv_scratch(g->o * nbmax * P, es) : NULL;
+  char *tmp = gw && g->n > nbmax ? cell_conv_scratch(g->o * K, es) : NULL;
   cell_status s = CELL_OK;
   if (!cols || (nbmax > 1 && !m) || (gw && g->n > nbmax && !tmp)) s = oom(op);
   for (int64_t n0 = 0; n0 < g->n && s == CELL_OK; n0 += nbmax) {
     int64_t nb = g->n - n0 < nbmax ? g->n - n0 : nbmax, NP = nb * P;
     const char *gm = AT(gy, n0 * g->o * P); /* [O, NP]: one sample's block */
     if (nb > 1) {
-      DISPATCH(ct, from_ncp, gy, g->o, P, n0, nb, (void *)m);
+      cell_conv_from_ncp((size_t)es, gy, g->o, P, n0, nb, m);
       gm = m;
     }
     if (gw) {
       DISPATCH(ct, vol2col, g, x, n0, nb, (void *)cols);
       char *dst = n0 == 0 ? gw : tmp;
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
-        s = gemm(ct, og, K, NP, gm + (size_t)(gi * og * NP) * es, NP, 1, AT(cols, gi * K * NP), 1,
-                 NP, AT(dst, gi * og * K), K);
-      if (s == CELL_OK && n0 > 0) DISPATCH(ct, add_to, gw, (const void *)tmp, g->o * K);
+        s = cell_conv_gemm(ct, og, K, NP, gm + (size_t)(gi * og * NP) * es, NP, 1, AT(cols, gi * K * NP), 1,
+                           NP, AT(dst, gi * og * K), K);
+      if (s == CELL_OK && n0 > 0) cell_conv_add_to(ct, gw, tmp, g->o * K);
     }
     if (gx && s == CELL_OK) {
       for (int64_t gi = 0; gi < g->groups && s == CELL_OK; gi++)
-        s = gemm(ct, K, NP, og, AT(w, gi * og * K), 1, K, gm + (size_t)(gi * og * NP) * es, NP,
-                 1, AT(cols, gi * K * NP), NP);
+        s = cell_conv_gemm(ct, K, NP, og, AT(w, gi * og * K), 1, K, gm + (size_t)(gi * og * NP) * es, NP,
+                           1, AT(cols, gi * K * NP), NP);
       if (s == CELL_OK) DISPATCH(ct, col2vol, g, (const void *)cols, n0, nb, gx);
     }
-    if (s == CELL_OK) s = interrupted();
+    if (s == CELL_OK) s = cell_check_interrupt();
   }
   cell_dealloc(cols);
   cell_dealloc(m);
@@ -589,7 +528,7 @@ cell_status cell_cpu_conv_transpose3d(const cell_tensor *x, const cell_tensor *w
     if (s == CELL_OK)
       s = backward("conv_transpose3d", &g, ct, base(xc), NULL, base(wc), base(r), NULL);
     if (s == CELL_OK && bc)
-      DISPATCH(ct, add_bias, base(r), base(bc), g.c, g.d * g.h * g.w, 0, g.n);
+      cell_conv_add_bias(ct, base(r), base(bc), g.c, g.d * g.h * g.w, 0, g.n);
     if (s == CELL_OK) cell_tensor_bump(r);
   }
   cell_release4(s, xc, wc, bc, NULL);

@@ -19,17 +19,6 @@
 /* im2col chunks hold at most this many bytes, unless one sample needs more. */
 #define BF16_CHUNK_BYTES ((int64_t)8 << 20)
 
-/* The output columns ow in [*lo, *hi) whose input column ow * s + off lies in [0, w). */
-static void cols_in(int64_t off, int64_t s, int64_t w, int64_t n, int64_t *lo, int64_t *hi) {
-  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-  int64_t b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
-  if (a > n) a = n;
-  if (b > n) b = n;
-  if (b < a) b = a;
-  *lo = a;
-  *hi = b;
-}
-
 /* cols[r][n * P + p] for samples [n0, n0 + nb), r = (c, i, j). */
 static void im2col_bf16(const cell_conv_geom *g, const uint16_t *x, int64_t n0, int64_t nb, uint16_t *cols) {
   const int64_t P = g->oh * g->ow, NP = nb * P, HW = g->h * g->w, kk = g->kh * g->kw;
@@ -37,7 +26,7 @@ static void im2col_bf16(const cell_conv_geom *g, const uint16_t *x, int64_t n0, 
   CELL_FOR(cell_conv_parallel(rows * NP), int64_t, r, rows, {
     int64_t c = r / kk, i = (r / g->kw) % g->kh, j = r % g->kw;
     int64_t off = j * g->dw - g->pl, lo, hi;
-    cols_in(off, g->sw, g->w, g->ow, &lo, &hi);
+    cell_conv_valid_range(off, g->sw, g->w, g->ow, &lo, &hi);
     for (int64_t n = 0; n < nb; n++) {
       const uint16_t *src = x + ((n0 + n) * g->c + c) * HW;
       uint16_t *d = cols + r * NP + n * P;
@@ -117,14 +106,6 @@ cell_status cell_conv_bf16_forward(const cell_conv_geom *g, const cell_tensor *x
 
 /* --- backward ------------------------------------------------------------------------- */
 
-/* m[o][n * P + p] = y[n0 + n][o][p] for the chunk's nb samples (bfloat16 bits). */
-static void from_nchw_bf16(const uint16_t *y, int64_t o, int64_t P, int64_t n0, int64_t nb, uint16_t *m) {
-  CELL_FOR(cell_conv_parallel(nb * o * P), int64_t, nk, nb * o, {
-    int64_t n = nk / o, k = nk % o;
-    memcpy(m + k * nb * P + n * P, y + ((n0 + n) * o + k) * P, sizeof(uint16_t) * (size_t)P);
-  });
-}
-
 /* d[i] = bfloat16(s[i]), rounded to nearest even (NaN kept quiet). */
 static void round_bf16(const float *s, uint16_t *d, int64_t n) {
   CELL_FOR(cell_conv_parallel(n), int64_t, i, n, { d[i] = cell_float_to_bf16(s[i]); });
@@ -164,7 +145,7 @@ static cell_status bf16_backward_run(const cell_conv_geom *g, const uint16_t *yo
     s = cell_error(CELL_ERR_MEMORY, "conv2d backward: out of memory for the bfloat16 im2col scratch");
   for (int64_t n0 = 0; n0 < g->n && s == CELL_OK; n0 += nb) {
     int64_t cnt = g->n - n0 < nb ? g->n - n0 : nb, NP = cnt * P;
-    from_nchw_bf16(yo, O, P, n0, cnt, gm);
+    cell_conv_from_ncp(sizeof(uint16_t), yo, O, P, n0, cnt, gm);
     if (gwo) { /* gW (+)= gy [O, NP] @ cols^T [NP, K] */
       im2col_bf16(g, xo, n0, cnt, cols);
       float *dst = n0 == 0 ? gwf : gwf + O * K;

@@ -569,7 +569,7 @@ cell_status cell_conv_direct_forward(const cell_conv_geom *g, cell_dtype ct, con
   });
   cell_dealloc(tab);
   cell_dealloc(scr);
-  return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
+  return cell_check_interrupt();
 }
 
 cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, const void *gy,
@@ -618,5 +618,5 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
     }
   cell_dealloc(tab);
   cell_dealloc(scr);
-  return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
+  return cell_check_interrupt();
 }

@@ -3,6 +3,7 @@
 #include "kernel_list.h"
 #include "../core/iter.h"
 #include "vmath.h"
+#include "ops.h"
 
 #define EW_CHUNK 256
 
@@ -18,16 +19,6 @@ static inline double sgn(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 
 
 static inline double sigmoid(double x) {
   return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-}
-
-/* PyTorch's div(a, b, rounding_mode = "floor") for floats. */
-static inline double floor_div(double a, double b) {
-  if (b == 0) return a / b;
-  double m = fmod(a, b), d = (a - m) / b;
-  if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;
-  if (d == 0) return copysign(0.0, a / b);
-  double f = floor(d);
-  return d - f > 0.5 ? f + 1.0 : f;
 }
 
 #define EW_FOR(EXPR)                                  \
@@ -119,7 +110,7 @@ static void ew_apply(const ew_ctx *c, int64_t n, const double *a, const double *
   case EW_FINITE: EW_FOR(isfinite(b[i]) ? a[i] : 0.0); break;
   case EW_ATAN2_A: EW_FOR(a[i] * cc[i] / (b[i] * b[i] + cc[i] * cc[i])); break;
   case EW_ATAN2_B: EW_FOR(-a[i] * b[i] / (b[i] * b[i] + cc[i] * cc[i])); break;
-  case EW_REM_B: EW_FOR(-a[i] * floor_div(b[i], cc[i])); break;
+  case EW_REM_B: EW_FOR(-a[i] * cell_floor_div(b[i], cc[i])); break;
   case EW_FMOD_B: EW_FOR(-a[i] * trunc(b[i] / cc[i])); break;
   default: EW_FOR(0.0); break;
   }

@@ -460,7 +460,7 @@ static cell_status run_fast(const rjob *j, int nthreads) {
       store_one(j, &a, o);
     });
   }
-  return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
+  return cell_check_interrupt();
 }
 
 static int64_t iabs64(int64_t v) { return v < 0 ? -v : v; }

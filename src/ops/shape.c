@@ -74,10 +74,6 @@ static cell_status index_pos(const char *op, int64_t v, int64_t base, int64_t si
   return CELL_OK;
 }
 
-static cell_status check_interrupt(void) {
-  return cell_ctx()->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
-}
-
 #define POLL_MASK 0xffff /* poll the interrupt flag every 65536 elements */
 
 /* --- cat, stack ------------------------------------------------------------ */
@@ -221,7 +217,7 @@ static cell_status index_walk(const char *op, const cell_tensor *index, int dim,
   int64_t cnt[CELL_MAX_DIMS] = {0};
   int64_t io = 0, lo = 0, to = 0; /* element offsets; to excludes dim */
   for (int64_t e = 0; e < n; e++) {
-    if ((e & POLL_MASK) == POLL_MASK) CELL_TRY(check_interrupt());
+    if ((e & POLL_MASK) == POLL_MASK) CELL_TRY(cell_check_interrupt());
     int64_t pos = 0;
     CELL_TRY(index_pos(op, cell_load_i64(index->dtype, ip + io * ies), base, tsize, &pos));
     char *pl = lp + (size_t)lo * es, *pt = tp + (size_t)(to + pos * tstride) * es;

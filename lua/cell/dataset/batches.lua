@@ -24,21 +24,10 @@ local unpack = table.unpack or unpack
 
 local type_name = require("cell.util.types").type_name
 
-local function check_bool(what, v, default, lvl)
-  if v == nil then return default end
-  if type(v) ~= "boolean" then
-    raise(("TypeError: batches: %s must be a boolean, but got %s"):format(what, type_name(v)))
-  end
-  return v
-end
+local checks = require "cell.util.checks"
 
-local function check_count(what, v, lvl)
-  if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge or v == -math.huge then
-    raise(("TypeError: batches: %s must be an integer, but got %s")
-      :format(what, type(v) == "number" and tostring(v) or type_name(v)))
-  end
-  return v
-end
+local function check_bool(what, v, default) return checks.bool("batches", what, v, default) end
+local function check_count(what, v) return checks.int("batches", what, v) end
 
 --- A permutation of 1..n (a Lua list) from (seed, epoch): rows.permutation
 -- (Fisher-Yates over Park and Miller's generator) from a seed of both.
@@ -59,13 +48,8 @@ function M.check_shards(what, num_shards, shard_id)
     raise(("ValueError: %s: num_shards and shard_id go together, but only %s was given")
       :format(what, num_shards == nil and "shard_id" or "num_shards"))
   end
-  for _, e in ipairs { { "num_shards", num_shards }, { "shard_id", shard_id } } do
-    local v = e[2]
-    if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge or v == -math.huge then
-      raise(("TypeError: %s: %s must be an integer, but got %s"):format(what, e[1],
-        type(v) == "number" and tostring(v) or type_name(v)))
-    end
-  end
+  checks.int(what, "num_shards", num_shards)
+  checks.int(what, "shard_id", shard_id)
   if num_shards < 1 then raise(("ValueError: %s: num_shards must be positive, but got %d"):format(what, num_shards)) end
   if shard_id < 0 or shard_id >= num_shards then
     raise(("ValueError: %s: shard_id must be in [0, %d) (shards count from 0), but got %d"):format(what, num_shards,

@@ -35,16 +35,8 @@ local Dataset = class("Dataset")
 M.Dataset = Dataset
 local ProjectDataset -- (below; map's column_order makes one)
 
-local function is_int(v) return type(v) == "number" and v == math.floor(v) and v == v and v ~= math.huge and v ~= -math.huge end
-
-local function check_int(fname, what, v, lo)
-  if not is_int(v) then
-    raise(("TypeError: %s: %s must be an integer, but got %s")
-      :format(fname, what, type(v) == "number" and tostring(v) or type_name(v)))
-  end
-  if lo and v < lo then raise(("ValueError: %s: %s must be at least %d, but got %d"):format(fname, what, lo, v)) end
-  return v
-end
+local is_int = require("cell.util.types").is_int
+local check_int = require("cell.util.checks").int
 M.check_int = check_int
 
 local function check_opts(fname, opts)
@@ -435,9 +427,7 @@ local BatchDataset = Dataset:extend("BatchDataset")
 local BATCH_OPTIONS = { "drop_remainder", "num_parallel_workers", "per_batch_map", "input_columns",
   "output_columns" }
 
-local function is_callable(f)
-  return type(f) == "function" or (type(f) == "table" and getmetatable(f) ~= nil and getmetatable(f).__call ~= nil)
-end
+local is_callable = require("cell.util.types").is_callable
 
 function BatchDataset:init(child, batch_size, opts)
   if is_callable(batch_size) then

@@ -103,10 +103,7 @@ function M.to_tensor(v, what, sample, col)
     :format(what, sample, col, type_name(v)))
 end
 
-local function shape_text(s)
-  if #s == 1 then return "(" .. s[1] .. ",)" end
-  return "(" .. table.concat(s, ", ") .. ")"
-end
+local shape_text = require("cell.util.types").shape_str
 M.shape_text = shape_text
 
 local function same_layout(a, b)

@@ -19,31 +19,12 @@ local class = require "cell.class"
 local rows = require "cell.dataset.rows"
 local args_util = require "cell.util.args"
 local type_name = require("cell.util.types").type_name
+local is_int = require("cell.util.types").is_int
+local checks = require "cell.util.checks"
 
 local M = {}
 
-local function is_int(v) return type(v) == "number" and v == math.floor(v) and v == v and v ~= math.huge and v ~= -math.huge end
-
-local function show(v)
-  if type(v) == "number" then return tostring(v) end
-  return type_name(v)
-end
-
-local function check_int(fname, what, v, lo)
-  if not is_int(v) then
-    raise(("TypeError: %s: %s must be an integer, but got %s"):format(fname, what, show(v)))
-  end
-  if lo and v < lo then raise(("ValueError: %s: %s must be at least %d, but got %d"):format(fname, what, lo, v)) end
-  return v
-end
-
-local function check_bool(fname, what, v, default)
-  if v == nil then return default end
-  if type(v) ~= "boolean" then
-    raise(("TypeError: %s: %s must be a boolean, but got %s"):format(fname, what, type_name(v)))
-  end
-  return v
-end
+local show, check_int, check_bool = checks.show, checks.int, checks.bool
 
 --- num_samples: nil (all) or a positive integer.
 local function check_num_samples(fname, v)

@@ -26,12 +26,7 @@ local check_int, check_opts = pipeline.check_int, pipeline.check_opts
 
 local M = {}
 
-local function check_bool(fname, what, v)
-  if v ~= nil and type(v) ~= "boolean" then
-    raise(("TypeError: %s: %s must be a boolean, but got %s"):format(fname, what, type_name(v)))
-  end
-  return v
-end
+local check_bool = require("cell.util.checks").bool -- (fname, what, v): nil stays nil
 
 --- The order of an epoch over n random-access rows (1-based).
 local function source_order(self, n, epoch)

@@ -31,7 +31,7 @@ M.Border = { CONSTANT = "constant", EDGE = "edge", REFLECT = "reflect", SYMMETRI
 local INTER = { nearest = 0, bilinear = 1, linear = 1, bicubic = 2, cubic = 2 }
 local BORDER = { constant = 0, edge = 1, reflect = 2, symmetric = 3 }
 
-local function is_int(v) return type(v) == "number" and v == math.floor(v) and v == v and v ~= math.huge and v ~= -math.huge end
+local is_int = require("cell.util.types").is_int
 
 local function show(v)
   if type(v) == "number" or type(v) == "boolean" then return tostring(v) end

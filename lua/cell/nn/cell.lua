@@ -30,13 +30,7 @@ local global = {}
 
 local is_param = parameter.is_parameter
 
-local function check_bool(fname, what, v, default)
-  if v == nil then return default end
-  if type(v) ~= "boolean" then
-    raise(("TypeError: %s: %s must be a boolean, but got %s"):format(fname, what, type_name(v)))
-  end
-  return v
-end
+local check_bool = require("cell.util.checks").bool
 local is_ptuple = parameter.is_parameter_tuple
 
 --- A plain Lua table (no metatable) that is a non-empty list of Parameters.

@@ -102,12 +102,7 @@ end
 
 --- "same" padding of one spatial dimension: output ceil(n / s), the total
 -- padding split with the extra pixel after (bottom or right).
-local function same_pads(n, k, s, d)
-  local out = math.ceil(n / s)
-  local total = math.max((out - 1) * s + (k - 1) * d + 1 - n, 0)
-  local before = math.floor(total / 2)
-  return before, total - before
-end
+local same_pads = require("cell.conv_ops")._same_pad
 
 function Conv2d:construct(x)
   local shape = check_tensor("Conv2d", "x", x).shape

@@ -19,6 +19,7 @@ local raise = require("cell.errors").raise
 local I = require "cell.nn.internal"
 local T = require "cell.util.types"
 local args_util = require "cell.util.args"
+local checks = require "cell.util.checks"
 
 local type_name = T.type_name
 local floor = math.floor
@@ -28,7 +29,7 @@ local M = {}
 
 local function fail(_, fmt, ...) raise(fmt:format(...)) end
 
-local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
+local finite = T.is_finite
 
 --- Positional arguments, a trailing options table with the named fields,
 -- or both (cell.util.args), as a list in the order of `names`; errors
@@ -64,16 +65,7 @@ local function check_non_negative(fname, name, v, lvl)
   return v
 end
 
-local function check_positive_int(fname, name, v, lvl)
-  if type(v) ~= "number" or v ~= floor(v) or not finite(v) then
-    fail(lvl + 1, "TypeError: For '%s', the '%s' must be an integer, but got %s.", fname, name,
-      type(v) == "number" and tostring(v) or type_name(v))
-  end
-  if v <= 0 then
-    fail(lvl + 1, "ValueError: For '%s', the '%s' must be a positive integer, but got %s.", fname, name, tostring(v))
-  end
-  return v
-end
+local function check_positive_int(fname, name, v) return checks.positive_int(fname, name, v) end
 
 local function check_bool(fname, name, v, lvl)
   if v == nil then return false end

@@ -24,7 +24,7 @@ local M = {}
 local LearningRateSchedule = Cell:extend("LearningRateSchedule")
 M.LearningRateSchedule = LearningRateSchedule
 
-local function fail(fmt, ...) raise(fmt:format(...), 3) end
+local fail = require("cell.errors").raisef -- raise(fmt:format(...))
 
 local function number(cls, name, v, positive, nonneg)
   if type(v) ~= "number" then

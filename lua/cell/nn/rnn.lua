@@ -21,7 +21,7 @@ local A = require "cell.nn.layer_args"
 local nnops = core.nnops
 local GATES = { RNN = 1, LSTM = 4, GRU = 3 }
 
-local function fail(fmt, ...) raise(fmt:format(...)) end
+local fail = require("cell.errors").raisef -- raise(fmt:format(...))
 
 local function check_int(cls, what, v, min)
   if not T.is_int(v) then

@@ -66,16 +66,7 @@ local function check_fn(cls, what, v, lvl)
   return v
 end
 
-local function check_positive_int(cls, what, v, lvl)
-  if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or v == math.huge then
-    raise(("TypeError: For '%s', the '%s' must be an integer, but got %s.")
-      :format(cls, what, type(v) == "number" and tostring(v) or type_name(v)))
-  end
-  if v <= 0 then
-    raise(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, tostring(v)))
-  end
-  return v
-end
+local check_positive_int = require("cell.util.checks").positive_int -- (cls, what, v)
 
 --- A float as Python's repr writes it (what MindSpore's print shows):
 -- the shortest digits that read back, fixed notation for exponents in

@@ -44,6 +44,9 @@ end
 function M.is_int(v) return type(v) == "number" and v == math.floor(v) and v > -math.huge and v < math.huge end
 local is_int = M.is_int
 
+--- Whether `v` is a finite number (not NaN, not infinite).
+function M.is_finite(v) return type(v) == "number" and v == v and v > -math.huge and v < math.huge end
+
 --- A number as Python's repr prints it (the shortest text that reads back
 -- to the same number; integers without a fraction).
 function M.num_str(v)

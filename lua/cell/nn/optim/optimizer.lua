@@ -87,14 +87,14 @@ M.K = K
 -- Construction errors are raised without a position (level 0) inside
 -- M.guard, which raises them again at the caller's line.
 
-local function fail(fmt, ...) raise(fmt:format(...)) end
+local fail = require("cell.errors").raisef -- raise(fmt:format(...))
 M.fail = fail
 
 local is_plain = T.is_plain
 
 local is_callable = T.is_callable
 
-local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
+local finite = T.is_finite
 
 --- The message without the "file:line: " that error() put in front.
 local strip = require("cell.errors").message
