@@ -75,17 +75,20 @@ static cell_status rows_of(const cell_tensor *x, const cell_tensor **v, cell_ten
   return CELL_OK;
 }
 
+/* The bias added to each row of y [m, n]; rows split over threads from
+ * the elementwise bar (a float add per element, CELL_ITER_GRAIN). */
 #define ADD_ROWS(T)                                                          \
   do {                                                                       \
     const T *bb = (const T *)bp;                                             \
-    for (int64_t i = 0; i < m; i++) {                                        \
+    int par = m > 1 && m * n >= CELL_ITER_GRAIN && cell_ctx()->num_threads > 1; \
+    CELL_FOR(par, int64_t, i, m, {                                           \
       T *yr = (T *)y + i * n;                                                \
       if (bs == 1) {                                                         \
         CELL_NN_SIMD for (int64_t j = 0; j < n; j++) yr[j] += bb[j];         \
       } else {                                                               \
         for (int64_t j = 0; j < n; j++) yr[j] += bb[j * bs];                 \
       }                                                                      \
-    }                                                                        \
+    });                                                                      \
   } while (0)
 
 cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
