@@ -1,7 +1,7 @@
 -- threads_gemm_spec.lua - medium matrix products split over threads by
 -- the longer side of the result, each part one single-threaded OpenBLAS
 -- call (src/backend/blas.c; issue 15). Over random shapes on both sides of
--- the bars (2^18 to 2^26 multiply-adds, 64 rows or columns a thread), with
+-- the bars (2^18 to 2^26 multiply-adds, 32 rows or columns a thread), with
 -- operands plain and transposed: matmul and dense, and their gradients, at
 -- 2 threads agree with 1 thread (to rounding: a part may take OpenBLAS's
 -- small-matrix kernel where the whole product does not) and with float64.
@@ -53,7 +53,8 @@ describe("matrix products split over threads", function()
     { m = 512, k = 64, n = 192 }, -- a tiny GPT's projection: by rows
     { m = 40, k = 512, n = 768 }, -- by columns
     { m = 300, k = 3, n = 200 }, -- below the bar (work < 2^18)
-    { m = 130, k = 33, n = 127 }, -- sides under 64 a thread
+    { m = 63, k = 99, n = 61 }, -- sides under 32 a thread
+    { m = 64, k = 512, n = 64 }, -- a weight gradient: 32 rows a thread
   }
   math.randomseed(2615)
   for _ = 1, 4 do cases[#cases + 1] = { m = 2 * rnd(70, 400) + 1, k = rnd(9, 150), n = rnd(3, 260) } end

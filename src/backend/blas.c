@@ -101,7 +101,7 @@ static cell_status blas_gemm_one(const cell_gemm *g) {
  * same k-blocking), so the split does not change results. */
 #define GEMM_SPLIT_LO ((int64_t)1 << 18)
 #define GEMM_SPLIT_HI ((int64_t)1 << 26)
-#define GEMM_SPLIT_MIN 64
+#define GEMM_SPLIT_MIN 32
 
 static cell_status blas_gemm(const cell_gemm *g) {
   int64_t nt = cell_ctx()->num_threads, work = g->m * g->n * g->k;
