@@ -97,16 +97,19 @@ static cell_status blas_gemm_one(const cell_gemm *g) {
  * busy-wait flags and sched_yield, and a thread the OS runs late holds
  * up the other at every panel; split parts share nothing (each packs its
  * own copy of the other operand: at most 1/GEMM_SPLIT_MIN of its work).
- * Every element of C is computed as the whole product computes it (the
- * same k-blocking), so the split does not change results. */
+ * Each element of C sums its k products in the same blocks as the whole
+ * product would; only a part small enough for OpenBLAS's small-matrix
+ * kernel (where the whole was not) may round differently. */
 #define GEMM_SPLIT_LO ((int64_t)1 << 18)
 #define GEMM_SPLIT_HI ((int64_t)1 << 26)
 #define GEMM_SPLIT_MIN 32
 
 static cell_status blas_gemm(const cell_gemm *g) {
-  int64_t nt = cell_ctx()->num_threads, work = g->m * g->n * g->k;
-  int by_rows = g->m >= g->n, side = by_rows ? g->m : g->n;
-  if (nt < 2 || work < GEMM_SPLIT_LO || work > GEMM_SPLIT_HI || side < GEMM_SPLIT_MIN * nt ||
+  int64_t nt = cell_ctx()->num_threads;
+  double work = (double)g->m * (double)g->n * (double)g->k; /* each side fits 32 bits, not their product */
+  int by_rows = g->m >= g->n;
+  int64_t side = by_rows ? g->m : g->n;
+  if (nt < 2 || work < (double)GEMM_SPLIT_LO || work > (double)GEMM_SPLIT_HI || side < GEMM_SPLIT_MIN * nt ||
       g->m < 2 || g->n < 2 || omp_in_parallel())
     return blas_gemm_one(g);
   int64_t es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
