@@ -1,6 +1,8 @@
 /* blas.c - the OpenBLAS backend: float32/float64 gemm with BLAS layouts. */
 #include "backend.h"
 #include <cblas.h>
+#include <omp.h>
+#include "../core/iter.h"
 
 /* Below this many multiply-adds the call overhead of BLAS dominates. */
 #define BLAS_MIN_WORK 4096
@@ -68,7 +70,7 @@ static int gemv(const cell_gemm *g) {
   return 0;
 }
 
-static cell_status blas_gemm(const cell_gemm *g) {
+static cell_status blas_gemm_one(const cell_gemm *g) {
   CBLAS_TRANSPOSE ta, tb;
   int64_t lda, ldb;
   if (gemv(g)) return CELL_OK;
@@ -84,6 +86,48 @@ static cell_status blas_gemm(const cell_gemm *g) {
     cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0,
                 (const double *)g->a, (int)lda, (const double *)g->b, (int)ldb, 0.0,
                 (double *)g->c, ldc);
+  return CELL_OK;
+}
+
+/* Medium products split over the team by the longer of C's two sides,
+ * each part one OpenBLAS call (which runs single-threaded inside a
+ * parallel region): from 2^18 multiply-adds (OpenBLAS's own bar for
+ * threads) to 2^26, where its threaded driver takes over again. Below
+ * 2^26 that driver shares packed panels between threads through
+ * busy-wait flags and sched_yield, and a thread the OS runs late holds
+ * up the other at every panel; split parts share nothing (each packs its
+ * own copy of the other operand: at most 1/GEMM_SPLIT_MIN of its work).
+ * Each element of C sums its k products in the same blocks as the whole
+ * product would; only a part small enough for OpenBLAS's small-matrix
+ * kernel (where the whole was not) may round differently. */
+#define GEMM_SPLIT_LO ((int64_t)1 << 18)
+#define GEMM_SPLIT_HI ((int64_t)1 << 26)
+#define GEMM_SPLIT_MIN 32
+
+static cell_status blas_gemm(const cell_gemm *g) {
+  int64_t nt = cell_ctx()->num_threads;
+  double work = (double)g->m * (double)g->n * (double)g->k; /* each side fits 32 bits, not their product */
+  int by_rows = g->m >= g->n;
+  int64_t side = by_rows ? g->m : g->n;
+  if (nt < 2 || work < (double)GEMM_SPLIT_LO || work > (double)GEMM_SPLIT_HI || side < GEMM_SPLIT_MIN * nt ||
+      g->m < 2 || g->n < 2 || omp_in_parallel())
+    return blas_gemm_one(g);
+  int64_t es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
+  int64_t part = ((side + nt - 1) / nt + 15) / 16 * 16, parts = (side + part - 1) / part;
+  CELL_FOR(1, int64_t, q, parts, {
+    cell_gemm h = *g;
+    int64_t lo = q * part, len = side - lo < part ? side - lo : part;
+    if (by_rows) { /* rows lo.. of A and C */
+      h.m = len;
+      h.a = g->a + lo * g->a_rs * es;
+      h.c = g->c + lo * g->c_rs * es;
+    } else { /* columns lo.. of B and C */
+      h.n = len;
+      h.b = g->b + lo * g->b_cs * es;
+      h.c = g->c + lo * g->c_cs * es;
+    }
+    blas_gemm_one(&h);
+  });
   return CELL_OK;
 }
 

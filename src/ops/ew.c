@@ -221,7 +221,8 @@ cell_status cell_cpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim,
   x.dt[0] = dt;
   cell_iter it;
   cell_iter_init(&it, ndim, shape);
-  if (op == EW_GELU || op == EW_SILU || op == EW_ERF) it.cost = CELL_ITER_COST_VM;
+  if (op == EW_GELU) it.cost = CELL_ITER_COST_VM_HEAVY;
+  else if (op == EW_SILU || op == EW_ERF) it.cost = CELL_ITER_COST_VM;
   cell_iter_add(&it, r);
   for (int k = 0; k < 3; k++) {
     if (!opd[k]) continue;

@@ -75,17 +75,20 @@ static cell_status rows_of(const cell_tensor *x, const cell_tensor **v, cell_ten
   return CELL_OK;
 }
 
+/* The bias added to each row of y [m, n]; rows split over threads from
+ * the elementwise bar (a float add per element, CELL_ITER_GRAIN). */
 #define ADD_ROWS(T)                                                          \
   do {                                                                       \
     const T *bb = (const T *)bp;                                             \
-    for (int64_t i = 0; i < m; i++) {                                        \
+    int par = m > 1 && m * n >= CELL_ITER_GRAIN && cell_ctx()->num_threads > 1; \
+    CELL_FOR(par, int64_t, i, m, {                                           \
       T *yr = (T *)y + i * n;                                                \
       if (bs == 1) {                                                         \
         CELL_NN_SIMD for (int64_t j = 0; j < n; j++) yr[j] += bb[j];         \
       } else {                                                               \
         for (int64_t j = 0; j < n; j++) yr[j] += bb[j * bs];                 \
       }                                                                      \
-    }                                                                        \
+    });                                                                      \
   } while (0)
 
 cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
@@ -136,26 +139,33 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
   return CELL_OK;
 }
 
-/* Column sums of the rows x n matrix g (strides rs, cs) into gb, in
- * blocks of columns so the accumulators (double) stay in registers/L1. */
-#define COL_SUMS(T)                                                          \
-  do {                                                                       \
-    const T *G = (const T *)gp;                                              \
-    T *o = (T *)op;                                                          \
-    enum { BLK = 256 };                                                      \
-    double acc[BLK];                                                         \
-    for (int64_t j0 = 0; j0 < n; j0 += BLK) {                                \
-      int64_t nb = n - j0 < BLK ? n - j0 : BLK;                              \
-      for (int64_t j = 0; j < nb; j++) acc[j] = 0;                           \
-      for (int64_t i = 0; i < m; i++) {                                      \
-        const T *gr = G + i * rs + j0 * cs;                                  \
-        if (cs == 1) {                                                       \
-          CELL_NN_SIMD for (int64_t j = 0; j < nb; j++) acc[j] += gr[j];     \
-        } else                                                               \
-          for (int64_t j = 0; j < nb; j++) acc[j] += gr[j * cs];             \
-      }                                                                      \
-      for (int64_t j = 0; j < nb; j++) o[j0 + j] = (T)acc[j];                \
-    }                                                                        \
+/* The bias gradient: column sums of g [m, n] (strides rs, cs) in double,
+ * in row order, in blocks of columns so the accumulators stay in L1.
+ * Threads take ranges of columns (multiples of 8) when the sums are big
+ * enough (a float add per element: CELL_ITER_GRAIN); each column is summed
+ * over the same rows in the same order whatever the split. */
+#define COL_SUMS(T)                                                           \
+  do {                                                                        \
+    const T *G = (const T *)gp;                                               \
+    T *o = (T *)op;                                                           \
+    enum { BLK = 256 };                                                       \
+    int64_t nt = cell_ctx()->num_threads, bw = BLK;                           \
+    int par = nt > 1 && n > 8 && m * n >= CELL_ITER_GRAIN;                    \
+    if (par && (n + nt - 1) / nt < BLK) bw = ((n + nt - 1) / nt + 7) / 8 * 8; \
+    int64_t nblk = (n + bw - 1) / bw;                                         \
+    CELL_FOR(par && nblk > 1, int64_t, q, nblk, {                             \
+      int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;                    \
+      double acc[BLK];                                                        \
+      for (int64_t j = 0; j < nb; j++) acc[j] = 0;                            \
+      for (int64_t i = 0; i < m; i++) {                                       \
+        const T *gr = G + i * rs + j0 * cs;                                   \
+        if (cs == 1) {                                                        \
+          CELL_NN_SIMD for (int64_t j = 0; j < nb; j++) acc[j] += gr[j];      \
+        } else                                                                \
+          for (int64_t j = 0; j < nb; j++) acc[j] += gr[j * cs];              \
+      }                                                                       \
+      for (int64_t j = 0; j < nb; j++) o[j0 + j] = (T)acc[j];                 \
+    });                                                                       \
   } while (0)
 
 cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,

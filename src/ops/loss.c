@@ -277,7 +277,7 @@ cell_status cell_cpu_cross_entropy(const cell_tensor *logits, const cell_tensor 
   double *lv = (double *)cell_tensor_base(lse), *nll = v, *sm = v + g->rows;
   const double *w = st.w;
   int need_wx = !g->probs && ls > 0;
-  CELL_FOR(cell_nn_parallel(g->rows, g->rows * g->c), int64_t, r, g->rows, {
+  CELL_FOR(cell_nn_parallel_cost(g->rows, g->rows * g->c, CELL_NN_COST_CROSS_ENTROPY), int64_t, r, g->rows, {
     const char *row = xb + row_offset(g, r, xe);
     double wx = 0, l = row_lse(xdt, row, xs, g->c, need_wx ? w : NULL, &wx);
     lv[r] = l;
@@ -359,7 +359,8 @@ cell_status cell_cpu_cross_entropy_backward(const cell_tensor *g, const cell_ten
     const int64_t *cv = st.cls ? (const int64_t *)cell_tensor_base(st.cls) : NULL;
     const double *lv = (const double *)cell_tensor_base(lse), *w = st.w;
     double wsum = st.wsum;
-    CELL_FOR(cell_nn_parallel(geo->rows, geo->rows * geo->c), int64_t, r, geo->rows, {
+    CELL_FOR(cell_nn_parallel_cost(geo->rows, geo->rows * geo->c, CELL_NN_COST_CROSS_ENTROPY), int64_t, r,
+             geo->rows, {
       int64_t xo = row_offset(geo, r, xe), to = row_offset(geo, r, te);
       int64_t xs = geo->inner * xe, ts = geo->inner * te, y = cv ? cv[r] : 0;
       double k = gs.per_row ? gs.per_row[r] : gs.k;

@@ -32,6 +32,25 @@ static inline bool cell_nn_parallel(int64_t units, int64_t work) {
   return units > 1 && work >= CELL_PARALLEL_GRAIN && cell_ctx()->num_threads > 1;
 }
 
+/* Whether `units` independent rows of `elems` elements in all, each element
+ * costing `cost` copies' time (1 for a float32 add), are worth threads:
+ * the bar is the elementwise one (CELL_ITER_GRAIN), which holds since
+ * OpenBLAS runs on the same OpenMP team. Row kernels of the tiny GPT's
+ * size (512 rows of 64) then split; cell_nn_parallel's higher bar stays
+ * for kernels whose cost was not measured. The costs are measured as
+ * CELL_ITER_COST_VM is: 1-thread time per element against an add. */
+/* Measured costs (the ratio named, rounded down): softmax 12 forward, 3.8
+ * backward; layer_norm 8.1 forward, 8.5 backward (dx); cross_entropy 11
+ * forward, 10 backward (rows of 64 and 40, as a tiny GPT's). */
+#define CELL_NN_COST_SOFTMAX 8
+#define CELL_NN_COST_SOFTMAX_GRAD 3
+#define CELL_NN_COST_LAYER_NORM 8
+#define CELL_NN_COST_CROSS_ENTROPY 8
+static inline bool cell_nn_parallel_cost(int64_t units, int64_t elems, int64_t cost) {
+  return units > 1 && cell_ctx()->num_threads > 1 &&
+         (elems >= CELL_ITER_GRAIN || elems * cost >= CELL_ITER_GRAIN);
+}
+
 /* A float tensor for op's argument `what` (TypeError otherwise). */
 cell_status cell_nn_check_float(const char *op, const char *what, const cell_tensor *t);
 /* A float input x of pool, fold and conv-family kernels: TypeError "op:

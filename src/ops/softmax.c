@@ -144,7 +144,7 @@ cell_status cell_cpu_softmax(const cell_tensor *x, int dim, int log_, cell_tenso
   const char *xb = cell_tensor_base(xc);
   char *yb = cell_tensor_base(y);
   cell_dtype dt = x->dtype;
-  CELL_FOR(cell_nn_parallel(rows, rows * g.len), int64_t, r, rows, {
+  CELL_FOR(cell_nn_parallel_cost(rows, rows * g.len, CELL_NN_COST_SOFTMAX), int64_t, r, rows, {
     int64_t o = r / g.inner, i = r % g.inner, off = (o * g.len * g.inner + i) * es;
     softmax_row(dt, xb + off, yb + off, g.inner * es, g.inner * es, g.len, log_);
   });
@@ -203,7 +203,7 @@ cell_status cell_cpu_softmax_backward(const cell_tensor *y, const cell_tensor *g
     const char *yb = cell_tensor_base(yc), *gb = cell_tensor_base(gc);
     char *rb = cell_tensor_base(r);
     cell_dtype ydt = y->dtype, gdt = g->dtype;
-    CELL_FOR(cell_nn_parallel(rows, rows * geo.len), int64_t, k, rows, {
+    CELL_FOR(cell_nn_parallel_cost(rows, rows * geo.len, CELL_NN_COST_SOFTMAX_GRAD), int64_t, k, rows, {
       int64_t o = k / geo.inner, i = k % geo.inner, e = o * geo.len * geo.inner + i;
       backward_row(ydt, gdt, yb + e * ye, gb + e * ge, rb + e * ye, geo.inner * ye,
                    geo.inner * ge, geo.len, log_);

@@ -310,7 +310,8 @@ static cell_status run_unary(cell_unop op, cell_dtype ct, cell_tensor *out, cons
   cell_iter_init(&it, out->ndim, out->shape);
   cell_iter_add(&it, out);
   cell_iter_add(&it, ca);
-  if (ct == CELL_DTYPE_F32 && vm_loops[op]) it.cost = CELL_ITER_COST_VM;
+  if (ct == CELL_DTYPE_F32 && vm_loops[op])
+    it.cost = op == CELL_OP_ERF || op == CELL_OP_GELU ? CELL_ITER_COST_VM_HEAVY : CELL_ITER_COST_VM;
   cell_status s = cell_iter_run(&it, unary_loop(op, ct), NULL);
   cell_tensor_release(ca);
   return s;

@@ -1,0 +1,85 @@
+-- threads_gemm_spec.lua - medium matrix products split over threads by
+-- the longer side of the result, each part one single-threaded OpenBLAS
+-- call (src/backend/blas.c; issue 15). Over random shapes on both sides of
+-- the bars (2^18 to 2^26 multiply-adds, 32 rows or columns a thread), with
+-- operands plain and transposed: matmul and dense, and their gradients, at
+-- 2 threads agree with 1 thread (to rounding: a part may take OpenBLAS's
+-- small-matrix kernel where the whole product does not) and with float64.
+local cell = require "cell"
+local H = require "helpers"
+
+local ops = cell.ops
+local f32, f64 = cell.float32, cell.float64
+
+local function at(n, fn)
+  local prev = cell.get_num_threads()
+  cell.set_num_threads(n)
+  local ok, r = pcall(fn)
+  cell.set_num_threads(prev)
+  assert(ok, r)
+  return r
+end
+
+--- fn's result and the gradients of sum(result * gy), as float64 tables.
+local function run(fn, args, gy)
+  local idx = {}
+  for i = 1, #args do idx[i] = i end
+  local r = { fn(H.unpack(args)):astype(f64):totable() }
+  local g = cell.grad(function(...) return (fn(...) * gy):sum() end, idx)(H.unpack(args))
+  if cell.is_tensor(g) then g = { g } end
+  for _, t in ipairs(g) do r[#r + 1] = t:astype(f64):totable() end
+  return r
+end
+
+local function check(name, fn, args, gy, k)
+  local one = at(1, function() return run(fn, args, gy) end)
+  local two = at(2, function() return run(fn, args, gy) end)
+  local a64 = {}
+  for i, a in ipairs(args) do a64[i] = a:astype(f64) end
+  local ref = at(1, function() return run(fn, a64, gy:astype(f64)) end)
+  -- float32 sums of k products of about 1: rounding grows with k (and with
+  -- the m or n rows summed in a weight gradient).
+  local tol = 2e-6 * math.max(k, 64)
+  for i = 1, #one do
+    H.assert_close(two[i], one[i], tol, name .. " result " .. i .. " (2 threads)")
+    H.assert_close(one[i], ref[i], tol, name .. " result " .. i .. " (float64)")
+  end
+end
+
+local function rnd(lo, hi) return math.random(lo, hi) end
+
+describe("matrix products split over threads", function()
+  local cases = {
+    { m = 512, k = 64, n = 192 }, -- a tiny GPT's projection: by rows
+    { m = 40, k = 512, n = 768 }, -- by columns
+    { m = 300, k = 3, n = 200 }, -- below the bar (work < 2^18)
+    { m = 63, k = 99, n = 61 }, -- sides under 32 a thread
+    { m = 64, k = 512, n = 64 }, -- a weight gradient: 32 rows a thread
+  }
+  math.randomseed(2615)
+  for _ = 1, 4 do cases[#cases + 1] = { m = 2 * rnd(70, 400) + 1, k = rnd(9, 150), n = rnd(3, 260) } end
+  for _ = 1, 3 do cases[#cases + 1] = { m = rnd(3, 120), k = rnd(9, 150), n = 2 * rnd(70, 500) + 1 } end
+
+  for i, c in ipairs(cases) do
+    it(("case %d: [%d x %d] @ [%d x %d]"):format(i, c.m, c.k, c.k, c.n), function()
+      cell.set_seed(i)
+      local a, b = cell.randn({ c.m, c.k }, f32), cell.randn({ c.k, c.n }, f32)
+      local gy = cell.randn({ c.m, c.n }, f32)
+      check("matmul", function(x, y) return x:matmul(y) end, { a, b }, gy, c.k)
+      -- Transposed operands (BLAS's Trans layouts): views of the transposes.
+      local at_, bt = cell.randn({ c.k, c.m }, f32):transpose(1, 2), cell.randn({ c.n, c.k }, f32):transpose(1, 2)
+      check("matmul (transposed)", function(x, y) return x:matmul(y) end, { at_, bt }, gy, c.k)
+      local w, bias = cell.randn({ c.n, c.k }, f32), cell.randn({ c.n }, f32)
+      check("dense", function(x, ww, bb) return ops.dense(x, ww, bb) end, { a, w, bias }, gy,
+        math.max(c.k, c.m))
+    end)
+  end
+
+  it("float64 products split too", function()
+    cell.set_seed(99)
+    local a, b = cell.randn({ 333, 71 }, f64), cell.randn({ 71, 150 }, f64)
+    local one = at(1, function() return a:matmul(b):totable() end)
+    local two = at(2, function() return a:matmul(b):totable() end)
+    H.assert_close(two, one, 1e-12, "float64 matmul (2 threads)")
+  end)
+end)
