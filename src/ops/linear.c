@@ -7,13 +7,18 @@
  * its transpose's strides (no copy), then the bias added to each row while
  * the row is in cache. The backward hands the gemm backend the transposes
  * too: gx = g W, gW = g^T x over all rows at once (no per-batch products
- * summed afterwards), and gb the column sums of g in one pass. float32
- * and float64; all three operands of one dtype (the op layer composes
- * matmul and add otherwise). */
+ * summed afterwards), and gb the column sums of g in one pass. float32,
+ * float64, and bfloat16/float16 (the gemm backends' narrow forms; the bias
+ * added and the column sums taken in float32/float64 and rounded once, as
+ * the composition matmul + add rounds); all three operands of one dtype
+ * (the op layer composes matmul and add otherwise). */
 #include "../backend/backend.h"
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include "../core/dtype.h"
+
+static int narrow_dtype(cell_dtype dt) { return dt == CELL_DTYPE_BF16 || dt == CELL_DTYPE_F16; }
 
 /* x as rows x cols with element strides (rs, cs); false when its leading
  * dimensions do not fold into one strided run. */
@@ -47,9 +52,9 @@ static cell_status check(const char *op, const cell_tensor *x, const cell_tensor
                          const cell_tensor *b) {
   if (!x || !w) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", op);
   if (x->dtype != w->dtype || (b && b->dtype != x->dtype) ||
-      (x->dtype != CELL_DTYPE_F32 && x->dtype != CELL_DTYPE_F64))
-    return cell_error(CELL_ERR_TYPE, "%s: the fused kernel takes float32 or float64 operands of one "
-                                     "dtype, got %s, %s%s%s", op, cell_dtype_name(x->dtype),
+      (x->dtype != CELL_DTYPE_F32 && x->dtype != CELL_DTYPE_F64 && !narrow_dtype(x->dtype)))
+    return cell_error(CELL_ERR_TYPE, "%s: the fused kernel takes float32, float64, bfloat16 or float16 "
+                                     "operands of one dtype, got %s, %s%s%s", op, cell_dtype_name(x->dtype),
                       cell_dtype_name(w->dtype), b ? " and " : "", b ? cell_dtype_name(b->dtype) : "");
   char sx[256], sw[256], sb[256];
   if (x->ndim < 1 || w->ndim != 2 || x->shape[x->ndim - 1] != w->shape[1] ||
@@ -88,6 +93,23 @@ static cell_status rows_of(const cell_tensor *x, const cell_tensor **v, cell_ten
     }                                                                        \
   } while (0)
 
+/* ADD_ROWS for bfloat16/float16: each sum in float32, rounded once. */
+static void add_rows_narrow(cell_dtype dt, uint16_t *y, const uint16_t *b, int64_t bs, int64_t m, int64_t n) {
+  for (int64_t i = 0; i < m; i++) {
+    uint16_t *yr = y + i * n;
+    if (dt == CELL_DTYPE_BF16 && bs == 1) {
+      CELL_NN_SIMD for (int64_t j = 0; j < n; j++)
+        yr[j] = cell_float_to_bf16(cell_bf16_to_float(yr[j]) + cell_bf16_to_float(b[j]));
+    } else if (dt == CELL_DTYPE_BF16) {
+      for (int64_t j = 0; j < n; j++)
+        yr[j] = cell_float_to_bf16(cell_bf16_to_float(yr[j]) + cell_bf16_to_float(b[j * bs]));
+    } else {
+      for (int64_t j = 0; j < n; j++)
+        yr[j] = cell_float_to_half(cell_half_to_float(yr[j]) + cell_half_to_float(b[j * bs]));
+    }
+  }
+}
+
 cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
                             cell_tensor **out) {
   CELL_TRY(check("linear", x, w, b));
@@ -125,8 +147,10 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
     int64_t bs = b->stride[0];
     if (x->dtype == CELL_DTYPE_F32)
       ADD_ROWS(float);
-    else
+    else if (x->dtype == CELL_DTYPE_F64)
       ADD_ROWS(double);
+    else
+      add_rows_narrow(x->dtype, (uint16_t *)(void *)y, (const uint16_t *)(const void *)bp, bs, m, n);
   }
   if (s != CELL_OK) {
     cell_tensor_release(r);
@@ -157,6 +181,30 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
       for (int64_t j = 0; j < nb; j++) o[j0 + j] = (T)acc[j];                \
     }                                                                        \
   } while (0)
+
+/* COL_SUMS for bfloat16/float16: double sums, each rounded once. */
+static void col_sums_narrow(cell_dtype dt, const uint16_t *G, uint16_t *o, int64_t rs, int64_t cs, int64_t m,
+                            int64_t n) {
+  enum { BLK = 256 };
+  double acc[BLK];
+  int bf = dt == CELL_DTYPE_BF16;
+  for (int64_t j0 = 0; j0 < n; j0 += BLK) {
+    int64_t nb = n - j0 < BLK ? n - j0 : BLK;
+    for (int64_t j = 0; j < nb; j++) acc[j] = 0;
+    for (int64_t i = 0; i < m; i++) {
+      const uint16_t *gr = G + i * rs + j0 * cs;
+      if (bf && cs == 1) {
+        CELL_NN_SIMD for (int64_t j = 0; j < nb; j++) acc[j] += cell_bf16_to_float(gr[j]);
+      } else if (bf) {
+        for (int64_t j = 0; j < nb; j++) acc[j] += cell_bf16_to_float(gr[j * cs]);
+      } else {
+        for (int64_t j = 0; j < nb; j++) acc[j] += cell_half_to_float(gr[j * cs]);
+      }
+    }
+    for (int64_t j = 0; j < nb; j++)
+      o[j0 + j] = bf ? cell_float_to_bf16((float)acc[j]) : cell_float_to_half((float)acc[j]);
+  }
+}
 
 cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
                                      const cell_tensor *w, cell_tensor **gx, cell_tensor **gw,
@@ -206,8 +254,10 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
       int64_t rs = grs, cs = gcs;
       if (dt == CELL_DTYPE_F32)
         COL_SUMS(float);
-      else
+      else if (dt == CELL_DTYPE_F64)
         COL_SUMS(double);
+      else
+        col_sums_narrow(dt, (const uint16_t *)(const void *)gp, (uint16_t *)(void *)op, rs, cs, m, n);
     }
   }
   cell_tensor_release(gown);
