@@ -110,8 +110,9 @@ static int bf16_supports(const cell_gemm *g) {
   if (acc && r < rows) {                                               \
     load_row(Cf + r * c_rs, cols, c_cs, &c##r##a, &c##r##b);           \
   } else {                                                             \
-    c##r##a = _mm512_set1_ps(bias && r < rows ? bias[r] : 0.0f);       \
-    c##r##b = c##r##a;                                                 \
+    __m512 rb_ = _mm512_set1_ps(bias && r < rows ? bias[r] : 0.0f);   \
+    c##r##a = _mm512_add_ps(cb0, rb_);                                 \
+    c##r##b = _mm512_add_ps(cb1, rb_);                                 \
   }
 #define DOT2(r)                                                          \
   {                                                                      \
@@ -160,7 +161,10 @@ BF16_TARGET static inline void load_row(const float *frow, int cols, int64_t c_c
 /* acc: add to the float32 tile already in Cf (a later block of k) instead
  * of starting from the bias (or zero). */
 BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t *ap, const uint32_t *bp,
-                                  const float *bias, int acc, uint16_t *C, float *Cf, int64_t c_rs, int64_t c_cs) {
+                                  const float *bias, const float *cbias, int acc, uint16_t *C, float *Cf,
+                                  int64_t c_rs, int64_t c_cs) {
+  __m512 cb0 = _mm512_setzero_ps(), cb1 = cb0; /* the column bias (the tile's cols of it, zeros after) */
+  if (cbias && !acc) load_row(cbias, cols, 1, &cb0, &cb1);
   ACC2(0) ACC2(1) ACC2(2) ACC2(3) ACC2(4) ACC2(5) ACC2(6) ACC2(7)
   for (int64_t p = 0; p < kp; p++) {
     __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR));
@@ -304,7 +308,8 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
       if (ep && ep->col_split > 0)
         at = (j0 / ep->col_split) * ep->split_stride + i0 * g->c_rs + (j0 % ep->col_split) * g->c_cs;
       const float *bias = ep && ep->row_bias ? ep->row_bias + i0 : NULL;
-      bf16_tile(rows, cols, pn, ap + rb * kp * MR + p0 * MR, bp + q * kp * NR + p0 * NR, bias, p0 > 0,
+      const float *cbias = ep && ep->col_bias ? ep->col_bias + j0 : NULL;
+      bf16_tile(rows, cols, pn, ap + rb * kp * MR + p0 * MR, bp + q * kp * NR + p0 * NR, bias, cbias, p0 > 0,
                 cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs, g->c_cs);
     });
   }
@@ -313,6 +318,8 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
 }
 
 static cell_status bf16_gemm(const cell_gemm *g) { return bf16_gemm_to(g, NULL, NULL); }
+
+int cell_bf16_gemm_native(void) { return bf16_isa(); }
 
 cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
   if (g->dtype != CELL_DTYPE_BF16 || !bf16_isa())
@@ -330,6 +337,7 @@ cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue
 }
 
 #else
+int cell_bf16_gemm_native(void) { return 0; }
 static int bf16_supports(const cell_gemm *g) {
   (void)g;
   return 0;

@@ -10,6 +10,7 @@
  * position pass through unchanged. */
 #include "attention.h"
 #include "kernel_list.h"
+#include "../core/dtype.h"
 #include <stdlib.h>
 
 int cell_sdpa_lowp_applies(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v, int64_t dense_max) {
@@ -20,12 +21,46 @@ int cell_sdpa_lowp_applies(const cell_tensor *q, const cell_tensor *k, const cel
   return L > 0 && S > 0 && L * S <= dense_max;
 }
 
+/* A contiguous float32 copy of the bfloat16 t (any strides), row by row
+ * of its last dimension: the heads of a {B, H, T, hd} view are short rows,
+ * which the general copy visits one call each. */
+static cell_status widen_bf16(const cell_tensor *t, cell_tensor **out) {
+  cell_tensor *r;
+  CELL_TRY(cell_tensor_new_contig(CELL_DTYPE_F32, t->ndim, t->shape, &r));
+  int nd = t->ndim;
+  int64_t cols = t->shape[nd - 1], cs = t->stride[nd - 1], rows = cols > 0 ? cell_tensor_numel(t) / cols : 0;
+  const uint16_t *src = (const uint16_t *)(const void *)cell_tensor_base(t);
+  float *dst = (float *)(void *)cell_tensor_base(r);
+  int64_t idx[CELL_MAX_DIMS] = {0}, off = 0;
+  for (int64_t i = 0; i < rows; i++) {
+    const uint16_t *row = src + off;
+    float *d = dst + i * cols;
+    if (cs == 1) {
+#pragma omp simd
+      for (int64_t j = 0; j < cols; j++) d[j] = cell_bf16_to_float(row[j]);
+    } else {
+      for (int64_t j = 0; j < cols; j++) d[j] = cell_bf16_to_float(row[j * cs]);
+    }
+    for (int dd = nd - 2; dd >= 0; dd--) { /* the next row's offset */
+      if (++idx[dd] < t->shape[dd]) {
+        off += t->stride[dd];
+        break;
+      }
+      off -= t->stride[dd] * (t->shape[dd] - 1);
+      idx[dd] = 0;
+    }
+  }
+  *out = r;
+  return CELL_OK;
+}
+
 /* Widened copies of the n tensors in ts (NULLs stay NULL). */
 static cell_status widen(int n, const cell_tensor *const *ts, cell_tensor **w) {
   for (int i = 0; i < n; i++) w[i] = NULL;
   for (int i = 0; i < n; i++) {
     if (!ts[i] || ts[i]->dtype == CELL_DTYPE_F32) continue;
-    cell_status s = cell_cpu_astype(ts[i], CELL_DTYPE_F32, &w[i]);
+    cell_status s = ts[i]->dtype == CELL_DTYPE_BF16 && ts[i]->ndim >= 1 ? widen_bf16(ts[i], &w[i])
+                                                                         : cell_cpu_astype(ts[i], CELL_DTYPE_F32, &w[i]);
     if (s != CELL_OK) {
       for (int j = 0; j < i; j++) cell_tensor_release(w[j]);
       return s;

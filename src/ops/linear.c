@@ -8,15 +8,17 @@
  * the row is in cache. The backward hands the gemm backend the transposes
  * too: gx = g W, gW = g^T x over all rows at once (no per-batch products
  * summed afterwards), and gb the column sums of g in one pass. float32,
- * float64, and bfloat16/float16 (the gemm backends' narrow forms; the bias
- * added and the column sums taken in float32/float64 and rounded once, as
- * the composition matmul + add rounds); all three operands of one dtype
+ * float64, and bfloat16/float16 (the bias added to the float32 sums of
+ * the products, in the bfloat16 gemm's epilogue where it runs, and each
+ * output rounded once; the column sums in double, rounded once); all
+ * three operands of one dtype
  * (the op layer composes matmul and add otherwise). */
 #include "../backend/backend.h"
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
 #include "../core/dtype.h"
+#include "../core/alloc.h"
 
 static int narrow_dtype(cell_dtype dt) { return dt == CELL_DTYPE_BF16 || dt == CELL_DTYPE_F16; }
 
@@ -93,21 +95,43 @@ static cell_status rows_of(const cell_tensor *x, const cell_tensor **v, cell_ten
     }                                                                        \
   } while (0)
 
-/* ADD_ROWS for bfloat16/float16: each sum in float32, rounded once. */
-static void add_rows_narrow(cell_dtype dt, uint16_t *y, const uint16_t *b, int64_t bs, int64_t m, int64_t n) {
-  for (int64_t i = 0; i < m; i++) {
-    uint16_t *yr = y + i * n;
-    if (dt == CELL_DTYPE_BF16 && bs == 1) {
-      CELL_NN_SIMD for (int64_t j = 0; j < n; j++)
-        yr[j] = cell_float_to_bf16(cell_bf16_to_float(yr[j]) + cell_bf16_to_float(b[j]));
-    } else if (dt == CELL_DTYPE_BF16) {
-      for (int64_t j = 0; j < n; j++)
-        yr[j] = cell_float_to_bf16(cell_bf16_to_float(yr[j]) + cell_bf16_to_float(b[j * bs]));
-    } else {
-      for (int64_t j = 0; j < n; j++)
-        yr[j] = cell_float_to_half(cell_half_to_float(yr[j]) + cell_half_to_float(b[j * bs]));
-    }
-  }
+/* The bfloat16 product with the bias added to the float32 sums in the
+ * gemm's epilogue, each output rounded once. */
+static cell_status bf16_biased(const cell_gemm *g, const cell_tensor *b) {
+  int64_t n = g->n, bs = b->stride[0];
+  float *fb = cell_alloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+  if (!fb) return cell_error(CELL_ERR_MEMORY, "linear: out of memory");
+  const uint16_t *bb = (const uint16_t *)(const void *)cell_tensor_base(b);
+  for (int64_t j = 0; j < n; j++) fb[j] = cell_bf16_to_float(bb[j * bs]);
+  cell_bf16_epilogue ep = {NULL, 0, 0, fb};
+  cell_status s = cell_bf16_gemm_epilogue(g, &ep);
+  cell_dealloc(fb);
+  return s;
+}
+
+/* The same elsewhere (and for float16): the operands widened to float32,
+ * a float32 gemm, the bias added, each output rounded once. */
+static cell_status narrow_biased(const cell_gemm *g, const cell_tensor *b) {
+  int64_t m = g->m, n = g->n, k = g->k, bs = b->stride[0];
+  size_t count = (size_t)(m * k + k * n + m * n + n);
+  float *a = cell_alloc(sizeof(float) * (count > 0 ? count : 1));
+  if (!a) return cell_error(CELL_ERR_MEMORY, "linear: out of memory");
+  float *w = a + m * k, *c = w + k * n, *fb = c + m * n;
+  const uint16_t *A = (const uint16_t *)(const void *)g->a, *B = (const uint16_t *)(const void *)g->b;
+  const uint16_t *bb = (const uint16_t *)(const void *)cell_tensor_base(b);
+  cell_dtype dt = g->dtype;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t p = 0; p < k; p++) a[i * k + p] = (float)cell_load_f64(dt, A + i * g->a_rs + p * g->a_cs);
+  for (int64_t p = 0; p < k; p++)
+    for (int64_t j = 0; j < n; j++) w[p * n + j] = (float)cell_load_f64(dt, B + p * g->b_rs + j * g->b_cs);
+  for (int64_t j = 0; j < n; j++) fb[j] = (float)cell_load_f64(dt, bb + j * bs);
+  cell_gemm gf = {CELL_DTYPE_F32, m, n, k, (const char *)a, k, 1, (const char *)w, n, 1, (char *)c, n, 1};
+  cell_status s = cell_gemm_run(&gf);
+  uint16_t *C = (uint16_t *)(void *)g->c;
+  for (int64_t i = 0; s == CELL_OK && i < m; i++)
+    for (int64_t j = 0; j < n; j++) cell_store_f64(dt, C + i * g->c_rs + j * g->c_cs, c[i * n + j] + fb[j]);
+  cell_dealloc(a);
+  return s;
 }
 
 cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
@@ -138,7 +162,15 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
       /* B = W^T: [k, n] read through W's strides. */
       cell_gemm g = {x->dtype, m, n, k, cell_tensor_base(xv), rs, cs,
                      cell_tensor_base(w), w->stride[1], w->stride[0], y, n, 1};
-      s = cell_gemm_run(&g);
+      if (b && x->dtype == CELL_DTYPE_BF16 && cell_bf16_gemm_native()) {
+        s = bf16_biased(&g, b);
+        b = NULL; /* added in the gemm's epilogue */
+      } else if (b && narrow_dtype(x->dtype)) {
+        s = narrow_biased(&g, b);
+        b = NULL;
+      } else {
+        s = cell_gemm_run(&g);
+      }
     }
     cell_tensor_release(owned);
   }
@@ -147,10 +179,8 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
     int64_t bs = b->stride[0];
     if (x->dtype == CELL_DTYPE_F32)
       ADD_ROWS(float);
-    else if (x->dtype == CELL_DTYPE_F64)
-      ADD_ROWS(double);
     else
-      add_rows_narrow(x->dtype, (uint16_t *)(void *)y, (const uint16_t *)(const void *)bp, bs, m, n);
+      ADD_ROWS(double);
   }
   if (s != CELL_OK) {
     cell_tensor_release(r);
