@@ -185,8 +185,9 @@ static bool act_grad_f32_fast(const ew_ctx *c, int64_t n, char **p, const int64_
 }
 
 /* The same on contiguous bfloat16 (mixed precision): chunks widened to
- * float32, the float32 vector code, the result rounded once (the double
- * path computed in double what float32 holds to well past bfloat16). */
+ * float32, GELU's gradient in float32 arithmetic (SiLU's through the
+ * float32 form), the result rounded once (the double path computed in
+ * double what float32 holds to well past bfloat16). */
 static bool act_grad_bf16_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s) {
   int qa = c->pos[0], qb = c->pos[1];
   if ((c->op != EW_GELU && c->op != EW_SILU) || !qa || !qb || c->dt[0] != CELL_DTYPE_BF16 ||
@@ -202,7 +203,7 @@ static bool act_grad_bf16_fast(const ew_ctx *c, int64_t n, char **p, const int64
       gf[i] = cell_bf16_to_float(g[i0 + i]);
       xf[i] = cell_bf16_to_float(x[i0 + i]);
     }
-    if (c->op == EW_GELU) cell_vm_gelu_grad_f32(rf, gf, xf, m);
+    if (c->op == EW_GELU) cell_vm_gelu_grad_fast_f32(rf, gf, xf, m);
     else cell_vm_silu_grad_f32(rf, gf, xf, m);
 #pragma omp simd
     for (int64_t i = 0; i < m; i++) r[i0 + i] = cell_float_to_bf16(rf[i]);
