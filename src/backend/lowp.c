@@ -175,6 +175,35 @@ BF16_TARGET static void bf16_tile(int rows, int cols, int64_t kp, const uint32_t
   OUT2(0) OUT2(1) OUT2(2) OUT2(3) OUT2(4) OUT2(5) OUT2(6) OUT2(7)
 }
 
+/* Pairs p0 .. p0 + 15 of MR = 8 rows of A (row r at r0 + r * a_rs; a pair
+ * is a 32-bit word) into the A panel (pair p's 8 words side by side): an
+ * 8 x 16 transpose of words in registers (two rounds of unpacks leave
+ * rows 0-3 and 4-7 of word 4 L + e in lane L of u[e], v[e]) instead of
+ * 128 strided word copies, which were 60% of the packing. */
+BF16_TARGET static void pack_a_rows16(const uint16_t *r0, int64_t a_rs, int64_t p0, uint32_t *d32) {
+  __m512i r[MR];
+  for (int i = 0; i < MR; i++) r[i] = _mm512_loadu_si512((const void *)(r0 + i * a_rs + 2 * p0));
+  __m512i t0 = _mm512_unpacklo_epi32(r[0], r[1]), t1 = _mm512_unpackhi_epi32(r[0], r[1]);
+  __m512i t2 = _mm512_unpacklo_epi32(r[2], r[3]), t3 = _mm512_unpackhi_epi32(r[2], r[3]);
+  __m512i t4 = _mm512_unpacklo_epi32(r[4], r[5]), t5 = _mm512_unpackhi_epi32(r[4], r[5]);
+  __m512i t6 = _mm512_unpacklo_epi32(r[6], r[7]), t7 = _mm512_unpackhi_epi32(r[6], r[7]);
+  uint32_t u[4][16], v[4][16];
+  _mm512_storeu_si512((void *)u[0], _mm512_unpacklo_epi64(t0, t2));
+  _mm512_storeu_si512((void *)u[1], _mm512_unpackhi_epi64(t0, t2));
+  _mm512_storeu_si512((void *)u[2], _mm512_unpacklo_epi64(t1, t3));
+  _mm512_storeu_si512((void *)u[3], _mm512_unpackhi_epi64(t1, t3));
+  _mm512_storeu_si512((void *)v[0], _mm512_unpacklo_epi64(t4, t6));
+  _mm512_storeu_si512((void *)v[1], _mm512_unpackhi_epi64(t4, t6));
+  _mm512_storeu_si512((void *)v[2], _mm512_unpacklo_epi64(t5, t7));
+  _mm512_storeu_si512((void *)v[3], _mm512_unpackhi_epi64(t5, t7));
+  uint32_t *d = d32 + p0 * MR;
+  for (int lane = 0; lane < 4; lane++)
+    for (int e = 0; e < 4; e++) {
+      memcpy(d + (4 * lane + e) * MR, u[e] + 4 * lane, 4 * sizeof(uint32_t));
+      memcpy(d + (4 * lane + e) * MR + 4, v[e] + 4 * lane, 4 * sizeof(uint32_t));
+    }
+}
+
 /* d[2j] = r0[j], d[2j + 1] = r1[j]: two rows of B as k-pairs. */
 static void interleave(const uint16_t *r0, const uint16_t *r1, uint16_t *d, int64_t cols) {
 #pragma omp simd
@@ -241,7 +270,9 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
     if (g->a_cs == 1 && rows == MR) { /* rows of pairs: 32-bit words, MR of them side by side per pair */
       uint32_t *d32 = (uint32_t *)(void *)dst;
       const uint16_t *r0 = A + i0 * g->a_rs;
-      for (int64_t p = 0; p < k / 2; p++)
+      int64_t p = 0;
+      for (; p + 16 <= k / 2; p += 16) pack_a_rows16(r0, g->a_rs, p, d32);
+      for (; p < k / 2; p++)
         for (int r = 0; r < MR; r++) memcpy(d32 + p * MR + r, r0 + r * g->a_rs + 2 * p, sizeof(uint32_t));
       if (k & 1)
         for (int r = 0; r < MR; r++) {
