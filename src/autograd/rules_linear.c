@@ -20,7 +20,7 @@ static const char *const NODE = "DenseBackward";
 
 static bool fused(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b) {
   cell_dtype dt = x->dtype;
-  if (dt != CELL_DTYPE_F32 && dt != CELL_DTYPE_F64) return false;
+  if (dt != CELL_DTYPE_F32 && dt != CELL_DTYPE_F64 && dt != CELL_DTYPE_BF16 && dt != CELL_DTYPE_F16) return false;
   if (w->dtype != dt || (b && b->dtype != dt)) return false;
   return !b || (b->ndim == 1 && b->shape[0] == w->shape[0]);
 }

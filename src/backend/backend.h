@@ -33,14 +33,18 @@ extern const cell_backend cell_backend_lowp; /* lowp.c: float16/bfloat16 through
 /* lowp.c: bfloat16 A, B on the AVX512-BF16 kernel with a float32 C (c; g->c
  * unused, strides in floats); a RuntimeError where that kernel is not used. */
 cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c);
+/* Whether the AVX512-BF16 kernel runs here (cpuid, CELL_BF16_ISA). */
+int cell_bf16_gemm_native(void);
 /* The same kernel with a bfloat16 C and an epilogue: row_bias (NULL: none)
- * is added to row i of C before the rounding; with col_split > 0 (a
+ * is added to row i of C, col_bias (NULL: none) to column j, before the
+ * rounding; with col_split > 0 (a
  * multiple of 32), column j of C lies at (j / col_split) * split_stride +
  * (j % col_split) * c_cs (conv2d's NCHW output written straight from the
  * tiles). */
 typedef struct cell_bf16_epilogue {
   const float *row_bias;
   int64_t col_split, split_stride;
+  const float *col_bias;
 } cell_bf16_epilogue;
 cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue *ep);
 

@@ -608,6 +608,7 @@ cell_status cell_cpu_sdpa(const cell_tensor *q, const cell_tensor *k, const cell
   if (!out) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", OP);
   CELL_TRY(check(q, k, v, mask, a));
   if (f32_dense(q, k, v)) return sdpa_f32(q, k, v, mask, a, out, lse);
+  if (cell_sdpa_lowp_applies(q, k, v, DENSE_MAX)) return cell_sdpa_lowp(q, k, v, mask, a, out, lse);
   geom g;
   CELL_TRY(load(q, k, v, mask, a, 1, &g));
   int nd = q->ndim;
@@ -862,6 +863,8 @@ cell_status cell_cpu_sdpa_backward(const cell_tensor *gt, const cell_tensor *q,
     CELL_TRY(sdpa_backward_f32(gt, q, k, v, mask, ot, lset, a, gq, gk, gv, &done));
     if (done) return CELL_OK;
   }
+  if (!gm && cell_sdpa_lowp_applies(q, k, v, DENSE_MAX))
+    return cell_sdpa_backward_lowp(gt, q, k, v, mask, ot, lset, a, gq, gk, gv);
   geom g;
   CELL_TRY(load(q, k, v, mask, a, 1, &g));
   int64_t nq = g.nbh * g.L * g.E, nk = g.nbh * g.S * g.E, nv = g.nbh * g.S * g.Ev;

@@ -39,4 +39,15 @@ cell_status cell_k_sdpa_backward(const cell_tensor *g, const cell_tensor *q, con
                                  const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk,
                                  cell_tensor **gv, cell_tensor **gm);
 
+/* The bfloat16/float16 forms (attention_lowp.c): whether q, k, v are
+ * narrow and their heads have at most dense_max scores, and the forward and
+ * backward (no mask gradient) computed in float32 and rounded once. */
+int cell_sdpa_lowp_applies(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v, int64_t dense_max);
+cell_status cell_sdpa_lowp(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
+                           const cell_tensor *mask, cell_sdpa_args *a, cell_tensor **out, cell_tensor **lse);
+cell_status cell_sdpa_backward_lowp(const cell_tensor *g, const cell_tensor *q, const cell_tensor *k,
+                                    const cell_tensor *v, const cell_tensor *mask, const cell_tensor *o,
+                                    const cell_tensor *lse, const cell_sdpa_args *a, cell_tensor **gq,
+                                    cell_tensor **gk, cell_tensor **gv);
+
 #endif

@@ -70,6 +70,12 @@ static void copy_convert(void *vctx, int64_t n, char **p, const int64_t *s) {
       bf16_to_f32((const uint16_t *)a, (float *)o, n);
     else
       for (int64_t i = 0; i < n; i++) ((float *)o)[i] = cell_half_to_float(((const uint16_t *)a)[i]);
+  } else if (c->from == CELL_DTYPE_BF16 && c->to == CELL_DTYPE_F32) { /* strided (a transposed view) */
+    for (int64_t i = 0; i < n; i++)
+      *(float *)(void *)(o + i * s[0]) = cell_bf16_to_float(*(const uint16_t *)(const void *)(a + i * s[1]));
+  } else if (c->from == CELL_DTYPE_F32 && c->to == CELL_DTYPE_BF16) {
+    for (int64_t i = 0; i < n; i++)
+      *(uint16_t *)(void *)(o + i * s[0]) = cell_float_to_bf16(*(const float *)(const void *)(a + i * s[1]));
   } else if (!cell_dtype_is_float(c->from) && !cell_dtype_is_float(c->to)) {
     for (int64_t i = 0; i < n; i++)
       cell_store_i64(c->to, o + i * s[0], cell_load_i64(c->from, a + i * s[1]));
@@ -122,6 +128,13 @@ cell_status cell_cpu_fill_(cell_tensor *t, double v) {
     float *d = (float *)cell_tensor_base(t), f = (float)v;
     int64_t n = cell_tensor_numel(t);
     for (int64_t i = 0; i < n; i++) d[i] = f;
+    return CELL_OK;
+  }
+  if (ctx.size == 2 && cell_tensor_is_contiguous(t)) { /* bfloat16/float16/int16 (mixed precision's zeros) */
+    uint16_t *d = (uint16_t *)(void *)cell_tensor_base(t), h;
+    memcpy(&h, ctx.value, sizeof h);
+    int64_t n = cell_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) d[i] = h;
     return CELL_OK;
   }
   return cell_iter_run(&it, fill_loop, &ctx);

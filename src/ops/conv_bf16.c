@@ -81,7 +81,7 @@ cell_status cell_conv_bf16_forward(const cell_conv_geom *g, const cell_tensor *x
     if (P % 32 == 0) { /* the tiles write NCHW bfloat16, the bias added before the rounding */
       cell_gemm gd = {CELL_DTYPE_BF16, O, NP, K, (const char *)wo, K, 1, (const char *)cols, NP, 1,
                       (char *)(yo + n0 * O * P), P, 1};
-      cell_bf16_epilogue ep = {bias, P, O * P};
+      cell_bf16_epilogue ep = {bias, P, O * P, NULL};
       s = cell_bf16_gemm_epilogue(&gd, &ep);
       if (s == CELL_OK && cell_ctx()->interrupt) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
       continue;

@@ -175,9 +175,38 @@ static bool act_grad_f32_fast(const ew_ctx *c, int64_t n, char **p, const int64_
   return true;
 }
 
+/* The same on contiguous bfloat16 (mixed precision): chunks widened to
+ * float32, GELU's gradient in float32 arithmetic (SiLU's through the
+ * float32 form), the result rounded once (the double path computed in
+ * double what float32 holds to well past bfloat16). */
+static bool act_grad_bf16_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s) {
+  int qa = c->pos[0], qb = c->pos[1];
+  if ((c->op != EW_GELU && c->op != EW_SILU) || !qa || !qb || c->dt[0] != CELL_DTYPE_BF16 ||
+      c->dt[qa] != CELL_DTYPE_BF16 || c->dt[qb] != CELL_DTYPE_BF16 || s[0] != 2 || s[qa] != 2 || s[qb] != 2)
+    return false;
+  uint16_t *r = (uint16_t *)p[0];
+  const uint16_t *g = (const uint16_t *)p[qa], *x = (const uint16_t *)p[qb];
+  float gf[EW_CHUNK], xf[EW_CHUNK], rf[EW_CHUNK];
+  for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
+    int64_t m = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;
+#pragma omp simd
+    for (int64_t i = 0; i < m; i++) {
+      gf[i] = cell_bf16_to_float(g[i0 + i]);
+      xf[i] = cell_bf16_to_float(x[i0 + i]);
+    }
+    if (c->op == EW_GELU) cell_vm_gelu_grad_fast_f32(rf, gf, xf, m);
+    else cell_vm_silu_grad_f32(rf, gf, xf, m);
+#pragma omp simd
+    for (int64_t i = 0; i < m; i++) r[i0 + i] = cell_float_to_bf16(rf[i]);
+  }
+  return true;
+}
+
 static void ew_loop(void *vctx, int64_t n, char **p, const int64_t *s) {
   const ew_ctx *c = vctx;
-  if (relu_f32_fast(c, n, p, s) || relu_half_fast(c, n, p, s) || act_grad_f32_fast(c, n, p, s)) return;
+  if (relu_f32_fast(c, n, p, s) || relu_half_fast(c, n, p, s) || act_grad_f32_fast(c, n, p, s) ||
+      act_grad_bf16_fast(c, n, p, s))
+    return;
   double buf[3][EW_CHUNK], res[EW_CHUNK];
   for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
     int64_t m = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;

@@ -7,13 +7,20 @@
  * its transpose's strides (no copy), then the bias added to each row while
  * the row is in cache. The backward hands the gemm backend the transposes
  * too: gx = g W, gW = g^T x over all rows at once (no per-batch products
- * summed afterwards), and gb the column sums of g in one pass. float32
- * and float64; all three operands of one dtype (the op layer composes
- * matmul and add otherwise). */
+ * summed afterwards), and gb the column sums of g in one pass. float32,
+ * float64, and bfloat16/float16 (the bias added to the float32 sums of
+ * the products, in the bfloat16 gemm's epilogue where it runs, and each
+ * output rounded once; the column sums in double, rounded once); all
+ * three operands of one dtype
+ * (the op layer composes matmul and add otherwise). */
 #include "../backend/backend.h"
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include "../core/dtype.h"
+#include "../core/alloc.h"
+
+static int narrow_dtype(cell_dtype dt) { return dt == CELL_DTYPE_BF16 || dt == CELL_DTYPE_F16; }
 
 /* x as rows x cols with element strides (rs, cs); false when its leading
  * dimensions do not fold into one strided run. */
@@ -47,9 +54,9 @@ static cell_status check(const char *op, const cell_tensor *x, const cell_tensor
                          const cell_tensor *b) {
   if (!x || !w) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", op);
   if (x->dtype != w->dtype || (b && b->dtype != x->dtype) ||
-      (x->dtype != CELL_DTYPE_F32 && x->dtype != CELL_DTYPE_F64))
-    return cell_error(CELL_ERR_TYPE, "%s: the fused kernel takes float32 or float64 operands of one "
-                                     "dtype, got %s, %s%s%s", op, cell_dtype_name(x->dtype),
+      (x->dtype != CELL_DTYPE_F32 && x->dtype != CELL_DTYPE_F64 && !narrow_dtype(x->dtype)))
+    return cell_error(CELL_ERR_TYPE, "%s: the fused kernel takes float32, float64, bfloat16 or float16 "
+                                     "operands of one dtype, got %s, %s%s%s", op, cell_dtype_name(x->dtype),
                       cell_dtype_name(w->dtype), b ? " and " : "", b ? cell_dtype_name(b->dtype) : "");
   char sx[256], sw[256], sb[256];
   if (x->ndim < 1 || w->ndim != 2 || x->shape[x->ndim - 1] != w->shape[1] ||
@@ -91,6 +98,45 @@ static cell_status rows_of(const cell_tensor *x, const cell_tensor **v, cell_ten
     });                                                                      \
   } while (0)
 
+/* The bfloat16 product with the bias added to the float32 sums in the
+ * gemm's epilogue, each output rounded once. */
+static cell_status bf16_biased(const cell_gemm *g, const cell_tensor *b) {
+  int64_t n = g->n, bs = b->stride[0];
+  float *fb = cell_alloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+  if (!fb) return cell_error(CELL_ERR_MEMORY, "linear: out of memory");
+  const uint16_t *bb = (const uint16_t *)(const void *)cell_tensor_base(b);
+  for (int64_t j = 0; j < n; j++) fb[j] = cell_bf16_to_float(bb[j * bs]);
+  cell_bf16_epilogue ep = {NULL, 0, 0, fb};
+  cell_status s = cell_bf16_gemm_epilogue(g, &ep);
+  cell_dealloc(fb);
+  return s;
+}
+
+/* The same elsewhere (and for float16): the operands widened to float32,
+ * a float32 gemm, the bias added, each output rounded once. */
+static cell_status narrow_biased(const cell_gemm *g, const cell_tensor *b) {
+  int64_t m = g->m, n = g->n, k = g->k, bs = b->stride[0];
+  size_t count = (size_t)(m * k + k * n + m * n + n);
+  float *a = cell_alloc(sizeof(float) * (count > 0 ? count : 1));
+  if (!a) return cell_error(CELL_ERR_MEMORY, "linear: out of memory");
+  float *w = a + m * k, *c = w + k * n, *fb = c + m * n;
+  const uint16_t *A = (const uint16_t *)(const void *)g->a, *B = (const uint16_t *)(const void *)g->b;
+  const uint16_t *bb = (const uint16_t *)(const void *)cell_tensor_base(b);
+  cell_dtype dt = g->dtype;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t p = 0; p < k; p++) a[i * k + p] = (float)cell_load_f64(dt, A + i * g->a_rs + p * g->a_cs);
+  for (int64_t p = 0; p < k; p++)
+    for (int64_t j = 0; j < n; j++) w[p * n + j] = (float)cell_load_f64(dt, B + p * g->b_rs + j * g->b_cs);
+  for (int64_t j = 0; j < n; j++) fb[j] = (float)cell_load_f64(dt, bb + j * bs);
+  cell_gemm gf = {CELL_DTYPE_F32, m, n, k, (const char *)a, k, 1, (const char *)w, n, 1, (char *)c, n, 1};
+  cell_status s = cell_gemm_run(&gf);
+  uint16_t *C = (uint16_t *)(void *)g->c;
+  for (int64_t i = 0; s == CELL_OK && i < m; i++)
+    for (int64_t j = 0; j < n; j++) cell_store_f64(dt, C + i * g->c_rs + j * g->c_cs, c[i * n + j] + fb[j]);
+  cell_dealloc(a);
+  return s;
+}
+
 cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
                             cell_tensor **out) {
   CELL_TRY(check("linear", x, w, b));
@@ -119,7 +165,15 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
       /* B = W^T: [k, n] read through W's strides. */
       cell_gemm g = {x->dtype, m, n, k, cell_tensor_base(xv), rs, cs,
                      cell_tensor_base(w), w->stride[1], w->stride[0], y, n, 1};
-      s = cell_gemm_run(&g);
+      if (b && x->dtype == CELL_DTYPE_BF16 && cell_bf16_gemm_native()) {
+        s = bf16_biased(&g, b);
+        b = NULL; /* added in the gemm's epilogue */
+      } else if (b && narrow_dtype(x->dtype)) {
+        s = narrow_biased(&g, b);
+        b = NULL;
+      } else {
+        s = cell_gemm_run(&g);
+      }
     }
     cell_tensor_release(owned);
   }
@@ -167,6 +221,30 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
       for (int64_t j = 0; j < nb; j++) o[j0 + j] = (T)acc[j];                 \
     });                                                                       \
   } while (0)
+
+/* COL_SUMS for bfloat16/float16: double sums, each rounded once. */
+static void col_sums_narrow(cell_dtype dt, const uint16_t *G, uint16_t *o, int64_t rs, int64_t cs, int64_t m,
+                            int64_t n) {
+  enum { BLK = 256 };
+  double acc[BLK];
+  int bf = dt == CELL_DTYPE_BF16;
+  for (int64_t j0 = 0; j0 < n; j0 += BLK) {
+    int64_t nb = n - j0 < BLK ? n - j0 : BLK;
+    for (int64_t j = 0; j < nb; j++) acc[j] = 0;
+    for (int64_t i = 0; i < m; i++) {
+      const uint16_t *gr = G + i * rs + j0 * cs;
+      if (bf && cs == 1) {
+        CELL_NN_SIMD for (int64_t j = 0; j < nb; j++) acc[j] += cell_bf16_to_float(gr[j]);
+      } else if (bf) {
+        for (int64_t j = 0; j < nb; j++) acc[j] += cell_bf16_to_float(gr[j * cs]);
+      } else {
+        for (int64_t j = 0; j < nb; j++) acc[j] += cell_half_to_float(gr[j * cs]);
+      }
+    }
+    for (int64_t j = 0; j < nb; j++)
+      o[j0 + j] = bf ? cell_float_to_bf16((float)acc[j]) : cell_float_to_half((float)acc[j]);
+  }
+}
 
 cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
                                      const cell_tensor *w, cell_tensor **gx, cell_tensor **gw,
@@ -216,8 +294,10 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
       int64_t rs = grs, cs = gcs;
       if (dt == CELL_DTYPE_F32)
         COL_SUMS(float);
-      else
+      else if (dt == CELL_DTYPE_F64)
         COL_SUMS(double);
+      else
+        col_sums_narrow(dt, (const uint16_t *)(const void *)gp, (uint16_t *)(void *)op, rs, cs, m, n);
     }
   }
   cell_tensor_release(gown);

@@ -32,6 +32,11 @@ void cell_vm_gelu_f32(float *y, const float *x, int64_t n); /* exact: x Phi(x) *
 /* exp in float32 arithmetic: within 2 ulp in the normal range, 0 where
  * exp(x) would be subnormal (softmax weights: attention) */
 void cell_vm_exp_fast_f32(float *y, const float *x, int64_t n);
+/* GELU (exact form) and its gradient in float32 arithmetic, for results
+ * rounded to bfloat16: within a few float32 ulp, 0 where x Phi(x) would
+ * be subnormal */
+void cell_vm_gelu_fast_f32(float *y, const float *x, int64_t n);
+void cell_vm_gelu_grad_fast_f32(float *r, const float *g, const float *x, int64_t n);
 
 /* double buffers: y = f(x) */
 void cell_vm_exp_d(double *y, const double *x, int64_t n);
@@ -70,6 +75,8 @@ typedef struct {
   void (*gelu_grad_f32)(float *, const float *, const float *, int64_t);
   void (*silu_grad_f32)(float *, const float *, const float *, int64_t);
   void (*exp_fast_f32)(float *, const float *, int64_t);
+  void (*gelu_fast_f32)(float *, const float *, int64_t);
+  void (*gelu_grad_fast_f32)(float *, const float *, const float *, int64_t);
 } cell_vm_table;
 
 extern const cell_vm_table cell_vm_portable;
