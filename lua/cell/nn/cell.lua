@@ -143,8 +143,13 @@ function Cell.__index(self, k)
   if v ~= nil then return v end
   v = st.attrs[k]
   if v ~= nil then return v end
-  -- not a class member either: a PyTorch habit is an error that says what to use
-  if rawget(getmetatable(self), k) == nil then attribute_hint(self, k) end
+  -- a class member (what the class's own lookup would find next), else a
+  -- PyTorch habit is an error that says what to use
+  local cls = getmetatable(self)
+  v = rawget(cls, k)
+  if v ~= nil then return v end
+  local hints = rawget(cls, "__hints")
+  if type(hints) == "table" and type(k) == "string" and hints[k] then attribute_hint(self, k) end
   return nil
 end
 
