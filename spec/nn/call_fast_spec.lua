@@ -109,3 +109,32 @@ describe("Dense:construct's fields", function()
     assert.matches("TypeError: Dense: x must be a Tensor, but got number", err, 1, true)
   end)
 end)
+
+describe("Flatten:construct's fields", function()
+  it("sees start_dim and end_dim changed after construction", function()
+    local f = cell.nn.Flatten()
+    local x = cell.zeros({ 2, 3, 4 })
+    assert.are.same({ 2, 12 }, f(x).shape)
+    f.start_dim = 1
+    assert.are.same({ 24 }, f(x).shape)
+    f.end_dim = 2
+    assert.are.same({ 6, 4 }, f(x).shape)
+  end)
+end)
+
+describe("Cell attribute reads", function()
+  it("give instance values before class members and nil for unknown names", function()
+    local C = cell.nn.Cell:extend("C")
+    C.size = 1
+    function C:hello() return "class" end
+    local c = C()
+    assert.are.equal(1, c.size)
+    c.size = 2
+    assert.are.equal(2, c.size)
+    assert.are.equal("class", c:hello())
+    assert.is_nil(c.nothing_here)
+    local ok, err = pcall(function() return c.parameters end)
+    assert.is_false(ok)
+    assert.matches("AttributeError: 'C' object has no attribute 'parameters'", err, 1, true)
+  end)
+end)

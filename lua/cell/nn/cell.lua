@@ -119,7 +119,9 @@ local function attribute_hint(self, k)
   end
 end
 
-function Cell.__index(self, k)
+-- (complete: it answers class members itself, so instances call it
+-- directly, not through the class's generic member fallback)
+Cell.__index = class.complete_index(function(self, k)
   local st = rawget(self, S)
   local g = getters[k]
   if g then return g(st, self) end
@@ -151,7 +153,7 @@ function Cell.__index(self, k)
   local hints = rawget(cls, "__hints")
   if type(hints) == "table" and type(k) == "string" and hints[k] then attribute_hint(self, k) end
   return nil
-end
+end)
 
 --- Whether `name` is any member of the cell: a property, a registered name
 -- (with or without a value), a plain attribute or a class member.

@@ -92,7 +92,8 @@ end
 function Dense:construct(x)
   if not is_tensor(x) then check_tensor("Dense", "x", x) end
   local st = rawget(self, S)
-  local in_channels = st.attrs.in_channels
+  local attrs = st.attrs -- (a plain attribute lives there; else __index finds it)
+  local in_channels = attrs.in_channels
   if in_channels == nil then in_channels = self.in_channels end
   local shape = x.shape
   local n = #shape
@@ -101,7 +102,7 @@ function Dense:construct(x)
       .. "of shape %s."):format(in_channels, T.shape_str(shape)))
   end
   -- one fused op: x W^T + b as one gemm over all leading dimensions
-  local has_bias = st.attrs.has_bias
+  local has_bias = attrs.has_bias
   if has_bias == nil then has_bias = self.has_bias end
   local y = dense(x, param(self, st, "weight"), has_bias and param(self, st, "bias") or nil)
   local activation = field(self, st, "activation")
