@@ -14,19 +14,45 @@ local unpack = table.unpack or unpack
 
 local function pack(...) return { n = select("#", ...), ... } end
 
+local set_grad_enabled = core.set_grad_enabled
+
+--- The end of with_grad_mode: grad mode back to `prev`, then pcall's
+-- results passed on (no table: this runs around every no_grad call).
+local function restore_grad_mode(prev, ok, ...)
+  set_grad_enabled(prev)
+  if not ok then error((...), 0) end
+  return ...
+end
+
 --- Run fn(...) with grad mode set to `on`, restoring it even on error.
 local function with_grad_mode(on, fn, ...)
-  local prev = core.set_grad_enabled(on)
-  local res = pack(pcall(fn, ...))
-  core.set_grad_enabled(prev)
-  if not res[1] then error(res[2], 0) end
-  return unpack(res, 2, res.n)
+  local prev = set_grad_enabled(on)
+  return restore_grad_mode(prev, pcall(fn, ...))
+end
+
+--- with_grad_mode for cell.no_grad / cell.enable_grad (`fname`), whose
+-- `fn` is checked only when calling it failed: a value that cannot be
+-- called fails at once, before running anything, so the check costs the
+-- common path nothing and raises the same TypeError.
+local function checked_restore(fname, fn, prev, ok, ...)
+  set_grad_enabled(prev)
+  if not ok then
+    check_callable(fname, "fn", fn)
+    error((...), 0)
+  end
+  return ...
 end
 
 --- cell.no_grad(fn, ...): fn(...) without recording anything.
-function M.no_grad(fn, ...) return with_grad_mode(false, check_callable("no_grad", "fn", fn), ...) end
+function M.no_grad(fn, ...)
+  local prev = set_grad_enabled(false)
+  return checked_restore("no_grad", fn, prev, pcall(fn, ...))
+end
 --- cell.enable_grad(fn, ...): fn(...) with recording on.
-function M.enable_grad(fn, ...) return with_grad_mode(true, check_callable("enable_grad", "fn", fn), ...) end
+function M.enable_grad(fn, ...)
+  local prev = set_grad_enabled(true)
+  return checked_restore("enable_grad", fn, prev, pcall(fn, ...))
+end
 
 --- The most inputs one Lua node takes here (the engine takes up to 65535;
 -- a longer list is split so no call returns more values than LuaJIT's

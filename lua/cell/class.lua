@@ -65,10 +65,16 @@ local function member(cls, k)
   return rawget(rawget(cls, "__instance"), k)
 end
 
+--- Custom `__index` functions that end with the members' lookup themselves
+-- (they return rawget(getmetatable(self), k) when nothing else answers):
+-- instances get them unwrapped, one call per read instead of two.
+local complete_index = setmetatable({}, { __mode = "k" })
+
 --- The `__index` that instances of a class get: the member table itself, or
 -- the custom lookup with the members as the fallback.
 local function index_for(dict, custom)
   if custom == nil then return dict end
+  if complete_index[custom] then return custom end
   if type(custom) == "function" then
     return function(self, k)
       local v = custom(self, k)
@@ -240,6 +246,13 @@ end
 
 --- Whether `x` is a class made by this module.
 class.is_class = is_class
+
+--- Mark `fn`, a function to declare as some class's `__index`, as one that
+-- falls back to the instance's class members itself (see complete_index).
+function class.complete_index(fn)
+  complete_index[fn] = true
+  return fn
+end
 
 --- `class(name [, parent])` makes a root class, or with `parent` the same as
 -- `parent:extend(name)`.

@@ -292,13 +292,48 @@ static cell_status check_divisor(cell_binop op, const cell_tensor *b) {
   return CELL_OK;
 }
 
+/* Whether t has out's shape and strides (no broadcast, the same layout). */
+static bool same_layout(const cell_tensor *out, const cell_tensor *t) {
+  if (t->ndim != out->ndim) return false;
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] != out->shape[i] || t->stride[i] != out->stride[i]) return false;
+  return true;
+}
+
+/* The common small case: out (new, contiguous) and both operands laid out
+ * alike and too small to split over threads run as one flat loop, without
+ * the iterator's set-up; what cell_iter_run would do for them, interrupt
+ * included. Returns false (nothing run) when the case does not apply. */
+static bool run_flat(cell_binop op, cell_dtype ct, cell_tensor *out, const cell_tensor *ca,
+                     const cell_tensor *cb, cell_status *s) {
+  if (!same_layout(out, ca) || !same_layout(out, cb)) return false;
+  int64_t n = cell_shape_numel(out->ndim, out->shape);
+  int64_t expect = 1; /* row-major contiguous (a size-1 dimension's stride is free) */
+  for (int i = out->ndim - 1; i >= 0; i--) {
+    if (out->shape[i] != 1 && out->stride[i] != expect) return false;
+    expect *= out->shape[i];
+  }
+  cell_context *ctx = cell_ctx();
+  if (n >= CELL_ITER_GRAIN && ctx->num_threads >= 2) return false;
+  if (n > 0) {
+    char *p[3] = {cell_tensor_base(out), cell_tensor_base(ca), cell_tensor_base(cb)};
+    int64_t es = cell_dtype_size(ct);
+    int64_t st[3] = {cell_dtype_size(out->dtype), es, es};
+    kernels[op][ct](NULL, n, p, st);
+    *s = ctx->interrupt ? cell_error(CELL_ERR_INTERRUPT, "interrupted") : CELL_OK;
+  } else {
+    *s = CELL_OK;
+  }
+  return true;
+}
+
 static cell_status run_binary(cell_binop op, cell_dtype ct, cell_tensor *out,
                               const cell_tensor *a, const cell_tensor *b) {
   cell_tensor *ca = NULL, *cb = NULL;
   cell_status s = cell_as_dtype(a, ct, &ca);
   if (s == CELL_OK) s = cell_as_dtype(b, ct, &cb);
   if (s == CELL_OK) s = check_divisor(op, cb);
-  if (s == CELL_OK) {
+  if (s == CELL_OK && !run_flat(op, ct, out, ca, cb, &s)) {
     cell_iter it;
     cell_iter_init(&it, out->ndim, out->shape);
     cell_iter_add(&it, out);

@@ -40,19 +40,23 @@ function Flatten:init(...)
 end
 
 function Flatten:construct(x)
-  check_tensor("Flatten", "x", x)
+  if not core.is_tensor(x) then check_tensor("Flatten", "x", x) end
+  local st = rawget(self, I.S)
+  local start_dim, end_dim = st.attrs.start_dim, st.attrs.end_dim -- plain attributes live there
+  if start_dim == nil then start_dim = self.start_dim end
+  if end_dim == nil then end_dim = self.end_dim end
   local shape = x.shape
   local r = #shape
   if r == 0 then x, shape, r = x:reshape({ 1 }), { 1 }, 1 end
-  local s = self.start_dim < 0 and self.start_dim + r + 1 or self.start_dim
-  local e = self.end_dim < 0 and self.end_dim + r + 1 or self.end_dim
+  local s = start_dim < 0 and start_dim + r + 1 or start_dim
+  local e = end_dim < 0 and end_dim + r + 1 or end_dim
   if s < 1 or s > r or e < 1 or e > r then
     raise(("ValueError: For 'Flatten', 'start_dim' (%d) and 'end_dim' (%d) must be in range [%d, -1] or [1, %d] for "
-      .. "an input of shape %s."):format(self.start_dim, self.end_dim, -r, r, T.shape_str(x.shape)))
+      .. "an input of shape %s."):format(start_dim, end_dim, -r, r, T.shape_str(x.shape)))
   end
   if s > e then
     raise(("ValueError: For 'Flatten', 'start_dim' (%d) must come before 'end_dim' (%d), but for an input of shape %s "
-      .. "they are dimensions %d and %d."):format(self.start_dim, self.end_dim, T.shape_str(shape), s, e))
+      .. "they are dimensions %d and %d."):format(start_dim, end_dim, T.shape_str(shape), s, e))
   end
   if s == e then return x end
   local y = x:flatten(s, e)

@@ -329,7 +329,18 @@ function M.install(Cell)
   -- recompute and no bprop, it is a call of construct.
   function Cell:__call(...)
     local st = rawget(self, S)
-    if st.fast and getmetatable(self).bprop == nil then return self:construct(...) end
+    if st.fast then
+      local cls = getmetatable(self)
+      if cls.bprop == nil then
+        -- self:construct without __index's walk when nothing of the
+        -- instance shadows the class's construct (the usual case)
+        if st.attrs.construct == nil and st.cells.val.construct == nil and st.params.val.construct == nil
+          and st.buffers.val.construct == nil then
+          return cls.construct(self, ...)
+        end
+        return self:construct(...)
+      end
+    end
     return slow_call(self, st, ...)
   end
 

@@ -113,7 +113,9 @@ local function attribute_hint(self, k)
   end
 end
 
-function Cell.__index(self, k)
+-- (complete: it answers class members itself, so instances call it
+-- directly, not through the class's generic member fallback)
+Cell.__index = class.complete_index(function(self, k)
   local st = rawget(self, S)
   local g = getters[k]
   if g then return g(st, self) end
@@ -137,10 +139,15 @@ function Cell.__index(self, k)
   if v ~= nil then return v end
   v = st.attrs[k]
   if v ~= nil then return v end
-  -- not a class member either: a PyTorch habit is an error that says what to use
-  if rawget(getmetatable(self), k) == nil then attribute_hint(self, k) end
+  -- a class member (what the class's own lookup would find next), else a
+  -- PyTorch habit is an error that says what to use
+  local cls = getmetatable(self)
+  v = rawget(cls, k)
+  if v ~= nil then return v end
+  local hints = rawget(cls, "__hints")
+  if type(hints) == "table" and type(k) == "string" and hints[k] then attribute_hint(self, k) end
   return nil
-end
+end)
 
 --- Whether `name` is any member of the cell: a property, a registered name
 -- (with or without a value), a plain attribute or a class member.

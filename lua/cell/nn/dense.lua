@@ -8,10 +8,12 @@ local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local core = require "cell.core"
+local is_tensor = core.is_tensor
 local dense = core.nnops.dense
 local initializer = require "cell.initializer"
 local Parameter = require("cell.parameter").Parameter
 local I = require "cell.nn.internal"
+local S = I.S
 local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 
@@ -63,16 +65,48 @@ function Dense:init(in_channels, out_channels, ...)
   self.activation = activation
 end
 
+-- Dense:construct reads its fields from the cell's state directly (one
+-- rawget instead of a trip through Cell.__index per field), falling back
+-- to self.<field> wherever __index could answer differently: a field not
+-- where Dense:init put it, parameters cast under to_float, a class member.
+local function field(self, st, k)
+  local v = st.attrs[k]
+  if v ~= nil then return v end
+  v = st.cells.val[k]
+  if v ~= nil then return v end
+  local cls = getmetatable(self)
+  local hints = cls.__hints
+  if cls[k] == nil and st.params.val[k] == nil and st.buffers.val[k] == nil
+    and not (type(hints) == "table" and hints[k]) then
+    return nil
+  end
+  return self[k]
+end
+
+local function param(self, st, k)
+  local v = st.params.val[k]
+  if v == nil or st.pcast ~= nil then return self[k] end
+  return v
+end
+
 function Dense:construct(x)
-  local shape = check_tensor("Dense", "x", x).shape
+  if not is_tensor(x) then check_tensor("Dense", "x", x) end
+  local st = rawget(self, S)
+  local attrs = st.attrs -- (a plain attribute lives there; else __index finds it)
+  local in_channels = attrs.in_channels
+  if in_channels == nil then in_channels = self.in_channels end
+  local shape = x.shape
   local n = #shape
-  if n == 0 or shape[n] ~= self.in_channels then
+  if n == 0 or shape[n] ~= in_channels then
     raise(("ValueError: For 'Dense', the last dimension of the input must be in_channels (%d), but got an input "
-      .. "of shape %s."):format(self.in_channels, T.shape_str(shape)))
+      .. "of shape %s."):format(in_channels, T.shape_str(shape)))
   end
   -- one fused op: x W^T + b as one gemm over all leading dimensions
-  local y = dense(x, self.weight, self.has_bias and self.bias or nil)
-  if self.activation then y = self.activation(y) end
+  local has_bias = attrs.has_bias
+  if has_bias == nil then has_bias = self.has_bias end
+  local y = dense(x, param(self, st, "weight"), has_bias and param(self, st, "bias") or nil)
+  local activation = field(self, st, "activation")
+  if activation then y = activation(y) end
   return y
 end
 
