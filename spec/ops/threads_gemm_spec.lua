@@ -7,43 +7,17 @@
 -- small-matrix kernel where the whole product does not) and with float64.
 local cell = require "cell"
 local H = require "helpers"
+local T = require "helpers.threads"
 
 local ops = cell.ops
 local f32, f64 = cell.float32, cell.float64
 
-local function at(n, fn)
-  local prev = cell.get_num_threads()
-  cell.set_num_threads(n)
-  local ok, r = pcall(fn)
-  cell.set_num_threads(prev)
-  assert(ok, r)
-  return r
-end
-
---- fn's result and the gradients of sum(result * gy), as float64 tables.
-local function run(fn, args, gy)
-  local idx = {}
-  for i = 1, #args do idx[i] = i end
-  local r = { fn(H.unpack(args)):astype(f64):totable() }
-  local g = cell.grad(function(...) return (fn(...) * gy):sum() end, idx)(H.unpack(args))
-  if cell.is_tensor(g) then g = { g } end
-  for _, t in ipairs(g) do r[#r + 1] = t:astype(f64):totable() end
-  return r
-end
-
+--- The float32 sums of k products of about 1 round more as k grows (and
+-- with the m or n rows summed in a weight gradient): one tolerance for 2
+-- threads against 1 and for float32 against float64.
 local function check(name, fn, args, gy, k)
-  local one = at(1, function() return run(fn, args, gy) end)
-  local two = at(2, function() return run(fn, args, gy) end)
-  local a64 = {}
-  for i, a in ipairs(args) do a64[i] = a:astype(f64) end
-  local ref = at(1, function() return run(fn, a64, gy:astype(f64)) end)
-  -- float32 sums of k products of about 1: rounding grows with k (and with
-  -- the m or n rows summed in a weight gradient).
   local tol = 2e-6 * math.max(k, 64)
-  for i = 1, #one do
-    H.assert_close(two[i], one[i], tol, name .. " result " .. i .. " (2 threads)")
-    H.assert_close(one[i], ref[i], tol, name .. " result " .. i .. " (float64)")
-  end
+  T.check(name, fn, args, gy, tol, tol)
 end
 
 local function rnd(lo, hi) return math.random(lo, hi) end
@@ -78,8 +52,8 @@ describe("matrix products split over threads", function()
   it("float64 products split too", function()
     cell.set_seed(99)
     local a, b = cell.randn({ 333, 71 }, f64), cell.randn({ 71, 150 }, f64)
-    local one = at(1, function() return a:matmul(b):totable() end)
-    local two = at(2, function() return a:matmul(b):totable() end)
+    local one = T.at(1, function() return a:matmul(b):totable() end)
+    local two = T.at(2, function() return a:matmul(b):totable() end)
     H.assert_close(two, one, 1e-12, "float64 matmul (2 threads)")
   end)
 end)

@@ -11,45 +11,11 @@
 -- thread count, so they agree to rounding), and agree with the same
 -- computation in float64.
 local cell = require "cell"
-local H = require "helpers"
 
 local ops = cell.ops
-local f32, f64 = cell.float32, cell.float64
+local f32 = cell.float32
 
---- fn(x, ...) -> outputs, and the gradients of sum(outputs[1] * gy) with
--- respect to the arguments, all as float64 tables, at n threads.
-local function run_at(n, fn, args, gy)
-  local prev = cell.get_num_threads()
-  cell.set_num_threads(n)
-  local ok, res = pcall(function()
-    local idx = {}
-    for i = 1, #args do idx[i] = i end
-    local out = { fn(H.unpack(args)) }
-    local g = cell.grad(function(...) return (fn(...) * gy):sum() end, idx)(H.unpack(args))
-    if cell.is_tensor(g) then g = { g } end
-    local r = {}
-    for _, t in ipairs(out) do r[#r + 1] = t:astype(f64):totable() end
-    for _, t in ipairs(g) do r[#r + 1] = t:astype(f64):totable() end
-    return r
-  end)
-  cell.set_num_threads(prev)
-  assert(ok, res)
-  return res
-end
-
---- fn at 1 and 2 threads in float32 (identical, or within tol2[k] for
--- result k), and in float64 (within tol).
-local function check(name, fn, args32, gy32, tol, tol2)
-  local one = run_at(1, fn, args32, gy32)
-  local two = run_at(2, fn, args32, gy32)
-  for k = 1, #one do
-    H.assert_close(two[k], one[k], tol2 and tol2[k] or 0, name .. " result " .. k .. " (2 threads)")
-  end
-  local args64 = {}
-  for i, a in ipairs(args32) do args64[i] = a:astype(f64) end
-  local ref = run_at(1, fn, args64, gy32:astype(f64))
-  for k = 1, #one do H.assert_close(one[k], ref[k], tol, name .. " result " .. k .. " (float64)") end
-end
+local check = require("helpers.threads").check
 
 local function rnd(lo, hi) return math.random(lo, hi) end
 
