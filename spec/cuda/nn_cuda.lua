@@ -18,32 +18,7 @@ local ops = cell.ops
 local nn = cell.nn
 local OI = require "cell.ops_internal"
 
-local function flat(t, out)
-  out = out or {}
-  if type(t) ~= "table" then
-    out[#out + 1] = t
-    return out
-  end
-  for _, v in ipairs(t) do flat(v, out) end
-  return out
-end
-
--- |gpu - cpu| <= atol + rtol |cpu| everywhere (NaN matches NaN), same shape
--- and dtype.
-local function close(gpu, cpu, rtol, atol)
-  assert.are.equal(cpu.dtype, gpu.dtype, "dtypes differ")
-  assert.are.same(cpu.shape, gpu.shape)
-  local g, c = flat(gpu:move_to("CPU"):totable()), flat(cpu:totable())
-  assert.are.equal(#c, #g, "element counts differ")
-  for i = 1, #c do
-    local a, b = g[i], c[i]
-    if type(a) == "boolean" then
-      assert.are.equal(b, a)
-    elseif not (a ~= a and b ~= b) then
-      assert(math.abs(a - b) <= atol + rtol * math.abs(b), ("element %d: GPU %.17g, CPU %.17g"):format(i, a, b))
-    end
-  end
-end
+local close = require("cuda.compare").close
 
 local function G(t) return t:move_to("GPU") end
 

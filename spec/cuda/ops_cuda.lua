@@ -6,28 +6,7 @@
 local cell = require "cell"
 local cuda = require "cell.cuda"
 
-local function flat(t, out)
-  out = out or {}
-  if type(t) ~= "table" then
-    out[#out + 1] = t
-    return out
-  end
-  for _, v in ipairs(t) do flat(v, out) end
-  return out
-end
-
--- |a - b| <= atol + rtol |b| everywhere (NaN matches NaN).
-local function close(gpu, cpu, rtol, atol)
-  local g, c = flat(gpu:move_to("CPU"):totable()), flat(cpu:totable())
-  assert.are.equal(#c, #g, "element counts differ")
-  for i = 1, #c do
-    local a, b = g[i], c[i]
-    if not (a ~= a and b ~= b) then
-      assert(math.abs(a - b) <= atol + rtol * math.abs(b),
-        ("element %d: GPU %.9g, CPU %.9g"):format(i, a, b))
-    end
-  end
-end
+local close = require("cuda.compare").close
 
 local cases = {}
 local function case(name, f) cases[#cases + 1] = { name = name, f = f } end

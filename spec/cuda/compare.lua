@@ -1,0 +1,35 @@
+-- compare.lua - the GPU specs' comparison of a GPU result with the CPU's
+-- (spec/cuda/ops_cuda.lua, nn_cuda.lua; not a spec itself).
+local luassert = require "luassert"
+
+local M = {}
+
+--- The numbers of a nested table, in order.
+function M.flat(t, out)
+  out = out or {}
+  if type(t) ~= "table" then
+    out[#out + 1] = t
+    return out
+  end
+  for _, v in ipairs(t) do M.flat(v, out) end
+  return out
+end
+
+--- |gpu - cpu| <= atol + rtol |cpu| everywhere (NaN matches NaN; booleans
+-- equal), same shape and dtype.
+function M.close(gpu, cpu, rtol, atol)
+  luassert.are.equal(cpu.dtype, gpu.dtype, "dtypes differ")
+  luassert.are.same(cpu.shape, gpu.shape)
+  local g, c = M.flat(gpu:move_to("CPU"):totable()), M.flat(cpu:totable())
+  luassert.are.equal(#c, #g, "element counts differ")
+  for i = 1, #c do
+    local a, b = g[i], c[i]
+    if type(a) == "boolean" then
+      luassert.are.equal(b, a)
+    elseif not (a ~= a and b ~= b) then
+      assert(math.abs(a - b) <= atol + rtol * math.abs(b), ("element %d: GPU %.17g, CPU %.17g"):format(i, a, b))
+    end
+  end
+end
+
+return M
