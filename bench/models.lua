@@ -46,25 +46,8 @@ function builders.lenet()
     cell.randint(1, 11, { 64 }))
 end
 
-local CNN = nn.Cell:extend("BenchCNN")
-function CNN:init()
-  self.conv1 = nn.Conv2d(3, 16, 3, { pad_mode = "same" })
-  self.bn1 = nn.BatchNorm2d(16)
-  self.conv2 = nn.Conv2d(16, 32, 3, { pad_mode = "same" })
-  self.bn2 = nn.BatchNorm2d(32)
-  self.relu = nn.ReLU()
-  self.pool = nn.MaxPool2d(2, 2)
-  self.flatten = nn.Flatten()
-  self.fc = nn.Dense(32 * 8 * 8, 10)
-end
-function CNN:construct(x)
-  x = self.pool(self.relu(self.bn1(self.conv1(x))))
-  x = self.pool(self.relu(self.bn2(self.conv2(x))))
-  return self.fc(self.flatten(x))
-end
-
 function builders.cnn()
-  local net = CNN()
+  local net = lib.CifarCNN()
   return train_step(net, nn.CrossEntropyLoss(), nn.Momentum(net:trainable_params(), 0.01, 0.9),
     cell.rand({ 32, 3, 32, 32 }), cell.randint(1, 11, { 32 }))
 end

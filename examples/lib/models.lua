@@ -1,6 +1,7 @@
 --- examples/lib/models.lua - the networks the examples and benchmarks
 -- train: LeNet-5 (with batch normalisation after each convolution) for
--- 28x28 images, the 784-256-10 perceptron, and the benchmarks' tiny GPT.
+-- 28x28 images, the 784-256-10 perceptron, the benchmarks' CIFAR-size CNN
+-- and their tiny GPT.
 local cell = require "cell"
 local nn = cell.nn
 
@@ -38,6 +39,26 @@ function M.MLP:init()
   self.fc2 = nn.Dense(256, 10)
 end
 function M.MLP:construct(x) return self.fc2(self.fc1(self.flatten(x)):relu()) end
+
+--- The benchmarks' CIFAR-size CNN (issue 15's row): for 3x32x32 inputs,
+-- two 3x3 convolutions of 16 and 32 maps (pad "same"), each with batch
+-- normalisation, ReLU and a 2x2 max-pool, then a Dense to 10 classes.
+M.CifarCNN = nn.Cell:extend("CifarCNN")
+function M.CifarCNN:init()
+  self.conv1 = nn.Conv2d(3, 16, 3, { pad_mode = "same" })
+  self.bn1 = nn.BatchNorm2d(16)
+  self.conv2 = nn.Conv2d(16, 32, 3, { pad_mode = "same" })
+  self.bn2 = nn.BatchNorm2d(32)
+  self.relu = nn.ReLU()
+  self.pool = nn.MaxPool2d(2, 2)
+  self.flatten = nn.Flatten()
+  self.fc = nn.Dense(32 * 8 * 8, 10)
+end
+function M.CifarCNN:construct(x)
+  x = self.pool(self.relu(self.bn1(self.conv1(x))))
+  x = self.pool(self.relu(self.bn2(self.conv2(x))))
+  return self.fc(self.flatten(x))
+end
 
 --- The benchmarks' tiny GPT (issue 15's row): token and position
 -- embeddings, L pre-norm Transformer encoder blocks under a causal mask

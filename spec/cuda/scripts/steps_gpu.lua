@@ -1,6 +1,6 @@
 --- steps_gpu.lua - tests/gpu_check.sh's figures: one training step
--- (forward, backward, optimizer) of LeNet-5 (Adam), the CIFAR-size CNN of
--- bench/models.lua (Momentum) and the tiny GPT (AdamW) on the CPU and on
+-- (forward, backward, optimizer) of LeNet-5 (Adam), the CIFAR-size CNN
+-- (examples/lib/models.lua, as bench/models.lua; Momentum) and the tiny GPT (AdamW) on the CPU and on
 -- the GPU, at the benchmarks' batch sizes (64, 32, 16) and at 512; prints
 -- `cuda_step_<model>_b<batch>_<cpu|gpu>_ms` (best of 5 means of 10 steps,
 -- each timed to a host read of the loss, which waits for the GPU) and
@@ -18,23 +18,6 @@ if not cuda.is_available() then
   os.exit(3)
 end
 
-local CNN = nn.Cell:extend("GpuBenchCNN")
-function CNN:init()
-  self.conv1 = nn.Conv2d(3, 16, 3, { pad_mode = "same" })
-  self.bn1 = nn.BatchNorm2d(16)
-  self.conv2 = nn.Conv2d(16, 32, 3, { pad_mode = "same" })
-  self.bn2 = nn.BatchNorm2d(32)
-  self.relu = nn.ReLU()
-  self.pool = nn.MaxPool2d(2, 2)
-  self.flatten = nn.Flatten()
-  self.fc = nn.Dense(32 * 8 * 8, 10)
-end
-function CNN:construct(x)
-  x = self.pool(self.relu(self.bn1(self.conv1(x))))
-  x = self.pool(self.relu(self.bn2(self.conv2(x))))
-  return self.fc(self.flatten(x))
-end
-
 local models = {
   { "lenet", 64, function(b)
     local net = lib.LeNet5(10)
@@ -42,7 +25,7 @@ local models = {
       cell.randint(1, 11, { b })
   end },
   { "cnn", 32, function(b)
-    local net = CNN()
+    local net = lib.CifarCNN()
     return net, nn.CrossEntropyLoss(), nn.Momentum(net:trainable_params(), 0.01, 0.9), cell.rand { b, 3, 32, 32 },
       cell.randint(1, 11, { b })
   end },
