@@ -409,7 +409,9 @@ function Model:eval(valid_dataset, ...)
       rc.cur_step_num = rc.cur_step_num + 1
       rc.batch_size = samples_in(x)
       call_all(list, "on_eval_step_begin", rc)
-      local logits, loss = eval_batch(self, to_device(x, dev), to_device(y, dev), need_loss)
+      -- the labels reach the network only for a loss (or an eval_network)
+      local yd = (need_loss or self.eval_network) and to_device(y, dev) or y
+      local logits, loss = eval_batch(self, to_device(x, dev), yd, need_loss)
       -- the metrics count on the host
       if dev ~= "CPU" then logits, loss, y = to_device(logits, "CPU"), to_device(loss, "CPU"), to_device(y, "CPU") end
       rc.net_outputs = { loss, logits, y }
