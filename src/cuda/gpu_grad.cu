@@ -6,20 +6,10 @@
 // (gpu_kern.h).
 #include "gpu_kern.h"
 #include <cuda_runtime.h>
+#include "gpu_grid.cuh"
 #include <math.h>
 
 namespace {
-
-const int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
-}
-
-#define GRID_STRIDE(i, n)                                                                   \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                 \
-       i += (int64_t)gridDim.x * blockDim.x)
 
 // sign with sign(0) = 0; NaN stays NaN.
 __device__ __forceinline__ double sgn(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x; }
@@ -112,7 +102,7 @@ extern "C" int gpuk_ew(void *stream, int dt, int op, double k0, double k1, const
   else
     ew_k<float><<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, k0, k1, (const float *)a, (const float *)b,
                                                                        (const float *)c, (float *)out, n);
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_compare(void *stream, int op, int is_int, const void *a, const void *b, unsigned char *out,
@@ -124,5 +114,5 @@ extern "C" int gpuk_compare(void *stream, int op, int is_int, const void *a, con
   else
     compare_k<double><<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, (const double *)a, (const double *)b,
                                                                              out, n);
-  return (int)cudaGetLastError();
+  return last();
 }
