@@ -27,6 +27,65 @@ for _, op in ipairs { "add", "sub", "mul", "div", "maximum", "minimum" } do
   end)
 end
 
+-- float16 and bfloat16 arithmetic (computed in float32, rounded once: the
+-- CPU's values exactly), with tensors, numbers and in place: the mean of
+-- gradients DistributedGradReducer takes (grad:div_(ranks)).
+for _, dt in ipairs { "float16", "bfloat16" } do
+  for _, op in ipairs { "add", "sub", "mul", "div", "maximum", "minimum" } do
+    case(("binary %s %s, with a number, in place"):format(op, dt), function()
+      local a, b = cell.randn({ 9, 13 }):astype(cell[dt]), cell.randn({ 13 }):astype(cell[dt])
+      local ga, gb = a:move_to("GPU"), b:move_to("GPU")
+      close(ga[op](ga, gb), a[op](a, b), 0, 0)
+      close(ga:transpose(1, 2)[op](ga:transpose(1, 2), 3), a:transpose(1, 2)[op](a:transpose(1, 2), 3), 0, 0)
+      local c = a:clone()
+      local gc = c:move_to("GPU")
+      gc[op .. "_"](gc, gb)
+      c[op .. "_"](c, b)
+      close(gc, c, 0, 0)
+    end)
+  end
+  case(("div_ by the number of ranks, %s"):format(dt), function()
+    local a = cell.randn({ 1000 }):astype(cell[dt])
+    local g = a:move_to("GPU")
+    g:div_(3)
+    a:div_(3)
+    close(g, a, 0, 0)
+  end)
+  for _, op in ipairs { "abs", "neg", "exp", "sqrt", "tanh", "sigmoid", "relu" } do
+    case(("unary %s %s"):format(op, dt), function()
+      local a = cell.randn({ 17, 31 }):astype(cell[dt])
+      if op == "sqrt" then a = a:abs() end
+      -- float32's function rounded to the narrow dtype: within one of its
+      -- units of the CPU's
+      local ulp = dt == "float16" and 2 ^ -10 or 2 ^ -7
+      close(a:move_to("GPU")[op](a:move_to("GPU")), a[op](a), ulp, 1e-6)
+    end)
+  end
+end
+
+case("mixed dtypes promote as on the CPU; integer true division gives float32", function()
+  local f32, f64 = cell.randn { 4, 5 }, cell.randn({ 4, 5 }):astype(cell.float64)
+  local i32, i64 = cell.randint(1, 9, { 4, 5 }):astype(cell.int32), cell.randint(1, 9, { 5 })
+  local h = cell.randn({ 4, 5 }):astype(cell.float16)
+  local G = function(t) return t:move_to("GPU") end
+  for _, p in ipairs { { f32, f64 }, { i32, f32 }, { i32, i64 }, { h, f32 }, { h, i64 } } do
+    for _, op in ipairs { "add", "sub", "mul", "div" } do
+      close(G(p[1])[op](G(p[1]), G(p[2])), p[1][op](p[1], p[2]), 1e-6, 1e-6)
+    end
+  end
+  close(G(i64) / 2, i64 / 2, 0, 0)
+  close(G(i32) * 2.5, i32 * 2.5, 0, 0)
+  local a = f32:clone()
+  local g = G(a)
+  g:add_(G(f64))
+  a:add_(f64)
+  close(g, a, 1e-6, 1e-6)
+  local ok, err = pcall(function() return G(i32):add_(G(f32)) end)
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("TypeError: add_: result type Float32 cannot be stored in a Int32 tensor", 1, true),
+    tostring(err))
+end)
+
 for _, op in ipairs { "abs", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu" } do
   case("unary " .. op, function()
     local a = cell.randn { 17, 31 }
@@ -96,11 +155,6 @@ case("declined kernels raise NotImplementedError, no CPU fallback", function()
     function() return g:pow(g) end,
     function() return g:var() end,
     function() return (g:sort(1)) end,
-    function() -- float32 with float64: no promotion on the GPU yet
-      local d = cell.randn({ 4, 5 }):astype(cell.float64):move_to("GPU")
-      return g + d
-    end,
-    function() return cell.randint(1, 5, { 3 }):move_to("GPU") / 2 end, -- an integer true division
   } do
     local ok, err = pcall(f)
     assert.is_false(ok)

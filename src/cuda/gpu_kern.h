@@ -180,6 +180,32 @@ int gpuk_avg_pool(void *stream, int dt, gpuk_pool p, int count_include_pad, cons
 /* gx (every element written) from gy. */
 int gpuk_avg_pool_backward(void *stream, int dt, gpuk_pool p, int count_include_pad, const void *gy, void *gx);
 
+/* --- gpu_index.cu: where, cat / stack, index_select, gather / scatter ------------------ */
+
+/* out[i] = cond[i] ? a[i a_step] : b[i] over n contiguous elements of es
+ * bytes (cond: bool; a_step 0: a is one value). */
+int gpuk_where(void *stream, int es, const unsigned char *cond, const void *a, int64_t a_step, const void *b,
+               void *out, int64_t n);
+/* in (outer, size, inner) into out (outer, total, inner) from position at
+ * of the middle dimension; contiguous, es-byte elements. */
+int gpuk_place(void *stream, int es, const void *in, void *out, int64_t outer, int64_t size, int64_t inner,
+               int64_t total, int64_t at);
+/* out (outer, k, inner) = a (outer, size, inner) at positions idx[j] - base
+ * (k int64 ids); *bad (set to ~0 first) gets 1 + the first j out of range. */
+int gpuk_index_select(void *stream, int es, const void *a, const long long *idx, void *out, int64_t outer,
+                      int64_t size, int64_t inner, int64_t k, long long base, unsigned long long *bad);
+/* shape.c's index walk over the n elements of idx (int64, contiguous, of
+ * shape L.shape): the target's element at the index's multi-index with
+ * dim replaced by idx - base (L.stride: the target's strides, tstride its
+ * stride along dim, tsize its size there) and lin's at the multi-index
+ * (ls.stride). mode 0: lin = tgt (gather), 1: tgt = lin (scatter), 2:
+ * tgt += lin atomically (dt float32, float64, int32 or int64), 3: only
+ * the range check; *bad (set to ~0 first) gets 1 + the first element out
+ * of range (which is never followed). */
+int gpuk_index_walk(void *stream, int mode, int dt, int es, const long long *idx, gpuk_layout L, gpuk_layout ls,
+                    int dim, int64_t tsize, int64_t tstride, long long base, void *lin, void *tgt, int64_t n,
+                    unsigned long long *bad);
+
 #ifdef __cplusplus
 }
 #endif

@@ -75,6 +75,19 @@ cell_status gpu_sdpa_backward(const cell_tensor *g, const cell_tensor *q, const 
                               const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk, cell_tensor **gv,
                               cell_tensor **gm);
 
+/* gpu_index.c: where, masked_fill, cat, stack and the indexing rows. */
+cell_status gpu_where(const cell_tensor *cond, const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
+cell_status gpu_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value, cell_tensor **out);
+cell_status gpu_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out);
+cell_status gpu_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out);
+cell_status gpu_index_select(const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base,
+                             cell_tensor **out);
+cell_status gpu_gather(const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base, cell_tensor **out);
+cell_status gpu_scatter(const cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src,
+                        int64_t index_base, cell_tensor **out);
+cell_status gpu_scatter_add_(cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src,
+                             int64_t index_base);
+
 /* gpu_cnn.c: batch norm (forward, backward, the running-stats update) and
  * 2-D max / average pooling with their backward passes. */
 cell_status gpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean, cell_tensor *running_var,
