@@ -87,6 +87,10 @@ void gpu_kernels_init(void);
 int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts);
 /* The context of the running kernel's device (the tensors' device). */
 gpu_ctx *gpu_ctx_of(const cell_tensor *t);
+/* The context of the device a kernel with no tensor argument (full,
+ * arange) runs on: the running kernel's, else the default device; NULL
+ * when that is not a GPU. */
+gpu_ctx *gpu_ctx_current(void);
 /* Whether t is contiguous (row-major, no gaps). */
 int gpu_is_contig(const cell_tensor *t);
 /* t's first element on the device. */

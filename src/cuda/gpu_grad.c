@@ -17,7 +17,10 @@ _Static_assert((int)GPUK_EW_ABS == (int)EW_ABS && (int)GPUK_EW_RELU == (int)EW_R
                    (int)GPUK_EW_SCALE == (int)EW_SCALE && (int)GPUK_EW_MUL == (int)EW_MUL &&
                    (int)GPUK_EW_DIV == (int)EW_DIV && (int)GPUK_EW_ZERO_TO_ONE == (int)EW_ZERO_TO_ONE &&
                    (int)GPUK_EW_SQUARE == (int)EW_SQUARE && (int)GPUK_EW_RECIPROCAL == (int)EW_RECIPROCAL &&
-                   (int)GPUK_EW_SOFTPLUS == (int)EW_SOFTPLUS && (int)GPUK_EW_FINITE == (int)EW_FINITE,
+                   (int)GPUK_EW_SOFTPLUS == (int)EW_SOFTPLUS && (int)GPUK_EW_FINITE == (int)EW_FINITE &&
+                   (int)GPUK_EW_PICK == (int)EW_PICK && (int)GPUK_EW_PICK_ABS == (int)EW_PICK_ABS &&
+                   (int)GPUK_EW_STD_SCALE == (int)EW_STD_SCALE && (int)GPUK_EW_DEV == (int)EW_DEV &&
+                   (int)GPUK_EW_NORM_SCALE == (int)EW_NORM_SCALE && (int)GPUK_EW_NORM == (int)EW_NORM,
                "gpu_kern.h's formula codes are ew.h's");
 _Static_assert((int)GPUK_EQ == (int)CELL_OP_EQ && (int)GPUK_NE == (int)CELL_OP_NE && (int)GPUK_LT == (int)CELL_OP_LT &&
                    (int)GPUK_LE == (int)CELL_OP_LE && (int)GPUK_GT == (int)CELL_OP_GT && (int)GPUK_GE == (int)CELL_OP_GE,

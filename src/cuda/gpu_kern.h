@@ -118,7 +118,8 @@ enum {
   GPUK_EW_ABS = 1, GPUK_EW_NEG, GPUK_EW_EXP, GPUK_EW_LOG, GPUK_EW_LOG1P, GPUK_EW_SQRT, GPUK_EW_RSQRT, GPUK_EW_SIN,
   GPUK_EW_COS, GPUK_EW_TANH, GPUK_EW_SIGMOID, GPUK_EW_RELU, GPUK_EW_GELU, GPUK_EW_SILU, GPUK_EW_CLAMP,
   GPUK_EW_SEL_TRUE, GPUK_EW_SEL_FALSE, GPUK_EW_SCALE, GPUK_EW_MUL, GPUK_EW_DIV, GPUK_EW_EQ, GPUK_EW_ABS_EQ,
-  GPUK_EW_IS_ZERO, GPUK_EW_ZERO_TO_ONE, GPUK_EW_SQUARE = 44, GPUK_EW_RECIPROCAL, GPUK_EW_SOFTPLUS, GPUK_EW_FINITE
+  GPUK_EW_IS_ZERO, GPUK_EW_ZERO_TO_ONE, GPUK_EW_PICK = 26, GPUK_EW_PICK_ABS, GPUK_EW_STD_SCALE, GPUK_EW_DEV,
+  GPUK_EW_NORM_SCALE, GPUK_EW_NORM, GPUK_EW_SQUARE = 44, GPUK_EW_RECIPROCAL, GPUK_EW_SOFTPLUS, GPUK_EW_FINITE
 };
 /* Whether gpuk_ew runs formula op. */
 int gpuk_ew_supported(int op);
@@ -205,6 +206,23 @@ int gpuk_index_select(void *stream, int es, const void *a, const long long *idx,
 int gpuk_index_walk(void *stream, int mode, int dt, int es, const long long *idx, gpuk_layout L, gpuk_layout ls,
                     int dim, int64_t tsize, int64_t tstride, long long base, void *lin, void *tgt, int64_t n,
                     unsigned long long *bad);
+
+/* --- gpu_stats.cu: variance and norms, scans, ramps ------------------------------------- */
+
+/* What gpuk_moments folds a row into. */
+enum { GPUK_MOM_VAR = 0, GPUK_MOM_ASUM, GPUK_MOM_SSQ, GPUK_MOM_PSUM, GPUK_MOM_AMAX };
+/* out[q] for each of rows contiguous float64 rows of r: the variance over
+ * max(0, r - ddof) (its root when take_sqrt; NaN for r 0), sum |x|,
+ * sqrt(sum x^2), (sum |x|^p)^(1/p) or max |x| (NaN wins). */
+int gpuk_moments(void *stream, int kind, const double *x, double *out, int64_t rows, int64_t r, double p,
+                 int64_t ddof, int take_sqrt);
+/* y = the cumulative sum (prod 0) or product of x along the middle dim of
+ * contiguous (outer, len, inner), from the end when reverse; float64
+ * (is_int 0) or int64 (wrapping). */
+int gpuk_scan(void *stream, int is_int, int prod, int reverse, const void *x, void *y, int64_t outer, int64_t len,
+              int64_t inner);
+/* out[i] = start + i step (the last = last_v when has_last), n float64. */
+int gpuk_ramp(void *stream, double *out, int64_t n, double start, double step, int has_last, double last_v);
 
 #ifdef __cplusplus
 }

@@ -126,6 +126,13 @@ static cell_status to_rows(const cell_tensor *a, cell_dtype dt, const int *red, 
   return gather(a, dt, n, pshape, pstride, rows);
 }
 
+cell_status gpu_rows(const char *op, const cell_tensor *a, int ndims, const int *dims, int keepdim, cell_dtype dt,
+                     cell_tensor **rows, int64_t *outer, int64_t *r, int *ndim, int64_t *shape) {
+  int red[CELL_MAX_DIMS];
+  CELL_TRY(mark_dims(op, a, ndims, dims, red));
+  return to_rows(a, dt, red, keepdim, rows, outer, r, ndim, shape);
+}
+
 cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims, int keepdim,
                        cell_tensor **out) {
   if (op > CELL_RED_MIN)

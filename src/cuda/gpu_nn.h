@@ -11,6 +11,12 @@ cell_status gpu_contiguous(const cell_tensor *t, cell_tensor **out);
 cell_status gpu_contig_as(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
 cell_status gpu_clone(const cell_tensor *t, cell_tensor **out);
 cell_status gpu_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
+/* a (any layout) as contiguous rows of dtype dt: its kept dims first
+ * (outer elements), the dims listed last (r elements; none listed: all);
+ * the reduction's result shape (keepdim: ones kept) into ndim / shape. The
+ * CPU's errors for a bad list. */
+cell_status gpu_rows(const char *op, const cell_tensor *a, int ndims, const int *dims, int keepdim, cell_dtype dt,
+                     cell_tensor **rows, int64_t *outer, int64_t *r, int *ndim, int64_t *shape);
 cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims, int keepdim,
                        cell_tensor **out);
 cell_status gpu_max_dim(const cell_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
@@ -87,6 +93,16 @@ cell_status gpu_scatter(const cell_tensor *a, int dim, const cell_tensor *index,
                         int64_t index_base, cell_tensor **out);
 cell_status gpu_scatter_add_(cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src,
                              int64_t index_base);
+
+/* gpu_stats.c: var / std, norm, cumsum (forward, reverse), cumprod, arange, linspace. */
+cell_status gpu_var(const cell_tensor *a, int ndims, const int *dims, int ddof, int keepdim, int take_sqrt,
+                    cell_tensor **out);
+cell_status gpu_norm(const cell_tensor *a, double p, int ndims, const int *dims, int keepdim, cell_tensor **out);
+cell_status gpu_cumsum(const cell_tensor *a, int dim, cell_tensor **out);
+cell_status gpu_cumsum_reverse(const cell_tensor *a, int dim, cell_tensor **out);
+cell_status gpu_cumprod(const cell_tensor *a, int dim, cell_tensor **out);
+cell_status gpu_arange(double start, double stop, double step, cell_dtype dt, cell_tensor **out);
+cell_status gpu_linspace(double start, double stop, int64_t n, cell_dtype dt, cell_tensor **out);
 
 /* gpu_cnn.c: batch norm (forward, backward, the running-stats update) and
  * 2-D max / average pooling with their backward passes. */

@@ -46,6 +46,13 @@ gpu_ctx *gpu_ctx_of(const cell_tensor *t) {
   return NULL;
 }
 
+gpu_ctx *gpu_ctx_current(void) {
+  int want = cell_device_current() >= 0 ? cell_device_current() : cell_get_device();
+  for (int i = 0; i < gpu_count; i++)
+    if (gpu_ctxs[i].id == want) return &gpu_ctxs[i];
+  return NULL;
+}
+
 int gpu_is_contig(const cell_tensor *t) {
   for (int i = 0; i < t->ndim; i++)
     if (t->shape[i] == 0) return 1; /* no elements: any strides */
@@ -400,11 +407,8 @@ static cell_status k_full(cell_dtype dt, int ndim, const int64_t *shape, double 
   if (!ps) return cell_error(CELL_ERR_NOTIMPL, "full of %s is not supported on device GPU", cell_dtype_name(dt));
   /* The device the dispatch chose: the running kernel's (a tensor made
    * inside another op, cell_tensor_full_on), else the default device. */
-  int want = cell_device_current() >= 0 ? cell_device_current() : cell_get_device();
-  gpu_ctx *g = NULL;
-  for (int i = 0; i < gpu_count; i++)
-    if (gpu_ctxs[i].id == want) g = &gpu_ctxs[i];
-  if (!g) return cell_error(CELL_ERR_RUNTIME, "full: device %d is not a GPU", want);
+  gpu_ctx *g = gpu_ctx_current();
+  if (!g) return cell_error(CELL_ERR_RUNTIME, "full: the current device is not a GPU");
   cell_tensor *o;
   cell_status s = gpu_new_tensor(g, dt, ndim, shape, &o);
   if (s != CELL_OK) return s;
@@ -429,6 +433,13 @@ void gpu_kernels_init(void) {
 #undef GPU_ROW_
   gpu_kernels.cat = gpu_cat;
   gpu_kernels.stack = gpu_stack;
+  gpu_kernels.var = gpu_var;
+  gpu_kernels.norm = gpu_norm;
+  gpu_kernels.cumsum = gpu_cumsum;
+  gpu_kernels.cumsum_reverse = gpu_cumsum_reverse;
+  gpu_kernels.cumprod = gpu_cumprod;
+  gpu_kernels.arange = gpu_arange;
+  gpu_kernels.linspace = gpu_linspace;
   gpu_kernels.where = gpu_where;
   gpu_kernels.masked_fill = gpu_masked_fill;
   gpu_kernels.index_select = gpu_index_select;
@@ -544,8 +555,16 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_contiguous:
   case CELL_KID_astype:
     return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
-  case CELL_KID_full:
+  case CELL_KID_full: /* no tensor: made on the current GPU */
+  case CELL_KID_arange:
+  case CELL_KID_linspace:
     return 1;
+  case CELL_KID_var: /* any real dtype, gathered as float64 */
+  case CELL_KID_norm:
+  case CELL_KID_cumsum:
+  case CELL_KID_cumsum_reverse:
+  case CELL_KID_cumprod:
+    return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
   case CELL_KID_reduce: /* float32 / float64; the sum of bool and small integers too */
     return nt > 0 && ts[0] && (is_float(ts[0]) || ts[0]->dtype == CELL_DTYPE_BOOL || ts[0]->dtype == CELL_DTYPE_U8 ||
                                ts[0]->dtype == CELL_DTYPE_I8 || ts[0]->dtype == CELL_DTYPE_I16 ||
