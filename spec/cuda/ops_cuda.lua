@@ -63,6 +63,18 @@ for _, dt in ipairs { "float16", "bfloat16" } do
   end
 end
 
+case("comparisons with a number: the number in the CPU's scalar dtype", function()
+  -- float32(0.1) < 0.1 in float64, but not once 0.1 is rounded to float32
+  local x = cell.tensor({ 0.1, 0.5, -2, 3 }, cell.float32)
+  local i = cell.tensor({ 1, 2, 3 }, cell.int64)
+  local G = function(t) return t:move_to("GPU") end
+  for _, op in ipairs { "eq", "ne", "lt", "le", "gt", "ge" } do
+    close(G(x)[op](G(x), 0.1), x[op](x, 0.1), 0, 0)
+    close(G(i)[op](G(i), 2), i[op](i, 2), 0, 0)
+    close(G(i)[op](G(i), 2.5), i[op](i, 2.5), 0, 0)
+  end
+end)
+
 case("mixed dtypes promote as on the CPU; integer true division gives float32", function()
   local f32, f64 = cell.randn { 4, 5 }, cell.randn({ 4, 5 }):astype(cell.float64)
   local i32, i64 = cell.randint(1, 9, { 4, 5 }):astype(cell.int32), cell.randint(1, 9, { 5 })

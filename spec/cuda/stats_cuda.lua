@@ -106,6 +106,69 @@ case("arange and linspace made on the GPU", function()
   close(err[5][1], cell.linspace(2, 3, 1, cell.int64), 0, 0)
 end)
 
+-- mse_loss and l1_loss (broadcast target, every reduction) and their
+-- gradients of the input and the target.
+for _, dt in ipairs { "float32", "float64", "float16" } do
+  for _, name in ipairs { "mse_loss", "l1_loss" } do
+    case(("%s %s, every reduction, with gradients"):format(name, dt), function()
+      local x, y = cell.randn({ 6, 7 }):astype(cell[dt]), cell.randn({ 7 }):astype(cell[dt])
+      local t = tol[dt] * 10
+      for _, red in ipairs { "mean", "sum", "none" } do
+        close(cell.ops[name](G(x), G(y), red), cell.ops[name](x, y, red), t, t)
+      end
+      local xs = x:transpose(1, 2)
+      close(cell.ops[name](G(xs), G(xs) * 2), cell.ops[name](xs, xs * 2), t, t)
+      if dt ~= "float16" then
+        for _, red in ipairs { "mean", "sum", "none" } do
+          local function loss(a, b)
+            local l = cell.ops[name](a, b, red)
+            return red == "none" and (l * l):sum() or l * 3
+          end
+          local gc = cell.grad(loss, { 1, 2 })(x, y)
+          local gg = cell.grad(loss, { 1, 2 })(G(x), G(y))
+          close(gg[1], gc[1], t, t)
+          close(gg[2], gc[2], t, t)
+        end
+      end
+    end)
+  end
+end
+
+case("nn.MSELoss and nn.L1Loss train a Dense layer on the GPU as on the CPU", function()
+  for _, L in ipairs { cell.nn.MSELoss, cell.nn.L1Loss } do
+    cell.set_seed(5)
+    local function run(dev)
+      cell.set_seed(5)
+      local net = cell.nn.Dense(4, 3)
+      local step = cell.nn.TrainOneStepCell(cell.nn.WithLossCell(net, L()), cell.nn.SGD(net:trainable_params(), 0.1))
+      step:move_to(dev)
+      local x, y = cell.randn { 8, 4 }, cell.randn { 8, 3 }
+      for _ = 1, 3 do step(x:move_to(dev), y:move_to(dev)) end
+      return net.weight
+    end
+    local wc = run("CPU")
+    close(run("GPU"), wc, 1e-5, 1e-6)
+  end
+end)
+
+-- The losses the nn layer composes from elementwise ops, where and
+-- reductions (loss_extra.lua) now run every op on the GPU.
+case("SmoothL1Loss, HuberLoss, KLDivLoss and BCELoss on the GPU, with gradients", function()
+  local x, y = cell.randn { 5, 6 }, cell.randn { 5, 6 }
+  local p, q = cell.rand({ 5, 6 }) * 0.9 + 0.05, cell.rand { 5, 6 }
+  for _, c in ipairs {
+    { cell.nn.SmoothL1Loss { reduction = "mean" }, x, y },
+    { cell.nn.HuberLoss(), x * 2, y },
+    { cell.nn.KLDivLoss { reduction = "sum" }, x:log_softmax(2), q },
+    { cell.nn.BCELoss(), p, q },
+  } do
+    local loss, a, b = c[1], c[2], c[3]
+    close(loss(G(a), G(b)), loss(a, b), 1e-6, 1e-6)
+    local function f(u, v) return loss(u, v) end
+    close(cell.grad(f, 1)(G(a), G(b)), cell.grad(f, 1)(a, b), 1e-6, 1e-6)
+  end
+end)
+
 describe("cell.cuda statistics and scans on the GPU", function()
   if not cuda.is_available() then
     it("is skipped: no GPU", function()

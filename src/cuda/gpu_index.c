@@ -46,7 +46,7 @@ static cell_status bshape(const char *op, int na, const int64_t *a, int nb, cons
 
 /* t laid out over shape (right-aligned, stride 0 where it broadcasts) as a
  * contiguous tensor of dt: t itself (retained) when it is one already. */
-static cell_status spread_as(const cell_tensor *t, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+cell_status gpu_spread(const cell_tensor *t, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
   int same = t->ndim == ndim && t->dtype == dt && gpu_is_contig(t);
   for (int d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d];
   if (same) {
@@ -96,9 +96,9 @@ cell_status gpu_where(const cell_tensor *cond, const cell_tensor *a, const cell_
   if (!gpu_dtype_copyable(dt))
     return cell_error(CELL_ERR_NOTIMPL, "where of %s is not supported on device GPU", cell_dtype_name(dt));
   cell_tensor *t[3] = {NULL, NULL, NULL};
-  cell_status s = spread_as(cond, CELL_DTYPE_BOOL, n2, s2, &t[0]);
-  if (s == CELL_OK) s = spread_as(a, dt, n2, s2, &t[1]);
-  if (s == CELL_OK) s = spread_as(b, dt, n2, s2, &t[2]);
+  cell_status s = gpu_spread(cond, CELL_DTYPE_BOOL, n2, s2, &t[0]);
+  if (s == CELL_OK) s = gpu_spread(a, dt, n2, s2, &t[1]);
+  if (s == CELL_OK) s = gpu_spread(b, dt, n2, s2, &t[2]);
   if (s == CELL_OK) s = select3("where", t[0], t[1], 1, t[2], out);
   gpu_release_all(t, 3);
   return s;
@@ -118,8 +118,8 @@ cell_status gpu_masked_fill(const cell_tensor *a, const cell_tensor *mask, doubl
   cell_status s = gpu_new_tensor(g, CELL_DTYPE_F64, 0, NULL, &t[0]);
   if (s == CELL_OK) s = gpu_fill(g, gpu_data(t[0]), 8, &value, 8);
   if (s == CELL_OK) s = gpu_contig_as(t[0], a->dtype, &t[1]);
-  if (s == CELL_OK) s = spread_as(mask, CELL_DTYPE_BOOL, nd, shape, &t[2]);
-  if (s == CELL_OK) s = spread_as(a, a->dtype, nd, shape, &t[3]);
+  if (s == CELL_OK) s = gpu_spread(mask, CELL_DTYPE_BOOL, nd, shape, &t[2]);
+  if (s == CELL_OK) s = gpu_spread(a, a->dtype, nd, shape, &t[3]);
   if (s == CELL_OK) s = select3("masked_fill", t[2], t[1], 0, t[3], out);
   gpu_release_all(t, 4);
   return s;

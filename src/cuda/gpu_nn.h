@@ -81,7 +81,10 @@ cell_status gpu_sdpa_backward(const cell_tensor *g, const cell_tensor *q, const 
                               const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk, cell_tensor **gv,
                               cell_tensor **gm);
 
-/* gpu_index.c: where, masked_fill, cat, stack and the indexing rows. */
+/* gpu_index.c: where, masked_fill, cat, stack and the indexing rows;
+ * gpu_spread: t laid out over shape (right-aligned, broadcast) as a
+ * contiguous tensor of dt (t itself, retained, when it is one). */
+cell_status gpu_spread(const cell_tensor *t, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 cell_status gpu_where(const cell_tensor *cond, const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 cell_status gpu_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value, cell_tensor **out);
 cell_status gpu_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out);
@@ -103,6 +106,12 @@ cell_status gpu_cumsum_reverse(const cell_tensor *a, int dim, cell_tensor **out)
 cell_status gpu_cumprod(const cell_tensor *a, int dim, cell_tensor **out);
 cell_status gpu_arange(double start, double stop, double step, cell_dtype dt, cell_tensor **out);
 cell_status gpu_linspace(double start, double stop, int64_t n, cell_dtype dt, cell_tensor **out);
+
+/* gpu_pwloss.c: mse_loss and l1_loss, forward and backward. */
+cell_status gpu_pointwise_loss(cell_loss_kind kind, const cell_tensor *x, const cell_tensor *y, cell_reduction red,
+                               cell_tensor **out);
+cell_status gpu_pointwise_loss_backward(cell_loss_kind kind, const cell_tensor *g, const cell_tensor *x,
+                                        const cell_tensor *y, cell_reduction red, cell_tensor **gx);
 
 /* gpu_cnn.c: batch norm (forward, backward, the running-stats update) and
  * 2-D max / average pooling with their backward passes. */

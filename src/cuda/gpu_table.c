@@ -273,9 +273,26 @@ static cell_status k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b
 /* t op s (s op t reversed), t of any layout; the result's dtype is the
  * CPU's (a float tensor keeps its dtype, an integer one with a float
  * number gives float32, true division of integers float32). */
+/* t op s (s op t reversed) for a comparison: s as a 0-D tensor of the
+ * CPU's scalar dtype (binary.c's make_scalar: a float number with a
+ * float32 tensor rounded to float32), then the tensor comparison. */
+static cell_status compare_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
+                                  cell_tensor **out) {
+  gpu_ctx *g = gpu_ctx_of(t);
+  cell_tensor *v = NULL, *c = NULL;
+  cell_status st = gpu_new_tensor(g, CELL_DTYPE_F64, 0, NULL, &v);
+  if (st == CELL_OK) st = gpu_fill(g, gpu_data(v), 8, &s, 8);
+  if (st == CELL_OK) st = gpu_contig_as(v, cell_dtype_promote_scalar(t->dtype, s_is_float), &c);
+  if (st == CELL_OK) st = reversed ? gpu_compare(op, c, t, out) : gpu_compare(op, t, c, out);
+  if (v) cell_tensor_release(v);
+  if (c) cell_tensor_release(c);
+  return st;
+}
+
 static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
                                    cell_tensor **out) {
-  if (is_compare(op) || !binary_ok(op)) return declined(cell_binop_name(op));
+  if (is_compare(op)) return compare_scalar(op, t, s, s_is_float, reversed, out);
+  if (!binary_ok(op)) return declined(cell_binop_name(op));
   cell_dtype rt = cell_dtype_promote_scalar(t->dtype, s_is_float);
   if (op == CELL_OP_DIV && !cell_dtype_is_float(rt)) rt = CELL_DTYPE_F32;
   int kt = kernel_dtype(rt);
@@ -440,6 +457,8 @@ void gpu_kernels_init(void) {
   gpu_kernels.cumprod = gpu_cumprod;
   gpu_kernels.arange = gpu_arange;
   gpu_kernels.linspace = gpu_linspace;
+  gpu_kernels.pointwise_loss = gpu_pointwise_loss;
+  gpu_kernels.pointwise_loss_backward = gpu_pointwise_loss_backward;
   gpu_kernels.where = gpu_where;
   gpu_kernels.masked_fill = gpu_masked_fill;
   gpu_kernels.index_select = gpu_index_select;
@@ -625,6 +644,8 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_copy_: /* dst (written: contiguous), src */
     return nt == 2 && ts[0] && ts[1] && gpu_is_contig(ts[0]) && gpu_dtype_copyable(ts[0]->dtype) &&
            gpu_dtype_copyable(ts[1]->dtype);
+  case CELL_KID_pointwise_loss: /* x, y (the kernel checks for floats) */
+  case CELL_KID_pointwise_loss_backward: /* g, x, y */
   case CELL_KID_where: /* cond, a, b: any dtypes (the kernels check and promote them) */
   case CELL_KID_masked_fill: /* a, mask */
   case CELL_KID_cat: /* pairs of the list, then its first */
