@@ -224,6 +224,24 @@ int gpuk_scan(void *stream, int is_int, int prod, int reverse, const void *x, vo
 /* out[i] = start + i step (the last = last_v when has_last), n float64. */
 int gpuk_ramp(void *stream, double *out, int64_t n, double start, double step, int has_last, double last_v);
 
+/* --- gpu_optim.cu: the fused steps of optim_step (not Lamb, LARS) --------------------- */
+
+/* The kinds (cell_optim_kind's values). */
+enum { GPUK_OPTIM_RMSPROP = 1, GPUK_OPTIM_ADAGRAD, GPUK_OPTIM_ADADELTA, GPUK_OPTIM_ADAMAX, GPUK_OPTIM_LAMB,
+       GPUK_OPTIM_LARS, GPUK_OPTIM_ADAMWD, GPUK_OPTIM_FTRL, GPUK_OPTIM_ASGD, GPUK_OPTIM_RPROP, GPUK_OPTIM_AMSGRAD,
+       GPUK_OPTIM_NESTEROV, GPUK_OPTIM_LION };
+/* cell_optim_config's fields and optim_extra.c's per-step scalars. */
+typedef struct gpuk_optim_args {
+  int kind, flags;
+  long long step;
+  double lr, wd, grad_scale, h[4];
+  double bc1, bc2s, eta, mu;
+} gpuk_optim_args;
+/* One step over n contiguous elements of dt (float32 / float64): p, its
+ * gradient g and the states s0..s2 (each may be NULL: reads 0, not written). */
+int gpuk_optim(void *stream, int dt, gpuk_optim_args c, void *p, const void *g, void *s0, void *s1, void *s2,
+               int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -113,6 +113,10 @@ cell_status gpu_pointwise_loss(cell_loss_kind kind, const cell_tensor *x, const 
 cell_status gpu_pointwise_loss_backward(cell_loss_kind kind, const cell_tensor *g, const cell_tensor *x,
                                         const cell_tensor *y, cell_reduction red, cell_tensor **gx);
 
+/* gpu_optim.c: the fused steps of optim_step (RMSProp, Adagrad, ...; not Lamb, LARS). */
+cell_status gpu_optim_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *s0, cell_tensor *s1,
+                           cell_tensor *s2, const cell_optim_config *cfg);
+
 /* gpu_cnn.c: batch norm (forward, backward, the running-stats update) and
  * 2-D max / average pooling with their backward passes. */
 cell_status gpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean, cell_tensor *running_var,

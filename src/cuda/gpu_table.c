@@ -513,6 +513,7 @@ void gpu_kernels_init(void) {
   gpu_kernels.sdpa_backward = gpu_sdpa_backward;
   gpu_kernels.sgd_step = gpu_sgd_step;
   gpu_kernels.adam_step = gpu_adam_step;
+  gpu_kernels.optim_step = gpu_optim_step;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -617,6 +618,7 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
     return 1;
   case CELL_KID_sgd_step:
   case CELL_KID_adam_step:
+  case CELL_KID_optim_step: /* param, grad, s0, s1, s2 (absent states NULL) */
     return step_ok(nt, ts);
   case CELL_KID_batch_norm: /* x, running_mean, running_var, weight, bias */
   case CELL_KID_batch_norm_backward: /* g, x, weight, mean, var */
