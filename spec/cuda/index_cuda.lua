@@ -93,6 +93,37 @@ case("where and masked_fill gradients", function()
   close(gg[2], gc[2], 1e-6, 1e-6)
 end)
 
+-- pad (constant; negative pads crop) and the scatter gradient of a source
+-- larger than the index (which pads).
+for _, dt in ipairs { "float32", "float16", "int64", "bool" } do
+  case(("pad %s, strided, cropping"):format(dt), function()
+    local a = input({ 3, 4, 5 }, dt, true)
+    local v = dt == "bool" and 1 or -1.5
+    for _, p in ipairs { { 1, 2 }, { 0, 1, 2, 0 }, { 1, 1, 1, 1, 1, 1 }, { -1, 2, 0, -2 }, {} } do
+      close(G(a):pad(p, v), a:pad(p, v), 0, 0)
+    end
+  end)
+end
+
+case("pad errors are the CPU's; pad and scatter gradients", function()
+  local a = cell.randn { 2, 3 }
+  local _, cerr = pcall(a.pad, a, { -2, -2 })
+  local ok, gerr = pcall(a.pad, G(a), { -2, -2 })
+  assert.is_false(ok)
+  assert.is_truthy(tostring(gerr):find("ValueError: ", 1, true), tostring(gerr))
+  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  assert.are.equal(msg(cerr), msg(gerr))
+  local r = cell.randn { 4, 6 }
+  local function loss(x, w) return (x:pad({ 2, 1, 1, 1 }) * w):sum() end
+  close(cell.grad(loss, 1)(G(a), G(r)), cell.grad(loss, 1)(a, r), 0, 0)
+  local src, idx = cell.randn { 3, 4 }, cell.tensor({ { 2 }, { 1 } }, cell.int64)
+  local w = cell.randn { 2, 3 }
+  local function sl(x, s, ww, i) return (x:scatter(2, i, s) * ww):sum() end
+  local gc = cell.grad(sl, 2)(a, src, w, idx)
+  local gg = cell.grad(sl, 2)(G(a), G(src), G(w), G(idx))
+  close(gg, gc, 1e-6, 1e-6)
+end)
+
 -- cat and stack.
 for _, dt in ipairs(dtypes) do
   for _, dim in ipairs { 1, 2, 3 } do

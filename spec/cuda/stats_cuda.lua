@@ -106,6 +106,54 @@ case("arange and linspace made on the GPU", function()
   close(err[5][1], cell.linspace(2, 3, 1, cell.int64), 0, 0)
 end)
 
+-- sort, argsort and topk: the CPU's order (ties to the earlier element,
+-- NaN above +inf, -0 == +0) and indices, every dim, strided inputs.
+for _, dt in ipairs { "float32", "float64", "float16", "int64", "int32", "uint8", "bool" } do
+  case(("sort, argsort and topk %s"):format(dt), function()
+    local a
+    if dt == "bool" then
+      a = cell.randn({ 4, 6, 5 }):gt(0)
+    elseif dt:find "int" then
+      a = cell.randint(0, 5, { 4, 6, 5 }):astype(cell[dt]) -- many ties
+    else
+      a = cell.randint(-3, 4, { 4, 6, 5 }):astype(cell[dt]) * 0.5 -- ties, -0 and +0
+    end
+    a = a:transpose(1, 3) -- strided
+    for dim = 1, 3 do
+      for _, desc in ipairs { false, true } do
+        local gv, gi = G(a):sort(dim, desc)
+        local cv, ci = a:sort(dim, desc)
+        close(gv, cv, 0, 0)
+        close(gi, ci, 0, 0)
+        close(G(a):argsort(dim, desc), a:argsort(dim, desc), 0, 0)
+        local k = math.min(3, a.shape[dim])
+        local tv, ti = G(a):topk(k, dim, desc)
+        local uv, ui = a:topk(k, dim, desc)
+        close(tv, uv, 0, 0)
+        close(ti, ui, 0, 0)
+      end
+    end
+  end)
+end
+
+case("sort with NaN and infinities; topk errors; sort and topk gradients", function()
+  local a = cell.tensor({ 1, 0 / 0, -1 / 0, 2, 0 / 0, 1 / 0, -0.0, 0.0, 1 }, cell.float32)
+  for _, desc in ipairs { false, true } do
+    local gv, gi = G(a):sort(1, desc)
+    local cv, ci = a:sort(1, desc)
+    close(gv, cv, 0, 0)
+    close(gi, ci, 0, 0)
+  end
+  local _, cerr = pcall(function() return a:topk(10) end)
+  local ok, gerr = pcall(function() return G(a):topk(10) end)
+  assert.is_false(ok)
+  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  assert.are.equal(msg(cerr), msg(gerr))
+  local x, r = cell.randn { 4, 7 }, cell.randn { 4, 7 }
+  local function loss(u, w) return (u:sort(2) * w):sum() + (u:topk(3, 2) * w:narrow(2, 1, 3)):sum() end
+  close(cell.grad(loss, 1)(G(x), G(r)), cell.grad(loss, 1)(x, r), 1e-6, 1e-6)
+end)
+
 -- mse_loss and l1_loss (broadcast target, every reduction) and their
 -- gradients of the input and the target.
 for _, dt in ipairs { "float32", "float64", "float16" } do

@@ -1,6 +1,7 @@
 /* gpu_index.c - the GPU table's selection and indexing rows: where and
- * masked_fill (any dtypes, promoted as the CPU does, broadcasting), cat
- * and stack (any dtypes, promoted), index_select, gather, scatter and
+ * masked_fill (any dtypes, promoted as the CPU does, broadcasting), pad
+ * (constant, negative pads crop), cat and stack (any dtypes, promoted),
+ * index_select, gather, scatter and
  * scatter_add_ (any layout; scatter_add_ on float32, float64, int32 and
  * int64), with src/ops's checks and messages. The CUDA side is
  * gpu_index.cu. An index out of range is found by the kernel, which skips
@@ -122,6 +123,59 @@ cell_status gpu_masked_fill(const cell_tensor *a, const cell_tensor *mask, doubl
   if (s == CELL_OK) s = gpu_spread(a, a->dtype, nd, shape, &t[3]);
   if (s == CELL_OK) s = select3("masked_fill", t[2], t[1], 0, t[3], out);
   gpu_release_all(t, 4);
+  return s;
+}
+
+/* --- pad -------------------------------------------------------------------------- */
+
+cell_status gpu_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value, cell_tensor **out) {
+  if (npairs > 0 && !pads) return cell_error(CELL_ERR_VALUE, "pad: NULL argument");
+  if (npairs < 0 || npairs > a->ndim)
+    return cell_error(CELL_ERR_VALUE, "pad: %d (before, after) pairs for a %d-D tensor; at most one pair per dimension",
+                      npairs, a->ndim);
+  int nd = a->ndim;
+  gpuk_pad_args P;
+  memset(&P, 0, sizeof P);
+  P.ndim = nd;
+  for (int d = 0; d < nd; d++) P.out[d] = a->shape[d];
+  for (int i = 0; i < npairs; i++) {
+    int d = nd - 1 - i;
+    char b[256];
+    __int128 wide = (__int128)a->shape[d] + pads[2 * i] + pads[2 * i + 1]; /* pads may be negative (crops) */
+    if (wide > INT64_MAX / 2)
+      return cell_error(CELL_ERR_VALUE, "pad: padding (%lld, %lld) of a size %lld in shape %s gives a size too large",
+                        (long long)pads[2 * i], (long long)pads[2 * i + 1], (long long)a->shape[d],
+                        cell_shape_str(nd, a->shape, b, sizeof b));
+    if (wide < 0)
+      return cell_error(CELL_ERR_VALUE,
+                        "pad: padding (%lld, %lld) of a dimension of size %lld in shape %s gives the negative size %lld",
+                        (long long)pads[2 * i], (long long)pads[2 * i + 1], (long long)a->shape[d],
+                        cell_shape_str(nd, a->shape, b, sizeof b), (long long)(wide < INT64_MIN ? INT64_MIN : wide));
+    P.before[d] = pads[2 * i];
+    P.out[d] = (int64_t)wide;
+  }
+  gpuk_layout L;
+  memset(&L, 0, sizeof L);
+  L.ndim = nd;
+  for (int d = 0; d < nd; d++) {
+    L.shape[d] = a->shape[d];
+    L.stride[d] = a->stride[d];
+  }
+  gpu_ctx *g = gpu_ctx_of(a);
+  cell_tensor *t[3] = {NULL, NULL, NULL}; /* value (f64), value (a's dtype), result */
+  cell_status s = gpu_new_tensor(g, CELL_DTYPE_F64, 0, NULL, &t[0]);
+  if (s == CELL_OK) s = gpu_fill(g, gpu_data(t[0]), 8, &value, 8);
+  if (s == CELL_OK) s = gpu_contig_as(t[0], a->dtype, &t[1]);
+  if (s == CELL_OK) s = gpu_new_tensor(g, a->dtype, nd, P.out, &t[2]);
+  if (s == CELL_OK)
+    s = gpu_launch(gpuk_pad(g->stream, (int)cell_dtype_size(a->dtype), L, P, gpu_data(a), gpu_data(t[1]),
+                            gpu_data(t[2]), gpu_numel(t[2])),
+                   "pad");
+  if (s == CELL_OK) {
+    *out = t[2];
+    t[2] = NULL;
+  }
+  gpu_release_all(t, 3);
   return s;
 }
 

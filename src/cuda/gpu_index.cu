@@ -1,6 +1,6 @@
 // gpu_index.cu - the GPU module's selection and indexing kernels: where
-// and masked_fill (a select by a bool condition), the placing of one
-// input's block into cat's or stack's result, index_select, and one walk
+// and masked_fill (a select by a bool condition), constant padding, the
+// placing of one input's block into cat's or stack's result, index_select, and one walk
 // over an index tensor for gather, scatter and scatter_add_ (src/ops/
 // shape.c's index_walk). Elements move as raw bytes of their size (1, 2,
 // 4 or 8), so every dtype runs; scatter_add_ adds with atomics (float32,
@@ -100,6 +100,24 @@ __global__ void index_walk_k(int mode, int es, const long long *idx, gpuk_layout
   }
 }
 
+// out (contiguous, P.out shape) = in (layout L) shifted by P.before in
+// each dim; positions outside in take value[0].
+__global__ void pad_k(int es, gpuk_layout L, gpuk_pad_args P, const void *in, const void *value, void *out,
+                      int64_t n) {
+  GRID_STRIDE(i, n) {
+    int64_t rem = i, off = 0;
+    int inside = 1;
+    for (int d = P.ndim - 1; d >= 0; d--) {
+      int64_t c = rem % P.out[d] - P.before[d];
+      rem /= P.out[d];
+      if (c < 0 || c >= L.shape[d]) inside = 0;
+      else off += c * L.stride[d];
+    }
+    if (inside) move(es, out, i, in, off);
+    else move(es, out, i, value, 0);
+  }
+}
+
 } // namespace
 
 extern "C" int gpuk_where(void *stream, int es, const unsigned char *cond, const void *a, int64_t a_step,
@@ -142,5 +160,12 @@ extern "C" int gpuk_index_walk(void *stream, int mode, int dt, int es, const lon
   case GPUK_I64: index_walk_k<long long><<<g, kThreads, 0, s>>>(2, es, idx, L, ls, dim, tsize, tstride, base, lin, tgt, n, bad); break;
   default: return (int)cudaErrorInvalidValue;
   }
+  return last();
+}
+
+extern "C" int gpuk_pad(void *stream, int es, gpuk_layout L, gpuk_pad_args P, const void *in, const void *value,
+                        void *out, int64_t n) {
+  if (n <= 0) return 0;
+  pad_k<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(es, L, P, in, value, out, n);
   return last();
 }

@@ -207,6 +207,16 @@ int gpuk_index_walk(void *stream, int mode, int dt, int es, const long long *idx
                     int dim, int64_t tsize, int64_t tstride, long long base, void *lin, void *tgt, int64_t n,
                     unsigned long long *bad);
 
+/* pad: out's shape and each dim's padding before (negative: cropped). */
+typedef struct gpuk_pad_args {
+  int ndim;
+  int64_t out[GPUK_MAX_DIMS], before[GPUK_MAX_DIMS];
+} gpuk_pad_args;
+/* out (n contiguous elements of es bytes, shape P.out) = in (layout L, its
+ * shape and strides) placed at P.before, value[0] elsewhere. */
+int gpuk_pad(void *stream, int es, gpuk_layout L, gpuk_pad_args P, const void *in, const void *value, void *out,
+             int64_t n);
+
 /* --- gpu_stats.cu: variance and norms, scans, ramps ------------------------------------- */
 
 /* What gpuk_moments folds a row into. */
@@ -223,6 +233,17 @@ int gpuk_scan(void *stream, int is_int, int prod, int reverse, const void *x, vo
               int64_t inner);
 /* out[i] = start + i step (the last = last_v when has_last), n float64. */
 int gpuk_ramp(void *stream, double *out, int64_t n, double start, double step, int has_last, double last_v);
+
+/* --- gpu_sort.cu: sort, argsort, topk --------------------------------------------------- */
+
+/* Each line (o, q) of contiguous (outer, len, inner) ordered as sort.c
+ * orders it (flip: descending), its first k into vals (es-byte elements
+ * copied from x; may be NULL) and idx (int64 positions + base), both
+ * (outer, k, inner); kx: x's values as float64 (is_int 0) or int64; K, P,
+ * K2, P2: outer len inner words of scratch each. */
+int gpuk_sort(void *stream, int es, int is_int, int flip, const void *x, const void *kx, int64_t outer, int64_t len,
+              int64_t inner, int64_t k, unsigned long long *K, long long *P, unsigned long long *K2, long long *P2,
+              void *vals, long long *idx, long long base);
 
 /* --- gpu_optim.cu: the fused steps of optim_step (not Lamb, LARS) --------------------- */
 

@@ -87,6 +87,7 @@ cell_status gpu_sdpa_backward(const cell_tensor *g, const cell_tensor *q, const 
 cell_status gpu_spread(const cell_tensor *t, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 cell_status gpu_where(const cell_tensor *cond, const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
 cell_status gpu_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value, cell_tensor **out);
+cell_status gpu_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value, cell_tensor **out);
 cell_status gpu_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out);
 cell_status gpu_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out);
 cell_status gpu_index_select(const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base,
@@ -112,6 +113,12 @@ cell_status gpu_pointwise_loss(cell_loss_kind kind, const cell_tensor *x, const 
                                cell_tensor **out);
 cell_status gpu_pointwise_loss_backward(cell_loss_kind kind, const cell_tensor *g, const cell_tensor *x,
                                         const cell_tensor *y, cell_reduction red, cell_tensor **gx);
+
+/* gpu_sort.c: sort (argsort) and topk. */
+cell_status gpu_sort(const cell_tensor *a, int dim, int descending, int64_t index_base, cell_tensor **values,
+                     cell_tensor **indices);
+cell_status gpu_topk(const cell_tensor *a, int64_t k, int dim, int largest, int sorted, int64_t index_base,
+                     cell_tensor **values, cell_tensor **indices);
 
 /* gpu_optim.c: the fused steps of optim_step (RMSProp, Adagrad, ...; not Lamb, LARS). */
 cell_status gpu_optim_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *s0, cell_tensor *s1,

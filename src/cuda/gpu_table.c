@@ -459,6 +459,9 @@ void gpu_kernels_init(void) {
   gpu_kernels.linspace = gpu_linspace;
   gpu_kernels.pointwise_loss = gpu_pointwise_loss;
   gpu_kernels.pointwise_loss_backward = gpu_pointwise_loss_backward;
+  gpu_kernels.pad = gpu_pad;
+  gpu_kernels.sort = gpu_sort;
+  gpu_kernels.topk = gpu_topk;
   gpu_kernels.where = gpu_where;
   gpu_kernels.masked_fill = gpu_masked_fill;
   gpu_kernels.index_select = gpu_index_select;
@@ -579,6 +582,8 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_arange:
   case CELL_KID_linspace:
     return 1;
+  case CELL_KID_sort: /* any real dtype: keys from a float64 or int64 copy */
+  case CELL_KID_topk:
   case CELL_KID_var: /* any real dtype, gathered as float64 */
   case CELL_KID_norm:
   case CELL_KID_cumsum:
@@ -650,6 +655,7 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_pointwise_loss_backward: /* g, x, y */
   case CELL_KID_where: /* cond, a, b: any dtypes (the kernels check and promote them) */
   case CELL_KID_masked_fill: /* a, mask */
+  case CELL_KID_pad: /* a */
   case CELL_KID_cat: /* pairs of the list, then its first */
   case CELL_KID_stack:
   case CELL_KID_index_select: /* a, index */
