@@ -168,6 +168,16 @@ case("cat and stack gradients", function()
   close(gg[2], gc[2], 1e-6, 1e-6)
 end)
 
+case("split and chunk gradients", function()
+  local a, r = cell.randn { 6, 5 }, cell.randn { 6, 5 }
+  local function loss(x, w)
+    local p = x:split(2, 1)
+    local q = x:chunk(3, 2)
+    return (p[1] * w:narrow(1, 1, 2)):sum() + (p[3] * 2):sum() + (q[2] * q[2]):sum()
+  end
+  close(cell.grad(loss, 1)(G(a), G(r)), cell.grad(loss, 1)(a, r), 1e-6, 1e-6)
+end)
+
 -- index_select, gather, scatter.
 for _, dt in ipairs { "float32", "float64", "float16", "int64", "int8", "bool" } do
   for _, idt in ipairs { "int64", "int32" } do

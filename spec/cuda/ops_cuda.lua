@@ -159,6 +159,20 @@ case("clone and contiguous", function()
   close(g:contiguous(), a, 0, 0)
 end)
 
+case("copy_ into strided views: a narrowed slice and a transpose, with a cast and broadcasting", function()
+  local a, b = cell.zeros { 4, 6 }, cell.randn { 4, 3 }
+  local ga = a:move_to("GPU")
+  ga:narrow(2, 2, 3):copy_(b:move_to("GPU"))
+  a:narrow(2, 2, 3):copy_(b)
+  close(ga, a, 0, 0)
+  local c = cell.zeros({ 5, 4 }, cell.float64)
+  local gc = c:move_to("GPU")
+  local row = cell.randn { 5 }
+  gc:transpose(1, 2):copy_(row:move_to("GPU"))
+  c:transpose(1, 2):copy_(row)
+  close(gc, c, 0, 0)
+end)
+
 case("declined kernels raise NotImplementedError, no CPU fallback", function()
   local g = cell.randn({ 4, 5 }):move_to("GPU")
   for _, f in ipairs {

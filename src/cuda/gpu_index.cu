@@ -118,6 +118,19 @@ __global__ void pad_k(int es, gpuk_layout L, gpuk_pad_args P, const void *in, co
   }
 }
 
+// out (layout L: its shape and strides) = in (n contiguous elements).
+__global__ void put_k(int es, gpuk_layout L, const void *in, void *out, int64_t n) {
+  GRID_STRIDE(i, n) {
+    int64_t rem = i, off = 0;
+    for (int d = L.ndim - 1; d >= 0; d--) {
+      int64_t c = rem % L.shape[d];
+      rem /= L.shape[d];
+      off += c * L.stride[d];
+    }
+    move(es, out, off, in, i);
+  }
+}
+
 } // namespace
 
 extern "C" int gpuk_where(void *stream, int es, const unsigned char *cond, const void *a, int64_t a_step,
@@ -167,5 +180,11 @@ extern "C" int gpuk_pad(void *stream, int es, gpuk_layout L, gpuk_pad_args P, co
                         void *out, int64_t n) {
   if (n <= 0) return 0;
   pad_k<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(es, L, P, in, value, out, n);
+  return last();
+}
+
+extern "C" int gpuk_put(void *stream, int es, gpuk_layout L, const void *in, void *out, int64_t n) {
+  if (n <= 0) return 0;
+  put_k<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(es, L, in, out, n);
   return last();
 }

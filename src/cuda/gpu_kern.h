@@ -207,6 +207,9 @@ int gpuk_index_walk(void *stream, int mode, int dt, int es, const long long *idx
                     int dim, int64_t tsize, int64_t tstride, long long base, void *lin, void *tgt, int64_t n,
                     unsigned long long *bad);
 
+/* out (layout L: a strided view's shape and strides, es-byte elements) =
+ * in (n contiguous elements in row-major order). */
+int gpuk_put(void *stream, int es, gpuk_layout L, const void *in, void *out, int64_t n);
 /* pad: out's shape and each dim's padding before (negative: cropped). */
 typedef struct gpuk_pad_args {
   int ndim;

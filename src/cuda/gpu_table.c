@@ -648,9 +648,8 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
            ts[2]->dtype == ts[1]->dtype && ts[3]->dtype == ts[1]->dtype && !ts[4] && ts[6]->dtype == CELL_DTYPE_F64;
   case CELL_KID_reshape:
     return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
-  case CELL_KID_copy_: /* dst (written: contiguous), src */
-    return nt == 2 && ts[0] && ts[1] && gpu_is_contig(ts[0]) && gpu_dtype_copyable(ts[0]->dtype) &&
-           gpu_dtype_copyable(ts[1]->dtype);
+  case CELL_KID_copy_: /* dst (any layout: a strided one through a staging copy), src */
+    return nt == 2 && ts[0] && ts[1] && gpu_dtype_copyable(ts[0]->dtype) && gpu_dtype_copyable(ts[1]->dtype);
   case CELL_KID_pointwise_loss: /* x, y (the kernel checks for floats) */
   case CELL_KID_pointwise_loss_backward: /* g, x, y */
   case CELL_KID_where: /* cond, a, b: any dtypes (the kernels check and promote them) */
