@@ -75,6 +75,23 @@ case("comparisons with a number: the number in the CPU's scalar dtype", function
   end
 end)
 
+case("float16 and bfloat16 reductions (in float64, rounded once) and a half-precision gradient", function()
+  local G = function(t) return t:move_to("GPU") end
+  for _, dt in ipairs { "float16", "bfloat16" } do
+    local a = cell.randn({ 6, 7, 5 }):astype(cell[dt])
+    local ulp = dt == "float16" and 2 ^ -10 or 2 ^ -7
+    for _, f in ipairs { "sum", "mean", "prod", "amax", "amin" } do
+      if a[f] then
+        close(G(a)[f](G(a)), a[f](a), ulp, ulp)
+        close(G(a)[f](G(a), 2), a[f](a, 2), ulp, ulp)
+      end
+    end
+    local x, w = cell.randn({ 4, 5 }):astype(cell[dt]), cell.randn({ 4, 5 }):astype(cell[dt])
+    local function loss(u, v) return (u * v + u):sum() end
+    close(cell.grad(loss, 1)(G(x), G(w)), cell.grad(loss, 1)(x, w), ulp, ulp)
+  end
+end)
+
 case("mixed dtypes promote as on the CPU; integer true division gives float32", function()
   local f32, f64 = cell.randn { 4, 5 }, cell.randn({ 4, 5 }):astype(cell.float64)
   local i32, i64 = cell.randint(1, 9, { 4, 5 }):astype(cell.int32), cell.randint(1, 9, { 5 })
@@ -150,6 +167,13 @@ case("zeros, full and fill_ on the GPU", function()
   local g = cell.zeros({ 6 }, cell.int64):move_to("GPU")
   g:fill_(7)
   assert.are.same({ 7, 7, 7, 7, 7, 7 }, g:move_to("CPU"):totable())
+  for _, dt in ipairs { "float16", "bfloat16" } do -- rounded as the CPU rounds
+    local h = cell.zeros({ 5 }, cell[dt])
+    local gh = h:move_to("GPU")
+    gh:fill_(0.1)
+    h:fill_(0.1)
+    close(gh, h, 0, 0)
+  end
 end)
 
 case("clone and contiguous", function()

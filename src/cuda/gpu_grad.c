@@ -62,8 +62,11 @@ cell_status gpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, cons
                    const cell_tensor *b, const cell_tensor *c, cell_tensor **out) {
   if (!gpuk_ew_supported((int)op))
     return cell_error(CELL_ERR_NOTIMPL, "autograd's gradient formula %d is not supported on device GPU", (int)op);
-  if (dt != CELL_DTYPE_F32 && dt != CELL_DTYPE_F64)
+  /* float16 / bfloat16 gradients: the formula in float64, rounded once. */
+  int half = dt == CELL_DTYPE_F16 || dt == CELL_DTYPE_BF16;
+  if (dt != CELL_DTYPE_F32 && dt != CELL_DTYPE_F64 && !half)
     return cell_error(CELL_ERR_NOTIMPL, "a %s gradient is not supported on device GPU", cell_dtype_name(dt));
+  cell_dtype kt = half ? CELL_DTYPE_F64 : dt;
   const cell_tensor *opd[3] = {a, b, c};
   for (int k = 0; k < 3; k++)
     if (opd[k] && !broadcasts(opd[k], ndim, shape)) {
@@ -78,15 +81,21 @@ cell_status gpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, cons
   cell_tensor *t[4] = {NULL}; /* a, b, c, out */
   cell_status s = CELL_OK;
   for (int k = 0; k < 3 && s == CELL_OK; k++)
-    if (opd[k]) s = spread_as(opd[k], dt, ndim, shape, &t[k]);
-  if (s == CELL_OK) s = gpu_new_tensor(g, dt, ndim, shape, &t[3]);
+    if (opd[k]) s = spread_as(opd[k], kt, ndim, shape, &t[k]);
+  if (s == CELL_OK) s = gpu_new_tensor(g, kt, ndim, shape, &t[3]);
   if (s == CELL_OK) {
-    int e = gpuk_ew(g->stream, (int)dt, (int)op, k0, k1, t[0] ? gpu_data(t[0]) : NULL, t[1] ? gpu_data(t[1]) : NULL,
+    int e = gpuk_ew(g->stream, (int)kt, (int)op, k0, k1, t[0] ? gpu_data(t[0]) : NULL, t[1] ? gpu_data(t[1]) : NULL,
                     t[2] ? gpu_data(t[2]) : NULL, gpu_data(t[3]), gpu_shape_numel(ndim, shape));
     if (e) s = gpu_cuda_error((cudaError_t)e, "autograd's gradient formula");
   }
   for (int k = 0; k < 3; k++)
     if (t[k]) cell_tensor_release(t[k]);
+  if (s == CELL_OK && half) {
+    cell_tensor *h = NULL;
+    s = gpu_contig_as(t[3], dt, &h);
+    cell_tensor_release(t[3]);
+    t[3] = h;
+  }
   if (s != CELL_OK) {
     if (t[3]) cell_tensor_release(t[3]);
     return s;

@@ -405,6 +405,8 @@ static size_t pattern_of(cell_dtype dt, double v, unsigned char *pat) {
   case CELL_DTYPE_I8: { int8_t i = (int8_t)v; memcpy(pat, &i, 1); return 1; }
   case CELL_DTYPE_U8: { uint8_t i = (uint8_t)v; memcpy(pat, &i, 1); return 1; }
   case CELL_DTYPE_BOOL: pat[0] = v != 0; return 1;
+  case CELL_DTYPE_F16:
+  case CELL_DTYPE_BF16: cell_element_set_f64(dt, pat, v); return 2; /* the engine's rounding */
   default: return 0;
   }
 }
@@ -590,8 +592,9 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_cumsum_reverse:
   case CELL_KID_cumprod:
     return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
-  case CELL_KID_reduce: /* float32 / float64; the sum of bool and small integers too */
-    return nt > 0 && ts[0] && (is_float(ts[0]) || ts[0]->dtype == CELL_DTYPE_BOOL || ts[0]->dtype == CELL_DTYPE_U8 ||
+  case CELL_KID_reduce: /* float dtypes (float16 / bfloat16 through float64); the sum of bool and small integers too */
+    return nt > 0 && ts[0] && (is_float(ts[0]) || ts[0]->dtype == CELL_DTYPE_F16 || ts[0]->dtype == CELL_DTYPE_BF16 ||
+                               ts[0]->dtype == CELL_DTYPE_BOOL || ts[0]->dtype == CELL_DTYPE_U8 ||
                                ts[0]->dtype == CELL_DTYPE_I8 || ts[0]->dtype == CELL_DTYPE_I16 ||
                                ts[0]->dtype == CELL_DTYPE_I32);
   case CELL_KID_max_dim:
