@@ -124,6 +124,31 @@ case("pad errors are the CPU's; pad and scatter gradients", function()
   close(gg, gc, 1e-6, 1e-6)
 end)
 
+-- flip, tile, repeat_interleave, tril / triu (every dtype, strided inputs)
+-- and their gradients.
+for _, dt in ipairs { "float32", "float16", "int64", "bool" } do
+  case(("flip, tile, repeat_interleave, tril and triu %s, strided"):format(dt), function()
+    local a = input({ 3, 4, 5 }, dt, true)
+    for _, dims in ipairs { { 1 }, { 3 }, { 1, 2, 3 } } do close(G(a):flip(dims), a:flip(dims), 0, 0) end
+    close(G(a):flip(2), a:flip(2), 0, 0)
+    close(G(a):tile { 2, 1, 3 }, a:tile { 2, 1, 3 }, 0, 0)
+    close(G(a):tile { 2, 1, 1, 2 }, a:tile { 2, 1, 1, 2 }, 0, 0)
+    for dim = 1, 3 do close(G(a):repeat_interleave(3, dim), a:repeat_interleave(3, dim), 0, 0) end
+    for _, k in ipairs { 0, 1, -2 } do
+      close(G(a):tril(k), a:tril(k), 0, 0)
+      close(G(a):triu(k), a:triu(k), 0, 0)
+    end
+  end)
+end
+
+case("flip, tile, repeat_interleave and tril gradients", function()
+  local x, r = cell.randn { 4, 5 }, cell.randn { 8, 5 }
+  local function loss(u, w)
+    return (u:flip { 1 }:tile { 2, 1 } * w):sum() + (u:repeat_interleave(2, 1) * w):sum() + (u:tril() * u):sum()
+  end
+  close(cell.grad(loss, 1)(G(x), G(r)), cell.grad(loss, 1)(x, r), 1e-6, 1e-6)
+end)
+
 -- cat and stack.
 for _, dt in ipairs(dtypes) do
   for _, dim in ipairs { 1, 2, 3 } do

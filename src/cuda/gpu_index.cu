@@ -131,6 +131,20 @@ __global__ void put_k(int es, gpuk_layout L, const void *in, void *out, int64_t 
   }
 }
 
+// out = x (both contiguous, lines of C columns in matrices of R rows) with
+// the elements off the kept triangle zeroed (upper: column - row >=
+// diagonal; lower: <=).
+__global__ void tri_k(int es, const void *x, void *out, int64_t R, int64_t C, long long diagonal, int upper,
+                      int64_t n) {
+  const long long zero = 0;
+  GRID_STRIDE(i, n) {
+    int64_t j = i % C, r = (i / C) % R;
+    int keep = upper ? (j - r >= diagonal) : (j - r <= diagonal);
+    if (keep) move(es, out, i, x, i);
+    else move(es, out, i, &zero, 0);
+  }
+}
+
 } // namespace
 
 extern "C" int gpuk_where(void *stream, int es, const unsigned char *cond, const void *a, int64_t a_step,
@@ -186,5 +200,12 @@ extern "C" int gpuk_pad(void *stream, int es, gpuk_layout L, gpuk_pad_args P, co
 extern "C" int gpuk_put(void *stream, int es, gpuk_layout L, const void *in, void *out, int64_t n) {
   if (n <= 0) return 0;
   put_k<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(es, L, in, out, n);
+  return last();
+}
+
+extern "C" int gpuk_triangle(void *stream, int es, const void *x, void *out, int64_t R, int64_t C, long long diagonal,
+                             int upper, int64_t n) {
+  if (n <= 0 || R <= 0 || C <= 0) return 0;
+  tri_k<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(es, x, out, R, C, diagonal, upper, n);
   return last();
 }

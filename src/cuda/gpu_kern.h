@@ -210,6 +210,10 @@ int gpuk_index_walk(void *stream, int mode, int dt, int es, const long long *idx
 /* out (layout L: a strided view's shape and strides, es-byte elements) =
  * in (n contiguous elements in row-major order). */
 int gpuk_put(void *stream, int es, gpuk_layout L, const void *in, void *out, int64_t n);
+/* tril / triu: out = x (n contiguous es-byte elements, matrices of R rows
+ * of C) with the elements off the kept triangle zeroed. */
+int gpuk_triangle(void *stream, int es, const void *x, void *out, int64_t R, int64_t C, long long diagonal, int upper,
+                  int64_t n);
 /* pad: out's shape and each dim's padding before (negative: cropped). */
 typedef struct gpuk_pad_args {
   int ndim;

@@ -114,6 +114,12 @@ cell_status gpu_pointwise_loss(cell_loss_kind kind, const cell_tensor *x, const 
 cell_status gpu_pointwise_loss_backward(cell_loss_kind kind, const cell_tensor *g, const cell_tensor *x,
                                         const cell_tensor *y, cell_reduction red, cell_tensor **gx);
 
+/* gpu_shape.c: flip, tile, repeat_interleave, tril / triu. */
+cell_status gpu_flip(const cell_tensor *a, int ndims, const int *dims, cell_tensor **out);
+cell_status gpu_tile(const cell_tensor *a, int nreps, const int64_t *reps, cell_tensor **out);
+cell_status gpu_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim, cell_tensor **out);
+cell_status gpu_triangle(const cell_tensor *a, int64_t diagonal, int upper, cell_tensor **out);
+
 /* gpu_sort.c: sort (argsort) and topk. */
 cell_status gpu_sort(const cell_tensor *a, int dim, int descending, int64_t index_base, cell_tensor **values,
                      cell_tensor **indices);

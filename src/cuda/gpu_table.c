@@ -462,6 +462,10 @@ void gpu_kernels_init(void) {
   gpu_kernels.pointwise_loss = gpu_pointwise_loss;
   gpu_kernels.pointwise_loss_backward = gpu_pointwise_loss_backward;
   gpu_kernels.pad = gpu_pad;
+  gpu_kernels.flip = gpu_flip;
+  gpu_kernels.tile = gpu_tile;
+  gpu_kernels.repeat_interleave = gpu_repeat_interleave;
+  gpu_kernels.triangle = gpu_triangle;
   gpu_kernels.sort = gpu_sort;
   gpu_kernels.topk = gpu_topk;
   gpu_kernels.where = gpu_where;
@@ -658,6 +662,10 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_where: /* cond, a, b: any dtypes (the kernels check and promote them) */
   case CELL_KID_masked_fill: /* a, mask */
   case CELL_KID_pad: /* a */
+  case CELL_KID_flip:
+  case CELL_KID_tile:
+  case CELL_KID_repeat_interleave:
+  case CELL_KID_triangle:
   case CELL_KID_cat: /* pairs of the list, then its first */
   case CELL_KID_stack:
   case CELL_KID_index_select: /* a, index */
