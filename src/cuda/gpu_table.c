@@ -2,10 +2,10 @@
  *
  * Implemented: mm, bmm and matmul of two matrices or two equal batches
  * (cuBLAS, float32 / float64, contiguous), binary
- * add, sub, mul, div, maximum, minimum (float32, any layout, broadcasting;
- * in place: a contiguous left operand) and the comparisons (any real
+ * add, sub, mul, div, maximum, minimum (any layout, broadcasting; in
+ * place: a contiguous left operand) and the comparisons (any real
  * dtypes, to bool: gpu_grad.c), the same with a scalar and the unary abs,
- * neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, silu (float32, any
+ * neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, silu (float dtypes, any
  * layout) as CUDA kernels, full and fill_ (float32, float64, int32, int64,
  * contiguous), and the rows of
  * gpu_nn.c: clone, contiguous and astype (every real dtype, any layout:
@@ -16,8 +16,13 @@
  * backward (gpu_blas.c), batch norm with its backward and running-stats
  * update and max / avg pooling with their backward (gpu_cnn.c), reshape
  * and copy_ (gpu_view.c), autograd's gradient formulas (ew, gpu_grad.c),
- * attention without a mask tensor (gpu_attn.c) and the SGD and Adam steps
- * (float32 / float64). supports_op declines every
+ * attention without a mask tensor (gpu_attn.c), the SGD and Adam steps
+ * (float32 / float64), where / masked_fill / pad / cat / stack and the
+ * indexing rows (gpu_index.c), flip / tile / repeat_interleave / triangle
+ * (gpu_shape.c), var / norm / the scans / arange / linspace (gpu_stats.c),
+ * sort / topk (gpu_sort.c), mse / l1 (gpu_pwloss.c) and optim_step
+ * (gpu_optim.c). Arithmetic promotes mixed dtypes as the CPU does and runs
+ * float16 / bfloat16 through float32. supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
  * whose op argument it cannot see (which binary op, which formula) is
