@@ -247,7 +247,8 @@ case("an index out of range is the CPU's IndexError and leaves the device workin
     assert.is_false(ok)
     assert.is_truthy(tostring(gerr):find("IndexError: ", 1, true), tostring(gerr))
     assert.is_truthy(tostring(gerr):find("index 9 is out of range for a dimension of size 4", 1, true), tostring(gerr))
-    assert.are.equal(tostring(cerr), tostring(gerr))
+    local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+    assert.are.equal(msg(cerr), msg(gerr))
   end
   close(G(a):index_select(1, G(cell.tensor({ 4, 1 }, cell.int64))), a:index_select(1, cell.tensor({ 4, 1 }, cell.int64)),
     0, 0)
