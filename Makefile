@@ -179,7 +179,7 @@ $(BUILD)/$(LUA)/src/cuda/comm_tensor_buf.o: src/comm/tensor_buf.c src/comm/tenso
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Werror -I$(LUA_INCDIR) -c $< -o $@
 
-$(BUILD)/$(LUA)/src/cuda/%.cu.o: src/cuda/%.cu src/cuda/gpu_kern.h src/cuda/gpu_philox.h
+$(BUILD)/$(LUA)/src/cuda/%.cu.o: src/cuda/%.cu src/cuda/gpu_kern.h src/cuda/gpu_philox.h src/cuda/gpu_grid.cuh
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(CUDA_ARCH) -Werror all-warnings -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror -c $< -o $@
 

@@ -4,11 +4,13 @@
 # "cuda", tests/cuda/load_cuda.c: it must register GPU:0), run its specs
 # (which must find the GPU: a run where cell.cuda.is_available() is false
 # fails here rather than skipping): the cross-device suite of
-# spec/cuda/ops_cuda.lua and spec/cuda/nn_cuda.lua compares every GPU
-# kernel with the CPU's per dtype (float32, float64; casts among float16,
-# bfloat16 and the integers) and for strided and broadcast inputs, and the
-# gradients of softmax, layer norm, embedding, dropout, cross-entropy,
-# nll_loss, conv2d, batch norm, pooling, dense and attention through
+# spec/cuda/ops_cuda.lua, nn_cuda.lua, index_cuda.lua and stats_cuda.lua
+# compares every GPU kernel with the CPU's per dtype (float32, float64;
+# float16 / bfloat16 arithmetic and casts; the integers) and for strided
+# and broadcast inputs, and the gradients of softmax, layer norm,
+# embedding, dropout, cross-entropy, nll_loss, conv2d, batch norm,
+# pooling, dense, attention, where, cat / stack, gather / index_select /
+# scatter, var / norm and cumsum through
 # autograd, and LeNet-5 / TinyGPT training steps against the CPU's; then the
 # same specs under compute-sanitizer (memcheck with leak checking, then
 # racecheck); the Fashion-MNIST LeNet-5 trained on the GPU to the CPU's test

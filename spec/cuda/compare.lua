@@ -15,8 +15,8 @@ function M.flat(t, out)
   return out
 end
 
---- |gpu - cpu| <= atol + rtol |cpu| everywhere (NaN matches NaN; booleans
--- equal), same shape and dtype.
+--- |gpu - cpu| <= atol + rtol |cpu| everywhere (NaN matches NaN, an
+-- infinity the same infinity; booleans equal), same shape and dtype.
 function M.close(gpu, cpu, rtol, atol)
   luassert.are.equal(cpu.dtype, gpu.dtype, "dtypes differ")
   luassert.are.same(cpu.shape, gpu.shape)
@@ -26,7 +26,7 @@ function M.close(gpu, cpu, rtol, atol)
     local a, b = g[i], c[i]
     if type(a) == "boolean" then
       luassert.are.equal(b, a)
-    elseif not (a ~= a and b ~= b) then
+    elseif a ~= b and not (a ~= a and b ~= b) then -- equal (infinities too) or both NaN pass
       assert(math.abs(a - b) <= atol + rtol * math.abs(b), ("element %d: GPU %.17g, CPU %.17g"):format(i, a, b))
     end
   end

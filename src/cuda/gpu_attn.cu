@@ -6,21 +6,10 @@
 // order of the CPU's formulas (src/ops/attention.c). Raw pointers only.
 #include "gpu_kern.h"
 #include <cuda_runtime.h>
+#include "gpu_grid.cuh"
 #include <math.h>
 
 namespace {
-
-const int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
-}
-unsigned grid_of(int64_t n) { return (unsigned)(n > 65535 ? 65535 : (n < 1 ? 1 : n)); }
-
-#define GRID_STRIDE(i, n)                                                                   \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                 \
-       i += (int64_t)gridDim.x * blockDim.x)
 
 // scale q_r . k_j of row r = (h, i) and key j; -inf where causal masks it.
 template <typename T>
@@ -158,7 +147,7 @@ extern "C" int gpuk_sdpa(void *stream, int dt, const void *q, const void *k, con
   if (S > 0) BY_DTYPE(dt, scores_k, blocks_for(rows * S), stream, (const T *)q, (const T *)k, P, H, L, S, E, scale, causal);
   row_softmax_k<<<grid_of(rows), kThreads, ON(stream)>>>(P, lse, rows, S);
   if (Ev > 0) BY_DTYPE(dt, out_k, blocks_for(rows * Ev), stream, (const double *)P, (const T *)v, (T *)out, H, L, S, Ev);
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_sdpa_backward(void *stream, int dt, const void *g, const void *q, const void *k, const void *v,
@@ -176,5 +165,5 @@ extern "C" int gpuk_sdpa_backward(void *stream, int dt, const void *g, const voi
     BY_DTYPE(dt, dkv_k, blocks_for(H * S * E), stream, (const double *)dS, (const T *)q, (T *)gk, H, L, S, E, scale);
   if (gv && H * S * Ev > 0)
     BY_DTYPE(dt, dkv_k, blocks_for(H * S * Ev), stream, (const double *)P, (const T *)g, (T *)gv, H, L, S, Ev, 1.0);
-  return (int)cudaGetLastError();
+  return last();
 }

@@ -8,16 +8,10 @@
 // synchronisation).
 #include "gpu_kern.h"
 #include <cuda_runtime.h>
+#include "gpu_grid.cuh"
 #include <string.h>
 
 namespace {
-
-const int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
-}
 
 // a op b; maximum / minimum propagate a NaN (x != x is false for integers).
 template <typename T> __device__ __forceinline__ T bin(int op, T x, T y) {
@@ -32,19 +26,19 @@ template <typename T> __device__ __forceinline__ T bin(int op, T x, T y) {
 }
 
 template <typename T> __global__ void binary_k(int op, const T *a, const T *b, T *out, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+  GRID_STRIDE(i, n)
     out[i] = bin<T>(op, a[i], b[i]);
 }
 
 // out[i] = a[i] op s, or s op a[i] (reversed).
 template <typename T> __global__ void binary_scalar_k(int op, const T *a, T s, int reversed, T *out, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+  GRID_STRIDE(i, n)
     out[i] = reversed ? bin<T>(op, s, a[i]) : bin<T>(op, a[i], s);
 }
 
 // Float unary ops (float's overloads of the math functions for float).
 template <typename T> __global__ void unary_k(int op, const T *a, T *out, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+  GRID_STRIDE(i, n) {
     T x = a[i], r;
     switch (op) {
     case GPUK_ABS: r = fabs(x); break;
@@ -63,8 +57,7 @@ template <typename T> __global__ void unary_k(int op, const T *a, T *out, int64_
 }
 
 template <typename T> __global__ void fill_pattern(T *dst, int64_t n, T v) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
+  GRID_STRIDE(i, n)
     dst[i] = v;
 }
 
@@ -73,7 +66,7 @@ template <typename T> int fill_as(cudaStream_t s, void *dst, size_t n, const voi
   memcpy(&v, pattern, sizeof v);
   int64_t count = (int64_t)(n / sizeof(T));
   if (count > 0) fill_pattern<T><<<blocks_for(count), kThreads, 0, s>>>((T *)dst, count, v);
-  return (int)cudaGetLastError();
+  return last();
 }
 
 } // namespace
@@ -87,7 +80,7 @@ extern "C" int gpuk_binary(void *stream, int dt, int op, const void *a, const vo
   case GPUK_I32: binary_k<int><<<blocks_for(n), kThreads, 0, st>>>(op, (const int *)a, (const int *)b, (int *)out, n); break;
   default: binary_k<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float *)a, (const float *)b, (float *)out, n); break;
   }
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_binary_scalar(void *stream, int dt, int op, const void *a, double s, int reversed, void *out,
@@ -100,7 +93,7 @@ extern "C" int gpuk_binary_scalar(void *stream, int dt, int op, const void *a, d
   case GPUK_I32: binary_scalar_k<int><<<blocks_for(n), kThreads, 0, st>>>(op, (const int *)a, (int)s, reversed, (int *)out, n); break;
   default: binary_scalar_k<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float *)a, (float)s, reversed, (float *)out, n); break;
   }
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_unary(void *stream, int dt, int op, const void *a, void *out, int64_t n) {
@@ -110,7 +103,7 @@ extern "C" int gpuk_unary(void *stream, int dt, int op, const void *a, void *out
     unary_k<double><<<blocks_for(n), kThreads, 0, st>>>(op, (const double *)a, (double *)out, n);
   else
     unary_k<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float *)a, (float *)out, n);
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_fill(void *stream, void *dst, size_t n, const void *pattern, size_t psize) {

@@ -17,7 +17,10 @@ _Static_assert((int)GPUK_EW_ABS == (int)EW_ABS && (int)GPUK_EW_RELU == (int)EW_R
                    (int)GPUK_EW_SCALE == (int)EW_SCALE && (int)GPUK_EW_MUL == (int)EW_MUL &&
                    (int)GPUK_EW_DIV == (int)EW_DIV && (int)GPUK_EW_ZERO_TO_ONE == (int)EW_ZERO_TO_ONE &&
                    (int)GPUK_EW_SQUARE == (int)EW_SQUARE && (int)GPUK_EW_RECIPROCAL == (int)EW_RECIPROCAL &&
-                   (int)GPUK_EW_SOFTPLUS == (int)EW_SOFTPLUS && (int)GPUK_EW_FINITE == (int)EW_FINITE,
+                   (int)GPUK_EW_SOFTPLUS == (int)EW_SOFTPLUS && (int)GPUK_EW_FINITE == (int)EW_FINITE &&
+                   (int)GPUK_EW_PICK == (int)EW_PICK && (int)GPUK_EW_PICK_ABS == (int)EW_PICK_ABS &&
+                   (int)GPUK_EW_STD_SCALE == (int)EW_STD_SCALE && (int)GPUK_EW_DEV == (int)EW_DEV &&
+                   (int)GPUK_EW_NORM_SCALE == (int)EW_NORM_SCALE && (int)GPUK_EW_NORM == (int)EW_NORM,
                "gpu_kern.h's formula codes are ew.h's");
 _Static_assert((int)GPUK_EQ == (int)CELL_OP_EQ && (int)GPUK_NE == (int)CELL_OP_NE && (int)GPUK_LT == (int)CELL_OP_LT &&
                    (int)GPUK_LE == (int)CELL_OP_LE && (int)GPUK_GT == (int)CELL_OP_GT && (int)GPUK_GE == (int)CELL_OP_GE,
@@ -59,8 +62,11 @@ cell_status gpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, cons
                    const cell_tensor *b, const cell_tensor *c, cell_tensor **out) {
   if (!gpuk_ew_supported((int)op))
     return cell_error(CELL_ERR_NOTIMPL, "autograd's gradient formula %d is not supported on device GPU", (int)op);
-  if (dt != CELL_DTYPE_F32 && dt != CELL_DTYPE_F64)
+  /* float16 / bfloat16 gradients: the formula in float64, rounded once. */
+  int half = dt == CELL_DTYPE_F16 || dt == CELL_DTYPE_BF16;
+  if (dt != CELL_DTYPE_F32 && dt != CELL_DTYPE_F64 && !half)
     return cell_error(CELL_ERR_NOTIMPL, "a %s gradient is not supported on device GPU", cell_dtype_name(dt));
+  cell_dtype kt = half ? CELL_DTYPE_F64 : dt;
   const cell_tensor *opd[3] = {a, b, c};
   for (int k = 0; k < 3; k++)
     if (opd[k] && !broadcasts(opd[k], ndim, shape)) {
@@ -75,15 +81,21 @@ cell_status gpu_ew(ew_op op, double k0, double k1, cell_dtype dt, int ndim, cons
   cell_tensor *t[4] = {NULL}; /* a, b, c, out */
   cell_status s = CELL_OK;
   for (int k = 0; k < 3 && s == CELL_OK; k++)
-    if (opd[k]) s = spread_as(opd[k], dt, ndim, shape, &t[k]);
-  if (s == CELL_OK) s = gpu_new_tensor(g, dt, ndim, shape, &t[3]);
+    if (opd[k]) s = spread_as(opd[k], kt, ndim, shape, &t[k]);
+  if (s == CELL_OK) s = gpu_new_tensor(g, kt, ndim, shape, &t[3]);
   if (s == CELL_OK) {
-    int e = gpuk_ew(g->stream, (int)dt, (int)op, k0, k1, t[0] ? gpu_data(t[0]) : NULL, t[1] ? gpu_data(t[1]) : NULL,
+    int e = gpuk_ew(g->stream, (int)kt, (int)op, k0, k1, t[0] ? gpu_data(t[0]) : NULL, t[1] ? gpu_data(t[1]) : NULL,
                     t[2] ? gpu_data(t[2]) : NULL, gpu_data(t[3]), gpu_shape_numel(ndim, shape));
     if (e) s = gpu_cuda_error((cudaError_t)e, "autograd's gradient formula");
   }
   for (int k = 0; k < 3; k++)
     if (t[k]) cell_tensor_release(t[k]);
+  if (s == CELL_OK && half) {
+    cell_tensor *h = NULL;
+    s = gpu_contig_as(t[3], dt, &h);
+    cell_tensor_release(t[3]);
+    t[3] = h;
+  }
   if (s != CELL_OK) {
     if (t[3]) cell_tensor_release(t[3]);
     return s;

@@ -6,20 +6,10 @@
 // (gpu_kern.h).
 #include "gpu_kern.h"
 #include <cuda_runtime.h>
+#include "gpu_grid.cuh"
 #include <math.h>
 
 namespace {
-
-const int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
-}
-
-#define GRID_STRIDE(i, n)                                                                   \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                 \
-       i += (int64_t)gridDim.x * blockDim.x)
 
 // sign with sign(0) = 0; NaN stays NaN.
 __device__ __forceinline__ double sgn(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x; }
@@ -55,6 +45,18 @@ __device__ double formula(int op, double a, double b, double c, double k0, doubl
   case GPUK_EW_ABS_EQ: return fabs(a) == b ? 1.0 : 0.0;
   case GPUK_EW_IS_ZERO: return a == 0 ? 1.0 : 0.0;
   case GPUK_EW_ZERO_TO_ONE: return a == 0 ? 1.0 : a;
+  case GPUK_EW_PICK: return b == c ? a : 0.0;
+  case GPUK_EW_PICK_ABS: return fabs(b) == c ? a * sgn(b) : 0.0;
+  case GPUK_EW_STD_SCALE: return b == 0 ? 0.0 : a / (k0 * b);
+  case GPUK_EW_DEV: return a * (b - c);
+  case GPUK_EW_NORM_SCALE:
+    if (k0 == 1.0) return b == 0 ? 0.0 : a;
+    if (k0 == 2.0) return b == 0 ? 0.0 : a / b;
+    return b == 0 ? 0.0 : a / pow(b, k0 - 1.0);
+  case GPUK_EW_NORM:
+    if (k0 == 1.0) return a * sgn(b);
+    if (k0 == 2.0) return a * b;
+    return b == 0 ? 0.0 : a * sgn(b) * pow(fabs(b), k0 - 1.0);
   case GPUK_EW_SQUARE: return 2.0 * b * a;
   case GPUK_EW_RECIPROCAL: return -a * c * c;
   case GPUK_EW_SOFTPLUS: return b * k0 > k1 ? a : a * sigm(b * k0);
@@ -96,7 +98,8 @@ extern "C" int gpuk_ew_supported(int op) {
   case GPUK_EW_RSQRT: case GPUK_EW_SIN: case GPUK_EW_COS: case GPUK_EW_TANH: case GPUK_EW_SIGMOID: case GPUK_EW_RELU:
   case GPUK_EW_GELU: case GPUK_EW_SILU: case GPUK_EW_CLAMP: case GPUK_EW_SEL_TRUE: case GPUK_EW_SEL_FALSE:
   case GPUK_EW_SCALE: case GPUK_EW_MUL: case GPUK_EW_DIV: case GPUK_EW_EQ: case GPUK_EW_ABS_EQ: case GPUK_EW_IS_ZERO:
-  case GPUK_EW_ZERO_TO_ONE: case GPUK_EW_SQUARE: case GPUK_EW_RECIPROCAL: case GPUK_EW_SOFTPLUS: case GPUK_EW_FINITE:
+  case GPUK_EW_ZERO_TO_ONE: case GPUK_EW_PICK: case GPUK_EW_PICK_ABS: case GPUK_EW_STD_SCALE: case GPUK_EW_DEV:
+  case GPUK_EW_NORM_SCALE: case GPUK_EW_NORM: case GPUK_EW_SQUARE: case GPUK_EW_RECIPROCAL: case GPUK_EW_SOFTPLUS: case GPUK_EW_FINITE:
     return 1;
   default:
     return 0;
@@ -112,7 +115,7 @@ extern "C" int gpuk_ew(void *stream, int dt, int op, double k0, double k1, const
   else
     ew_k<float><<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, k0, k1, (const float *)a, (const float *)b,
                                                                        (const float *)c, (float *)out, n);
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_compare(void *stream, int op, int is_int, const void *a, const void *b, unsigned char *out,
@@ -124,5 +127,5 @@ extern "C" int gpuk_compare(void *stream, int op, int is_int, const void *a, con
   else
     compare_k<double><<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, (const double *)a, (const double *)b,
                                                                              out, n);
-  return (int)cudaGetLastError();
+  return last();
 }

@@ -118,7 +118,8 @@ enum {
   GPUK_EW_ABS = 1, GPUK_EW_NEG, GPUK_EW_EXP, GPUK_EW_LOG, GPUK_EW_LOG1P, GPUK_EW_SQRT, GPUK_EW_RSQRT, GPUK_EW_SIN,
   GPUK_EW_COS, GPUK_EW_TANH, GPUK_EW_SIGMOID, GPUK_EW_RELU, GPUK_EW_GELU, GPUK_EW_SILU, GPUK_EW_CLAMP,
   GPUK_EW_SEL_TRUE, GPUK_EW_SEL_FALSE, GPUK_EW_SCALE, GPUK_EW_MUL, GPUK_EW_DIV, GPUK_EW_EQ, GPUK_EW_ABS_EQ,
-  GPUK_EW_IS_ZERO, GPUK_EW_ZERO_TO_ONE, GPUK_EW_SQUARE = 44, GPUK_EW_RECIPROCAL, GPUK_EW_SOFTPLUS, GPUK_EW_FINITE
+  GPUK_EW_IS_ZERO, GPUK_EW_ZERO_TO_ONE, GPUK_EW_PICK = 26, GPUK_EW_PICK_ABS, GPUK_EW_STD_SCALE, GPUK_EW_DEV,
+  GPUK_EW_NORM_SCALE, GPUK_EW_NORM, GPUK_EW_SQUARE = 44, GPUK_EW_RECIPROCAL, GPUK_EW_SOFTPLUS, GPUK_EW_FINITE
 };
 /* Whether gpuk_ew runs formula op. */
 int gpuk_ew_supported(int op);
@@ -179,6 +180,95 @@ int gpuk_max_pool_backward(void *stream, int dt, const void *gy, const long long
 int gpuk_avg_pool(void *stream, int dt, gpuk_pool p, int count_include_pad, const void *x, void *y);
 /* gx (every element written) from gy. */
 int gpuk_avg_pool_backward(void *stream, int dt, gpuk_pool p, int count_include_pad, const void *gy, void *gx);
+
+/* --- gpu_index.cu: where, cat / stack, index_select, gather / scatter ------------------ */
+
+/* out[i] = cond[i] ? a[i a_step] : b[i] over n contiguous elements of es
+ * bytes (cond: bool; a_step 0: a is one value). */
+int gpuk_where(void *stream, int es, const unsigned char *cond, const void *a, int64_t a_step, const void *b,
+               void *out, int64_t n);
+/* in (outer, size, inner) into out (outer, total, inner) from position at
+ * of the middle dimension; contiguous, es-byte elements. */
+int gpuk_place(void *stream, int es, const void *in, void *out, int64_t outer, int64_t size, int64_t inner,
+               int64_t total, int64_t at);
+/* out (outer, k, inner) = a (outer, size, inner) at positions idx[j] - base
+ * (k int64 ids); *bad (set to ~0 first) gets 1 + the first j out of range. */
+int gpuk_index_select(void *stream, int es, const void *a, const long long *idx, void *out, int64_t outer,
+                      int64_t size, int64_t inner, int64_t k, long long base, unsigned long long *bad);
+/* shape.c's index walk over the n elements of idx (int64, contiguous, of
+ * shape L.shape): the target's element at the index's multi-index with
+ * dim replaced by idx - base (L.stride: the target's strides, tstride its
+ * stride along dim, tsize its size there) and lin's at the multi-index
+ * (ls.stride). mode 0: lin = tgt (gather), 1: tgt = lin (scatter), 2:
+ * tgt += lin atomically (dt float32, float64, int32 or int64), 3: only
+ * the range check; *bad (set to ~0 first) gets 1 + the first element out
+ * of range (which is never followed). */
+int gpuk_index_walk(void *stream, int mode, int dt, int es, const long long *idx, gpuk_layout L, gpuk_layout ls,
+                    int dim, int64_t tsize, int64_t tstride, long long base, void *lin, void *tgt, int64_t n,
+                    unsigned long long *bad);
+
+/* out (layout L: a strided view's shape and strides, es-byte elements) =
+ * in (n contiguous elements in row-major order). */
+int gpuk_put(void *stream, int es, gpuk_layout L, const void *in, void *out, int64_t n);
+/* tril / triu: out = x (n contiguous es-byte elements, matrices of R rows
+ * of C) with the elements off the kept triangle zeroed. */
+int gpuk_triangle(void *stream, int es, const void *x, void *out, int64_t R, int64_t C, long long diagonal, int upper,
+                  int64_t n);
+/* pad: out's shape and each dim's padding before (negative: cropped). */
+typedef struct gpuk_pad_args {
+  int ndim;
+  int64_t out[GPUK_MAX_DIMS], before[GPUK_MAX_DIMS];
+} gpuk_pad_args;
+/* out (n contiguous elements of es bytes, shape P.out) = in (layout L, its
+ * shape and strides) placed at P.before, value[0] elsewhere. */
+int gpuk_pad(void *stream, int es, gpuk_layout L, gpuk_pad_args P, const void *in, const void *value, void *out,
+             int64_t n);
+
+/* --- gpu_stats.cu: variance and norms, scans, ramps ------------------------------------- */
+
+/* What gpuk_moments folds a row into. */
+enum { GPUK_MOM_VAR = 0, GPUK_MOM_ASUM, GPUK_MOM_SSQ, GPUK_MOM_PSUM, GPUK_MOM_AMAX };
+/* out[q] for each of rows contiguous float64 rows of r: the variance over
+ * max(0, r - ddof) (its root when take_sqrt; NaN for r 0), sum |x|,
+ * sqrt(sum x^2), (sum |x|^p)^(1/p) or max |x| (NaN wins). */
+int gpuk_moments(void *stream, int kind, const double *x, double *out, int64_t rows, int64_t r, double p,
+                 int64_t ddof, int take_sqrt);
+/* y = the cumulative sum (prod 0) or product of x along the middle dim of
+ * contiguous (outer, len, inner), from the end when reverse; float64
+ * (is_int 0) or int64 (wrapping). */
+int gpuk_scan(void *stream, int is_int, int prod, int reverse, const void *x, void *y, int64_t outer, int64_t len,
+              int64_t inner);
+/* out[i] = start + i step (the last = last_v when has_last), n float64. */
+int gpuk_ramp(void *stream, double *out, int64_t n, double start, double step, int has_last, double last_v);
+
+/* --- gpu_sort.cu: sort, argsort, topk --------------------------------------------------- */
+
+/* Each line (o, q) of contiguous (outer, len, inner) ordered as sort.c
+ * orders it (flip: descending), its first k into vals (es-byte elements
+ * copied from x; may be NULL) and idx (int64 positions + base), both
+ * (outer, k, inner); kx: x's values as float64 (is_int 0) or int64; K, P,
+ * K2, P2: outer len inner words of scratch each. */
+int gpuk_sort(void *stream, int es, int is_int, int flip, const void *x, const void *kx, int64_t outer, int64_t len,
+              int64_t inner, int64_t k, unsigned long long *K, long long *P, unsigned long long *K2, long long *P2,
+              void *vals, long long *idx, long long base);
+
+/* --- gpu_optim.cu: the fused steps of optim_step (not Lamb, LARS) --------------------- */
+
+/* The kinds (cell_optim_kind's values). */
+enum { GPUK_OPTIM_RMSPROP = 1, GPUK_OPTIM_ADAGRAD, GPUK_OPTIM_ADADELTA, GPUK_OPTIM_ADAMAX, GPUK_OPTIM_LAMB,
+       GPUK_OPTIM_LARS, GPUK_OPTIM_ADAMWD, GPUK_OPTIM_FTRL, GPUK_OPTIM_ASGD, GPUK_OPTIM_RPROP, GPUK_OPTIM_AMSGRAD,
+       GPUK_OPTIM_NESTEROV, GPUK_OPTIM_LION };
+/* cell_optim_config's fields and optim_extra.c's per-step scalars. */
+typedef struct gpuk_optim_args {
+  int kind, flags;
+  long long step;
+  double lr, wd, grad_scale, h[4];
+  double bc1, bc2s, eta, mu;
+} gpuk_optim_args;
+/* One step over n contiguous elements of dt (float32 / float64): p, its
+ * gradient g and the states s0..s2 (each may be NULL: reads 0, not written). */
+int gpuk_optim(void *stream, int dt, gpuk_optim_args c, void *p, const void *g, void *s0, void *s1, void *s2,
+               int64_t n);
 
 #ifdef __cplusplus
 }

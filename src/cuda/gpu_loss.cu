@@ -7,18 +7,10 @@
 // caller sums (gpuk_reduce) or casts (gpuk_scale_cast).
 #include "gpu_kern.h"
 #include <cuda_runtime.h>
+#include "gpu_grid.cuh"
 #include <math.h>
 
 namespace {
-
-const int kThreads = 256;
-
-unsigned grid_of(int64_t n) { return (unsigned)(n > 65535 ? 65535 : (n < 1 ? 1 : n)); }
-unsigned blocks_for(int64_t n) { return grid_of((n + kThreads - 1) / kThreads); }
-
-#define GRID_STRIDE(i, n)                                                                   \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                 \
-       i += (int64_t)gridDim.x * blockDim.x)
 
 __device__ double block_reduce(double v, double *sh, int is_max) {
   sh[threadIdx.x] = v;
@@ -181,7 +173,7 @@ extern "C" int gpuk_ce_classes(void *stream, const long long *target, long long 
                                unsigned long long *bad) {
   if (rows <= 0) return 0;
   classes_k<<<blocks_for(rows), kThreads, ON(stream)>>>(target, cls, wrow, w, rows, c, has_ignore, ignore, base, bad);
-  return (int)cudaGetLastError();
+  return last();
 }
 
 #define PROBS_SWITCH(tdt, CALL)                                                              \
@@ -200,7 +192,7 @@ extern "C" int gpuk_ce_forward(void *stream, int dt, int tdt, const void *x, con
     typedef float T;
     PROBS_SWITCH(tdt, (ce_fwd_k<T, U><<<grid_of(rows), kThreads, ON(stream)>>>((const T *)x, cls, (const U *)probs, w, wsum, lse, v, rows, c, inner, ls)));
   }
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_ce_backward(void *stream, int dt, int tdt, const void *x, const long long *cls, const void *probs,
@@ -214,7 +206,7 @@ extern "C" int gpuk_ce_backward(void *stream, int dt, int tdt, const void *x, co
     typedef float T;
     PROBS_SWITCH(tdt, (ce_bwd_k<T, U><<<grid_of(rows), kThreads, ON(stream)>>>((const T *)x, cls, (const U *)probs, w, wsum, lse, g, per_row, kscale, (T *)gx, (U *)gt, rows, c, inner, ls)));
   }
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_nll_forward(void *stream, int dt, const void *x, const long long *cls, const double *w, double *v,
@@ -224,7 +216,7 @@ extern "C" int gpuk_nll_forward(void *stream, int dt, const void *x, const long 
     nll_fwd_k<double><<<blocks_for(rows), kThreads, ON(stream)>>>((const double *)x, cls, w, v, rows, c, inner);
   else
     nll_fwd_k<float><<<blocks_for(rows), kThreads, ON(stream)>>>((const float *)x, cls, w, v, rows, c, inner);
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_nll_backward(void *stream, int dt, const long long *cls, const double *w, const double *g,
@@ -234,7 +226,7 @@ extern "C" int gpuk_nll_backward(void *stream, int dt, const long long *cls, con
     nll_bwd_k<double><<<blocks_for(rows), kThreads, ON(stream)>>>(cls, w, g, per_row, kscale, (double *)gx, rows, c, inner);
   else
     nll_bwd_k<float><<<blocks_for(rows), kThreads, ON(stream)>>>(cls, w, g, per_row, kscale, (float *)gx, rows, c, inner);
-  return (int)cudaGetLastError();
+  return last();
 }
 
 extern "C" int gpuk_scale_cast(void *stream, const double *in, int odt, void *out, int64_t n, double k) {
@@ -243,5 +235,5 @@ extern "C" int gpuk_scale_cast(void *stream, const double *in, int odt, void *ou
     scale_cast_k<double><<<blocks_for(n), kThreads, ON(stream)>>>(in, (double *)out, n, k);
   else
     scale_cast_k<float><<<blocks_for(n), kThreads, ON(stream)>>>(in, (float *)out, n, k);
-  return (int)cudaGetLastError();
+  return last();
 }

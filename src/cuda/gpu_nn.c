@@ -126,6 +126,13 @@ static cell_status to_rows(const cell_tensor *a, cell_dtype dt, const int *red, 
   return gather(a, dt, n, pshape, pstride, rows);
 }
 
+cell_status gpu_rows(const char *op, const cell_tensor *a, int ndims, const int *dims, int keepdim, cell_dtype dt,
+                     cell_tensor **rows, int64_t *outer, int64_t *r, int *ndim, int64_t *shape) {
+  int red[CELL_MAX_DIMS];
+  CELL_TRY(mark_dims(op, a, ndims, dims, red));
+  return to_rows(a, dt, red, keepdim, rows, outer, r, ndim, shape);
+}
+
 cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims, int keepdim,
                        cell_tensor **out) {
   if (op > CELL_RED_MIN)
@@ -141,11 +148,13 @@ cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int
   int64_t outer, r, shape[CELL_MAX_DIMS];
   /* bool and integers: the sum only, as int64 (the CPU's promotion),
    * accumulated in double: exact below 2^53 (int64 inputs are declined). */
-  int ints = a->dtype != CELL_DTYPE_F32 && a->dtype != CELL_DTYPE_F64;
-  if (ints && (op != CELL_RED_SUM || a->dtype == CELL_DTYPE_I64 || !gpu_dtype_copyable(a->dtype) ||
-               a->dtype == CELL_DTYPE_F16 || a->dtype == CELL_DTYPE_BF16))
+  /* float16 / bfloat16: every reduction in float64, the result rounded
+   * back once. */
+  int half = a->dtype == CELL_DTYPE_F16 || a->dtype == CELL_DTYPE_BF16;
+  int ints = a->dtype != CELL_DTYPE_F32 && a->dtype != CELL_DTYPE_F64 && !half;
+  if (ints && (op != CELL_RED_SUM || a->dtype == CELL_DTYPE_I64 || !gpu_dtype_copyable(a->dtype)))
     return cell_error(CELL_ERR_NOTIMPL, "%s of %s is not supported on device GPU", name, cell_dtype_name(a->dtype));
-  cell_dtype ct = ints ? CELL_DTYPE_F64 : a->dtype;
+  cell_dtype ct = ints || half ? CELL_DTYPE_F64 : a->dtype;
   CELL_TRY(to_rows(a, ct, red, keepdim, &rows, &outer, &r, &nd, shape));
   if (r == 0 && (op == CELL_RED_MAX || op == CELL_RED_MIN)) {
     cell_tensor_release(rows);
@@ -155,9 +164,9 @@ cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int
   if (s == CELL_OK)
     s = gpu_launch(gpuk_reduce(stream_of(a), (int)ct, (int)op, gpu_data(rows), gpu_data(o), outer, r, 1), name);
   cell_tensor_release(rows);
-  if (s == CELL_OK && ints) { /* the float64 sums as int64 */
+  if (s == CELL_OK && (ints || half)) { /* the float64 sums as int64, or as the half dtype */
     cell_tensor *o64;
-    s = gather(o, CELL_DTYPE_I64, o->ndim, o->shape, o->stride, &o64);
+    s = gather(o, ints ? CELL_DTYPE_I64 : a->dtype, o->ndim, o->shape, o->stride, &o64);
     cell_tensor_release(o);
     o = s == CELL_OK ? o64 : NULL;
   }

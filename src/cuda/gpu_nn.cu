@@ -11,23 +11,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include "gpu_grid.cuh"
 #include <math.h>
 
 namespace {
-
-const int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
-}
-unsigned grid_of(int64_t n) { return (unsigned)(n > 65535 ? 65535 : (n < 1 ? 1 : n)); }
-
-#define GRID_STRIDE(i, n)                                                                   \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                 \
-       i += (int64_t)gridDim.x * blockDim.x)
-
-int last() { return (int)cudaGetLastError(); }
 
 // --- loads and stores of every dtype, through double ------------------------------------
 

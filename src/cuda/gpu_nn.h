@@ -11,6 +11,12 @@ cell_status gpu_contiguous(const cell_tensor *t, cell_tensor **out);
 cell_status gpu_contig_as(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
 cell_status gpu_clone(const cell_tensor *t, cell_tensor **out);
 cell_status gpu_astype(const cell_tensor *t, cell_dtype dt, cell_tensor **out);
+/* a (any layout) as contiguous rows of dtype dt: its kept dims first
+ * (outer elements), the dims listed last (r elements; none listed: all);
+ * the reduction's result shape (keepdim: ones kept) into ndim / shape. The
+ * CPU's errors for a bad list. */
+cell_status gpu_rows(const char *op, const cell_tensor *a, int ndims, const int *dims, int keepdim, cell_dtype dt,
+                     cell_tensor **rows, int64_t *outer, int64_t *r, int *ndim, int64_t *shape);
 cell_status gpu_reduce(cell_redop op, const cell_tensor *a, int ndims, const int *dims, int keepdim,
                        cell_tensor **out);
 cell_status gpu_max_dim(const cell_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
@@ -74,6 +80,55 @@ cell_status gpu_sdpa_backward(const cell_tensor *g, const cell_tensor *q, const 
                               const cell_tensor *mask, const cell_tensor *o, const cell_tensor *lse,
                               const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk, cell_tensor **gv,
                               cell_tensor **gm);
+
+/* gpu_index.c: where, masked_fill, cat, stack and the indexing rows;
+ * gpu_spread: t laid out over shape (right-aligned, broadcast) as a
+ * contiguous tensor of dt (t itself, retained, when it is one). */
+cell_status gpu_spread(const cell_tensor *t, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
+cell_status gpu_where(const cell_tensor *cond, const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
+cell_status gpu_masked_fill(const cell_tensor *a, const cell_tensor *mask, double value, cell_tensor **out);
+cell_status gpu_pad(const cell_tensor *a, int npairs, const int64_t *pads, double value, cell_tensor **out);
+cell_status gpu_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out);
+cell_status gpu_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out);
+cell_status gpu_index_select(const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base,
+                             cell_tensor **out);
+cell_status gpu_gather(const cell_tensor *a, int dim, const cell_tensor *index, int64_t index_base, cell_tensor **out);
+cell_status gpu_scatter(const cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src,
+                        int64_t index_base, cell_tensor **out);
+cell_status gpu_scatter_add_(cell_tensor *a, int dim, const cell_tensor *index, const cell_tensor *src,
+                             int64_t index_base);
+
+/* gpu_stats.c: var / std, norm, cumsum (forward, reverse), cumprod, arange, linspace. */
+cell_status gpu_var(const cell_tensor *a, int ndims, const int *dims, int ddof, int keepdim, int take_sqrt,
+                    cell_tensor **out);
+cell_status gpu_norm(const cell_tensor *a, double p, int ndims, const int *dims, int keepdim, cell_tensor **out);
+cell_status gpu_cumsum(const cell_tensor *a, int dim, cell_tensor **out);
+cell_status gpu_cumsum_reverse(const cell_tensor *a, int dim, cell_tensor **out);
+cell_status gpu_cumprod(const cell_tensor *a, int dim, cell_tensor **out);
+cell_status gpu_arange(double start, double stop, double step, cell_dtype dt, cell_tensor **out);
+cell_status gpu_linspace(double start, double stop, int64_t n, cell_dtype dt, cell_tensor **out);
+
+/* gpu_pwloss.c: mse_loss and l1_loss, forward and backward. */
+cell_status gpu_pointwise_loss(cell_loss_kind kind, const cell_tensor *x, const cell_tensor *y, cell_reduction red,
+                               cell_tensor **out);
+cell_status gpu_pointwise_loss_backward(cell_loss_kind kind, const cell_tensor *g, const cell_tensor *x,
+                                        const cell_tensor *y, cell_reduction red, cell_tensor **gx);
+
+/* gpu_shape.c: flip, tile, repeat_interleave, tril / triu. */
+cell_status gpu_flip(const cell_tensor *a, int ndims, const int *dims, cell_tensor **out);
+cell_status gpu_tile(const cell_tensor *a, int nreps, const int64_t *reps, cell_tensor **out);
+cell_status gpu_repeat_interleave(const cell_tensor *a, int64_t repeats, int dim, cell_tensor **out);
+cell_status gpu_triangle(const cell_tensor *a, int64_t diagonal, int upper, cell_tensor **out);
+
+/* gpu_sort.c: sort (argsort) and topk. */
+cell_status gpu_sort(const cell_tensor *a, int dim, int descending, int64_t index_base, cell_tensor **values,
+                     cell_tensor **indices);
+cell_status gpu_topk(const cell_tensor *a, int64_t k, int dim, int largest, int sorted, int64_t index_base,
+                     cell_tensor **values, cell_tensor **indices);
+
+/* gpu_optim.c: the fused steps of optim_step (RMSProp, Adagrad, ...; not Lamb, LARS). */
+cell_status gpu_optim_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *s0, cell_tensor *s1,
+                           cell_tensor *s2, const cell_optim_config *cfg);
 
 /* gpu_cnn.c: batch norm (forward, backward, the running-stats update) and
  * 2-D max / average pooling with their backward passes. */

@@ -2,10 +2,10 @@
  *
  * Implemented: mm, bmm and matmul of two matrices or two equal batches
  * (cuBLAS, float32 / float64, contiguous), binary
- * add, sub, mul, div, maximum, minimum (float32, any layout, broadcasting;
- * in place: a contiguous left operand) and the comparisons (any real
+ * add, sub, mul, div, maximum, minimum (any layout, broadcasting; in
+ * place: a contiguous left operand) and the comparisons (any real
  * dtypes, to bool: gpu_grad.c), the same with a scalar and the unary abs,
- * neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, silu (float32, any
+ * neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, silu (float dtypes, any
  * layout) as CUDA kernels, full and fill_ (float32, float64, int32, int64,
  * contiguous), and the rows of
  * gpu_nn.c: clone, contiguous and astype (every real dtype, any layout:
@@ -16,8 +16,13 @@
  * backward (gpu_blas.c), batch norm with its backward and running-stats
  * update and max / avg pooling with their backward (gpu_cnn.c), reshape
  * and copy_ (gpu_view.c), autograd's gradient formulas (ew, gpu_grad.c),
- * attention without a mask tensor (gpu_attn.c) and the SGD and Adam steps
- * (float32 / float64). supports_op declines every
+ * attention without a mask tensor (gpu_attn.c), the SGD and Adam steps
+ * (float32 / float64), where / masked_fill / pad / cat / stack and the
+ * indexing rows (gpu_index.c), flip / tile / repeat_interleave / triangle
+ * (gpu_shape.c), var / norm / the scans / arange / linspace (gpu_stats.c),
+ * sort / topk (gpu_sort.c), mse / l1 (gpu_pwloss.c) and optim_step
+ * (gpu_optim.c). Arithmetic promotes mixed dtypes as the CPU does and runs
+ * float16 / bfloat16 through float32. supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
  * whose op argument it cannot see (which binary op, which formula) is
@@ -43,6 +48,13 @@ cell_kernels gpu_kernels;
 gpu_ctx *gpu_ctx_of(const cell_tensor *t) {
   for (int i = 0; i < gpu_count; i++)
     if (gpu_ctxs[i].id == t->storage->device) return &gpu_ctxs[i];
+  return NULL;
+}
+
+gpu_ctx *gpu_ctx_current(void) {
+  int want = cell_device_current() >= 0 ? cell_device_current() : cell_get_device();
+  for (int i = 0; i < gpu_count; i++)
+    if (gpu_ctxs[i].id == want) return &gpu_ctxs[i];
   return NULL;
 }
 
@@ -93,26 +105,16 @@ static cell_status declined(const char *op) {
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #endif
 CELL_KERNEL_LIST(GPU_STUB_)
-static cell_status stub_cat(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
-  return declined("cat");
-}
-static cell_status stub_stack(int n, cell_tensor *const *ts, int dim, cell_tensor **out) {
-  return declined("stack");
-}
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
 #undef GPU_STUB_
 
-static cell_status new_like(const cell_tensor *t, cell_dtype dt, cell_tensor **o) {
-  return gpu_new_tensor(gpu_ctx_of(t), dt, t->ndim, t->shape, o);
-}
-
 /* a laid out over shape (ndim dims, right-aligned, stride 0 where a
- * broadcasts) as a contiguous tensor of its dtype: a itself (retained)
- * when it is contiguous of that shape already. */
-static cell_status spread(const cell_tensor *a, int ndim, const int64_t *shape, cell_tensor **out) {
-  if (a->ndim == ndim && gpu_is_contig(a)) {
+ * broadcasts) as a contiguous tensor of dtype dt: a itself (retained)
+ * when it is contiguous of that shape and dtype already. */
+static cell_status spread(const cell_tensor *a, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+  if (a->ndim == ndim && a->dtype == dt && gpu_is_contig(a)) {
     int same = 1;
     for (int d = 0; d < ndim; d++) same &= a->shape[d] == shape[d];
     if (same) {
@@ -130,11 +132,11 @@ static cell_status spread(const cell_tensor *a, int ndim, const int64_t *shape, 
     L.stride[d] = k < 0 || a->shape[k] == 1 ? 0 : a->stride[k];
   }
   cell_tensor *o;
-  CELL_TRY(gpu_new_tensor(gpu_ctx_of(a), a->dtype, ndim, shape, &o));
+  CELL_TRY(gpu_new_tensor(gpu_ctx_of(a), dt, ndim, shape, &o));
   int64_t n = gpu_numel(o);
-  cell_status s = gpu_launch(gpuk_copy_cast(gpu_ctx_of(a)->stream, L, (int)a->dtype, gpu_data(a), (int)a->dtype,
-                                        gpu_data(o), n),
-                         "broadcast");
+  cell_status s = gpu_launch(gpuk_copy_cast(gpu_ctx_of(a)->stream, L, (int)a->dtype, gpu_data(a), (int)dt,
+                                            gpu_data(o), n),
+                             "broadcast");
   if (s != CELL_OK) {
     cell_tensor_release(o);
     return s;
@@ -161,88 +163,179 @@ static cell_status broadcast(const char *op, const cell_tensor *a, const cell_te
 static int binary_ok(cell_binop op) { return op <= CELL_OP_MINIMUM && op != CELL_OP_POW; }
 
 static int is_float_dt(cell_dtype dt) { return dt == CELL_DTYPE_F32 || dt == CELL_DTYPE_F64; }
+static int is_half_dt(cell_dtype dt) { return dt == CELL_DTYPE_F16 || dt == CELL_DTYPE_BF16; }
 
-/* The arithmetic the kernels run: one dtype of float32, float64, int32,
- * int64 (the result's), division of floats only. */
-static int arith_ok(cell_binop op, cell_dtype dt) {
-  if (!binary_ok(op)) return 0;
-  if (is_float_dt(dt)) return 1;
-  return (dt == CELL_DTYPE_I32 || dt == CELL_DTYPE_I64) && op != CELL_OP_DIV;
+/* The dtype the kernels compute result dtype rt in: rt itself for
+ * float32, float64, int32 and int64; float32 for float16 and bfloat16
+ * (rounded to rt once at the end: exact for + - * / and maximum /
+ * minimum, float32 having more than twice their precision); -1 for the
+ * rest (declined). */
+static int kernel_dtype(cell_dtype rt) {
+  if (is_float_dt(rt) || rt == CELL_DTYPE_I32 || rt == CELL_DTYPE_I64) return (int)rt;
+  return is_half_dt(rt) ? (int)CELL_DTYPE_F32 : -1;
+}
+
+/* The CPU's result dtype of a op b (binary.c: promotion, true division of
+ * integers to float32). */
+static cell_dtype arith_result(cell_binop op, cell_dtype a, cell_dtype b) {
+  cell_dtype rt = cell_dtype_promote(a, b);
+  if (op == CELL_OP_DIV && !cell_dtype_is_float(rt)) rt = CELL_DTYPE_F32;
+  return rt;
+}
+
+/* Whether a result of dtype from may be stored in a tensor of dtype to
+ * (dtype.c's rule for in-place ops: no float into an integer, only bool
+ * into bool). */
+static int can_store(cell_dtype from, cell_dtype to) {
+  if (cell_dtype_is_float(from) && !cell_dtype_is_float(to)) return 0;
+  return to != CELL_DTYPE_BOOL || from == CELL_DTYPE_BOOL;
+}
+
+/* o (contiguous, kernel dtype) as dtype rt: o itself when it is one, else
+ * a cast copy (o released either way). */
+static cell_status settle(cell_tensor *o, cell_dtype rt, cell_tensor **out) {
+  if (o->dtype == rt) {
+    *out = o;
+    return CELL_OK;
+  }
+  cell_status s = gpu_contig_as(o, rt, out);
+  cell_tensor_release(o);
+  return s;
+}
+
+/* o (contiguous) copied into a (contiguous) as a's dtype; bumps a. */
+static cell_status store_into(cell_tensor *a, const cell_tensor *o, const char *op) {
+  gpuk_layout L;
+  memset(&L, 0, sizeof L);
+  L.ndim = 1;
+  L.shape[0] = gpu_numel(o);
+  L.stride[0] = 1;
+  cell_tensor_bump(a);
+  return gpu_launch(gpuk_copy_cast(gpu_ctx_of(a)->stream, L, (int)o->dtype, gpu_data(o), (int)a->dtype, gpu_data(a),
+                                   L.shape[0]),
+                    op);
 }
 
 static int is_compare(cell_binop op) { return op >= CELL_OP_EQ && op <= CELL_OP_GE; }
 
 static cell_status k_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b, cell_tensor **out) {
   if (is_compare(op)) return gpu_compare(op, a, b, out);
-  /* supports_op admits every copyable dtype (for the comparisons); the
-   * arithmetic runs on float32 only. */
-  if (a->dtype != b->dtype || !arith_ok(op, a->dtype)) return declined(cell_binop_name(op));
+  cell_dtype rt = arith_result(op, a->dtype, b->dtype);
+  int kt = kernel_dtype(rt);
+  if (!binary_ok(op) || kt < 0) return declined(cell_binop_name(op));
   int nd;
   int64_t shape[CELL_MAX_DIMS];
   CELL_TRY(broadcast(cell_binop_name(op), a, b, &nd, shape));
   gpu_ctx *g = gpu_ctx_of(a);
   cell_tensor *ac = NULL, *bc = NULL, *o = NULL;
-  cell_status s = spread(a, nd, shape, &ac);
-  if (s == CELL_OK) s = spread(b, nd, shape, &bc);
-  if (s == CELL_OK) s = gpu_new_tensor(g, a->dtype, nd, shape, &o);
+  cell_status s = spread(a, (cell_dtype)kt, nd, shape, &ac);
+  if (s == CELL_OK) s = spread(b, (cell_dtype)kt, nd, shape, &bc);
+  if (s == CELL_OK) s = gpu_new_tensor(g, (cell_dtype)kt, nd, shape, &o);
   if (s == CELL_OK)
-    s = gpu_launch(gpuk_binary(g->stream, (int)a->dtype, (int)op, gpu_data(ac), gpu_data(bc), gpu_data(o), gpu_numel(o)),
-               cell_binop_name(op));
+    s = gpu_launch(gpuk_binary(g->stream, kt, (int)op, gpu_data(ac), gpu_data(bc), gpu_data(o), gpu_numel(o)),
+                   cell_binop_name(op));
   if (ac) cell_tensor_release(ac);
   if (bc) cell_tensor_release(bc);
   if (s != CELL_OK) {
     if (o) cell_tensor_release(o);
     return s;
   }
-  *out = o;
-  return CELL_OK;
+  return settle(o, rt, out);
 }
 
-/* a (contiguous: supports_op) op= b, b broadcast to a's shape. */
+/* a (contiguous: supports_op) op= b, b broadcast to a's shape; the result
+ * is computed in its own dtype and stored in a's (the CPU's rule). */
 static cell_status k_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b) {
-  if (a->dtype != b->dtype || !arith_ok(op, a->dtype)) return declined(cell_binop_name(op));
+  if (is_compare(op)) return declined(cell_binop_name(op));
+  cell_dtype rt = arith_result(op, a->dtype, b->dtype);
+  int kt = kernel_dtype(rt);
+  if (!binary_ok(op) || kt < 0) return declined(cell_binop_name(op));
+  if (!can_store(rt, a->dtype))
+    return cell_error(CELL_ERR_TYPE, "%s_: result type %s cannot be stored in a %s tensor", cell_binop_name(op),
+                      cell_dtype_name(rt), cell_dtype_name(a->dtype));
   int nd;
   int64_t shape[CELL_MAX_DIMS];
   CELL_TRY(broadcast(cell_binop_name(op), a, b, &nd, shape));
   if (nd != a->ndim || gpu_numel(a) != gpu_shape_numel(nd, shape))
     return cell_error(CELL_ERR_VALUE, "%s_: the result's shape is not the in-place operand's", cell_binop_name(op));
+  if (kt != (int)a->dtype) { /* computed out of place, then stored */
+    cell_tensor *o;
+    CELL_TRY(k_binary(op, a, b, &o));
+    cell_status s = store_into(a, o, cell_binop_name(op));
+    cell_tensor_release(o);
+    return s;
+  }
   gpu_ctx *g = gpu_ctx_of(a);
   cell_tensor *bc;
-  CELL_TRY(spread(b, nd, shape, &bc));
+  CELL_TRY(spread(b, a->dtype, nd, shape, &bc));
   cell_tensor_bump(a);
-  cell_status s = gpu_launch(gpuk_binary(g->stream, (int)a->dtype, (int)op, gpu_data(a), gpu_data(bc), gpu_data(a), gpu_numel(a)),
-                         cell_binop_name(op));
+  cell_status s = gpu_launch(gpuk_binary(g->stream, kt, (int)op, gpu_data(a), gpu_data(bc), gpu_data(a), gpu_numel(a)),
+                             cell_binop_name(op));
   cell_tensor_release(bc);
   return s;
 }
 
-/* t op s (s op t reversed): float32 t of any layout, a float32 result. */
-static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
-                                   cell_tensor **out) {
-  /* A float tensor with any number keeps its dtype, an integer tensor with
-   * an integer too (the CPU's promotion); an integer tensor with a float
-   * number (a float result) is declined. */
-  if (!arith_ok(op, t->dtype) || (!is_float_dt(t->dtype) && s_is_float)) return declined(cell_binop_name(op));
+/* t op s (s op t reversed), t of any layout; the result's dtype is the
+ * CPU's (a float tensor keeps its dtype, an integer one with a float
+ * number gives float32, true division of integers float32). */
+/* t op s (s op t reversed) for a comparison: s as a 0-D tensor of the
+ * CPU's scalar dtype (binary.c's make_scalar: a float number with a
+ * float32 tensor rounded to float32), then the tensor comparison. */
+static cell_status compare_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
+                                  cell_tensor **out) {
   gpu_ctx *g = gpu_ctx_of(t);
-  cell_tensor *tc, *o;
-  CELL_TRY(spread(t, t->ndim, t->shape, &tc));
-  cell_status st = new_like(t, t->dtype, &o);
-  if (st == CELL_OK) {
-    st = gpu_launch(gpuk_binary_scalar(g->stream, (int)t->dtype, (int)op, gpu_data(tc), s, reversed, gpu_data(o), gpu_numel(t)),
-                cell_binop_name(op));
-    if (st != CELL_OK) cell_tensor_release(o);
-  }
-  cell_tensor_release(tc);
-  if (st == CELL_OK) *out = o;
+  cell_tensor *v = NULL, *c = NULL;
+  cell_status st = gpu_new_tensor(g, CELL_DTYPE_F64, 0, NULL, &v);
+  if (st == CELL_OK) st = gpu_fill(g, gpu_data(v), 8, &s, 8);
+  if (st == CELL_OK) st = gpu_contig_as(v, cell_dtype_promote_scalar(t->dtype, s_is_float), &c);
+  if (st == CELL_OK) st = reversed ? gpu_compare(op, c, t, out) : gpu_compare(op, t, c, out);
+  if (v) cell_tensor_release(v);
+  if (c) cell_tensor_release(c);
   return st;
 }
 
+static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
+                                   cell_tensor **out) {
+  if (is_compare(op)) return compare_scalar(op, t, s, s_is_float, reversed, out);
+  if (!binary_ok(op)) return declined(cell_binop_name(op));
+  cell_dtype rt = cell_dtype_promote_scalar(t->dtype, s_is_float);
+  if (op == CELL_OP_DIV && !cell_dtype_is_float(rt)) rt = CELL_DTYPE_F32;
+  int kt = kernel_dtype(rt);
+  if (kt < 0) return declined(cell_binop_name(op));
+  gpu_ctx *g = gpu_ctx_of(t);
+  cell_tensor *tc, *o;
+  CELL_TRY(spread(t, (cell_dtype)kt, t->ndim, t->shape, &tc));
+  cell_status st = gpu_new_tensor(g, (cell_dtype)kt, t->ndim, t->shape, &o);
+  if (st == CELL_OK) {
+    st = gpu_launch(gpuk_binary_scalar(g->stream, kt, (int)op, gpu_data(tc), s, reversed, gpu_data(o), gpu_numel(t)),
+                    cell_binop_name(op));
+    if (st != CELL_OK) cell_tensor_release(o);
+  }
+  cell_tensor_release(tc);
+  if (st != CELL_OK) return st;
+  return settle(o, rt, out);
+}
+
 static cell_status k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
-  if (!arith_ok(op, t->dtype) || (!is_float_dt(t->dtype) && s_is_float)) return declined(cell_binop_name(op));
+  if (is_compare(op) || !binary_ok(op)) return declined(cell_binop_name(op));
+  cell_dtype rt = cell_dtype_promote_scalar(t->dtype, s_is_float);
+  if (op == CELL_OP_DIV && !cell_dtype_is_float(rt)) rt = CELL_DTYPE_F32;
+  int kt = kernel_dtype(rt);
+  if (kt < 0) return declined(cell_binop_name(op));
+  if (!can_store(rt, t->dtype))
+    return cell_error(CELL_ERR_TYPE, "%s_: result type %s cannot be stored in a %s tensor", cell_binop_name(op),
+                      cell_dtype_name(rt), cell_dtype_name(t->dtype));
+  if (kt != (int)t->dtype) { /* float16 / bfloat16: through float32 */
+    cell_tensor *o;
+    CELL_TRY(k_binary_scalar(op, t, s, s_is_float, 0, &o));
+    cell_status st = store_into(t, o, cell_binop_name(op));
+    cell_tensor_release(o);
+    return st;
+  }
   gpu_ctx *g = gpu_ctx_of(t);
   cell_tensor_bump(t);
-  return gpu_launch(gpuk_binary_scalar(g->stream, (int)t->dtype, (int)op, gpu_data(t), s, 0, gpu_data(t), gpu_numel(t)),
-                cell_binop_name(op));
+  return gpu_launch(gpuk_binary_scalar(g->stream, kt, (int)op, gpu_data(t), s, 0, gpu_data(t), gpu_numel(t)),
+                    cell_binop_name(op));
 }
 
 static int unary_ok(cell_unop op) {
@@ -251,32 +344,40 @@ static int unary_ok(cell_unop op) {
          op == CELL_OP_GELU || op == CELL_OP_SILU;
 }
 
+/* float32 / float64 as themselves, float16 / bfloat16 through float32. */
 static cell_status k_unary(cell_unop op, const cell_tensor *a, cell_tensor **out) {
-  if (!unary_ok(op) || !is_float_dt(a->dtype)) return declined(cell_unop_name(op));
+  if (!unary_ok(op) || !(is_float_dt(a->dtype) || is_half_dt(a->dtype))) return declined(cell_unop_name(op));
+  cell_dtype kt = is_half_dt(a->dtype) ? CELL_DTYPE_F32 : a->dtype;
   gpu_ctx *g = gpu_ctx_of(a);
   cell_tensor *ac, *o;
-  CELL_TRY(spread(a, a->ndim, a->shape, &ac));
-  cell_status s = new_like(a, a->dtype, &o);
+  CELL_TRY(spread(a, kt, a->ndim, a->shape, &ac));
+  cell_status s = gpu_new_tensor(g, kt, a->ndim, a->shape, &o);
   if (s != CELL_OK) {
     cell_tensor_release(ac);
     return s;
   }
-  s = gpu_launch(gpuk_unary(g->stream, (int)a->dtype, (int)op, gpu_data(ac), gpu_data(o), gpu_numel(a)), cell_unop_name(op));
+  s = gpu_launch(gpuk_unary(g->stream, (int)kt, (int)op, gpu_data(ac), gpu_data(o), gpu_numel(a)), cell_unop_name(op));
   cell_tensor_release(ac);
   if (s != CELL_OK) {
     cell_tensor_release(o);
     return s;
   }
-  *out = o;
-  return CELL_OK;
+  return settle(o, a->dtype, out);
 }
 
 static cell_status k_unary_(cell_unop op, cell_tensor *a) {
-  if (!unary_ok(op) || !is_float_dt(a->dtype)) return declined(cell_unop_name(op));
+  if (!unary_ok(op) || !(is_float_dt(a->dtype) || is_half_dt(a->dtype))) return declined(cell_unop_name(op));
+  if (is_half_dt(a->dtype)) {
+    cell_tensor *o;
+    CELL_TRY(k_unary(op, a, &o));
+    cell_status s = store_into(a, o, cell_unop_name(op));
+    cell_tensor_release(o);
+    return s;
+  }
   gpu_ctx *g = gpu_ctx_of(a);
   cell_tensor_bump(a);
   return gpu_launch(gpuk_unary(g->stream, (int)a->dtype, (int)op, gpu_data(a), gpu_data(a), gpu_numel(a)),
-                cell_unop_name(op));
+                    cell_unop_name(op));
 }
 
 /* clamp = minimum(maximum(a, lo), hi), as the CPU composes it. */
@@ -309,6 +410,8 @@ static size_t pattern_of(cell_dtype dt, double v, unsigned char *pat) {
   case CELL_DTYPE_I8: { int8_t i = (int8_t)v; memcpy(pat, &i, 1); return 1; }
   case CELL_DTYPE_U8: { uint8_t i = (uint8_t)v; memcpy(pat, &i, 1); return 1; }
   case CELL_DTYPE_BOOL: pat[0] = v != 0; return 1;
+  case CELL_DTYPE_F16:
+  case CELL_DTYPE_BF16: cell_element_set_f64(dt, pat, v); return 2; /* the engine's rounding */
   default: return 0;
   }
 }
@@ -328,11 +431,8 @@ static cell_status k_full(cell_dtype dt, int ndim, const int64_t *shape, double 
   if (!ps) return cell_error(CELL_ERR_NOTIMPL, "full of %s is not supported on device GPU", cell_dtype_name(dt));
   /* The device the dispatch chose: the running kernel's (a tensor made
    * inside another op, cell_tensor_full_on), else the default device. */
-  int want = cell_device_current() >= 0 ? cell_device_current() : cell_get_device();
-  gpu_ctx *g = NULL;
-  for (int i = 0; i < gpu_count; i++)
-    if (gpu_ctxs[i].id == want) g = &gpu_ctxs[i];
-  if (!g) return cell_error(CELL_ERR_RUNTIME, "full: device %d is not a GPU", want);
+  gpu_ctx *g = gpu_ctx_current();
+  if (!g) return cell_error(CELL_ERR_RUNTIME, "full: the current device is not a GPU");
   cell_tensor *o;
   cell_status s = gpu_new_tensor(g, dt, ndim, shape, &o);
   if (s != CELL_OK) return s;
@@ -355,8 +455,30 @@ void gpu_kernels_init(void) {
 #define GPU_ROW_(name, params, args, ts) gpu_kernels.name = stub_##name;
   CELL_KERNEL_LIST(GPU_ROW_)
 #undef GPU_ROW_
-  gpu_kernels.cat = stub_cat;
-  gpu_kernels.stack = stub_stack;
+  gpu_kernels.cat = gpu_cat;
+  gpu_kernels.stack = gpu_stack;
+  gpu_kernels.var = gpu_var;
+  gpu_kernels.norm = gpu_norm;
+  gpu_kernels.cumsum = gpu_cumsum;
+  gpu_kernels.cumsum_reverse = gpu_cumsum_reverse;
+  gpu_kernels.cumprod = gpu_cumprod;
+  gpu_kernels.arange = gpu_arange;
+  gpu_kernels.linspace = gpu_linspace;
+  gpu_kernels.pointwise_loss = gpu_pointwise_loss;
+  gpu_kernels.pointwise_loss_backward = gpu_pointwise_loss_backward;
+  gpu_kernels.pad = gpu_pad;
+  gpu_kernels.flip = gpu_flip;
+  gpu_kernels.tile = gpu_tile;
+  gpu_kernels.repeat_interleave = gpu_repeat_interleave;
+  gpu_kernels.triangle = gpu_triangle;
+  gpu_kernels.sort = gpu_sort;
+  gpu_kernels.topk = gpu_topk;
+  gpu_kernels.where = gpu_where;
+  gpu_kernels.masked_fill = gpu_masked_fill;
+  gpu_kernels.index_select = gpu_index_select;
+  gpu_kernels.gather = gpu_gather;
+  gpu_kernels.scatter = gpu_scatter;
+  gpu_kernels.scatter_add_ = gpu_scatter_add_;
   gpu_kernels.mm = gpu_mm;
   gpu_kernels.bmm = gpu_bmm;
   gpu_kernels.matmul = k_matmul;
@@ -405,6 +527,7 @@ void gpu_kernels_init(void) {
   gpu_kernels.sdpa_backward = gpu_sdpa_backward;
   gpu_kernels.sgd_step = gpu_sgd_step;
   gpu_kernels.adam_step = gpu_adam_step;
+  gpu_kernels.optim_step = gpu_optim_step;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -466,10 +589,21 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_contiguous:
   case CELL_KID_astype:
     return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
-  case CELL_KID_full:
+  case CELL_KID_full: /* no tensor: made on the current GPU */
+  case CELL_KID_arange:
+  case CELL_KID_linspace:
     return 1;
-  case CELL_KID_reduce: /* float32 / float64; the sum of bool and small integers too */
-    return nt > 0 && ts[0] && (is_float(ts[0]) || ts[0]->dtype == CELL_DTYPE_BOOL || ts[0]->dtype == CELL_DTYPE_U8 ||
+  case CELL_KID_sort: /* any real dtype: keys from a float64 or int64 copy */
+  case CELL_KID_topk:
+  case CELL_KID_var: /* any real dtype, gathered as float64 */
+  case CELL_KID_norm:
+  case CELL_KID_cumsum:
+  case CELL_KID_cumsum_reverse:
+  case CELL_KID_cumprod:
+    return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
+  case CELL_KID_reduce: /* float dtypes (float16 / bfloat16 through float64); the sum of bool and small integers too */
+    return nt > 0 && ts[0] && (is_float(ts[0]) || ts[0]->dtype == CELL_DTYPE_F16 || ts[0]->dtype == CELL_DTYPE_BF16 ||
+                               ts[0]->dtype == CELL_DTYPE_BOOL || ts[0]->dtype == CELL_DTYPE_U8 ||
                                ts[0]->dtype == CELL_DTYPE_I8 || ts[0]->dtype == CELL_DTYPE_I16 ||
                                ts[0]->dtype == CELL_DTYPE_I32);
   case CELL_KID_max_dim:
@@ -501,6 +635,7 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
     return 1;
   case CELL_KID_sgd_step:
   case CELL_KID_adam_step:
+  case CELL_KID_optim_step: /* param, grad, s0, s1, s2 (absent states NULL) */
     return step_ok(nt, ts);
   case CELL_KID_batch_norm: /* x, running_mean, running_var, weight, bias */
   case CELL_KID_batch_norm_backward: /* g, x, weight, mean, var */
@@ -525,9 +660,32 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
            ts[2]->dtype == ts[1]->dtype && ts[3]->dtype == ts[1]->dtype && !ts[4] && ts[6]->dtype == CELL_DTYPE_F64;
   case CELL_KID_reshape:
     return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
-  case CELL_KID_copy_: /* dst (written: contiguous), src */
-    return nt == 2 && ts[0] && ts[1] && gpu_is_contig(ts[0]) && gpu_dtype_copyable(ts[0]->dtype) &&
-           gpu_dtype_copyable(ts[1]->dtype);
+  case CELL_KID_copy_: /* dst (any layout: a strided one through a staging copy), src */
+    return nt == 2 && ts[0] && ts[1] && gpu_dtype_copyable(ts[0]->dtype) && gpu_dtype_copyable(ts[1]->dtype);
+  case CELL_KID_pointwise_loss: /* x, y (the kernel checks for floats) */
+  case CELL_KID_pointwise_loss_backward: /* g, x, y */
+  case CELL_KID_where: /* cond, a, b: any dtypes (the kernels check and promote them) */
+  case CELL_KID_masked_fill: /* a, mask */
+  case CELL_KID_pad: /* a */
+  case CELL_KID_flip:
+  case CELL_KID_tile:
+  case CELL_KID_repeat_interleave:
+  case CELL_KID_triangle:
+  case CELL_KID_cat: /* pairs of the list, then its first */
+  case CELL_KID_stack:
+  case CELL_KID_index_select: /* a, index */
+  case CELL_KID_gather:
+  case CELL_KID_scatter: /* a, index, src */
+    for (int i = 0; i < nt; i++)
+      if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
+    return 1;
+  case CELL_KID_scatter_add_: /* a (added to: float32, float64, int32, int64), index, src */
+    if (nt < 1 || !ts[0] || (ts[0]->dtype != CELL_DTYPE_F32 && ts[0]->dtype != CELL_DTYPE_F64 &&
+                             ts[0]->dtype != CELL_DTYPE_I32 && ts[0]->dtype != CELL_DTYPE_I64))
+      return 0;
+    for (int i = 1; i < nt; i++)
+      if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
+    return 1;
   case CELL_KID_ew: /* a, b, c: the operands (the kernel checks the formula and dtype) */
     for (int i = 0; i < nt; i++)
       if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;

@@ -1,8 +1,10 @@
 /* gpu_view.c - the GPU table's shape and copy rows: reshape (a view sharing
  * the storage when the strides allow one, the CPU's rule of
  * src/core/view.c, else a contiguous copy viewed) and copy_ (src, any
- * dtype and layout, broadcast into a contiguous dst of any copyable dtype:
- * one copy_cast launch). */
+ * dtype and layout, broadcast into a dst of any copyable dtype: one
+ * copy_cast launch into a contiguous dst; a strided dst, such as the part
+ * of a slice's gradient the slice viewed, through a staging copy and a
+ * strided put). */
 #include "gpu.h"
 #include "gpu_kern.h"
 #include "gpu_nn.h"
@@ -99,6 +101,32 @@ cell_status gpu_reshape(const cell_tensor *t, int ndim, const int64_t *shape, ce
   return CELL_OK;
 }
 
+/* copy_ into a strided view (a slice's gradient: zeros with g copied into
+ * the part the op viewed): src (layout L over dst's shape) gathered into a
+ * contiguous staging copy of dst's dtype, then put at dst's strides. */
+static cell_status copy_strided(cell_tensor *dst, const cell_tensor *src, const gpuk_layout *L) {
+  gpu_ctx *g = gpu_ctx_of(dst);
+  int64_t n = gpu_numel(dst);
+  cell_tensor *tmp;
+  CELL_TRY(gpu_new_tensor(g, dst->dtype, dst->ndim, dst->shape, &tmp));
+  cell_status s = gpu_launch(gpuk_copy_cast(g->stream, *L, (int)src->dtype, gpu_data(src), (int)dst->dtype,
+                                            gpu_data(tmp), n),
+                             "copy_");
+  if (s == CELL_OK) {
+    gpuk_layout D;
+    memset(&D, 0, sizeof D);
+    D.ndim = dst->ndim;
+    for (int d = 0; d < dst->ndim; d++) {
+      D.shape[d] = dst->shape[d];
+      D.stride[d] = dst->stride[d];
+    }
+    cell_tensor_bump(dst);
+    s = gpu_launch(gpuk_put(g->stream, (int)cell_dtype_size(dst->dtype), D, gpu_data(tmp), gpu_data(dst), n), "copy_");
+  }
+  cell_tensor_release(tmp);
+  return s;
+}
+
 cell_status gpu_copy_(cell_tensor *dst, const cell_tensor *src) {
   if (!dst || !src) return cell_error(CELL_ERR_VALUE, "copy_: NULL tensor");
   if (src->ndim > dst->ndim) goto mismatch;
@@ -111,9 +139,10 @@ cell_status gpu_copy_(cell_tensor *dst, const cell_tensor *src) {
     L.shape[d] = dst->shape[d];
     L.stride[d] = k < 0 || src->shape[k] == 1 ? 0 : src->stride[k];
   }
-  if (!gpu_is_contig(dst) || !gpu_dtype_copyable(dst->dtype) || !gpu_dtype_copyable(src->dtype))
-    return cell_error(CELL_ERR_NOTIMPL, "copy_ into a strided or %s tensor is not supported on device GPU",
+  if (!gpu_dtype_copyable(dst->dtype) || !gpu_dtype_copyable(src->dtype))
+    return cell_error(CELL_ERR_NOTIMPL, "copy_ into a %s tensor is not supported on device GPU",
                       cell_dtype_name(dst->dtype));
+  if (!gpu_is_contig(dst)) return copy_strided(dst, src, &L);
   cell_tensor_bump(dst);
   int64_t n = gpu_numel(dst);
   /* A source overlapping the destination is read from a copy first. */

@@ -232,14 +232,29 @@ static int l_version(lua_State *L) {
 
 /* --- collectives ---------------------------------------------------------------- */
 
-static int l_allreduce(lua_State *L) {
-  nccl_ud *c = check_comm(L, 1, "all_reduce");
+/* What every two-buffer collective (all_reduce, all_gather, reduce_scatter,
+ * broadcast, reduce) reads first: the communicator (argument 1), the input
+ * and output tensors (2, 3) on its device, of one dtype, the output holding
+ * the group size times the input's elements for a gather, a group size'th
+ * of them for a scatter, as many otherwise. */
+typedef struct {
+  nccl_ud *c;
   cm_tbuf s, d;
-  ncclDataType_t t = get_buf(L, c, 2, "all_reduce", &s);
-  get_buf(L, c, 3, "all_reduce", &d);
-  same_kind(L, "all_reduce", &s, &d, 1, 1);
+  ncclDataType_t t;
+} coll_args;
+
+static void coll_begin(lua_State *L, const char *what, int gather, int scatter, coll_args *a) {
+  a->c = check_comm(L, 1, what);
+  a->t = get_buf(L, a->c, 2, what, &a->s);
+  get_buf(L, a->c, 3, what, &a->d);
+  same_kind(L, what, &a->s, &a->d, gather ? a->c->nranks : 1, scatter ? a->c->nranks : 1);
+}
+
+static int l_allreduce(lua_State *L) {
+  coll_args a;
+  coll_begin(L, "all_reduce", 0, 0, &a);
   ncclRedOp_t op = get_op(L, 4, "all_reduce");
-  RUN(L, c, "all_reduce", ncclAllReduce(s.ptr, d.ptr, (size_t)s.count, t, op, c->comm, stream));
+  RUN(L, a.c, "all_reduce", ncclAllReduce(a.s.ptr, a.d.ptr, (size_t)a.s.count, a.t, op, a.c->comm, stream));
   return 0;
 }
 
@@ -374,46 +389,35 @@ static int req_gc(lua_State *L) {
 }
 
 static int l_allgather(lua_State *L) {
-  nccl_ud *c = check_comm(L, 1, "all_gather");
-  cm_tbuf s, d;
-  ncclDataType_t t = get_buf(L, c, 2, "all_gather", &s);
-  get_buf(L, c, 3, "all_gather", &d);
-  same_kind(L, "all_gather", &s, &d, c->nranks, 1);
-  RUN(L, c, "all_gather", ncclAllGather(s.ptr, d.ptr, (size_t)s.count, t, c->comm, stream));
+  coll_args a;
+  coll_begin(L, "all_gather", 1, 0, &a);
+  RUN(L, a.c, "all_gather", ncclAllGather(a.s.ptr, a.d.ptr, (size_t)a.s.count, a.t, a.c->comm, stream));
   return 0;
 }
 
 static int l_reduce_scatter(lua_State *L) {
-  nccl_ud *c = check_comm(L, 1, "reduce_scatter");
-  cm_tbuf s, d;
-  ncclDataType_t t = get_buf(L, c, 2, "reduce_scatter", &s);
-  get_buf(L, c, 3, "reduce_scatter", &d);
-  same_kind(L, "reduce_scatter", &s, &d, 1, c->nranks);
+  coll_args a;
+  coll_begin(L, "reduce_scatter", 0, 1, &a);
   ncclRedOp_t op = get_op(L, 4, "reduce_scatter");
-  RUN(L, c, "reduce_scatter", ncclReduceScatter(s.ptr, d.ptr, (size_t)d.count, t, op, c->comm, stream));
+  RUN(L, a.c, "reduce_scatter",
+      ncclReduceScatter(a.s.ptr, a.d.ptr, (size_t)a.d.count, a.t, op, a.c->comm, stream));
   return 0;
 }
 
 static int l_bcast(lua_State *L) {
-  nccl_ud *c = check_comm(L, 1, "broadcast");
-  cm_tbuf s, d;
-  ncclDataType_t t = get_buf(L, c, 2, "broadcast", &s);
-  get_buf(L, c, 3, "broadcast", &d);
-  same_kind(L, "broadcast", &s, &d, 1, 1);
-  int root = check_rank(L, c, 4, "broadcast", "root");
-  RUN(L, c, "broadcast", ncclBroadcast(s.ptr, d.ptr, (size_t)d.count, t, root, c->comm, stream));
+  coll_args a;
+  coll_begin(L, "broadcast", 0, 0, &a);
+  int root = check_rank(L, a.c, 4, "broadcast", "root");
+  RUN(L, a.c, "broadcast", ncclBroadcast(a.s.ptr, a.d.ptr, (size_t)a.d.count, a.t, root, a.c->comm, stream));
   return 0;
 }
 
 static int l_reduce(lua_State *L) {
-  nccl_ud *c = check_comm(L, 1, "reduce");
-  cm_tbuf s, d;
-  ncclDataType_t t = get_buf(L, c, 2, "reduce", &s);
-  get_buf(L, c, 3, "reduce", &d);
-  same_kind(L, "reduce", &s, &d, 1, 1);
+  coll_args a;
+  coll_begin(L, "reduce", 0, 0, &a);
   ncclRedOp_t op = get_op(L, 4, "reduce");
-  int root = check_rank(L, c, 5, "reduce", "root");
-  RUN(L, c, "reduce", ncclReduce(s.ptr, d.ptr, (size_t)s.count, t, op, root, c->comm, stream));
+  int root = check_rank(L, a.c, 5, "reduce", "root");
+  RUN(L, a.c, "reduce", ncclReduce(a.s.ptr, a.d.ptr, (size_t)a.s.count, a.t, op, root, a.c->comm, stream));
   return 0;
 }
 
@@ -425,25 +429,20 @@ static int peer_of(lua_State *L, nccl_ud *c, int idx, const char *what) {
 
 /* send(comm, t, peer, tag) / recv(comm, t, peer, tag): the tag is checked
  * and unused (NCCL matches messages in order). */
-static int l_send(lua_State *L) {
-  nccl_ud *c = check_comm(L, 1, "send");
+static int point_to_point(lua_State *L, int is_send) {
+  const char *what = is_send ? "send" : "recv";
+  nccl_ud *c = check_comm(L, 1, what);
   cm_tbuf b;
-  ncclDataType_t t = get_buf(L, c, 2, "send", &b);
-  int p = peer_of(L, c, 3, "send");
+  ncclDataType_t t = get_buf(L, c, 2, what, &b);
+  int p = peer_of(L, c, 3, what);
   luaL_checknumber(L, 4);
-  RUN(L, c, "send", ncclSend(b.ptr, (size_t)b.count, t, p, c->comm, stream));
+  if (is_send) RUN(L, c, what, ncclSend(b.ptr, (size_t)b.count, t, p, c->comm, stream));
+  else RUN(L, c, what, ncclRecv(b.ptr, (size_t)b.count, t, p, c->comm, stream));
   return 0;
 }
 
-static int l_recv(lua_State *L) {
-  nccl_ud *c = check_comm(L, 1, "recv");
-  cm_tbuf b;
-  ncclDataType_t t = get_buf(L, c, 2, "recv", &b);
-  int p = peer_of(L, c, 3, "recv");
-  luaL_checknumber(L, 4);
-  RUN(L, c, "recv", ncclRecv(b.ptr, (size_t)b.count, t, p, c->comm, stream));
-  return 0;
-}
+static int l_send(lua_State *L) { return point_to_point(L, 1); }
+static int l_recv(lua_State *L) { return point_to_point(L, 0); }
 
 static const luaL_Reg funcs[] = {{"unique_id", l_unique_id},
                                  {"comm_init", l_comm_init},

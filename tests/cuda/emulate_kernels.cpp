@@ -27,6 +27,7 @@ static unsigned long long atomicMin(unsigned long long *p, unsigned long long v)
 typedef int cudaError_t;
 static int cudaGetLastError() { return 0; }
 #include "gpu_kern.h"
+#include "gpu_grid.cuh"
 #include "gpu_cnn.inc"
 #include "gpu_attn.inc"
 #include <stdio.h>

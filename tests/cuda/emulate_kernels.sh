@@ -2,7 +2,8 @@
 # emulate_kernels.sh - checks cell.cuda's pooling, batch norm and attention
 # kernels without a GPU: the device code of src/cuda/gpu_cnn.cu and
 # gpu_attn.cu (each file's anonymous namespace) is compiled for the host
-# with the one-thread emulation of tests/cuda/emulate_kernels.cpp and
+# with the one-thread emulation of tests/cuda/emulate_kernels.cpp (which
+# includes the launch helpers the .cu files share, src/cuda/gpu_grid.cuh) and
 # compared in float64 with the CPU engine and its autograd. Index
 # arithmetic and formulas only: races, launch bounds and float32 rounding
 # need a GPU (tests/gpu_check.sh). Needs $BUILD/libcell.so (make; BUILD

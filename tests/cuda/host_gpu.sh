@@ -4,13 +4,14 @@
 # compiled for the host by tests/cuda/host_gpu/shim.h (one thread of one
 # block per launch), linked against fake CUDA runtime, cuBLAS and cuDNN
 # calls on host memory (tests/cuda/host_gpu/fake_*.c), into
-# $BUILD/host_gpu/cell/cuda.so; then runs spec/cuda/ops_cuda.lua and
-# nn_cuda.lua against it, where a "GPU" is now available. This exercises
+# $BUILD/host_gpu/cell/cuda.so; then runs spec/cuda/ops_cuda.lua,
+# nn_cuda.lua, index_cuda.lua and stats_cuda.lua (or the spec files
+# given) against it, where a "GPU" is now available. This exercises
 # the module's host code (argument order of every launch, shapes, dtypes,
 # gathers, errors) and the kernels' arithmetic against the CPU; it cannot
 # see races, launch bounds or CUDA's own behaviour, which need the GPU run
-# (tests/gpu_check.sh). Usage: sh tests/cuda/host_gpu.sh (after make cuda;
-# LUA=lua5.4, BUILD=build by default).
+# (tests/gpu_check.sh). Usage: sh tests/cuda/host_gpu.sh [spec files]
+# (after make cuda; LUA=lua5.4, BUILD=build by default).
 set -eu
 cd "$(dirname "$0")/../.."
 LUA=${LUA:-lua5.4}
@@ -36,4 +37,4 @@ $CC -shared -o "$out/libcell_cuda.so" -Wl,-soname,libcell_cuda.so -Wl,-z,nodelet
 $CC -shared -o "$out/cell/cuda.so" -Wl,-z,nodelete "$B/$LUA/src/cuda/lcuda.o" "$out/libcell_cuda.so" "$B/libcell.so" \
   -Wl,-rpath,"$PWD/$out:$PWD/$B" -lpthread
 LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_CPATH="$out/?.so;$B/$LUA/?.so;;" \
-  CELL_TEST_DEVICE=1 "$LUA" /usr/bin/busted spec/cuda/ops_cuda.lua spec/cuda/nn_cuda.lua
+  CELL_TEST_DEVICE=1 "$LUA" /usr/bin/busted ${*:-spec/cuda/ops_cuda.lua spec/cuda/nn_cuda.lua spec/cuda/index_cuda.lua spec/cuda/stats_cuda.lua}
