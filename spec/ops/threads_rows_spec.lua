@@ -1,7 +1,8 @@
 -- threads_rows_spec.lua - the row kernels a Transformer step runs split
 -- over threads from the elementwise bar weighted by their measured cost
 -- (src/ops/nn.h cell_nn_parallel_cost; issue 15): layer_norm (rows, and
--- the weight and bias gradients split by columns), softmax and
+-- the weight and bias gradients split by columns, both in one parallel
+-- region when both split), softmax and
 -- log_softmax, cross_entropy, the dense layer's bias gradient (columns),
 -- and erf / GELU past CELL_ITER_COST_VM_HEAVY's lower bar. Over random
 -- shapes (odd sizes, most past the bars, some below): the float32 outputs

@@ -104,29 +104,45 @@ static cell_status blas_gemm_one(const cell_gemm *g) {
 #define GEMM_SPLIT_HI ((int64_t)1 << 26)
 #define GEMM_SPLIT_MIN 32
 
-static cell_status blas_gemm(const cell_gemm *g) {
-  int64_t nt = cell_ctx()->num_threads;
+int64_t cell_gemm_split_parts(const cell_gemm *g, int64_t nt) {
+  if (nt < 2 || omp_in_parallel() || cell_backend_for_gemm(g) != &cell_backend_blas) return 1;
   double work = (double)g->m * (double)g->n * (double)g->k; /* each side fits 32 bits, not their product */
+  int64_t side = g->m >= g->n ? g->m : g->n;
+  if (work < (double)GEMM_SPLIT_LO || work > (double)GEMM_SPLIT_HI || side < GEMM_SPLIT_MIN * nt || g->m < 2 ||
+      g->n < 2)
+    return 1;
+  int64_t part = ((side + nt - 1) / nt + 15) / 16 * 16;
+  return (side + part - 1) / part;
+}
+
+void cell_gemm_split_part(const cell_gemm *g, int64_t parts, int64_t q, cell_gemm *h, int64_t *lo, int64_t *len) {
   int by_rows = g->m >= g->n;
-  int64_t side = by_rows ? g->m : g->n;
-  if (nt < 2 || work < (double)GEMM_SPLIT_LO || work > (double)GEMM_SPLIT_HI || side < GEMM_SPLIT_MIN * nt ||
-      g->m < 2 || g->n < 2 || omp_in_parallel())
-    return blas_gemm_one(g);
-  int64_t es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
-  int64_t part = ((side + nt - 1) / nt + 15) / 16 * 16, parts = (side + part - 1) / part;
+  int64_t side = by_rows ? g->m : g->n, es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
+  int64_t part = (side + parts - 1) / parts;
+  part = (part + 15) / 16 * 16;
+  *h = *g;
+  *lo = q * part;
+  *len = side - *lo < part ? side - *lo : part;
+  if (*len < 0) *len = 0;
+  if (by_rows) { /* rows lo.. of A and C */
+    h->m = *len;
+    h->a = g->a + *lo * g->a_rs * es;
+    h->c = g->c + *lo * g->c_rs * es;
+  } else { /* columns lo.. of B and C */
+    h->n = *len;
+    h->b = g->b + *lo * g->b_cs * es;
+    h->c = g->c + *lo * g->c_cs * es;
+  }
+}
+
+static cell_status blas_gemm(const cell_gemm *g) {
+  int64_t parts = cell_gemm_split_parts(g, cell_ctx()->num_threads);
+  if (parts < 2) return blas_gemm_one(g);
   CELL_FOR(1, int64_t, q, parts, {
-    cell_gemm h = *g;
-    int64_t lo = q * part, len = side - lo < part ? side - lo : part;
-    if (by_rows) { /* rows lo.. of A and C */
-      h.m = len;
-      h.a = g->a + lo * g->a_rs * es;
-      h.c = g->c + lo * g->c_rs * es;
-    } else { /* columns lo.. of B and C */
-      h.n = len;
-      h.b = g->b + lo * g->b_cs * es;
-      h.c = g->c + lo * g->c_cs * es;
-    }
-    blas_gemm_one(&h);
+    cell_gemm h;
+    int64_t lo, len;
+    cell_gemm_split_part(g, parts, q, &h, &lo, &len);
+    if (len > 0) blas_gemm_one(&h);
   });
   return CELL_OK;
 }

@@ -137,6 +137,141 @@ static cell_status narrow_biased(const cell_gemm *g, const cell_tensor *b) {
   return s;
 }
 
+/* The bias gradient: column sums of g [m, n] (strides rs, cs) in double,
+ * in row order, in blocks of columns so the accumulators stay in L1.
+ * Threads take ranges of columns (multiples of 8) when the sums are big
+ * enough (a float add per element: CELL_ITER_GRAIN); each column is summed
+ * over the same rows in the same order whatever the split. */
+enum { COL_BLK = 256 };
+/* Columns j0 .. j0 + nb - 1 (nb <= COL_BLK). */
+#define COL_BLOCK(T, j0, nb)                                                  \
+  do {                                                                        \
+    const T *G = (const T *)gp;                                               \
+    T *o = (T *)op;                                                           \
+    double acc[COL_BLK];                                                      \
+    for (int64_t j = 0; j < (nb); j++) acc[j] = 0;                            \
+    for (int64_t i = 0; i < m; i++) {                                         \
+      const T *gr = G + i * rs + (j0) * cs;                                   \
+      if (cs == 1) {                                                          \
+        CELL_NN_SIMD for (int64_t j = 0; j < (nb); j++) acc[j] += gr[j];      \
+      } else                                                                  \
+        for (int64_t j = 0; j < (nb); j++) acc[j] += gr[j * cs];              \
+    }                                                                         \
+    for (int64_t j = 0; j < (nb); j++) o[(j0) + j] = (T)acc[j];               \
+  } while (0)
+#define COL_SUMS(T)                                                           \
+  do {                                                                        \
+    int64_t nt = cell_ctx()->num_threads, bw = COL_BLK;                       \
+    int par = nt > 1 && n > 8 && m * n >= CELL_ITER_GRAIN;                    \
+    if (par && (n + nt - 1) / nt < COL_BLK) bw = ((n + nt - 1) / nt + 7) / 8 * 8; \
+    int64_t nblk = (n + bw - 1) / bw;                                         \
+    CELL_FOR(par && nblk > 1, int64_t, q, nblk, {                             \
+      int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;                    \
+      COL_BLOCK(T, j0, nb);                                                   \
+    });                                                                       \
+  } while (0)
+
+/* Rows r0 .. r1 - 1, columns c0 .. c1 - 1 of y [., n] plus the bias. */
+#define ADD_BLOCK(T)                                                         \
+  do {                                                                       \
+    const T *bb = (const T *)bp;                                             \
+    for (int64_t i = r0; i < r1; i++) {                                      \
+      T *yr = (T *)y + i * n;                                                \
+      if (bs == 1) {                                                         \
+        CELL_NN_SIMD for (int64_t j = c0; j < c1; j++) yr[j] += bb[j];       \
+      } else {                                                               \
+        for (int64_t j = c0; j < c1; j++) yr[j] += bb[j * bs];               \
+      }                                                                      \
+    }                                                                        \
+  } while (0)
+
+/* One fork for a whole fused-linear call whose products split over
+ * threads (cell_gemm_split_parts; float32 and float64, C contiguous):
+ * forward, each thread takes its parts of the product and adds the bias
+ * to them while they are in cache; backward, the parts of gx = g W, those
+ * of gW = g^T x and blocks of the bias gradient's columns are handed out
+ * statically with no barrier between them. Each call then forks once
+ * instead of two or three times (a tiny GPT's step: 68 parallel regions
+ * at 2 threads before, 45 after, counted with a uprobe on GOMP_parallel),
+ * and the bias rows and column sums, below the elementwise bar in such
+ * layers (512 x 64), run on both threads instead of one. Every element is
+ * computed as on the split path: the same parts, the same sums. */
+typedef struct {
+  const cell_gemm *gx, *gw; /* backward: NULL when not wanted */
+  int64_t px, pw;
+  const char *gp; /* the bias gradient's g (NULL: not wanted) and its output */
+  char *op;
+  int64_t rs, cs, m, n, bw, nblk;
+  cell_status st;
+} fused_bwd;
+
+static void run_part(const cell_gemm *g, int64_t parts, int64_t q, cell_status *st) {
+  cell_gemm h;
+  int64_t lo, len;
+  cell_gemm_split_part(g, parts, q, &h, &lo, &len);
+  if (len <= 0) return;
+  cell_status s = cell_gemm_run(&h);
+  if (s != CELL_OK) {
+    _Pragma("omp critical(cell_linear_status)") *st = s;
+  }
+}
+
+static cell_status fused_backward(fused_bwd *f) {
+  f->st = CELL_OK;
+  _Pragma("omp parallel")
+  {
+    if (f->gx) {
+      _Pragma("omp for schedule(static) nowait")
+      for (int64_t q = 0; q < f->px; q++) run_part(f->gx, f->px, q, &f->st);
+    }
+    if (f->gw) {
+      _Pragma("omp for schedule(static) nowait")
+      for (int64_t q = 0; q < f->pw; q++) run_part(f->gw, f->pw, q, &f->st);
+    }
+    if (f->gp) {
+      const char *gp = f->gp;
+      char *op = f->op;
+      int64_t rs = f->rs, cs = f->cs, m = f->m, n = f->n, bw = f->bw;
+      _Pragma("omp for schedule(static) nowait")
+      for (int64_t q = 0; q < f->nblk; q++) {
+        int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;
+        if (f->gx ? f->gx->dtype == CELL_DTYPE_F32 : f->gw->dtype == CELL_DTYPE_F32)
+          COL_BLOCK(float, j0, nb);
+        else
+          COL_BLOCK(double, j0, nb);
+      }
+    }
+  }
+  return f->st;
+}
+
+static cell_status fused_forward(const cell_gemm *g, int64_t parts, const char *bp, int64_t bs) {
+  cell_status st = CELL_OK;
+  int by_rows = g->m >= g->n;
+  char *y = g->c;
+  int64_t n = g->n;
+  _Pragma("omp parallel for schedule(static)")
+  for (int64_t q = 0; q < parts; q++) {
+    cell_gemm h;
+    int64_t lo, len;
+    cell_gemm_split_part(g, parts, q, &h, &lo, &len);
+    if (len > 0) {
+      cell_status s = cell_gemm_run(&h);
+      if (s != CELL_OK) {
+        _Pragma("omp critical(cell_linear_status)") st = s;
+      } else if (bp) {
+        int64_t r0 = by_rows ? lo : 0, r1 = by_rows ? lo + len : g->m;
+        int64_t c0 = by_rows ? 0 : lo, c1 = by_rows ? n : lo + len;
+        if (g->dtype == CELL_DTYPE_F32)
+          ADD_BLOCK(float);
+        else
+          ADD_BLOCK(double);
+      }
+    }
+  }
+  return st;
+}
+
 cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b,
                             cell_tensor **out) {
   CELL_TRY(check("linear", x, w, b));
@@ -172,7 +307,13 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
         s = narrow_biased(&g, b);
         b = NULL;
       } else {
-        s = cell_gemm_run(&g);
+        int64_t parts = narrow_dtype(x->dtype) ? 1 : cell_gemm_split_parts(&g, cell_ctx()->num_threads);
+        if (parts > 1) {
+          s = fused_forward(&g, parts, b ? cell_tensor_base(b) : NULL, b ? b->stride[0] : 0);
+          b = NULL; /* added by each part */
+        } else {
+          s = cell_gemm_run(&g);
+        }
       }
     }
     cell_tensor_release(owned);
@@ -192,35 +333,6 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
   *out = r;
   return CELL_OK;
 }
-
-/* The bias gradient: column sums of g [m, n] (strides rs, cs) in double,
- * in row order, in blocks of columns so the accumulators stay in L1.
- * Threads take ranges of columns (multiples of 8) when the sums are big
- * enough (a float add per element: CELL_ITER_GRAIN); each column is summed
- * over the same rows in the same order whatever the split. */
-#define COL_SUMS(T)                                                           \
-  do {                                                                        \
-    const T *G = (const T *)gp;                                               \
-    T *o = (T *)op;                                                           \
-    enum { BLK = 256 };                                                       \
-    int64_t nt = cell_ctx()->num_threads, bw = BLK;                           \
-    int par = nt > 1 && n > 8 && m * n >= CELL_ITER_GRAIN;                    \
-    if (par && (n + nt - 1) / nt < BLK) bw = ((n + nt - 1) / nt + 7) / 8 * 8; \
-    int64_t nblk = (n + bw - 1) / bw;                                         \
-    CELL_FOR(par && nblk > 1, int64_t, q, nblk, {                             \
-      int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;                    \
-      double acc[BLK];                                                        \
-      for (int64_t j = 0; j < nb; j++) acc[j] = 0;                            \
-      for (int64_t i = 0; i < m; i++) {                                       \
-        const T *gr = G + i * rs + j0 * cs;                                   \
-        if (cs == 1) {                                                        \
-          CELL_NN_SIMD for (int64_t j = 0; j < nb; j++) acc[j] += gr[j];      \
-        } else                                                                \
-          for (int64_t j = 0; j < nb; j++) acc[j] += gr[j * cs];              \
-      }                                                                       \
-      for (int64_t j = 0; j < nb; j++) o[j0 + j] = (T)acc[j];                 \
-    });                                                                       \
-  } while (0)
 
 /* COL_SUMS for bfloat16/float16: double sums, each rounded once. */
 static void col_sums_narrow(cell_dtype dt, const uint16_t *G, uint16_t *o, int64_t rs, int64_t cs, int64_t m,
@@ -260,9 +372,38 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
   const cell_tensor *gv = NULL, *xv = NULL;
   cell_tensor *gown = NULL, *xown = NULL, *rx = NULL, *rw = NULL, *rb = NULL;
   int64_t m, grs, gcs, xrs = k, xcs = 1;
+  int fused = 0;
   cell_status s = rows_of(g, &gv, &gown, &m, &grs, &gcs);
   if (s == CELL_OK && gw) s = rows_of(x, &xv, &xown, &m, &xrs, &xcs);
-  if (s == CELL_OK && gx) {
+  if (s == CELL_OK && (gx || gw) && m > 0 && n > 0 && k > 0 && !narrow_dtype(dt) && cell_ctx()->num_threads > 1) {
+    /* The products and the bias sums in one region when the products split. */
+    int64_t nt = cell_ctx()->num_threads;
+    cell_gemm gmx = {dt, m, k, n, cell_tensor_base(gv), grs, gcs, cell_tensor_base(w), w->stride[0], w->stride[1],
+                     NULL, k, 1};
+    cell_gemm gmw = {dt, n, k, m, cell_tensor_base(gv), gcs, grs,
+                     xv ? cell_tensor_base(xv) : NULL, xrs, xcs, NULL, k, 1};
+    int64_t px = gx ? cell_gemm_split_parts(&gmx, nt) : 0, pw = gw ? cell_gemm_split_parts(&gmw, nt) : 0;
+    if ((!gx || px > 1) && (!gw || pw > 1)) {
+      if (gx) s = cell_tensor_new_contig(dt, x->ndim, x->shape, &rx);
+      if (s == CELL_OK && gw) s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
+      if (s == CELL_OK && gb) s = cell_tensor_new_contig(dt, 1, &n, &rb);
+      if (s == CELL_OK) {
+        fused_bwd f = {gx ? &gmx : NULL, gw ? &gmw : NULL, px, pw, NULL, NULL, grs, gcs, m, n, 0, 0, CELL_OK};
+        if (gx) gmx.c = cell_tensor_base(rx);
+        if (gw) gmw.c = cell_tensor_base(rw);
+        if (gb) {
+          f.gp = cell_tensor_base(gv);
+          f.op = cell_tensor_base(rb);
+          f.bw = ((n + nt - 1) / nt + 7) / 8 * 8;
+          if (f.bw > COL_BLK) f.bw = COL_BLK;
+          f.nblk = (n + f.bw - 1) / f.bw;
+        }
+        s = fused_backward(&f);
+      }
+      fused = 1;
+    }
+  }
+  if (s == CELL_OK && gx && !fused) {
     s = cell_tensor_new_contig(dt, x->ndim, x->shape, &rx);
     if (s == CELL_OK && (m == 0 || k == 0)) {
       /* nothing to write */
@@ -274,7 +415,7 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
       s = cell_gemm_run(&gm);
     }
   }
-  if (s == CELL_OK && gw) {
+  if (s == CELL_OK && gw && !fused) {
     s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
     if (s == CELL_OK && (n == 0 || k == 0)) {
       /* empty */
@@ -286,7 +427,7 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
       s = cell_gemm_run(&gm);
     }
   }
-  if (s == CELL_OK && gb) {
+  if (s == CELL_OK && gb && !fused) {
     s = cell_tensor_new_contig(dt, 1, &n, &rb);
     if (s == CELL_OK) {
       const char *gp = cell_tensor_base(gv);

@@ -550,6 +550,69 @@ cell_status cell_cpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *
   return CELL_OK;
 }
 
+/* What layer_norm's backward shares between its row and column loops. */
+typedef struct {
+  const char *gbase, *xbase;
+  char *obase;
+  cell_dtype gdt, xdt;
+  int64_t ge, xe, d, rows, bw;
+  const double *mv, *rv, *w;
+  double *wv, *bv;
+} ln_bwd;
+
+/* Row r of the input's gradient. */
+static void ln_bwd_row(const ln_bwd *c, int64_t r) {
+  int64_t d = c->d, ge = c->ge, xe = c->xe;
+  cell_dtype gdt = c->gdt, xdt = c->xdt;
+  const double *w = c->w;
+  double dd = (double)d;
+  const char *grow = c->gbase + r * d * ge, *xrow = c->xbase + r * d * xe;
+  double gbuf[CHUNK], xbuf[CHUNK], s1 = 0, s2 = 0, mu = c->mv[r], rs = c->rv[r];
+  for (int64_t i0 = 0; i0 < d; i0 += CHUNK) { /* sum(g w), sum(g w xhat) */
+    int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
+    cell_load_run(gdt, grow + i0 * ge, ge, n, gbuf);
+    cell_load_run(xdt, xrow + i0 * xe, xe, n, xbuf);
+    CELL_NN_PRAGMA(omp simd reduction(+ : s1, s2))
+    for (int64_t i = 0; i < n; i++) {
+      double gh = gbuf[i] * w[i0 + i];
+      s1 += gh;
+      s2 += gh * (xbuf[i] - mu) * rs;
+    }
+  }
+  for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
+    int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
+    cell_load_run(gdt, grow + i0 * ge, ge, n, gbuf);
+    cell_load_run(xdt, xrow + i0 * xe, xe, n, xbuf);
+    CELL_NN_SIMD for (int64_t i = 0; i < n; i++) {
+      double xh = (xbuf[i] - mu) * rs;
+      gbuf[i] = rs * (gbuf[i] * w[i0 + i] - s1 / dd - xh * s2 / dd);
+    }
+    cell_store_run(xdt, c->obase + (r * d + i0) * xe, xe, n, gbuf);
+  }
+}
+
+/* Block q of columns of the weight and bias gradients: each column summed
+ * over every row in row order, as one thread would. */
+static void ln_bwd_cols(const ln_bwd *c, int64_t q) {
+  int64_t d = c->d, ge = c->ge, xe = c->xe, c0 = q * c->bw, c1 = c0 + c->bw < d ? c0 + c->bw : d;
+  double gbuf[CHUNK], xbuf[CHUNK], *wv = c->wv, *bv = c->bv;
+  for (int64_t r = 0; r < c->rows; r++) {
+    const char *grow = c->gbase + r * d * ge, *xrow = c->xbase + r * d * xe;
+    for (int64_t i0 = c0; i0 < c1; i0 += CHUNK) {
+      int64_t n = c1 - i0 < CHUNK ? c1 - i0 : CHUNK;
+      cell_load_run(c->gdt, grow + i0 * ge, ge, n, gbuf);
+      if (bv) {
+        CELL_NN_SIMD for (int64_t i = 0; i < n; i++) bv[i0 + i] += gbuf[i];
+      }
+      if (wv) {
+        cell_load_run(c->xdt, xrow + i0 * xe, xe, n, xbuf);
+        double mu = c->mv[r], rs = c->rv[r];
+        CELL_NN_SIMD for (int64_t i = 0; i < n; i++) wv[i0 + i] += gbuf[i] * (xbuf[i] - mu) * rs;
+      }
+    }
+  }
+}
+
 cell_status cell_cpu_layer_norm_backward(const cell_tensor *g, const cell_tensor *x, int k,
                                        const cell_tensor *weight, const cell_tensor *mean,
                                        const cell_tensor *rstd, cell_tensor **gx, cell_tensor **gw,
@@ -574,67 +637,31 @@ cell_status cell_cpu_layer_norm_backward(const cell_tensor *g, const cell_tensor
   if (s == CELL_OK && gw) s = cell_tensor_full(CELL_DTYPE_F64, k, trail, 0.0, &rw);
   if (s == CELL_OK && gb) s = cell_tensor_full(CELL_DTYPE_F64, k, trail, 0.0, &rb);
   if (s == CELL_OK) {
-    const double *mv = f64_data((cell_tensor *)mean), *rv = f64_data((cell_tensor *)rstd);
-    cell_dtype gdt = g->dtype, xdt = x->dtype;
-    int64_t ge = cell_dtype_size(gdt), xe = cell_dtype_size(xdt);
-    const char *gbase = cell_tensor_base(gc), *xbase = cell_tensor_base(xc);
-    if (rx) {
-      char *obase = cell_tensor_base(rx);
-      double dd = (double)d;
-      CELL_FOR(cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM), int64_t, r, rows, {
-        const char *grow = gbase + r * d * ge, *xrow = xbase + r * d * xe;
-        double gbuf[CHUNK], xbuf[CHUNK], s1 = 0, s2 = 0, mu = mv[r], rs = rv[r];
-        for (int64_t i0 = 0; i0 < d; i0 += CHUNK) { /* sum(g w), sum(g w xhat) */
-          int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
-          cell_load_run(gdt, grow + i0 * ge, ge, n, gbuf);
-          cell_load_run(xdt, xrow + i0 * xe, xe, n, xbuf);
-          CELL_NN_PRAGMA(omp simd reduction(+ : s1, s2))
-          for (int64_t i = 0; i < n; i++) {
-            double gh = gbuf[i] * w[i0 + i];
-            s1 += gh;
-            s2 += gh * (xbuf[i] - mu) * rs;
-          }
-        }
-        for (int64_t i0 = 0; i0 < d; i0 += CHUNK) {
-          int64_t n = d - i0 < CHUNK ? d - i0 : CHUNK;
-          cell_load_run(gdt, grow + i0 * ge, ge, n, gbuf);
-          cell_load_run(xdt, xrow + i0 * xe, xe, n, xbuf);
-          CELL_NN_SIMD for (int64_t i = 0; i < n; i++) {
-            double xh = (xbuf[i] - mu) * rs;
-            gbuf[i] = rs * (gbuf[i] * w[i0 + i] - s1 / dd - xh * s2 / dd);
-          }
-          cell_store_run(xdt, obase + (r * d + i0) * xe, xe, n, gbuf);
-        }
-      });
-    }
-    if (rw || rb) { /* column sums over the rows, in row order */
-      double *wv = rw ? f64_data(rw) : NULL, *bv = rb ? f64_data(rb) : NULL;
-      /* Threads take ranges of columns (whole multiples of 8), each summing
-       * its columns over every row in row order: the same sums, in the
-       * same order, as one thread. */
-      int64_t nblk = cell_nn_parallel_cost(d, rows * d, LN_COST_SUMS) ? cell_ctx()->num_threads : 1;
-      int64_t bw = ((d + nblk - 1) / nblk + 7) / 8 * 8;
-      if (bw < 8) bw = 8; /* d = 0: no blocks */
-      nblk = (d + bw - 1) / bw;
-      CELL_FOR(nblk > 1, int64_t, q, nblk, {
-        int64_t c0 = q * bw, c1 = c0 + bw < d ? c0 + bw : d;
-        double gbuf[CHUNK], xbuf[CHUNK];
-        for (int64_t r = 0; r < rows; r++) {
-          const char *grow = gbase + r * d * ge, *xrow = xbase + r * d * xe;
-          for (int64_t i0 = c0; i0 < c1; i0 += CHUNK) {
-            int64_t n = c1 - i0 < CHUNK ? c1 - i0 : CHUNK;
-            cell_load_run(gdt, grow + i0 * ge, ge, n, gbuf);
-            if (bv) {
-              CELL_NN_SIMD for (int64_t i = 0; i < n; i++) bv[i0 + i] += gbuf[i];
-            }
-            if (wv) {
-              cell_load_run(xdt, xrow + i0 * xe, xe, n, xbuf);
-              double mu = mv[r], rs = rv[r];
-              CELL_NN_SIMD for (int64_t i = 0; i < n; i++) wv[i0 + i] += gbuf[i] * (xbuf[i] - mu) * rs;
-            }
-          }
-        }
-      });
+    ln_bwd c = {cell_tensor_base(gc), cell_tensor_base(xc), rx ? cell_tensor_base(rx) : NULL, g->dtype, x->dtype,
+                cell_dtype_size(g->dtype), cell_dtype_size(x->dtype), d, rows, 8,
+                f64_data((cell_tensor *)mean), f64_data((cell_tensor *)rstd), w,
+                rw ? f64_data(rw) : NULL, rb ? f64_data(rb) : NULL};
+    int prows = rx && cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM);
+    /* The weight and bias gradients: threads take ranges of columns (whole
+     * multiples of 8). */
+    int64_t nblk = (rw || rb) && cell_nn_parallel_cost(d, rows * d, LN_COST_SUMS) ? cell_ctx()->num_threads : 1;
+    c.bw = ((d + nblk - 1) / nblk + 7) / 8 * 8;
+    if (c.bw < 8) c.bw = 8; /* d = 0: no blocks */
+    nblk = (rw || rb) ? (d + c.bw - 1) / c.bw : 0;
+    if (prows && nblk > 1) {
+      /* Both split: one region, the column blocks taken after the rows with
+       * no barrier between (they read only g, x and the statistics), so
+       * the backward forks once instead of twice. */
+      _Pragma("omp parallel")
+      {
+        _Pragma("omp for schedule(static) nowait")
+        for (int64_t r = 0; r < rows; r++) ln_bwd_row(&c, r);
+        _Pragma("omp for schedule(static) nowait")
+        for (int64_t q = 0; q < nblk; q++) ln_bwd_cols(&c, q);
+      }
+    } else {
+      if (rx) CELL_FOR(prows, int64_t, r, rows, { ln_bwd_row(&c, r); });
+      CELL_FOR(nblk > 1, int64_t, q, nblk, { ln_bwd_cols(&c, q); });
     }
   }
   cell_dealloc(w);
