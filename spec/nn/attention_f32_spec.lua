@@ -137,6 +137,53 @@ describe("ops.scaled_dot_product_attention in float32", function()
     end
   end)
 
+  it("keeps the heads layout of {..., H, T, hd} views of {..., T, H * hd}: output and gradients", function()
+    math.randomseed(31)
+    for trial = 1, 12 do
+      local lead = { math.random(1, 3), math.random(1, 4) }
+      if trial % 3 == 0 then table.insert(lead, 1, math.random(1, 2)) end -- {A, N, H, T, hd}
+      local nl = #lead
+      local Hh, L, S, E = lead[nl], math.random(1, 20), math.random(1, 20), math.random(1, 12)
+      local function flat(T)
+        local f = {}
+        for i = 1, nl - 1 do f[i] = lead[i] end
+        f[nl], f[nl + 1] = T, Hh * E
+        return f
+      end
+      local function heads(t, T)
+        local split = {}
+        for i = 1, nl - 1 do split[i] = lead[i] end
+        split[nl], split[nl + 1], split[nl + 2] = T, Hh, E
+        return t:reshape(split):transpose(nl, nl + 1)
+      end
+      local bq, bk, bv = cell.randn(flat(L)), cell.randn(flat(S)), cell.randn(flat(S))
+      local sens = cell.randn(heads(cell.zeros(flat(L)), L).shape)
+      local opts = { is_causal = trial % 2 == 0 }
+      local seen = {}
+      -- the gradients reaching the heads views, as the kernel gives them (hooks see them before any copy)
+      local function loss(a, b, c, contig)
+        local q, k, v = heads(a, L), heads(b, S), heads(c, S)
+        if contig then q, k, v = q:contiguous(), k:contiguous(), v:contiguous() end
+        for i, t in ipairs({ q, k, v }) do t:register_hook(function(g) seen[i] = g end) end
+        local out = sdpa(q, k, v, opts)
+        seen.out = out
+        return (out * sens):sum()
+      end
+      local g = cell.grad(function(a, b, c) return loss(a, b, c, false) end, { 1, 2, 3 })(bq, bk, bv)
+      local out, hooked = seen.out, { seen[1], seen[2], seen[3] }
+      local gc = cell.grad(function(a, b, c) return loss(a, b, c, true) end, { 1, 2, 3 })(bq, bk, bv)
+      local outc = seen.out
+      local what = ("lead %s, L %d, S %d, E %d"):format(H.shape_str(lead), L, S, E)
+      assert.is_true(rel_err(out, outc) <= 1e-6, what .. ": output")
+      for i = 1, 3 do assert.is_true(rel_err(g[i], gc[i]) <= 1e-6, what .. ": gradient " .. i) end
+      -- contiguous operands give contiguous results; the views' come back in their layout
+      assert.is_true(outc:is_contiguous() and seen[1]:is_contiguous() and seen[3]:is_contiguous(), what)
+      local function back(t) return t:transpose(nl, nl + 1):is_contiguous() end
+      assert.is_true(back(out), what .. ": output layout")
+      for i = 1, 3 do assert.is_true(back(hooked[i]), what .. ": gradient layout " .. i) end
+    end
+  end)
+
   it("gives the same result whatever the thread count", function()
     local q, k, v = cell.randn({ 8, 4, 32, 16 }), cell.randn({ 8, 4, 32, 16 }), cell.randn({ 8, 4, 32, 16 })
     local sens = cell.randn({ 8, 4, 32, 16 })

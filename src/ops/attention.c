@@ -354,6 +354,30 @@ static int f32_dense(const cell_tensor *q, const cell_tensor *k, const cell_tens
          L * S <= DENSE_MAX;
 }
 
+/* A float32 result {lead..., H, R, C} (nd >= 3) laid out as `like` is
+ * when like is the {..., H, R, C} view of a {..., R, H, C} buffer (heads
+ * inner to rows: a projection's output split into heads): the heads'
+ * rows interleaved, so that the view's transpose back is contiguous and
+ * its reshape to {..., R, H * C} copies nothing (PyTorch's attention
+ * keeps the query's layout too); contiguous otherwise. */
+static cell_status new_like_heads(const cell_tensor *like, int nd, const int64_t *shape, cell_tensor **out) {
+  if (nd < 3 || like->ndim != nd || shape[nd - 3] < 2 || shape[nd - 2] < 2 ||
+      !(like->stride[nd - 3] < like->stride[nd - 2]))
+    return cell_tensor_new_contig(CELL_DTYPE_F32, nd, shape, out);
+  int64_t sh[CELL_MAX_DIMS];
+  memcpy(sh, shape, sizeof(int64_t) * (size_t)nd);
+  sh[nd - 3] = shape[nd - 2];
+  sh[nd - 2] = shape[nd - 3];
+  CELL_TRY(cell_tensor_new_contig(CELL_DTYPE_F32, nd, sh, out));
+  cell_tensor *t = *out; /* fresh: its header is ours to turn into the transposed view */
+  int64_t st = t->stride[nd - 3];
+  t->shape[nd - 3] = shape[nd - 3];
+  t->shape[nd - 2] = shape[nd - 2];
+  t->stride[nd - 3] = t->stride[nd - 2];
+  t->stride[nd - 2] = st;
+  return CELL_OK;
+}
+
 /* C = A B over floats (strides in elements; C row-major with ldc). */
 static int sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_rs, int64_t a_cs, const float *b,
                  int64_t b_rs, int64_t b_cs, float *c, int64_t ldc) {
@@ -399,7 +423,7 @@ static double dense_row_f(const geom *g, int64_t h, int64_t i, float *row, int u
 }
 
 static int forward_head_f32(const geom *g, const fview *q, const fview *k, const fview *v, int64_t h,
-                            float *o, double *lse) {
+                            const fview *o, double *lse) {
   int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
   float *P = cell_alloc(sizeof(float) * (size_t)(L * S));
   if (!P) return 0;
@@ -418,7 +442,7 @@ static int forward_head_f32(const geom *g, const fview *q, const fview *k, const
     float r = (float)(1.0 / l); /* l == 0: NaN, as forward_row */
     CELL_NN_SIMD for (int64_t j = 0; j < S; j++) row[j] *= r;
   }
-  if (ok) ok = sgemm(L, Ev, S, P, S, 1, vh, v->rs, v->cs, o + h * L * Ev, Ev);
+  if (ok) ok = sgemm(L, Ev, S, P, S, 1, vh, v->rs, v->cs, (float *)fview_head(o, h), o->rs);
   cell_dealloc(P);
   return ok;
 }
@@ -435,7 +459,7 @@ static cell_status sdpa_f32(const cell_tensor *q, const cell_tensor *k, const ce
   cell_tensor *y = NULL, *ls = NULL;
   double *lb = lse ? NULL : cell_alloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
   cell_status s = lse || lb ? CELL_OK : cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
-  if (s == CELL_OK) s = cell_tensor_new_contig(q->dtype, nd, oshape, &y);
+  if (s == CELL_OK) s = new_like_heads(q, nd, oshape, &y);
   if (s == CELL_OK && lse) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd - 1, q->shape, &ls);
   if (s == CELL_OK && g.p > 0) {
     g.first = cell_rng_reserve((uint64_t)(rows * g.S + 3) / 4, &g.seed);
@@ -443,18 +467,18 @@ static cell_status sdpa_f32(const cell_tensor *q, const cell_tensor *k, const ce
     a->first = g.first;
   }
   if (s == CELL_OK) {
-    fview fq, fk, fv;
+    fview fq, fk, fv, fy;
     fview_init(&fq, q);
     fview_init(&fk, k);
     fview_init(&fv, v);
-    float *ob = (float *)cell_tensor_base(y);
+    fview_init(&fy, y);
     double *lsb = ls ? (double *)cell_tensor_base(ls) : lb;
     volatile int *intr = &cell_ctx()->interrupt;
     int failed = 0;
     int par = cell_nn_parallel(g.nbh, rows * g.S * (g.E + g.Ev));
     CELL_FOR(par, int64_t, h, g.nbh, {
       if (*intr) continue;
-      if (!forward_head_f32(&g, &fq, &fk, &fv, h, ob, lsb)) failed = 1;
+      if (!forward_head_f32(&g, &fq, &fk, &fv, h, &fy, lsb)) failed = 1;
     });
     if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
     else if (failed) s = cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
@@ -472,9 +496,10 @@ static cell_status sdpa_f32(const cell_tensor *q, const cell_tensor *k, const ce
 }
 
 /* backward_head_dense in float32: the gradients' planes of head h in gq,
- * gk, gv (contiguous). */
+ * gk, gv (rows of unit column stride). */
 static int backward_head_f32(const geom *g, const fview *q, const fview *k, const fview *v, const fview *go,
-                             const fview *o, const double *lse, int64_t h, float *gq, float *gk, float *gv) {
+                             const fview *o, const double *lse, int64_t h, const fview *gq, const fview *gk,
+                             const fview *gv) {
   int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
   int drops = g->p > 0;
   float *P = cell_alloc(sizeof(float) * (size_t)((drops ? 3 : 2) * L * S));
@@ -493,7 +518,7 @@ static int backward_head_f32(const geom *g, const fview *q, const fview *k, cons
     }
   }
   /* dV = Pf^T dO; dP = dO V^T */
-  if (ok) ok = sgemm(S, Ev, L, Pf, 1, S, goh, go->rs, go->cs, gv + h * S * Ev, Ev);
+  if (ok) ok = sgemm(S, Ev, L, Pf, 1, S, goh, go->rs, go->cs, (float *)fview_head(gv, h), gv->rs);
   if (ok) ok = sgemm(L, S, Ev, goh, go->rs, go->cs, vh, v->cs, v->rs, dP, S);
   /* dS = P (dP f - D) scale, into dP (dP f P = dP Pf) */
   float sc = (float)g->scale;
@@ -511,8 +536,8 @@ static int backward_head_f32(const geom *g, const fview *q, const fview *k, cons
     }
   }
   /* dQ = dS K; dK = dS^T Q */
-  if (ok) ok = sgemm(L, E, S, dP, S, 1, kh, k->rs, k->cs, gq + h * L * E, E);
-  if (ok) ok = sgemm(S, E, L, dP, 1, S, qh, q->rs, q->cs, gk + h * S * E, E);
+  if (ok) ok = sgemm(L, E, S, dP, S, 1, kh, k->rs, k->cs, (float *)fview_head(gq, h), gq->rs);
+  if (ok) ok = sgemm(S, E, L, dP, 1, S, qh, q->rs, q->cs, (float *)fview_head(gk, h), gk->rs);
   cell_dealloc(P);
   return ok;
 }
@@ -563,24 +588,25 @@ static cell_status sdpa_backward_f32(const cell_tensor *gt, const cell_tensor *q
   geom g;
   CELL_TRY(load(q, k, v, mask, a, 0, &g));
   cell_tensor *rq = NULL, *rk = NULL, *rv = NULL;
-  cell_status s = cell_tensor_new_contig(q->dtype, nd, q->shape, &rq);
-  if (s == CELL_OK) s = cell_tensor_new_contig(k->dtype, nd, k->shape, &rk);
-  if (s == CELL_OK) s = cell_tensor_new_contig(v->dtype, nd, v->shape, &rv);
+  cell_status s = new_like_heads(q, nd, q->shape, &rq);
+  if (s == CELL_OK) s = new_like_heads(k, nd, k->shape, &rk);
+  if (s == CELL_OK) s = new_like_heads(v, nd, v->shape, &rv);
   if (s == CELL_OK) {
-    fview fq, fk, fv, fg, fo;
+    fview fq, fk, fv, fg, fo, frq, frk, frv;
     fview_init(&fq, q);
     fview_init(&fk, k);
     fview_init(&fv, v);
     fview_init(&fg, gt);
     fview_init(&fo, ot);
-    float *bq = (float *)cell_tensor_base(rq), *bk = (float *)cell_tensor_base(rk);
-    float *bv = (float *)cell_tensor_base(rv);
+    fview_init(&frq, rq);
+    fview_init(&frk, rk);
+    fview_init(&frv, rv);
     volatile int *intr = &cell_ctx()->interrupt;
     int failed = 0;
     int par = cell_nn_parallel(g.nbh, g.nbh * g.L * g.S * (g.E + g.Ev));
     CELL_FOR(par, int64_t, h, g.nbh, {
       if (*intr) continue;
-      if (!backward_head_f32(&g, &fq, &fk, &fv, &fg, &fo, lb, h, bq, bk, bv)) failed = 1;
+      if (!backward_head_f32(&g, &fq, &fk, &fv, &fg, &fo, lb, h, &frq, &frk, &frv)) failed = 1;
     });
     if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
     else if (failed) s = cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
