@@ -14,6 +14,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include "norm_lowp.h"
 
 #define CHUNK CELL_NN_CHUNK
 /* layer_norm's weight and bias gradients (column sums) per element, in
@@ -526,7 +527,9 @@ cell_status cell_cpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *
   int64_t es = cell_dtype_size(dt);
   const char *xb = cell_tensor_base(xc);
   char *yb = cell_tensor_base(y);
-  CELL_FOR(cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM), int64_t, r, rows, {
+  if (dt == CELL_DTYPE_BF16) /* float32 arithmetic (norm_lowp.c) */
+    cell_ln_bf16_forward((const uint16_t *)(const void *)xb, (uint16_t *)(void *)yb, rows, d, w, b, eps, mv, rv);
+  else CELL_FOR(cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM), int64_t, r, rows, {
     const char *row = xb + r * d * es;
     double mu = d ? row_sum(dt, row, d, 0.0, 0) / (double)d : NAN;
     double rs = 1.0 / sqrt((d ? row_sum(dt, row, d, mu, 1) / (double)d : NAN) + eps);
@@ -578,7 +581,12 @@ cell_status cell_cpu_layer_norm_backward(const cell_tensor *g, const cell_tensor
     cell_dtype gdt = g->dtype, xdt = x->dtype;
     int64_t ge = cell_dtype_size(gdt), xe = cell_dtype_size(xdt);
     const char *gbase = cell_tensor_base(gc), *xbase = cell_tensor_base(xc);
-    if (rx) {
+    bool lowp = gdt == CELL_DTYPE_BF16 && xdt == CELL_DTYPE_BF16;
+    if (lowp) /* float32 arithmetic (norm_lowp.c) */
+      cell_ln_bf16_backward((const uint16_t *)(const void *)gbase, (const uint16_t *)(const void *)xbase,
+                            rx ? (uint16_t *)cell_tensor_base(rx) : NULL, rows, d, w, mv, rv,
+                            rw ? f64_data(rw) : NULL, rb ? f64_data(rb) : NULL);
+    if (rx && !lowp) {
       char *obase = cell_tensor_base(rx);
       double dd = (double)d;
       CELL_FOR(cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM), int64_t, r, rows, {
@@ -607,7 +615,7 @@ cell_status cell_cpu_layer_norm_backward(const cell_tensor *g, const cell_tensor
         }
       });
     }
-    if (rw || rb) { /* column sums over the rows, in row order */
+    if ((rw || rb) && !lowp) { /* column sums over the rows, in row order */
       double *wv = rw ? f64_data(rw) : NULL, *bv = rb ? f64_data(rb) : NULL;
       /* Threads take ranges of columns (whole multiples of 8), each summing
        * its columns over every row in row order: the same sums, in the
