@@ -528,7 +528,7 @@ cell_status cell_cpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *
   const char *xb = cell_tensor_base(xc);
   char *yb = cell_tensor_base(y);
   if (dt == CELL_DTYPE_BF16) /* float32 arithmetic (norm_lowp.c) */
-    cell_ln_bf16_forward((const uint16_t *)(const void *)xb, (uint16_t *)(void *)yb, rows, d, w, b, eps, mv, rv);
+    s = cell_ln_bf16_forward((const uint16_t *)(const void *)xb, (uint16_t *)(void *)yb, rows, d, w, b, eps, mv, rv);
   else CELL_FOR(cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM), int64_t, r, rows, {
     const char *row = xb + r * d * es;
     double mu = d ? row_sum(dt, row, d, 0.0, 0) / (double)d : NAN;
@@ -545,6 +545,7 @@ cell_status cell_cpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *
   });
   cell_tensor_release(xc);
   free_all(CELL_OK, blk, 2);
+  if (s != CELL_OK) return cell_release4(s, y, mean, rstd, NULL);
   *out = y;
   if (mean_out) *mean_out = mean;
   else cell_tensor_release(mean);
@@ -583,7 +584,7 @@ cell_status cell_cpu_layer_norm_backward(const cell_tensor *g, const cell_tensor
     const char *gbase = cell_tensor_base(gc), *xbase = cell_tensor_base(xc);
     bool lowp = gdt == CELL_DTYPE_BF16 && xdt == CELL_DTYPE_BF16;
     if (lowp) /* float32 arithmetic (norm_lowp.c) */
-      cell_ln_bf16_backward((const uint16_t *)(const void *)gbase, (const uint16_t *)(const void *)xbase,
+      s = cell_ln_bf16_backward((const uint16_t *)(const void *)gbase, (const uint16_t *)(const void *)xbase,
                             rx ? (uint16_t *)cell_tensor_base(rx) : NULL, rows, d, w, mv, rv,
                             rw ? f64_data(rw) : NULL, rb ? f64_data(rb) : NULL);
     if (rx && !lowp) {

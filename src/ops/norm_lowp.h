@@ -5,19 +5,20 @@
  * nearest even). The statistics (mean and 1/std per row) come out as
  * doubles, as the generic path's do; w and b are the weight and bias as d
  * doubles (ones and zeros when absent). cell_cpu_layer_norm and its
- * backward hand their bfloat16 inputs here. */
+ * backward hand their bfloat16 inputs here. MemoryError when the float32
+ * copy of the weight cannot be allocated. */
 #ifndef CELL_OPS_NORM_LOWP_H
 #define CELL_OPS_NORM_LOWP_H
-#include <stdint.h>
+#include "cell.h"
 
 /* y = (x - mean) * rstd * w + b per row, the statistics into mv and rv. */
-void cell_ln_bf16_forward(const uint16_t *x, uint16_t *y, int64_t rows, int64_t d, const double *w,
-                          const double *b, double eps, double *mv, double *rv);
+cell_status cell_ln_bf16_forward(const uint16_t *x, uint16_t *y, int64_t rows, int64_t d, const double *w,
+                                 const double *b, double eps, double *mv, double *rv);
 
 /* gx (when not NULL) = rstd (g w - sum(g w) / d - xhat sum(g w xhat) / d)
  * per row; wv += sum over rows of g xhat, bv += sum of g (each when not
  * NULL), added in row order. */
-void cell_ln_bf16_backward(const uint16_t *g, const uint16_t *x, uint16_t *gx, int64_t rows, int64_t d,
-                           const double *w, const double *mv, const double *rv, double *wv, double *bv);
+cell_status cell_ln_bf16_backward(const uint16_t *g, const uint16_t *x, uint16_t *gx, int64_t rows, int64_t d,
+                                  const double *w, const double *mv, const double *rv, double *wv, double *bv);
 
 #endif
