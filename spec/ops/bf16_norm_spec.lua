@@ -192,3 +192,21 @@ describe("the bfloat16 gemm on two threads", function()
     end
   end)
 end)
+
+describe("bfloat16 dense and attention on two threads", function()
+  it("give the results and gradients of one thread (bias sums and widened heads split)", function()
+    cell.set_seed(10)
+    local x = cell.randn({ 600, 40 }):astype(bf)
+    local w, b = cell.randn({ 130, 40 }):astype(bf), cell.randn({ 130 }):astype(bf)
+    local gy = cell.randn({ 600, 130 }):astype(bf)
+    local dense = function(a, c, d) return cell.ops.dense(a, c, d) end
+    assert.are.same(TH.run_at(1, dense, { x, w, b }, gy), TH.run_at(2, dense, { x, w, b }, gy))
+    -- {N, T, H, hd} transposed to {N, H, T, hd}: strided heads
+    local q = cell.randn({ 16, 32, 4, 16 }):astype(bf):transpose(2, 3)
+    local k = cell.randn({ 16, 32, 4, 16 }):astype(bf):transpose(2, 3)
+    local v = cell.randn({ 16, 32, 4, 16 }):astype(bf):transpose(2, 3)
+    local go = cell.randn({ 16, 4, 32, 16 }):astype(bf)
+    local attn = function(a, c, d) return cell.ops.scaled_dot_product_attention(a, c, d, { is_causal = true }) end
+    assert.are.same(TH.run_at(1, attn, { q, k, v }, go), TH.run_at(2, attn, { q, k, v }, go))
+  end)
+end)
