@@ -97,6 +97,13 @@ static int bf16_isa(void) {
   return state;
 }
 
+/* Whether a bf16 product runs on the team: at least 2^20 multiply-adds
+ * (about 10 us of vdpbf16ps on one core, several times a fork's cost). */
+#define BF16_PAR_WORK ((int64_t)1 << 20)
+static int bf16_par(int64_t m, int64_t n, int64_t k) {
+  return m * n * k >= BF16_PAR_WORK && cell_ctx()->num_threads > 1 && (m > MR || n > NR);
+}
+
 static int bf16_supports(const cell_gemm *g) {
   return g->dtype == CELL_DTYPE_BF16 && lowp_supports(g) && bf16_isa();
 }
@@ -253,8 +260,18 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
   if (!ap) return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate %lld bytes of bfloat16 workspace", (long long)bytes);
   uint32_t *bp = ap + rblocks * kp * MR;
   const uint16_t *A = (const uint16_t *)g->a, *B = (const uint16_t *)g->b;
+  /* One team for the packing and the tiles (each loop split statically,
+   * a barrier between them) when the product is worth two threads: the
+   * tiny GPT's 512 x 64 x 64 products ran on one thread under the old
+   * per-loop bars (one fork per loop, 4M multiply-adds to split). */
+  const int par = bf16_par(m, n, k);
+  const int64_t kc = cf && kp > 2 * KC ? KC : kp;
+  uint16_t *C = (uint16_t *)g->c;
+#pragma omp parallel if (par)
+  {
   /* A: row block rb, pair p, row r holds A[i][2p], A[i][2p+1] (zeros past the edges) */
-  CELL_FOR(lowp_par(m * k), int64_t, rb, rblocks, {
+#pragma omp for schedule(static)
+  for (int64_t rb = 0; rb < rblocks; rb++) {
     uint16_t *dst = (uint16_t *)(ap + rb * kp * MR);
     int64_t i0 = rb * MR, rows = m - i0 < MR ? m - i0 : MR;
     if (g->a_rs == 1 && g->a_cs != 1 && rows == MR) { /* A^T stored: pair p = two stored rows, interleaved */
@@ -297,9 +314,10 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
       }
       if (k & 1) dst[((k >> 1) * MR + r) * 2 + 1] = 0;
     }
-  });
+  }
   /* B: panel q, pair p, column j (of NR) holds B[2p][j], B[2p+1][j] (zeros past the edges) */
-  CELL_FOR(lowp_par(k * n), int64_t, q, panels, {
+#pragma omp for schedule(static)
+  for (int64_t q = 0; q < panels; q++) {
     uint16_t *dst = (uint16_t *)(bp + q * kp * NR);
     int64_t j0 = q * NR, cols = n - j0 < NR ? n - j0 : NR;
     if (g->b_rs == 1 && g->b_cs != 1) /* B^T stored (a weight gradient's columns) */
@@ -320,18 +338,17 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
       }
       for (; j < NR; j++) d[2 * j] = d[2 * j + 1] = 0;
     }
-  });
-  uint16_t *C = (uint16_t *)g->c;
+  }
   /* B panel outer, row blocks inner: one B panel (kp x NR pairs) stays in
    * cache while the row blocks (all of A, packed) pass over it; row blocks
    * outer streamed all of B once per row block. */
   /* With a float32 C and a long k (a weight gradient's k is the batch's
    * positions), k in blocks of KC pairs, each block's tiles added to C:
    * the panels' blocks stay in cache instead of streaming whole panels. */
-  const int64_t kc = cf && kp > 2 * KC ? KC : kp;
   for (int64_t p0 = 0; p0 < kp; p0 += kc) {
     int64_t pn = kp - p0 < kc ? kp - p0 : kc;
-    CELL_FOR(lowp_par(m * n * k / 16), int64_t, t, rblocks * panels, {
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < rblocks * panels; t++) {
       int64_t q = t / rblocks, rb = t % rblocks;
       int64_t i0 = rb * MR, j0 = q * NR;
       int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
@@ -342,7 +359,8 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
       const float *cbias = ep && ep->col_bias ? ep->col_bias + j0 : NULL;
       bf16_tile(rows, cols, pn, ap + rb * kp * MR + p0 * MR, bp + q * kp * NR + p0 * NR, bias, cbias, p0 > 0,
                 cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs, g->c_cs);
-    });
+    }
+  }
   }
   free(ap);
   return CELL_OK;
@@ -369,6 +387,13 @@ cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue
 
 #else
 int cell_bf16_gemm_native(void) { return 0; }
+/* Whether a bf16 product runs on the team: at least 2^20 multiply-adds
+ * (about 10 us of vdpbf16ps on one core, several times a fork's cost). */
+#define BF16_PAR_WORK ((int64_t)1 << 20)
+static int bf16_par(int64_t m, int64_t n, int64_t k) {
+  return m * n * k >= BF16_PAR_WORK && cell_ctx()->num_threads > 1 && (m > MR || n > NR);
+}
+
 static int bf16_supports(const cell_gemm *g) {
   (void)g;
   return 0;

@@ -23,7 +23,9 @@ int cell_sdpa_lowp_applies(const cell_tensor *q, const cell_tensor *k, const cel
 
 /* A contiguous float32 copy of the bfloat16 t (any strides), row by row
  * of its last dimension: the heads of a {B, H, T, hd} view are short rows,
- * which the general copy visits one call each. */
+ * which the general copy visits one call each. The rows go in blocks over
+ * the threads (each block finds its first row's offset, then steps). */
+#define WIDEN_BLOCKS 16
 static cell_status widen_bf16(const cell_tensor *t, cell_tensor **out) {
   cell_tensor *r;
   CELL_TRY(cell_tensor_new_contig(CELL_DTYPE_F32, t->ndim, t->shape, &r));
@@ -31,25 +33,34 @@ static cell_status widen_bf16(const cell_tensor *t, cell_tensor **out) {
   int64_t cols = t->shape[nd - 1], cs = t->stride[nd - 1], rows = cols > 0 ? cell_tensor_numel(t) / cols : 0;
   const uint16_t *src = (const uint16_t *)(const void *)cell_tensor_base(t);
   float *dst = (float *)(void *)cell_tensor_base(r);
-  int64_t idx[CELL_MAX_DIMS] = {0}, off = 0;
-  for (int64_t i = 0; i < rows; i++) {
-    const uint16_t *row = src + off;
-    float *d = dst + i * cols;
-    if (cs == 1) {
-#pragma omp simd
-      for (int64_t j = 0; j < cols; j++) d[j] = cell_bf16_to_float(row[j]);
-    } else {
-      for (int64_t j = 0; j < cols; j++) d[j] = cell_bf16_to_float(row[j * cs]);
+  int64_t per = (rows + WIDEN_BLOCKS - 1) / WIDEN_BLOCKS;
+  int par = rows > 1 && rows * cols >= CELL_ITER_GRAIN && cell_ctx()->num_threads > 1;
+  CELL_FOR(par, int64_t, blk, WIDEN_BLOCKS, {
+    int64_t i0 = blk * per, i1 = i0 + per < rows ? i0 + per : rows;
+    int64_t idx[CELL_MAX_DIMS] = {0}, off = 0;
+    for (int64_t rem = i0, dd = nd - 2; dd >= 0; dd--) { /* row i0's index and offset */
+      idx[dd] = rem % t->shape[dd];
+      rem /= t->shape[dd];
+      off += idx[dd] * t->stride[dd];
     }
-    for (int dd = nd - 2; dd >= 0; dd--) { /* the next row's offset */
-      if (++idx[dd] < t->shape[dd]) {
-        off += t->stride[dd];
-        break;
+    for (int64_t i = i0; i < i1; i++) {
+      const uint16_t *row = src + off;
+      float *d = dst + i * cols;
+      if (cs == 1) {
+        _Pragma("omp simd") for (int64_t j = 0; j < cols; j++) d[j] = cell_bf16_to_float(row[j]);
+      } else {
+        for (int64_t j = 0; j < cols; j++) d[j] = cell_bf16_to_float(row[j * cs]);
       }
-      off -= t->stride[dd] * (t->shape[dd] - 1);
-      idx[dd] = 0;
+      for (int dd = nd - 2; dd >= 0; dd--) { /* the next row's offset */
+        if (++idx[dd] < t->shape[dd]) {
+          off += t->stride[dd];
+          break;
+        }
+        off -= t->stride[dd] * (t->shape[dd] - 1);
+        idx[dd] = 0;
+      }
     }
-  }
+  });
   *out = r;
   return CELL_OK;
 }

@@ -334,14 +334,20 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
   return CELL_OK;
 }
 
-/* COL_SUMS for bfloat16/float16: double sums, each rounded once. */
+/* COL_SUMS for bfloat16/float16: double sums, each rounded once; split
+ * over threads by ranges of columns as COL_SUMS is (at 2 threads the tiny
+ * GPT's bias gradients ran on one). */
 static void col_sums_narrow(cell_dtype dt, const uint16_t *G, uint16_t *o, int64_t rs, int64_t cs, int64_t m,
                             int64_t n) {
   enum { BLK = 256 };
-  double acc[BLK];
   int bf = dt == CELL_DTYPE_BF16;
-  for (int64_t j0 = 0; j0 < n; j0 += BLK) {
-    int64_t nb = n - j0 < BLK ? n - j0 : BLK;
+  int64_t nt = cell_ctx()->num_threads, bw = BLK;
+  int par = nt > 1 && n > 8 && m * n >= CELL_ITER_GRAIN;
+  if (par && (n + nt - 1) / nt < BLK) bw = ((n + nt - 1) / nt + 7) / 8 * 8;
+  int64_t nblk = (n + bw - 1) / bw;
+  CELL_FOR(par && nblk > 1, int64_t, q, nblk, {
+    int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;
+    double acc[BLK];
     for (int64_t j = 0; j < nb; j++) acc[j] = 0;
     for (int64_t i = 0; i < m; i++) {
       const uint16_t *gr = G + i * rs + j0 * cs;
@@ -355,7 +361,7 @@ static void col_sums_narrow(cell_dtype dt, const uint16_t *G, uint16_t *o, int64
     }
     for (int64_t j = 0; j < nb; j++)
       o[j0 + j] = bf ? cell_float_to_bf16((float)acc[j]) : cell_float_to_half((float)acc[j]);
-  }
+  });
 }
 
 cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,

@@ -14,6 +14,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include "norm_lowp.h"
 
 #define CHUNK CELL_NN_CHUNK
 /* layer_norm's weight and bias gradients (column sums) per element, in
@@ -526,7 +527,9 @@ cell_status cell_cpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *
   int64_t es = cell_dtype_size(dt);
   const char *xb = cell_tensor_base(xc);
   char *yb = cell_tensor_base(y);
-  CELL_FOR(cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM), int64_t, r, rows, {
+  if (dt == CELL_DTYPE_BF16) /* float32 arithmetic (norm_lowp.c) */
+    s = cell_ln_bf16_forward((const uint16_t *)(const void *)xb, (uint16_t *)(void *)yb, rows, d, w, b, eps, mv, rv);
+  else CELL_FOR(cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM), int64_t, r, rows, {
     const char *row = xb + r * d * es;
     double mu = d ? row_sum(dt, row, d, 0.0, 0) / (double)d : NAN;
     double rs = 1.0 / sqrt((d ? row_sum(dt, row, d, mu, 1) / (double)d : NAN) + eps);
@@ -542,6 +545,7 @@ cell_status cell_cpu_layer_norm(const cell_tensor *x, int k, const cell_tensor *
   });
   cell_tensor_release(xc);
   free_all(CELL_OK, blk, 2);
+  if (s != CELL_OK) return cell_release4(s, y, mean, rstd, NULL);
   *out = y;
   if (mean_out) *mean_out = mean;
   else cell_tensor_release(mean);
@@ -637,31 +641,40 @@ cell_status cell_cpu_layer_norm_backward(const cell_tensor *g, const cell_tensor
   if (s == CELL_OK && gw) s = cell_tensor_full(CELL_DTYPE_F64, k, trail, 0.0, &rw);
   if (s == CELL_OK && gb) s = cell_tensor_full(CELL_DTYPE_F64, k, trail, 0.0, &rb);
   if (s == CELL_OK) {
-    ln_bwd c = {cell_tensor_base(gc), cell_tensor_base(xc), rx ? cell_tensor_base(rx) : NULL, g->dtype, x->dtype,
-                cell_dtype_size(g->dtype), cell_dtype_size(x->dtype), d, rows, 8,
-                f64_data((cell_tensor *)mean), f64_data((cell_tensor *)rstd), w,
-                rw ? f64_data(rw) : NULL, rb ? f64_data(rb) : NULL};
-    int prows = rx && cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM);
-    /* The weight and bias gradients: threads take ranges of columns (whole
-     * multiples of 8). */
-    int64_t nblk = (rw || rb) && cell_nn_parallel_cost(d, rows * d, LN_COST_SUMS) ? cell_ctx()->num_threads : 1;
-    c.bw = ((d + nblk - 1) / nblk + 7) / 8 * 8;
-    if (c.bw < 8) c.bw = 8; /* d = 0: no blocks */
-    nblk = (rw || rb) ? (d + c.bw - 1) / c.bw : 0;
-    if (prows && nblk > 1) {
-      /* Both split: one region, the column blocks taken after the rows with
-       * no barrier between (they read only g, x and the statistics), so
-       * the backward forks once instead of twice. */
-      _Pragma("omp parallel")
-      {
-        _Pragma("omp for schedule(static) nowait")
-        for (int64_t r = 0; r < rows; r++) ln_bwd_row(&c, r);
-        _Pragma("omp for schedule(static) nowait")
-        for (int64_t q = 0; q < nblk; q++) ln_bwd_cols(&c, q);
+    cell_dtype gdt = g->dtype, xdt = x->dtype;
+    if (gdt == CELL_DTYPE_BF16 && xdt == CELL_DTYPE_BF16) /* float32 arithmetic (norm_lowp.c) */
+      s = cell_ln_bf16_backward((const uint16_t *)(const void *)cell_tensor_base(gc),
+                                (const uint16_t *)(const void *)cell_tensor_base(xc),
+                                rx ? (uint16_t *)cell_tensor_base(rx) : NULL, rows, d, w,
+                                f64_data((cell_tensor *)mean), f64_data((cell_tensor *)rstd),
+                                rw ? f64_data(rw) : NULL, rb ? f64_data(rb) : NULL);
+    else {
+      ln_bwd c = {cell_tensor_base(gc), cell_tensor_base(xc), rx ? cell_tensor_base(rx) : NULL, g->dtype, x->dtype,
+                  cell_dtype_size(g->dtype), cell_dtype_size(x->dtype), d, rows, 8,
+                  f64_data((cell_tensor *)mean), f64_data((cell_tensor *)rstd), w,
+                  rw ? f64_data(rw) : NULL, rb ? f64_data(rb) : NULL};
+      int prows = rx && cell_nn_parallel_cost(rows, rows * d, CELL_NN_COST_LAYER_NORM);
+      /* The weight and bias gradients: threads take ranges of columns (whole
+       * multiples of 8). */
+      int64_t nblk = (rw || rb) && cell_nn_parallel_cost(d, rows * d, LN_COST_SUMS) ? cell_ctx()->num_threads : 1;
+      c.bw = ((d + nblk - 1) / nblk + 7) / 8 * 8;
+      if (c.bw < 8) c.bw = 8; /* d = 0: no blocks */
+      nblk = (rw || rb) ? (d + c.bw - 1) / c.bw : 0;
+      if (prows && nblk > 1) {
+        /* Both split: one region, the column blocks taken after the rows with
+         * no barrier between (they read only g, x and the statistics), so
+         * the backward forks once instead of twice. */
+        _Pragma("omp parallel")
+        {
+          _Pragma("omp for schedule(static) nowait")
+          for (int64_t r = 0; r < rows; r++) ln_bwd_row(&c, r);
+          _Pragma("omp for schedule(static) nowait")
+          for (int64_t q = 0; q < nblk; q++) ln_bwd_cols(&c, q);
+        }
+      } else {
+        if (rx) CELL_FOR(prows, int64_t, r, rows, { ln_bwd_row(&c, r); });
+        CELL_FOR(nblk > 1, int64_t, q, nblk, { ln_bwd_cols(&c, q); });
       }
-    } else {
-      if (rx) CELL_FOR(prows, int64_t, r, rows, { ln_bwd_row(&c, r); });
-      CELL_FOR(nblk > 1, int64_t, q, nblk, { ln_bwd_cols(&c, q); });
     }
   }
   cell_dealloc(w);

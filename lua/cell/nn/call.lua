@@ -227,9 +227,13 @@ local function slow_call(self, st, ...)
     args.n = args.n - 1
   end
   if st.mixed then
+    -- a cell whose kernel computes in float32 from a low-precision input
+    -- (keeps_low_input) keeps an input of its output's dtype under amp's O2
+    local keep = st.mixed_out and st.mixed == core.float32 and getmetatable(self).keeps_low_input
     for i = 1, args.n do
       local a = args[i]
-      if core.is_tensor(a) and a.dtype.is_floating_point and a.dtype ~= st.mixed then
+      if core.is_tensor(a) and a.dtype.is_floating_point and a.dtype ~= st.mixed
+        and not (keep and a.dtype == st.mixed_out) then
         args[i] = a:astype(st.mixed)
       end
     end

@@ -135,6 +135,12 @@ batch_norm_class("BatchNorm3d", { [5] = true }, "5-D {N, C, D, H, W}")
 
 local LayerNorm = Cell:extend("LayerNorm")
 M.LayerNorm = LayerNorm
+-- Kept in float32 by amp's O2 (its output back in the low dtype), it takes
+-- the low-precision input as it is: ops.layer_norm reads bfloat16 or
+-- float16 rows with the float32 gamma and beta and computes in float32 (or
+-- wider), rounding each output once, which saves the casts to float32 and
+-- back (and theirs in the backward pass).
+LayerNorm.keeps_low_input = true
 
 local LN_OPTIONS = { "begin_norm_axis", "begin_params_axis", "gamma_init", "beta_init", "epsilon", "dtype" }
 
@@ -208,7 +214,14 @@ function LayerNorm:construct(x)
         T.shape_str(self.normalized_shape), T.shape_str(shape)))
   end
   local gamma, beta = self.gamma, self.beta
-  if gamma.dtype ~= x.dtype then gamma, beta = gamma:astype(x.dtype), beta:astype(x.dtype) end
+  if gamma.dtype ~= x.dtype then
+    local mixed = rawget(self, I.S).mixed
+    if mixed == core.float32 and gamma.dtype == mixed and bn == bp then -- a low input kept (keeps_low_input)
+      return ops.layer_norm(x, r - bn + 1, gamma, beta, self.epsilon)
+    end
+    if mixed == core.float32 then x = x:astype(mixed) end
+    if gamma.dtype ~= x.dtype then gamma, beta = gamma:astype(x.dtype), beta:astype(x.dtype) end
+  end
   if bn == bp then return ops.layer_norm(x, r - bn + 1, gamma, beta, self.epsilon) end
   return ops.layer_norm(x, r - bn + 1, nil, nil, self.epsilon) * gamma + beta
 end
