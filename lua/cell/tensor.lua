@@ -1,5 +1,5 @@
---- Tensor methods written in Lua on top of the engine's: split, chunk and
--- the dtype shorthands. `install` adds them to the C methods table.
+--- Tensor methods written in Lua on top of the engine's: split, chunk,
+-- pad's modes and options, clamp's options and the dtype shorthands. `install` adds them to the C methods table.
 local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local M = {}
@@ -55,6 +55,67 @@ function M.install(Tensor, core)
     check_positive(chunks, "chunks", "chunk")
     local n = t:size(dim or 1)
     return t:split(math.max(1, math.ceil(n / chunks)), dim)
+  end
+
+  local c_pad, c_clamp = Tensor.pad, Tensor.clamp
+  local PAD_MODES = { constant = true, reflect = true, replicate = true, circular = true }
+
+  --- The fields of an options table `o` for `fname`, all of them in `known`.
+  local function options(fname, o, known)
+    for k in pairs(o) do
+      if not known[k] then
+        raise(("TypeError: %s() got an unexpected keyword argument '%s'"):format(fname, tostring(k)))
+      end
+    end
+    return o
+  end
+
+  --- pad(pads [, value]), MindSpore's pad(pads [, mode = "constant" [, value]])
+  -- or pad(pads, {mode =, value =}): pads are (before, after) pairs, the
+  -- last dimension first; mode "constant" (value, default 0), "reflect",
+  -- "replicate" or "circular".
+  function Tensor.pad(t, pads, mode, value)
+    if type(mode) == "table" and getmetatable(mode) == nil and value == nil then
+      local o = options("pad", mode, { mode = true, value = true })
+      mode, value = o.mode, o.value
+    elseif type(mode) == "number" and value == nil then
+      return c_pad(t, pads, mode) -- the short form pad(pads, value)
+    end
+    if mode == nil then mode = "constant" end
+    if type(mode) ~= "string" or not PAD_MODES[mode] then
+      raise(("ValueError: pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', but got %s")
+        :format(type(mode) == "string" and ("'" .. mode .. "'") or type(mode)))
+    end
+    if mode == "constant" then return c_pad(t, pads, value) end
+    if value ~= nil then
+      raise(("ValueError: pad: a value is only used in mode 'constant', but mode is '%s'"):format(mode))
+    end
+    check_tensor("pad", "self", t)
+    if type(pads) ~= "table" or #pads % 2 ~= 0 or #pads == 0 or #pads > 2 * t.ndim then
+      raise(("ValueError: pad: pads must be (before, after) pairs for at most the %d dimensions of the input, "
+        .. "but got %s"):format(t.ndim, type(pads) == "table" and (#pads .. " numbers") or type(pads)))
+    end
+    local n, dims = #pads / 2, {}
+    for i = 1, n do -- the pairs in dimension order, as conv_ops._pad_mode takes them
+      local j = n - i + 1
+      for k = 0, 1 do
+        local v = pads[2 * j - 1 + k]
+        if type(v) ~= "number" or v ~= math.floor(v) then
+          raise(("TypeError: pad: pads must be integers, but got %s"):format(tostring(v)))
+        end
+        dims[2 * i - 1 + k] = v
+      end
+    end
+    return require("cell.conv_ops")._pad_mode("pad", t, n, dims, mode)
+  end
+
+  --- clamp([min] [, max]) or clamp{min =, max =}.
+  function Tensor.clamp(t, min, max)
+    if type(min) == "table" and getmetatable(min) == nil and max == nil then
+      local o = options("clamp", min, { min = true, max = true })
+      return c_clamp(t, o.min, o.max)
+    end
+    return c_clamp(t, min, max)
   end
 
   local shorthands = {

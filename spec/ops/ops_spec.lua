@@ -363,6 +363,15 @@ describe("where, masked_fill, clamp", function()
     assert_values(i:clamp(-1, 4), { -1, 0, 4 }, "int32")
     assert_values(cell.tensor({ { 1, 9 }, { 5, -5 } }, cell.float64):clamp(0, 6), { { 1, 6 }, { 5, 0 } }, "float64")
   end)
+
+  it("clamp takes {min =, max =}", function()
+    local a = cell.tensor({ -3, -1, 0, 2, 5 })
+    assert_values(a:clamp { min = -1, max = 2 }, { -1, -1, 0, 2, 2 })
+    assert_values(a:clamp { max = 1 }, { -3, -1, 0, 1, 1 })
+    assert_values(cell.ops.clamp(a, { min = 0 }), { 0, 0, 0, 2, 5 })
+    assert.are.equal("TypeError: clamp() got an unexpected keyword argument 'lo'",
+      H.caller_error("ops_spec%.lua", function() a:clamp { lo = 1 } end))
+  end)
 end)
 
 -- --- reductions --------------------------------------------------------------------
@@ -815,6 +824,29 @@ describe("shape ops", function()
     assert_values(m:pad({ 0, 0, 1, 0 }), { { 0, 0 }, { 1, 2 }, { 3, 4 } })
     assert_values(cell.tensor({ 1, 2, 3, 4 }):pad({ -1, -1 }), { 2, 3 })
     assert_values(cell.tensor({ 1, 2 }, cell.int32):pad({ 2, 0 }, 7), { 7, 7, 1, 2 }, "int32")
+  end)
+
+  it("pad takes MindSpore's mode and value, positionally or as options", function()
+    local m = cell.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
+    assert_values(cell.ops.pad(m, { 1, 0 }, "constant", 7), { { 7, 1, 2, 3 }, { 7, 4, 5, 6 } })
+    assert_values(m:pad({ 0, 1 }, { value = 5 }), { { 1, 2, 3, 5 }, { 4, 5, 6, 5 } })
+    assert_values(m:pad({ 1, 0 }, { mode = "constant" }), { { 0, 1, 2, 3 }, { 0, 4, 5, 6 } })
+    -- by hand, as torch.nn.functional.pad's modes
+    assert_values(m:pad({ 2, 1 }, "reflect"), { { 3, 2, 1, 2, 3, 2 }, { 6, 5, 4, 5, 6, 5 } })
+    assert_values(m:pad({ 1, 1, 1, 0 }, { mode = "replicate" }),
+      { { 1, 1, 2, 3, 3 }, { 1, 1, 2, 3, 3 }, { 4, 4, 5, 6, 6 } })
+    assert_values(cell.tensor({ 1, 2, 3 }):pad({ 1, 2 }, "circular"), { 3, 1, 2, 3, 1, 2 })
+    local g = cell.grad(function(a) return a:pad({ 1, 1 }, "reflect"):sum() end)(cell.tensor({ 1, 2, 3 }))
+    assert_values(g, { 1, 3, 1 })
+    local function err(fn) return H.caller_error("ops_spec%.lua", fn) end
+    assert.are.equal("ValueError: pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', but got 'wrap'",
+      err(function() m:pad({ 1, 1 }, "wrap") end))
+    assert.are.equal("ValueError: pad: a value is only used in mode 'constant', but mode is 'reflect'",
+      err(function() m:pad({ 1, 1 }, "reflect", 3) end))
+    assert.are.equal("TypeError: pad() got an unexpected keyword argument 'fill'",
+      err(function() m:pad({ 1, 1 }, { fill = 3 }) end))
+    assert.are.equal("ValueError: pad: pads must be (before, after) pairs for at most the 2 dimensions of the input, "
+      .. "but got 1 numbers", err(function() m:pad({ 1 }, "reflect") end))
   end)
 end)
 
