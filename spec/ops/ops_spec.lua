@@ -527,6 +527,33 @@ describe("reductions", function()
     assert_close(cell.tensor({ 7 }):var(), 0)
   end)
 
+  it("reduction options: MindSpore's keepdims and keep_dims, PyTorch's correction and unbiased; "
+    .. "an unknown option is an error, not ignored", function()
+    local m = cell.tensor({ { 1, 5, 3 }, { 4, 2, 6 } })
+    assert_shape(m:argmax { axis = 2, keepdims = true }, { 2, 1 })
+    assert_shape(m:sum { axis = 2, keepdims = true }, { 2, 1 })
+    assert_shape(m:mean { axis = 1, keep_dims = true }, { 1, 3 })
+    assert_shape((m:max { axis = 2, keepdims = true }), { 2, 1 })
+    assert_shape(m:var(2, { keepdims = true }), { 2, 1 })
+    local t = cell.tensor({ 1, 2, 3, 4 })
+    assert_close(t:var { correction = 1 }, 5 / 3)
+    assert_close(t:var { unbiased = true }, 5 / 3)
+    assert_close(t:var { unbiased = false }, 1.25)
+    assert_close(t:std { correction = 0 }, math.sqrt(1.25))
+    assert_values(m:sum({}), 21)
+    local function err(fn) return H.caller_error("ops_spec%.lua", fn) end
+    local known = "(the options are dim or axis, keepdim, keep_dims or keepdims, and for var and std ddof, correction "
+      .. "or unbiased, for norm p or ord)"
+    assert.are.equal("TypeError: sum: unexpected option 'dims' " .. known .. " (bad argument #1)",
+      err(function() m:sum { dims = 2 } end))
+    assert.are.equal("TypeError: mean: unexpected option 'keep' " .. known .. " (bad argument #2)",
+      err(function() m:mean(2, { keep = true }) end))
+    assert.are.equal("TypeError: sum: keepdims must be a boolean, got number (bad argument #1)",
+      err(function() m:sum { dim = 2, keepdims = 1 } end))
+    assert.are.equal("TypeError: var: unbiased must be a boolean, got number (bad argument #1)",
+      err(function() t:var { unbiased = 1 } end))
+  end)
+
   it("norm and cumsum by hand", function()
     assert_close(cell.tensor({ 3, -4 }):norm(), 5)
     assert_close(cell.tensor({ 3, -4 }):norm(1), 7)
