@@ -399,6 +399,58 @@ describe("indexing", function()
     assert.are.equal(8, tt[2][3])
     assert_values(tt[{ { 2, 3 }, -1 }], { 11, 12 })
   end)
+
+  it("a bool mask selects the entries where it is true, over all or the leading dimensions", function()
+    local t = cell.tensor({ { 1, 5, 3 }, { 4, 2, 6 } })
+    assert_values(t[t:gt(2)], { 5, 3, 4, 6 })
+    assert_values(t[cell.tensor({ false, true })], { { 4, 2, 6 } })
+    assert_shape(t[t:gt(9)], { 0 })
+    assert_values(m43():transpose(1, 2)[cell.tensor({ true, false, true })], { { 1, 4, 7, 10 }, { 3, 6, 9, 12 } })
+    local g = cell.grad(function(a) return a[a:gt(2)]:sum() end)(t)
+    assert_values(g, { { 0, 1, 1 }, { 1, 0, 1 } })
+    assert.are.equal("IndexError: the mask of shape [3] does not match the leading dimensions of the indexed tensor "
+      .. "of shape [2, 3]", H.caller_error("tensor_spec%.lua", function() return t[cell.tensor({ true, false, true })] end))
+  end)
+
+  it("an integer tensor picks along dimension 1 (1-based, negative from the end)", function()
+    local t = cell.tensor({ { 1, 5, 3 }, { 4, 2, 6 } })
+    assert_values(t[cell.tensor({ 2, 1, -1 }, cell.int64)], { { 4, 2, 6 }, { 1, 5, 3 }, { 4, 2, 6 } })
+    assert_shape(t[cell.tensor({ { 2 }, { 1 } }, cell.int32)], { 2, 1, 3 })
+    assert_values(cell.tensor({ 7, 8, 9 })[cell.tensor({ 3, 1 }, cell.int64)], { 9, 7 })
+    local g = cell.grad(function(a) return (a[cell.tensor({ 1, 1 }, cell.int64)] * 2):sum() end)(t)
+    assert_values(g, { { 4, 4, 4 }, { 0, 0, 0 } })
+    assert.are.equal("IndexError: tensors used as indices must be bool or integer tensors, but got Float32",
+      H.caller_error("tensor_spec%.lua", function() return t[cell.tensor({ 1 })] end))
+  end)
+
+  it("t[mask] = v and t[indices] = v write in place (numbers, or tensors that broadcast)", function()
+    local t = cell.tensor({ { 1, 5, 3 }, { 4, 2, 6 } })
+    local u = t:clone()
+    u[u:gt(2)] = 0
+    assert_values(u, { { 1, 0, 0 }, { 0, 2, 0 } })
+    u = t:clone()
+    u[u:gt(2)] = cell.tensor({ 10, 20, 30, 40 })
+    assert_values(u, { { 1, 10, 20 }, { 30, 2, 40 } })
+    u = t:clone()
+    u[cell.tensor({ false, true })] = cell.tensor({ 7, 8, 9 })
+    assert_values(u, { { 1, 5, 3 }, { 7, 8, 9 } })
+    u = t:clone()
+    u[cell.tensor({ 2 }, cell.int64)] = 0
+    assert_values(u, { { 1, 5, 3 }, { 0, 0, 0 } })
+    u = t:clone()
+    u[cell.tensor({ 2, -2 }, cell.int64)] = cell.tensor({ { 1, 1, 1 }, { 2, 2, 2 } })
+    assert_values(u, { { 2, 2, 2 }, { 1, 1, 1 } })
+    local g = cell.grad(function(a)
+      local b = a * 1
+      b[b:gt(2)] = 0
+      return b:sum()
+    end)(t)
+    assert_values(g, { { 1, 0, 0 }, { 0, 1, 0 } })
+    assert.are.equal("TypeError: can only assign a number, a boolean or a Tensor, got string",
+      H.caller_error("tensor_spec%.lua", function() u[u:gt(2)] = "x" end))
+    assert.are.equal("IndexError: index 3 is out of range for a dimension of size 2 (indices count from 1)",
+      H.caller_error("tensor_spec%.lua", function() u[cell.tensor({ 3 }, cell.int64)] = 1 end))
+  end)
 end)
 
 describe("tostring", function()

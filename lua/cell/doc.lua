@@ -160,7 +160,7 @@ M.C = {
   ["Tensor:lerp"] = { "(end, weight)", "Elementwise t + weight * (end - t), broadcasting." },
   ["Tensor:softmax"] = { "([dim])", "Softmax along dim (default the last)." },
   ["Tensor:log_softmax"] = { "([dim])", "Log of softmax along dim (default the last), computed stably." },
-  ["Tensor:clamp"] = { "([min] [, max])", "Elementwise x limited to [min, max]; nil leaves a side open." },
+  ["Tensor:clamp"] = { "([min] [, max]) or {min =, max =}", "Elementwise x limited to [min, max]; nil leaves a side open." },
   ["Tensor:masked_fill"] = { "(mask, value)", "A copy with value where the bool tensor mask is true (broadcasting)." },
   ["Tensor:masked_select"] = { "(mask)", "The elements where the bool tensor mask (broadcast) is true, as a 1-D tensor." },
   ["Tensor:masked_scatter"] = { "(mask, source)", "A copy whose positions where mask is true take source's elements in order." },
@@ -192,7 +192,7 @@ M.C = {
   ["Tensor:index_select"] = { "(dim, index)", "The entries of dimension dim at the (1-based) positions of the 1-D integer tensor index." },
   ["Tensor:tile"] = { "(reps | ...)", "The tensor repeated reps[i] times along each dimension." },
   ["Tensor:repeat_interleave"] = { "(repeats [, dim])", "Each element repeated repeats times along dim (of the flattened tensor without dim)." },
-  ["Tensor:pad"] = { "(pads [, value])", "A copy padded with value (default 0): pads lists (before, after) pairs, the last dimension first." },
+  ["Tensor:pad"] = { "(pads [, mode = \"constant\"] [, value])", "A copy padded in mode constant (value, default 0), reflect, replicate or circular: pads lists (before, after) pairs, the last dimension first." },
   -- autograd
   ["Tensor:requires_grad_"] = { "([on])", "Make t (a floating-point leaf) record gradients, or stop; returns t." },
   ["Tensor:stop_gradient"] = { "()", "A view of t through which no gradient flows." },

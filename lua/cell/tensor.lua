@@ -1,6 +1,8 @@
---- Tensor methods written in Lua on top of the engine's: split, chunk and
--- the dtype shorthands. `install` adds them to the C methods table.
+--- Tensor methods written in Lua on top of the engine's: split, chunk,
+-- pad's modes and options, clamp's options, indexing by a Tensor (t[mask],
+-- t[indices]) and the dtype shorthands. `install` adds them to the C methods table.
 local check_tensor = require("cell.errors").check_tensor
+local unpack = table.unpack or unpack
 local raise = require("cell.errors").raise
 local M = {}
 
@@ -55,6 +57,162 @@ function M.install(Tensor, core)
     check_positive(chunks, "chunks", "chunk")
     local n = t:size(dim or 1)
     return t:split(math.max(1, math.ceil(n / chunks)), dim)
+  end
+
+  local c_pad, c_clamp = Tensor.pad, Tensor.clamp
+  local PAD_MODES = { constant = true, reflect = true, replicate = true, circular = true }
+
+  --- The fields of an options table `o` for `fname`, all of them in `known`.
+  local function options(fname, o, known)
+    for k in pairs(o) do
+      if not known[k] then
+        raise(("TypeError: %s() got an unexpected keyword argument '%s'"):format(fname, tostring(k)))
+      end
+    end
+    return o
+  end
+
+  --- pad(pads [, value]), MindSpore's pad(pads [, mode = "constant" [, value]])
+  -- or pad(pads, {mode =, value =}): pads are (before, after) pairs, the
+  -- last dimension first; mode "constant" (value, default 0), "reflect",
+  -- "replicate" or "circular".
+  function Tensor.pad(t, pads, mode, value)
+    if type(mode) == "table" and getmetatable(mode) == nil and value == nil then
+      local o = options("pad", mode, { mode = true, value = true })
+      mode, value = o.mode, o.value
+    elseif type(mode) == "number" and value == nil then
+      return c_pad(t, pads, mode) -- the short form pad(pads, value)
+    end
+    if mode == nil then mode = "constant" end
+    if type(mode) ~= "string" or not PAD_MODES[mode] then
+      raise(("ValueError: pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', but got %s")
+        :format(type(mode) == "string" and ("'" .. mode .. "'") or type(mode)))
+    end
+    if mode == "constant" then return c_pad(t, pads, value) end
+    if value ~= nil then
+      raise(("ValueError: pad: a value is only used in mode 'constant', but mode is '%s'"):format(mode))
+    end
+    check_tensor("pad", "self", t)
+    if type(pads) ~= "table" or #pads % 2 ~= 0 or #pads == 0 or #pads > 2 * t.ndim then
+      raise(("ValueError: pad: pads must be (before, after) pairs for at most the %d dimensions of the input, "
+        .. "but got %s"):format(t.ndim, type(pads) == "table" and (#pads .. " numbers") or type(pads)))
+    end
+    local n, dims = #pads / 2, {}
+    for i = 1, n do -- the pairs in dimension order, as conv_ops._pad_mode takes them
+      local j = n - i + 1
+      for k = 0, 1 do
+        local v = pads[2 * j - 1 + k]
+        if type(v) ~= "number" or v ~= math.floor(v) then
+          raise(("TypeError: pad: pads must be integers, but got %s"):format(tostring(v)))
+        end
+        dims[2 * i - 1 + k] = v
+      end
+    end
+    return require("cell.conv_ops")._pad_mode("pad", t, n, dims, mode)
+  end
+
+  --- clamp([min] [, max]) or clamp{min =, max =}.
+  function Tensor.clamp(t, min, max)
+    if type(min) == "table" and getmetatable(min) == nil and max == nil then
+      local o = options("clamp", min, { min = true, max = true })
+      return c_clamp(t, o.min, o.max)
+    end
+    return c_clamp(t, min, max)
+  end
+
+  -- Indexing by a Tensor (the C __index / __newindex call these two) --------
+
+  local INT_INDEX = { [core.int8] = true, [core.uint8] = true, [core.int16] = true, [core.int32] = true,
+    [core.int64] = true }
+
+  local function shape_text(shape) return "[" .. table.concat(shape, ", ") .. "]" end
+
+  --- The bool mask `key` checked against t's leading dimensions.
+  local function check_mask(t, key)
+    local ks, ts = key.shape, t.shape
+    local ok = #ks >= 1 and #ks <= #ts
+    for i = 1, #ks do
+      if ks[i] ~= ts[i] then ok = false end
+    end
+    if not ok then
+      raise(("IndexError: the mask of shape %s does not match the leading dimensions of the indexed tensor of "
+        .. "shape %s"):format(shape_text(ks), shape_text(ts)))
+    end
+  end
+
+  --- Integer indices (1-based; negative ones count from the end) along
+  -- dimension 1, as an int64 tensor.
+  local function int_index(t, key)
+    if t.ndim == 0 then raise("IndexError: a 0-D tensor cannot be indexed by a Tensor") end
+    return core.where(key:lt(0), key + (t.shape[1] + 1), key):astype(core.int64)
+  end
+
+  local function rest_shape(t, from)
+    local out = {}
+    for i = from, t.ndim do out[#out + 1] = t.shape[i] end
+    return out
+  end
+
+  --- t[key]: a bool mask over t's leading dimensions selects those entries
+  -- ({count, rest...}); integer indices pick along dimension 1 (shape
+  -- key.shape followed by the rest of t's). A copy, as in MindSpore.
+  function Tensor._index_tensor(t, key)
+    if key.dtype == core.bool then
+      check_mask(t, key)
+      local rest = rest_shape(t, key.ndim + 1)
+      local flat = t:reshape({ key:numel(), unpack(rest) })
+      return flat:index_select(1, key:reshape({ -1 }):nonzero():reshape({ -1 }))
+    end
+    if not INT_INDEX[key.dtype] then
+      raise(("IndexError: tensors used as indices must be bool or integer tensors, but got %s"):format(tostring(key.dtype)))
+    end
+    local idx = int_index(t, key)
+    local picked = t:index_select(1, idx:reshape({ -1 }))
+    local shape = {}
+    for i = 1, key.ndim do shape[i] = key.shape[i] end
+    for _, n in ipairs(rest_shape(t, 2)) do shape[#shape + 1] = n end
+    return picked:reshape(shape)
+  end
+
+  --- t[key] = v: the entries t[key] selects take v (a number, a boolean,
+  -- or a Tensor that broadcasts to t[key]'s shape), in place.
+  function Tensor._newindex_tensor(t, key, v)
+    local is_value = type(v) == "number" or type(v) == "boolean"
+    if not is_value and not core.is_tensor(v) then
+      raise(("TypeError: can only assign a number, a boolean or a Tensor, got %s"):format(type(v)))
+    end
+    if key.dtype == core.bool then
+      check_mask(t, key)
+      local ms = {}
+      for i = 1, key.ndim do ms[i] = key.shape[i] end
+      for _ = key.ndim + 1, t.ndim do ms[#ms + 1] = 1 end
+      local mask = key:reshape(ms):expand(t.shape)
+      if is_value then
+        t:copy_(t:masked_fill(mask, v))
+      else
+        local count = key:astype(core.int64):sum():item()
+        local target = { count, unpack(rest_shape(t, key.ndim + 1)) }
+        local src = v:astype(t.dtype):broadcast_to(target):reshape({ -1 })
+        t:copy_(t:masked_scatter(mask, src))
+      end
+      return
+    end
+    if not INT_INDEX[key.dtype] then
+      raise(("IndexError: tensors used as indices must be bool or integer tensors, but got %s"):format(tostring(key.dtype)))
+    end
+    local list = int_index(t, key):reshape({ -1 }):totable()
+    local n = t.shape[1]
+    for _, i in ipairs(list) do
+      if i < 1 or i > n then
+        raise(("IndexError: index %d is out of range for a dimension of size %d (indices count from 1)"):format(i, n))
+      end
+    end
+    local src
+    if not is_value then src = v:broadcast_to({ #list, unpack(rest_shape(t, 2)) }) end
+    for k, i in ipairs(list) do
+      local row = t:select(1, i)
+      if is_value then row:fill_(v) else row:copy_(src:select(1, k)) end
+    end
   end
 
   local shorthands = {

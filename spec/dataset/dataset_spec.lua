@@ -240,6 +240,32 @@ describe("dataset.batches", function()
     assert.are.same(e2, (collect(ds.batches(x, y, 10, { shuffle = true, seed = 3 }), 2)))
   end)
 
+  it("is itself the iterator of its next epoch in a generic for", function()
+    local b = ds.batches(x, y, 4, { shuffle = true, seed = 3 })
+    local firsts, sizes = {}, {}
+    for xb, yb in b do
+      sizes[#sizes + 1] = xb.shape[1]
+      assert.are.equal(xb.shape[1], yb.shape[1])
+      firsts[#firsts + 1] = xb[1][1]
+    end
+    assert.are.same({ 4, 4, 2 }, sizes)
+    local e1 = {}
+    for xb in ds.batches(x, y, 4, { shuffle = true, seed = 3 }):each(1) do e1[#e1 + 1] = xb[1][1] end
+    assert.are.same(e1, firsts)
+    for _ in b do break end -- epoch 2, left early
+    local n = 0
+    for _ in b do n = n + 1 end -- a new loop: epoch 3, from its start
+    assert.are.equal(3, n)
+    assert.are.equal(3, b.epochs)
+    local without_y = 0
+    for xb, yb in ds.batches(x, nil, 5) do
+      without_y = without_y + 1
+      assert.is_nil(yb)
+      assert.are.equal(5, xb.shape[1])
+    end
+    assert.are.equal(2, without_y)
+  end)
+
   it("orders a shuffled epoch the same under Lua 5.4 and LuaJIT", function()
     local xs = collect(ds.batches(x, nil, 10, { shuffle = true, seed = 0 }), 1)
     assert.are.same({ 9, 6, 4, 8, 1, 5, 2, 7, 3, 10 }, xs)

@@ -329,6 +329,21 @@ describe("dataset iterators", function()
     assert.are.same({ 3, 3, 0 }, counts)
   end)
 
+  it("a dataset in a generic for runs its next epoch", function()
+    local x, y = xy(5)
+    local d = D.TensorDataset { x, y }:batch(2)
+    local sizes = {}
+    for xb, yb in d do
+      sizes[#sizes + 1] = xb.shape[1]
+      assert.are.equal(xb.shape[1], yb.shape[1])
+    end
+    assert.are.same({ 2, 2, 1 }, sizes)
+    for _ in d do break end
+    local n = 0
+    for _ in d do n = n + 1 end
+    assert.are.equal(3, n)
+  end)
+
   it("dict iterators give {column = tensor}; columns= projects", function()
     local x, y = xy(2)
     local d = D.TensorDataset { x, y, column_names = { "x", "y" } }

@@ -108,7 +108,7 @@ describe("nn.Cell options", function()
     local cases = {
       { function() net:parameters_and_names { prefix = "m" } end, "Cell.parameters_and_names", "prefix",
         "name_prefix, expand" },
-      { function() net:cells_and_names { prefix = "m" } end, "Cell.cells_and_names", "prefix", "name_prefix" },
+      { function() net:cells_and_names { prefix = "m" } end, "Cell.cells_and_names", "prefix", "cells, name_prefix" },
       { function() net:get_parameters { recurse = true } end, "Cell.get_parameters", "recurse", "expand" },
       { function() net:trainable_params { expand = true } end, "Cell.trainable_params", "expand", "recurse" },
       { function() net:untrainable_params { expand = true } end, "Cell.untrainable_params", "expand", "recurse" },

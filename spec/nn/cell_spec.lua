@@ -379,6 +379,18 @@ describe("nn.Cell", function()
       assert.are.same({ "m", "m.a", "m.b", "m.b.c" }, keys_of(net:cells_and_names { name_prefix = "m" }))
     end)
 
+    it("cells_and_names takes MindSpore's positional (cells, name_prefix): cells already seen are skipped", function()
+      assert.are.same({ "m", "m.a", "m.b", "m.b.c" }, keys_of(net:cells_and_names(nil, "m")))
+      assert.are.same({ "m", "m.a" }, keys_of(net:cells_and_names({ [net.b] = true }, "m")))
+      assert.are.same({ "", "b", "b.c" }, keys_of(net:cells_and_names({ net.a })))
+      assert.are.same({}, keys_of(net:cells_and_names({ [net] = true }, "m")))
+      assert.are.same({ "p", "p.a" }, keys_of(net:cells_and_names { cells = { net.b }, name_prefix = "p" }))
+      assert.are.equal("TypeError: cells_and_names: cells must be a set or a list of Cells, but got number",
+        H.caller_error("cell_spec%.lua", function() net:cells_and_names(5, "m") end))
+      assert.are.equal("TypeError: cells_and_names: cells must be a set or a list of Cells, but it holds number",
+        H.caller_error("cell_spec%.lua", function() net:cells_and_names({ 1 }, "m") end))
+    end)
+
     it("parameters_and_names yields each Parameter once, with expand and prefix", function()
       assert.are.same({ "w", "a.p", "a.q", "a.s2", "b.c.t" }, keys_of(net:parameters_and_names()))
       assert.are.same({ "x.w" }, keys_of(net:parameters_and_names("x", false)))

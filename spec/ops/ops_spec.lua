@@ -363,6 +363,15 @@ describe("where, masked_fill, clamp", function()
     assert_values(i:clamp(-1, 4), { -1, 0, 4 }, "int32")
     assert_values(cell.tensor({ { 1, 9 }, { 5, -5 } }, cell.float64):clamp(0, 6), { { 1, 6 }, { 5, 0 } }, "float64")
   end)
+
+  it("clamp takes {min =, max =}", function()
+    local a = cell.tensor({ -3, -1, 0, 2, 5 })
+    assert_values(a:clamp { min = -1, max = 2 }, { -1, -1, 0, 2, 2 })
+    assert_values(a:clamp { max = 1 }, { -3, -1, 0, 1, 1 })
+    assert_values(cell.ops.clamp(a, { min = 0 }), { 0, 0, 0, 2, 5 })
+    assert.are.equal("TypeError: clamp() got an unexpected keyword argument 'lo'",
+      H.caller_error("ops_spec%.lua", function() a:clamp { lo = 1 } end))
+  end)
 end)
 
 -- --- reductions --------------------------------------------------------------------
@@ -516,6 +525,33 @@ describe("reductions", function()
     assert_close(t:std { ddof = 1 }, math.sqrt(5 / 3))
     assert_close(cell.tensor({ { 1, 3 }, { 5, 11 } }):var(1), { 4, 16 })
     assert_close(cell.tensor({ 7 }):var(), 0)
+  end)
+
+  it("reduction options: MindSpore's keepdims and keep_dims, PyTorch's correction and unbiased; "
+    .. "an unknown option is an error, not ignored", function()
+    local m = cell.tensor({ { 1, 5, 3 }, { 4, 2, 6 } })
+    assert_shape(m:argmax { axis = 2, keepdims = true }, { 2, 1 })
+    assert_shape(m:sum { axis = 2, keepdims = true }, { 2, 1 })
+    assert_shape(m:mean { axis = 1, keep_dims = true }, { 1, 3 })
+    assert_shape((m:max { axis = 2, keepdims = true }), { 2, 1 })
+    assert_shape(m:var(2, { keepdims = true }), { 2, 1 })
+    local t = cell.tensor({ 1, 2, 3, 4 })
+    assert_close(t:var { correction = 1 }, 5 / 3)
+    assert_close(t:var { unbiased = true }, 5 / 3)
+    assert_close(t:var { unbiased = false }, 1.25)
+    assert_close(t:std { correction = 0 }, math.sqrt(1.25))
+    assert_values(m:sum({}), 21)
+    local function err(fn) return H.caller_error("ops_spec%.lua", fn) end
+    local known = "(the options are dim or axis, keepdim, keep_dims or keepdims, and for var and std ddof, correction "
+      .. "or unbiased, for norm p or ord)"
+    assert.are.equal("TypeError: sum: unexpected option 'dims' " .. known .. " (bad argument #1)",
+      err(function() m:sum { dims = 2 } end))
+    assert.are.equal("TypeError: mean: unexpected option 'keep' " .. known .. " (bad argument #2)",
+      err(function() m:mean(2, { keep = true }) end))
+    assert.are.equal("TypeError: sum: keepdims must be a boolean, got number (bad argument #1)",
+      err(function() m:sum { dim = 2, keepdims = 1 } end))
+    assert.are.equal("TypeError: var: unbiased must be a boolean, got number (bad argument #1)",
+      err(function() t:var { unbiased = 1 } end))
   end)
 
   it("norm and cumsum by hand", function()
@@ -693,6 +729,30 @@ describe("shape ops", function()
     assert_values(cell.cat({ a }), a:totable())
   end)
 
+  it("cell.ops has MindSpore's other names of the same functions, and the creation functions", function()
+    local x, y = cell.tensor({ 1, 2, 3 }), cell.tensor({ 2, 2, 2 })
+    assert_values(cell.ops.equal(x, y), { false, true, false }, "bool")
+    assert_values(cell.ops.not_equal(x, y), { true, false, true }, "bool")
+    assert_values(cell.ops.less(x, y), { true, false, false }, "bool")
+    assert_values(cell.ops.less_equal(x, y), { true, true, false }, "bool")
+    assert_values(cell.ops.greater(x, y), { false, false, true }, "bool")
+    assert_values(cell.ops.greater_equal(x, y), { false, true, true }, "bool")
+    assert_values(cell.ops.cast(cell.tensor({ 1.7, -1.7 }), cell.int32), { 1, -1 }, "int32")
+    assert_shape(cell.ops.swapaxes(cell.ones({ 2, 3, 4 }), 1, 3), { 4, 3, 2 })
+    assert_shape(cell.ops.swapdims(cell.ones({ 2, 3 }), -1, 1), { 3, 2 })
+    assert_values(cell.ops.clip(cell.tensor({ -2, 0.5, 3 }), -1, 1), { -1, 0.5, 1 })
+    assert_values(cell.ops.floor_div(cell.tensor({ -7, 7 }), 2), { -4, 3 })
+    assert_values(cell.ops.floor_mod(cell.tensor({ -7, 7 }), 2), { 1, 1 })
+    assert_values(cell.ops.zeros_like(x), { 0, 0, 0 })
+    assert_values(cell.ops.ones_like(x), { 1, 1, 1 })
+    assert_values(cell.ops.full_like(x, 7), { 7, 7, 7 })
+    assert_values(cell.ops.linspace(0, 1, 3), { 0, 0.5, 1 })
+    assert_shape(cell.ops.rand({ 2, 3 }), { 2, 3 })
+    assert_shape(cell.ops.randn({ 4 }), { 4 })
+    assert_shape(cell.ops.randint(0, 5, { 3 }), { 3 })
+    assert_shape(cell.ops.empty({ 2 }), { 2 })
+  end)
+
   it("stack", function()
     local s = cell.stack({ a, b })
     assert_shape(s, { 2, 2, 2 })
@@ -791,6 +851,29 @@ describe("shape ops", function()
     assert_values(m:pad({ 0, 0, 1, 0 }), { { 0, 0 }, { 1, 2 }, { 3, 4 } })
     assert_values(cell.tensor({ 1, 2, 3, 4 }):pad({ -1, -1 }), { 2, 3 })
     assert_values(cell.tensor({ 1, 2 }, cell.int32):pad({ 2, 0 }, 7), { 7, 7, 1, 2 }, "int32")
+  end)
+
+  it("pad takes MindSpore's mode and value, positionally or as options", function()
+    local m = cell.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
+    assert_values(cell.ops.pad(m, { 1, 0 }, "constant", 7), { { 7, 1, 2, 3 }, { 7, 4, 5, 6 } })
+    assert_values(m:pad({ 0, 1 }, { value = 5 }), { { 1, 2, 3, 5 }, { 4, 5, 6, 5 } })
+    assert_values(m:pad({ 1, 0 }, { mode = "constant" }), { { 0, 1, 2, 3 }, { 0, 4, 5, 6 } })
+    -- by hand, as torch.nn.functional.pad's modes
+    assert_values(m:pad({ 2, 1 }, "reflect"), { { 3, 2, 1, 2, 3, 2 }, { 6, 5, 4, 5, 6, 5 } })
+    assert_values(m:pad({ 1, 1, 1, 0 }, { mode = "replicate" }),
+      { { 1, 1, 2, 3, 3 }, { 1, 1, 2, 3, 3 }, { 4, 4, 5, 6, 6 } })
+    assert_values(cell.tensor({ 1, 2, 3 }):pad({ 1, 2 }, "circular"), { 3, 1, 2, 3, 1, 2 })
+    local g = cell.grad(function(a) return a:pad({ 1, 1 }, "reflect"):sum() end)(cell.tensor({ 1, 2, 3 }))
+    assert_values(g, { 1, 3, 1 })
+    local function err(fn) return H.caller_error("ops_spec%.lua", fn) end
+    assert.are.equal("ValueError: pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', but got 'wrap'",
+      err(function() m:pad({ 1, 1 }, "wrap") end))
+    assert.are.equal("ValueError: pad: a value is only used in mode 'constant', but mode is 'reflect'",
+      err(function() m:pad({ 1, 1 }, "reflect", 3) end))
+    assert.are.equal("TypeError: pad() got an unexpected keyword argument 'fill'",
+      err(function() m:pad({ 1, 1 }, { fill = 3 }) end))
+    assert.are.equal("ValueError: pad: pads must be (before, after) pairs for at most the 2 dimensions of the input, "
+      .. "but got 1 numbers", err(function() m:pad({ 1 }, "reflect") end))
   end)
 end)
 

@@ -270,16 +270,38 @@ typedef struct {
   int next; /* first argument after the ones parsed */
 } red_args;
 
+/* The options of the reductions: PyTorch's names and MindSpore's. */
+static const char *const red_keys[] = {"dim",  "axis", "keepdim",    "keep_dims", "keepdims", "ddof",
+                                       "correction", "unbiased", "p", "ord", NULL};
+
+/* An options table: a table (not a tensor) with no sequence part and at
+ * least one entry; a list {1, 2} is dimensions. */
 static bool is_options(lua_State *L, int i) {
-  if (!lua_istable(L, i) || lc_test_tensor(L, i)) return false;
-  static const char *const keys[] = {"dim", "axis", "keepdim", "keep_dims", "ddof", "p", "ord", NULL};
-  for (int k = 0; keys[k]; k++) {
-    lua_getfield(L, i, keys[k]);
-    bool has = !lua_isnil(L, -1);
+  if (!lua_istable(L, i) || lc_test_tensor(L, i) || lua_rawlen(L, i) > 0) return false;
+  lua_pushnil(L);
+  if (!lua_next(L, i)) return false;
+  lua_pop(L, 2);
+  return true;
+}
+
+/* Every key of the options table at i is one of red_keys, else a TypeError
+ * naming it (a misspelt option must not be ignored). */
+static void check_option_names(lua_State *L, int i) {
+  lua_pushnil(L);
+  while (lua_next(L, i)) {
     lua_pop(L, 1);
-    if (has) return true;
+    bool known = false;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      const char *k = lua_tostring(L, -1);
+      for (int j = 0; red_keys[j] && !known; j++) known = strcmp(k, red_keys[j]) == 0;
+    }
+    if (!known) {
+      lua_pushvalue(L, -1);
+      const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
+      lc_argerror(L, i, "TypeError: unexpected option '%s' (the options are dim or axis, keepdim, keep_dims or "
+                  "keepdims, and for var and std ddof, correction or unbiased, for norm p or ord)", k);
+    }
   }
-  return false;
 }
 
 static void parse_dims(lua_State *L, int i, int ndim, red_args *r) {
@@ -302,6 +324,7 @@ static void parse_dims(lua_State *L, int i, int ndim, red_args *r) {
 }
 
 static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
+  check_option_names(L, i);
   lua_getfield(L, i, "dim");
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
@@ -309,20 +332,35 @@ static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
   }
   if (!lua_isnil(L, -1)) parse_dims(L, lua_gettop(L), ndim, r);
   lua_pop(L, 1);
-  lua_getfield(L, i, "keepdim");
-  if (lua_isnil(L, -1)) {
+  static const char *const keep_keys[] = {"keepdim", "keep_dims", "keepdims"};
+  for (int k = 0; k < 3; k++) {
+    lua_getfield(L, i, keep_keys[k]);
+    if (!lua_isnil(L, -1)) {
+      if (!lua_isboolean(L, -1))
+        lc_argerror(L, i, "TypeError: %s must be a boolean, got %s", keep_keys[k], luaL_typename(L, -1));
+      r->keepdim = lua_toboolean(L, -1);
+    }
     lua_pop(L, 1);
-    lua_getfield(L, i, "keep_dims");
   }
-  if (!lua_isnil(L, -1)) r->keepdim = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  lua_getfield(L, i, "ddof");
+  /* ddof (MindSpore's), or PyTorch's correction (the same number) or
+   * unbiased (true: 1, false: 0) */
+  static const char *const ddof_keys[] = {"ddof", "correction"};
+  for (int k = 0; k < 2; k++) {
+    lua_getfield(L, i, ddof_keys[k]);
+    if (!lua_isnil(L, -1)) {
+      lua_Number dn = lua_tonumber(L, -1);
+      if (lua_type(L, -1) != LUA_TNUMBER || dn != floor(dn) || fabs(dn) > 1e15)
+        lc_argerror(L, i, "TypeError: %s must be an integer, but got %s", ddof_keys[k],
+                    lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+      r->ddof = (lua_Integer)dn;
+    }
+    lua_pop(L, 1);
+  }
+  lua_getfield(L, i, "unbiased");
   if (!lua_isnil(L, -1)) {
-    lua_Number dn = lua_tonumber(L, -1);
-    if (lua_type(L, -1) != LUA_TNUMBER || dn != floor(dn) || fabs(dn) > 1e15)
-      lc_argerror(L, i, "TypeError: ddof must be an integer, but got %s",
-                  lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
-    r->ddof = (lua_Integer)dn;
+    if (!lua_isboolean(L, -1))
+      lc_argerror(L, i, "TypeError: unbiased must be a boolean, got %s", luaL_typename(L, -1));
+    r->ddof = lua_toboolean(L, -1) ? 1 : 0;
   }
   lua_pop(L, 1);
   lua_getfield(L, i, "p");

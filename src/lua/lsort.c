@@ -56,12 +56,16 @@ static bool dim_field(lua_State *L, int opts) {
   return lc_field(L, opts, "axis");
 }
 
+/* keepdim, or MindSpore's keep_dims / keepdims. */
 static int keep_field(lua_State *L, int opts, int arg, const char *op) {
-  if (lc_field(L, opts, "keep_dims")) {
+  static const char *const names[] = {"keep_dims", "keepdims"};
+  for (int k = 0; k < 2; k++) {
+    if (lc_field(L, opts, names[k])) {
+      lua_pop(L, 1);
+      return opt_bool(L, opts, arg, op, names[k], 0);
+    }
     lua_pop(L, 1);
-    return opt_bool(L, opts, arg, op, "keep_dims", 0);
   }
-  lua_pop(L, 1);
   return opt_bool(L, opts, arg, op, "keepdim", 0);
 }
 
@@ -96,6 +100,14 @@ static void sort_args(lua_State *L, const char *op, cell_tensor *a, int *dim, in
     return;
   }
   *dim = one_dim(L, 2, nd, -1);
+  if (is_opts(L, 3)) { /* (dim, {descending =, stable =}) */
+    int o = lc_options(L, 3, op, sort_keys);
+    if (dim_field(L, o)) lc_argerror(L, 3, "TypeError: %s: dim given twice (positionally and as an option)", op);
+    lua_pop(L, 1);
+    *desc = opt_bool(L, o, 3, op, "descending", 0);
+    (void)opt_bool(L, o, 3, op, "stable", 1);
+    return;
+  }
   *desc = arg_bool(L, 3, op, "descending", 0);
 }
 
@@ -146,7 +158,8 @@ static int tensor_topk(lua_State *L) {
 
 /* --- median -------------------------------------------------------------------- */
 
-static const char *const red_keys[] = {"dim", "axis", "keepdim", "keep_dims", NULL};
+static const char *const red_keys[] = {"dim", "axis", "keepdim", "keep_dims", "keepdims", NULL};
+static const char *const keep_keys[] = {"keepdim", "keep_dims", "keepdims", NULL};
 
 /* () -> the median of everything; (dim [, keepdim]) or ({dim =, keepdim =})
  * -> values, indices. */
@@ -160,7 +173,10 @@ static int tensor_median(lua_State *L) {
     keep = keep_field(L, o, 2, "median");
   } else if (!lua_isnoneornil(L, 2)) {
     dim = lc_check_dim(L, 2, nd, 0);
-    keep = arg_bool(L, 3, "median", "keepdim", 0);
+    if (is_opts(L, 3)) /* (dim, {keepdim =}) */
+      keep = keep_field(L, lc_options(L, 3, "median", keep_keys), 3, "median");
+    else
+      keep = arg_bool(L, 3, "median", "keepdim", 0);
   }
   if (dim < 0) {
     cell_tensor **out = lc_newtensor(L);
@@ -221,7 +237,7 @@ static int dims_keep(lua_State *L, const char *op, cell_tensor *a, int *dims, in
   }
   if (!lua_isnoneornil(L, 2)) n = dims_at(L, 2, 2, nd, dims);
   if (is_opts(L, 3)) {
-    int o = lc_options(L, 3, op, red_keys);
+    int o = lc_options(L, 3, op, keep_keys);
     *keep = keep_field(L, o, 3, op);
   } else {
     *keep = arg_bool(L, 3, op, "keepdim", 0);

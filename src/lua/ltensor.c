@@ -395,6 +395,18 @@ static void tensor_hint(lua_State *L, const char *k) {
   }
 }
 
+/* t[key] and t[key] = v with a Tensor key (a bool mask, or integer
+ * indices along dimension 1): the Lua methods named `method` (cell.tensor
+ * installs them) called with the nargs arguments (t, key [, v]). */
+static int index_by_tensor(lua_State *L, const char *method, int nargs) {
+  lua_getfield(L, UV_METHODS, method);
+  if (!lua_isfunction(L, -1))
+    return lc_argerror(L, 2, "TypeError: a tensor index must be a number or a table, got Tensor");
+  for (int i = 1; i <= nargs; i++) lua_pushvalue(L, i);
+  lua_call(L, nargs, nargs == 2 ? 1 : 0);
+  return nargs == 2 ? 1 : 0;
+}
+
 /* t.key: for an attributed tensor its attrs first (per-object fields, then
  * the attrs metatable's __index); then the tensor methods, the properties
  * and, for number and table keys, indexing. */
@@ -429,8 +441,9 @@ static int tensor_index(lua_State *L) {
     return 1;
   }
   cell_tensor *t = lc_check_tensor(L, 1);
+  if (lc_test_tensor(L, 2)) return index_by_tensor(L, "_index_tensor", 2);
   if (lua_type(L, 2) != LUA_TNUMBER && !lua_istable(L, 2))
-    return lc_argerror(L, 2, "TypeError: a tensor index must be a number or a table, got %s",
+    return lc_argerror(L, 2, "TypeError: a tensor index must be a number, a table or a Tensor, got %s",
                        luaL_typename(L, 2));
   bool scalar;
   int64_t pos;
@@ -464,6 +477,7 @@ static int tensor_newindex(lua_State *L) {
     }
   }
   cell_tensor *t = lc_check_tensor(L, 1);
+  if (lc_test_tensor(L, 2)) return index_by_tensor(L, "_newindex_tensor", 3);
   if (lua_type(L, 2) != LUA_TNUMBER && !lua_istable(L, 2))
     return lc_argerror(L, 2, "TypeError: cannot set field '%s' of a Tensor",
                        lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : luaL_typename(L, 2));

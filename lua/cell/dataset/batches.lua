@@ -5,6 +5,7 @@
 --     for epoch = 1, 3 do
 --       for xb, yb in loader:each(epoch) do ... end
 --     end
+--     for xb, yb in loader do ... end       -- the next epoch, as loader:each()
 --
 -- Each batch is a contiguous tensor: a view of x when not shuffling (and x
 -- is contiguous), else gathered rows. The last, partial batch is kept
@@ -179,6 +180,20 @@ function Batches:each(epoch)
     end
     return unpack(out, 1, #cols)
   end
+end
+
+--- `for xb, yb in loader do ... end`: the loader itself is an iterator of
+-- its next epoch (what loader:each() gives). A loop starts a new epoch
+-- (also after one left with break).
+function Batches:__call(_, control)
+  local it = rawget(self, "_loop")
+  if control == nil or it == nil then
+    it = self:each()
+    rawset(self, "_loop", it)
+  end
+  local out = { it() }
+  if out[1] == nil then rawset(self, "_loop", nil) end
+  return unpack(out, 1, #self.cols)
 end
 
 function Batches:__tostring()

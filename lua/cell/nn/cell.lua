@@ -492,13 +492,42 @@ local function walk_cells(c, prefix, seen, out)
   return out
 end
 
---- cells_and_names([name_prefix]): iterator of (name, cell) over the cell
--- itself (named by the prefix, "" by default) and all cells below it.
--- (MindSpore's first argument, the set of cells already seen, is internal.)
+--- The cells of `cells_and_names`'s `cells` argument (cells already seen:
+-- a set {[c] = true} or a list {c1, c2}) as a new set.
+local function seen_cells(cells)
+  local seen = {}
+  if cells == nil then return seen end
+  if type(cells) ~= "table" or getmetatable(cells) ~= nil then
+    raise(("TypeError: cells_and_names: cells must be a set or a list of Cells, but got %s"):format(type_name(cells)))
+  end
+  for k, v in pairs(cells) do
+    local c = is_cell(k) and k or v
+    if not is_cell(c) then
+      raise(("TypeError: cells_and_names: cells must be a set or a list of Cells, but it holds %s")
+        :format(type_name(c)))
+    end
+    seen[c] = true
+  end
+  return seen
+end
+
+local CELLS_ARGS = { "cells", "name_prefix",
+  value_if = { cells = function(t) local k = next(t); return k ~= nil and type(k) ~= "string" end } }
+
+--- cells_and_names([name_prefix]) or MindSpore's cells_and_names(cells,
+-- name_prefix): iterator of (name, cell) over the cell itself (named by
+-- the prefix, "" by default) and all cells below it, skipping the cells in
+-- `cells` (a set or list of cells already seen).
 function Cell:cells_and_names(...)
-  local prefix = args_or_options("cells_and_names", PREFIX_ARGS, select("#", ...), ...)
+  local n = select("#", ...)
+  local cells, prefix
+  if n > 0 and type((...)) == "string" then
+    prefix = args_or_options("cells_and_names", PREFIX_ARGS, n, ...)
+  else
+    cells, prefix = args_or_options("cells_and_names", CELLS_ARGS, n, ...)
+  end
   prefix = check_str("cells_and_names", "name_prefix", prefix)
-  return list_iter(walk_cells(self, prefix, {}, {}))
+  return list_iter(walk_cells(self, prefix, seen_cells(cells), {}))
 end
 
 --- The list of {name, param} pairs parameters_and_names yields.
