@@ -224,6 +224,17 @@ static int tensor_clamp(lua_State *L) {
   int has_lo, has_hi;
   double lo = opt_number(L, 2, &has_lo), hi = opt_number(L, 3, &has_hi);
   cell_tensor **out = lc_newtensor(L);
+  cell_dtype dt = cell_tensor_dtype(a);
+  /* A fractional bound makes an integer tensor's result float32, as a float
+   * scalar promotes it in PyTorch. */
+  if (dt != CELL_DTYPE_BOOL && !cell_dtype_is_float(dt) &&
+      ((has_lo && lc_number_is_float(L, 2)) || (has_hi && lc_number_is_float(L, 3)))) {
+    cell_tensor *f = NULL;
+    cell_status s = cell_tensor_astype(a, CELL_DTYPE_F32, &f);
+    if (s == CELL_OK) s = cell_op_clamp(f, has_lo, lo, has_hi, hi, out);
+    cell_tensor_release(f);
+    return lc_finish(L, s);
+  }
   return lc_finish(L, cell_op_clamp(a, has_lo, lo, has_hi, hi, out));
 }
 
@@ -416,6 +427,23 @@ static int variance(lua_State *L, int take_sqrt) {
 static int tensor_var(lua_State *L) { return variance(L, 0); }
 static int tensor_std(lua_State *L) { return variance(L, 1); }
 
+/* PyTorch's two norms that are not p-norms: p = 0 counts the non-zero
+ * elements, p = -inf is the smallest |x|; in a's float dtype (float32 for
+ * integers), as the other norms. */
+static int norm_zero_or_min(lua_State *L, const cell_tensor *a, const red_args *r) {
+  cell_tensor **out = lc_newtensor(L);
+  cell_dtype rd = cell_dtype_is_float(cell_tensor_dtype(a)) ? cell_tensor_dtype(a) : CELL_DTYPE_F32;
+  cell_tensor *t = NULL, *v = NULL;
+  cell_status s = r->p == 0 ? cell_op_binary_scalar(CELL_OP_NE, a, 0, 0, 0, &t)
+                            : cell_op_unary(CELL_OP_ABS, a, &t);
+  if (s == CELL_OK)
+    s = cell_op_reduce(r->p == 0 ? CELL_RED_SUM : CELL_RED_MIN, t, r->ndims, r->dims, r->keepdim, &v);
+  cell_tensor_release(t);
+  if (s == CELL_OK) s = cell_tensor_astype(v, rd, out);
+  cell_tensor_release(v);
+  return lc_finish(L, s);
+}
+
 /* norm([p [, dim [, keepdim]]]) or norm{p =, dim =, keepdim =}. */
 static int tensor_norm(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
@@ -427,7 +455,9 @@ static int tensor_norm(lua_State *L) {
     if (!lua_isnoneornil(L, 2)) r.p = lc_check_number(L, 2);
     parse_reduce(L, 3, cell_tensor_ndim(a), &r);
   }
-  if (!(r.p > 0)) return lc_argerror(L, 2, "ValueError: norm order p must be positive, got %g", r.p);
+  if (r.p == 0 || r.p == -INFINITY) return norm_zero_or_min(L, a, &r);
+  if (!(r.p > 0))
+    return lc_argerror(L, 2, "ValueError: norm order p must be positive, 0 or -inf, got %g", r.p);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_norm(a, r.p, r.ndims, r.dims, r.keepdim, out));
 }
