@@ -56,7 +56,7 @@ local OPERATORS = {
 --- Every result of the call, as a list (a single plain-table result, such as
 -- split's list of views, is that list).
 local function call(c, args)
-  local fn = OPERATORS[c.op] or cell.ops[c.op] or cell.Tensor[c.op]
+  local fn = OPERATORS[c.op] or cell.ops[c.op] or cell.Tensor[c.op] or cell[c.op]
   if not fn then error("no cell.ops." .. c.op) end
   local res = table.pack(fn(unpack(args, 1, c.n)))
   if res.n == 1 and type(res[1]) == "table" and not cell.is_tensor(res[1]) then return res[1] end

@@ -10,6 +10,7 @@
 local cell = require "cell"
 local fx = require "fixtures.opdiff_fixtures"
 local run = require "helpers.opdiff_runner"
+local H = require "helpers"
 
 local function describe_arg(a)
   if type(a) ~= "table" then return tostring(a) end
@@ -40,6 +41,32 @@ describe("cell.ops against PyTorch", function()
       assert.is_nil(why, why)
     end)
   end
+
+  it("pins the errors of the options the differential check added", function()
+    local x = cell.tensor({ 1.5, -2 })
+    H.expect_error(function() return x:div(2, "round") end, "ValueError",
+      'div: rounding_mode must be nil, "floor" or "trunc", got round')
+    H.expect_error(function() return x:div(2, { rounding_mode = 1 }) end, "ValueError", "rounding_mode", "number")
+    H.expect_error(function() return cell.tensor({ 7 }, cell.int32):div(cell.tensor({ 0 }, cell.int32), "trunc") end,
+      "ValueError", "integer division by zero")
+    H.expect_error(function() return x:round(1.5) end, "TypeError", "expected an integer, got 1.5")
+    H.expect_error(function() return x:norm(-1) end, "ValueError", "norm order p must be positive, 0 or -inf, got -1")
+    local img = cell.ones({ 1, 1, 4, 4 })
+    H.expect_error(function() return cell.ops.interpolate(img, { size = 2, mode = "area", align_corners = true }) end,
+      "ValueError", "option 'align_corners' is not meaningful with mode 'area'")
+    H.expect_error(function() return cell.ops.interpolate(img, { mode = "area" }) end,
+      "ValueError", "either size or scale_factor must be given")
+    H.expect_error(function() return cell.ops.interpolate(cell.ones({ 4 }), { size = 2, mode = "area" }) end,
+      "ValueError", "mode 'area' wants a 3-D, 4-D or 5-D input, got shape [4]")
+    H.expect_error(function() return cell.ops.interpolate(img, { scale_factor = 0.1, mode = "area" }) end,
+      "ValueError", "output sizes must be positive, got 0")
+  end)
+
+  it("clamp with min above max gives max, and its gradient is zero", function()
+    local x = cell.tensor({ -1, 0.5, 3 }, cell.float64)
+    H.assert_values(x:clamp(2, 1), { 1, 1, 1 }, "float64")
+    H.assert_values(cell.grad(function(v) return v:clamp(2, 1):sum() end)(x), { 0, 0, 0 }, "float64")
+  end)
 
   it("a 0-d tensor of no higher category takes the other operand's dtype", function()
     local x = cell.tensor({ 1, 2 })

@@ -46,7 +46,7 @@ static int binary_(lua_State *L, cell_binop op) {
 BINARY(add, CELL_OP_ADD)
 BINARY(sub, CELL_OP_SUB)
 BINARY(mul, CELL_OP_MUL)
-BINARY(div, CELL_OP_DIV)
+static int tensor_div_(lua_State *L) { return binary_(L, CELL_OP_DIV); }
 BINARY(pow, CELL_OP_POW)
 BINARY(maximum, CELL_OP_MAXIMUM)
 BINARY(minimum, CELL_OP_MINIMUM)
@@ -64,6 +64,95 @@ BINARY(remainder, CELL_OP_REMAINDER)
 BINARY(fmod, CELL_OP_FMOD)
 BINARY(floor_divide, CELL_OP_FLOOR_DIVIDE)
 BINARY(logical_xor, CELL_OP_LOGICAL_XOR)
+
+/* t:round([decimals = 0] | {decimals =}): halves to even; with decimals,
+ * as PyTorch: round(t * 10^d) / 10^d, or for d < 0 round(t / 10^-d) * 10^-d.
+ * Integers are returned as they are (a copy). */
+static int tensor_round(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  lua_Integer d = 0;
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    lua_getfield(L, 2, "decimals");
+    lua_replace(L, 2);
+  }
+  if (!lua_isnoneornil(L, 2)) d = lc_check_int(L, 2);
+  cell_tensor **out = lc_newtensor(L);
+  if (d == 0 || !cell_dtype_is_float(cell_tensor_dtype(a)))
+    return lc_finish(L, cell_op_unary(CELL_OP_ROUND, a, out));
+  double p = pow(10.0, (double)(d < 0 ? -d : d));
+  cell_tensor *t = NULL, *u = NULL;
+  cell_status s = cell_op_binary_scalar(d > 0 ? CELL_OP_MUL : CELL_OP_DIV, a, p, 1, 0, &t);
+  if (s == CELL_OK) s = cell_op_unary(CELL_OP_ROUND, t, &u);
+  if (s == CELL_OK) s = cell_op_binary_scalar(d > 0 ? CELL_OP_DIV : CELL_OP_MUL, u, p, 1, 0, out);
+  cell_tensor_release(t);
+  cell_tensor_release(u);
+  return lc_finish(L, s);
+}
+
+/* t / other rounded toward zero: for floats ceil or floor of the quotient by
+ * its sign; for integers sign(t) sign(other) floor_divide(|t|, |other|),
+ * exact and, as floor_divide, a ValueError for a zero divisor. */
+static cell_status div_trunc(cell_tensor *a, cell_tensor *b, double v, bool fl, cell_tensor **out) {
+  cell_dtype rt = b ? cell_dtype_promote(cell_tensor_dtype(a), cell_tensor_dtype(b))
+                    : cell_dtype_promote_scalar(cell_tensor_dtype(a), fl);
+  cell_tensor *t = NULL, *u = NULL, *w = NULL, *x = NULL;
+  cell_status s;
+  if (cell_dtype_is_float(rt)) {
+    s = b ? cell_op_binary(CELL_OP_DIV, a, b, &t) : cell_op_binary_scalar(CELL_OP_DIV, a, v, fl, 0, &t);
+    if (s == CELL_OK) s = cell_op_binary_scalar(CELL_OP_LT, t, 0, 0, 0, &u);
+    if (s == CELL_OK) s = cell_op_unary(CELL_OP_CEIL, t, &w);
+    if (s == CELL_OK) s = cell_op_unary(CELL_OP_FLOOR, t, &x);
+    if (s == CELL_OK) s = cell_op_where(u, w, x, out);
+  } else {
+    cell_tensor *sa = NULL, *sb = NULL;
+    s = cell_op_unary(CELL_OP_ABS, a, &t);
+    if (s == CELL_OK && b) s = cell_op_unary(CELL_OP_ABS, b, &u);
+    if (s == CELL_OK)
+      s = b ? cell_op_binary(CELL_OP_FLOOR_DIVIDE, t, u, &w)
+            : cell_op_binary_scalar(CELL_OP_FLOOR_DIVIDE, t, fabs(v), 0, 0, &w);
+    if (s == CELL_OK) s = cell_op_unary(CELL_OP_SIGN, a, &sa);
+    if (s == CELL_OK) s = cell_op_binary(CELL_OP_MUL, w, sa, &x);
+    if (s == CELL_OK && b) s = cell_op_unary(CELL_OP_SIGN, b, &sb);
+    if (s == CELL_OK)
+      s = b ? cell_op_binary(CELL_OP_MUL, x, sb, out) : cell_op_binary_scalar(CELL_OP_MUL, x, v < 0 ? -1 : 1, 0, 0, out);
+    cell_tensor_release(sa);
+    cell_tensor_release(sb);
+  }
+  cell_tensor_release(t);
+  cell_tensor_release(u);
+  cell_tensor_release(w);
+  cell_tensor_release(x);
+  return s;
+}
+
+/* t:div(other [, rounding_mode | {rounding_mode =}]): true division; with
+ * "floor" floor_divide, with "trunc" rounded toward zero (MindSpore's and
+ * PyTorch's rounding_mode; nil is true division). */
+static int tensor_div(lua_State *L) {
+  int mode = 0; /* 0 true, 1 floor, 2 trunc */
+  if (lua_type(L, 3) == LUA_TTABLE) {
+    lua_getfield(L, 3, "rounding_mode");
+    lua_replace(L, 3);
+  }
+  if (!lua_isnoneornil(L, 3)) {
+    const char *m = lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : NULL;
+    if (m && strcmp(m, "floor") == 0) mode = 1;
+    else if (m && strcmp(m, "trunc") == 0) mode = 2;
+    else
+      return lc_argerror(L, 3, "ValueError: div: rounding_mode must be nil, \"floor\" or \"trunc\", got %s",
+                         m ? m : luaL_typename(L, 3));
+  }
+  lua_settop(L, 2);
+  if (mode == 0) return binary(L, CELL_OP_DIV);
+  if (mode == 1) return binary(L, CELL_OP_FLOOR_DIVIDE);
+  cell_tensor *a = lc_check_tensor(L, 1), *b = lc_test_tensor(L, 2);
+  if (!b && lua_type(L, 2) != LUA_TNUMBER)
+    return lc_argerror(L, 2, "TypeError: expected a Tensor or a number, got %s", luaL_typename(L, 2));
+  double v = b ? 0 : lua_tonumber(L, 2);
+  bool fl = !b && lc_number_is_float(L, 2);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, div_trunc(a, b, v, fl, out));
+}
 
 /* --- unary ------------------------------------------------------------------- */
 
@@ -98,7 +187,7 @@ UNARY(gelu, CELL_OP_GELU)
 UNARY(silu, CELL_OP_SILU)
 UNARY(floor, CELL_OP_FLOOR)
 UNARY(ceil, CELL_OP_CEIL)
-UNARY(round, CELL_OP_ROUND)
+static int tensor_round_(lua_State *L) { return unary_(L, CELL_OP_ROUND); }
 UNARY(sign, CELL_OP_SIGN)
 UNARY(logical_not, CELL_OP_LOGICAL_NOT)
 /* issue 13's elementwise math */
