@@ -65,6 +65,15 @@ function M.install(Tensor, core)
   for name, dt in pairs(shorthands) do
     Tensor[name] = function(t) return check_tensor(name, "self", t):astype(dt) end
   end
+  --- clamp with a Tensor bound (MindSpore's ops.clamp takes them) is
+  -- clip_by_value; with numbers, the engine's clamp.
+  local clamp = Tensor.clamp
+  function Tensor.clamp(t, min, max)
+    if core.is_tensor(min) or core.is_tensor(max) then
+      return require("cell.ops.clip").clip_by_value(check_tensor("clamp", "self", t), min, max)
+    end
+    return clamp(t, min, max)
+  end
   Tensor.to = Tensor.astype
   Tensor.tolist = Tensor.totable
   Tensor.dim = function(t) return check_tensor("dim", "self", t).ndim end

@@ -6,10 +6,18 @@
 
 /* --- binary ----------------------------------------------------------------- */
 
-/* t:op(other) where other is a tensor or a number. */
+/* t:op(other) where other is a tensor or a number; as a function of
+ * cell.ops the number may come first (MindSpore's ops.sub(1, x)). */
 static int binary(lua_State *L, cell_binop op) {
-  cell_tensor *a = lc_check_tensor(L, 1), *b = lc_test_tensor(L, 2);
+  cell_tensor *a = lc_test_tensor(L, 1), *b = lc_test_tensor(L, 2);
   cell_tensor **out;
+  if (!a && b && (lua_type(L, 1) == LUA_TNUMBER || lua_isboolean(L, 1))) {
+    double v = lua_isboolean(L, 1) ? lua_toboolean(L, 1) : lua_tonumber(L, 1);
+    bool fl = lua_type(L, 1) == LUA_TNUMBER && lc_number_is_float(L, 1);
+    out = lc_newtensor(L);
+    return lc_finish(L, cell_op_binary_scalar(op, b, v, fl, 1, out));
+  }
+  a = lc_check_tensor(L, 1);
   if (b) {
     out = lc_newtensor(L);
     return lc_finish(L, cell_op_binary(op, a, b, out));
@@ -372,7 +380,8 @@ typedef struct {
 
 static bool is_options(lua_State *L, int i) {
   if (!lua_istable(L, i) || lc_test_tensor(L, i)) return false;
-  static const char *const keys[] = {"dim", "axis", "keepdim", "keep_dims", "ddof", "p", "ord", NULL};
+  static const char *const keys[] = {"dim",  "axis", "keepdim", "keep_dims", "ddof",
+                                     "unbiased", "p", "ord",     NULL};
   for (int k = 0; keys[k]; k++) {
     lua_getfield(L, i, keys[k]);
     bool has = !lua_isnil(L, -1);
@@ -423,6 +432,15 @@ static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
       lc_argerror(L, i, "TypeError: ddof must be an integer, but got %s",
                   lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
     r->ddof = (lua_Integer)dn;
+  } else {
+    /* unbiased (PyTorch's and MindSpore 1.x's name): true is ddof = 1 */
+    lua_pop(L, 1);
+    lua_getfield(L, i, "unbiased");
+    if (!lua_isnil(L, -1)) {
+      if (!lua_isboolean(L, -1))
+        lc_argerror(L, i, "TypeError: unbiased must be a boolean, but got %s", luaL_typename(L, -1));
+      r->ddof = lua_toboolean(L, -1);
+    }
   }
   lua_pop(L, 1);
   lua_getfield(L, i, "p");
