@@ -74,6 +74,30 @@ function M.install(Tensor, core)
     end
     return clamp(t, min, max)
   end
+  --- gather(dim, index) is PyTorch's (and MindSpore's gather_elements);
+  -- gather(indices, axis), a Tensor first, is MindSpore's ops.gather: the
+  -- slices of t along axis at the (1-based) indices, of shape
+  -- t.shape[1..axis-1] .. indices.shape .. t.shape[axis+1..].
+  local gather = Tensor.gather
+  function Tensor.gather(t, a, b, ...)
+    if not core.is_tensor(a) then return gather(t, a, b, ...) end
+    check_tensor("gather", "self", t)
+    if b == nil then b = 1 end
+    if type(b) ~= "number" or b ~= math.floor(b) then
+      raise(("TypeError: gather: axis must be an integer, got %s"):format(tostring(b)))
+    end
+    local nd = t.ndim
+    if b < -nd or b > nd or b == 0 then
+      raise(("IndexError: gather: axis %d is out of range for a %d-D tensor"):format(b, nd))
+    end
+    local axis = b < 0 and nd + 1 + b or b
+    local picked = t:index_select(axis, a:reshape({ -1 }))
+    local shape = {}
+    for i = 1, axis - 1 do shape[#shape + 1] = t.shape[i] end
+    for _, s in ipairs(a.shape) do shape[#shape + 1] = s end
+    for i = axis + 1, nd do shape[#shape + 1] = t.shape[i] end
+    return picked:reshape(shape)
+  end
   Tensor.to = Tensor.astype
   Tensor.tolist = Tensor.totable
   Tensor.dim = function(t) return check_tensor("dim", "self", t).ndim end

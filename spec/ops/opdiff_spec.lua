@@ -62,6 +62,19 @@ describe("cell.ops against PyTorch", function()
       "ValueError", "output sizes must be positive, got 0")
   end)
 
+  it("gather with a Tensor first (MindSpore's ops.gather) checks its axis", function()
+    local x, i = cell.ones({ 2, 3 }), cell.tensor({ 1 }, cell.int64)
+    H.expect_error(function() return cell.ops.gather(x, i, 3) end, "IndexError", "gather: axis 3 is out of range for a 2-D tensor")
+    H.expect_error(function() return cell.ops.gather(x, i, 1.5) end, "TypeError", "gather: axis must be an integer, got 1.5")
+    H.expect_error(function() return cell.ops.gather(x, cell.tensor({ 3 }, cell.int64), 1) end, "IndexError")
+    H.assert_values(cell.ops.gather(cell.tensor({ 10, 20, 30 }), cell.tensor({ { 3, 1 } }, cell.int64)), { { 30, 10 } }, "float32")
+  end)
+
+  it("var and std refuse an unbiased that is not a boolean", function()
+    H.expect_error(function() return cell.ones({ 3 }):var { unbiased = 1 } end, "TypeError",
+      "unbiased must be a boolean, but got number")
+  end)
+
   it("clamp with min above max gives max, and its gradient is zero", function()
     local x = cell.tensor({ -1, 0.5, 3 }, cell.float64)
     H.assert_values(x:clamp(2, 1), { 1, 1, 1 }, "float64")
