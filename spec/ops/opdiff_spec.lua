@@ -70,6 +70,11 @@ describe("cell.ops against PyTorch", function()
     H.assert_values(cell.ops.gather(cell.tensor({ 10, 20, 30 }), cell.tensor({ { 3, 1 } }, cell.int64)), { { 30, 10 } }, "float32")
   end)
 
+  it("masked_fill takes a 0-d Tensor value, not a larger one", function()
+    H.expect_error(function() return cell.ones({ 2 }):masked_fill(cell.tensor({ true, false }), cell.ones({ 2 })) end,
+      "ValueError", "masked_fill: the value must be a number or a 0-d Tensor, got a Tensor of shape [2]")
+  end)
+
   it("var and std refuse an unbiased that is not a boolean", function()
     H.expect_error(function() return cell.ones({ 3 }):var { unbiased = 1 } end, "TypeError",
       "unbiased must be a boolean, but got number")

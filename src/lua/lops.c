@@ -335,8 +335,30 @@ static int tensor_clamp(lua_State *L) {
   return lc_finish(L, cell_op_clamp(a, has_lo, lo, has_hi, hi, out));
 }
 
+/* masked_fill with a 0-d Tensor value (MindSpore and PyTorch take one): the
+ * masked positions of masked_fill(a, m, 0) replaced by the value, converted
+ * to a's dtype; the value gets the gradient of the positions it fills. */
+static int masked_fill_tensor(lua_State *L, cell_tensor *a, cell_tensor *m, cell_tensor *v) {
+  if (cell_tensor_ndim(v) != 0) {
+    char sb[96];
+    return lc_argerror(L, 3, "ValueError: masked_fill: the value must be a number or a 0-d Tensor, "
+                             "got a Tensor of shape %s",
+                       cell_shape_str(cell_tensor_ndim(v), cell_tensor_shape(v), sb, sizeof sb));
+  }
+  cell_tensor **out = lc_newtensor(L);
+  cell_tensor *t = NULL, *c = NULL;
+  cell_status s = cell_op_masked_fill(a, m, 0.0, &t);
+  if (s == CELL_OK) s = cell_tensor_astype(v, cell_tensor_dtype(a), &c);
+  if (s == CELL_OK) s = cell_op_where(m, c, t, out);
+  cell_tensor_release(t);
+  cell_tensor_release(c);
+  return lc_finish(L, s);
+}
+
 static int tensor_masked_fill(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1), *m = lc_check_tensor(L, 2);
+  cell_tensor *vt = lc_test_tensor(L, 3);
+  if (vt) return masked_fill_tensor(L, a, m, vt);
   if (lua_type(L, 3) != LUA_TNUMBER && !lua_isboolean(L, 3))
     return lc_argerror(L, 3, "TypeError: expected a number, got %s", luaL_typename(L, 3));
   double v = lua_isboolean(L, 3) ? lua_toboolean(L, 3) : lua_tonumber(L, 3);
