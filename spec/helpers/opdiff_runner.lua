@@ -74,6 +74,8 @@ end
 local TOLS = {
   float32 = { atol = 1e-6, rtol = 1e-5 },
   float64 = { atol = 1e-12, rtol = 1e-10 },
+  float16 = { atol = 1e-3, rtol = 1e-3 },   -- one rounding of float16 (2^-11)
+  bfloat16 = { atol = 1e-2, rtol = 8e-3 },  -- one rounding of bfloat16 (2^-8)
 }
 
 local function shape_str(s) return "[" .. table.concat(s, ",") .. "]" end
