@@ -98,6 +98,55 @@ function M.install(Tensor, core)
     for i = axis + 1, nd do shape[#shape + 1] = t.shape[i] end
     return picked:reshape(shape)
   end
+  --- pad(pads [, value]) pads with a constant; pad(pads, mode [, value]) or
+  -- pad(pads, {mode =, value =}) also takes MindSpore's and PyTorch's modes
+  -- "reflect" (mirrored, the edge once), "replicate" (the edge repeated) and
+  -- "circular" (wrapped around), each an index_select along every padded
+  -- dimension, so differentiable.
+  local pad = Tensor.pad
+  local MODES = { constant = true, reflect = true, replicate = true, circular = true }
+  local function source_index(mode, i, n)
+    if mode == "replicate" then return math.min(math.max(i, 0), n - 1) end
+    if mode == "circular" then return i % n end
+    i = math.abs(i) -- reflect
+    if i >= n then i = 2 * (n - 1) - i end
+    return i
+  end
+  function Tensor.pad(t, pads, mode, value)
+    if type(mode) == "table" and not core.is_tensor(mode) then
+      mode, value = mode.mode, mode.value
+    end
+    if type(mode) ~= "string" then return pad(t, pads, mode) end
+    if not MODES[mode] then
+      raise(("ValueError: pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got '%s'"):format(mode))
+    end
+    if mode == "constant" then return pad(t, pads, value) end
+    check_tensor("pad", "self", t)
+    if value ~= nil then raise(("ValueError: pad: a value is only meaningful with mode 'constant', not '%s'"):format(mode)) end
+    if type(pads) ~= "table" or #pads % 2 ~= 0 or #pads / 2 > t.ndim then
+      raise(("ValueError: pad: pads must list (before, after) pairs for at most %d dimensions"):format(t.ndim))
+    end
+    local y = t
+    for k = 1, #pads / 2 do
+      local dim = t.ndim + 1 - k
+      local before, after, n = pads[2 * k - 1], pads[2 * k], t.shape[dim]
+      if type(before) ~= "number" or type(after) ~= "number" or before < 0 or after < 0
+          or before ~= math.floor(before) or after ~= math.floor(after) then
+        raise(("ValueError: pad: mode '%s' takes pads that are integers >= 0, got %s and %s"):format(mode,
+          tostring(before), tostring(after)))
+      end
+      local limit = mode == "reflect" and n - 1 or (mode == "circular" and n or math.huge)
+      if n < 1 or before > limit or after > limit then
+        raise(("ValueError: pad: mode '%s' cannot pad (%d, %d) a dimension of size %d"):format(mode, before, after, n))
+      end
+      if before > 0 or after > 0 then
+        local idx = {}
+        for i = -before, n - 1 + after do idx[#idx + 1] = source_index(mode, i, n) + 1 end
+        y = y:index_select(dim, core.tensor(idx, core.int64))
+      end
+    end
+    return y
+  end
   Tensor.to = Tensor.astype
   Tensor.tolist = Tensor.totable
   Tensor.dim = function(t) return check_tensor("dim", "self", t).ndim end

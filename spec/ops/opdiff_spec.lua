@@ -75,6 +75,22 @@ describe("cell.ops against PyTorch", function()
       "ValueError", "masked_fill: the value must be a number or a 0-d Tensor, got a Tensor of shape [2]")
   end)
 
+  it("pad's modes refuse what they cannot make", function()
+    local x = cell.ones({ 2, 3 })
+    H.expect_error(function() return x:pad({ 1, 1 }, "mirror") end, "ValueError",
+      "pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got 'mirror'")
+    H.expect_error(function() return x:pad({ 3, 0 }, "reflect") end, "ValueError",
+      "pad: mode 'reflect' cannot pad (3, 0) a dimension of size 3")
+    H.expect_error(function() return x:pad({ 4, 0 }, "circular") end, "ValueError",
+      "pad: mode 'circular' cannot pad (4, 0) a dimension of size 3")
+    H.expect_error(function() return x:pad({ -1, 0 }, "replicate") end, "ValueError",
+      "pad: mode 'replicate' takes pads that are integers >= 0, got -1 and 0")
+    H.expect_error(function() return x:pad({ 1, 0 }, { mode = "reflect", value = 2 }) end, "ValueError",
+      "pad: a value is only meaningful with mode 'constant', not 'reflect'")
+    H.expect_error(function() return x:pad({ 1, 0, 1, 0, 1, 0 }, "reflect") end, "ValueError",
+      "pad: pads must list (before, after) pairs for at most 2 dimensions")
+  end)
+
   it("var and std refuse an unbiased that is not a boolean", function()
     H.expect_error(function() return cell.ones({ 3 }):var { unbiased = 1 } end, "TypeError",
       "unbiased must be a boolean, but got number")
