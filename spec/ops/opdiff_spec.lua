@@ -91,6 +91,13 @@ describe("cell.ops against PyTorch", function()
       "pad: pads must list (before, after) pairs for at most 2 dimensions")
   end)
 
+  it("add and sub check alpha, cumsum its dtype", function()
+    local x = cell.ones({ 2 })
+    H.expect_error(function() return x:add(x, { alpha = "2" }) end, "TypeError", "add: alpha must be a number, got string")
+    H.expect_error(function() return x:sub(x, { alfa = 2 }) end, "TypeError", "alfa")
+    H.expect_error(function() return x:cumsum(1, 7) end, "TypeError", "expected a dtype")
+  end)
+
   it("var and std refuse an unbiased that is not a boolean", function()
     H.expect_error(function() return cell.ones({ 3 }):var { unbiased = 1 } end, "TypeError",
       "unbiased must be a boolean, but got number")

@@ -51,8 +51,42 @@ static int binary_(lua_State *L, cell_binop op) {
 #define BINARY(name, OP)                                              \
   static int tensor_##name(lua_State *L) { return binary(L, OP); }   \
   static int tensor_##name##_(lua_State *L) { return binary_(L, OP); }
-BINARY(add, CELL_OP_ADD)
-BINARY(sub, CELL_OP_SUB)
+/* add / sub with {alpha =} (PyTorch's and MindSpore's mint): t op alpha * other. */
+static int add_sub(lua_State *L, cell_binop op) {
+  if (!lua_istable(L, 3) || lc_test_tensor(L, 3)) return binary(L, op);
+  static const char *const keys[] = {"alpha", NULL};
+  int opts = lc_options(L, 3, cell_binop_name(op), keys);
+  double alpha = 1;
+  bool fl = false;
+  if (lc_field(L, opts, "alpha")) {
+    if (lua_type(L, -1) != LUA_TNUMBER)
+      return lc_argerror(L, 3, "TypeError: %s: alpha must be a number, got %s", cell_binop_name(op),
+                         luaL_typename(L, -1));
+    alpha = lua_tonumber(L, -1);
+    fl = lc_number_is_float(L, lua_gettop(L));
+  }
+  lua_pop(L, 1);
+  lua_settop(L, 2);
+  if (alpha == 1) return binary(L, op);
+  cell_tensor *a = lc_check_tensor(L, 1), *b = lc_test_tensor(L, 2);
+  if (!b) {
+    if (lua_type(L, 2) != LUA_TNUMBER)
+      return lc_argerror(L, 2, "TypeError: expected a Tensor or a number, got %s", luaL_typename(L, 2));
+    lua_pushnumber(L, lua_tonumber(L, 2) * alpha);
+    lua_replace(L, 2);
+    return binary(L, op);
+  }
+  cell_tensor **out = lc_newtensor(L);
+  cell_tensor *scaled = NULL;
+  cell_status s = cell_op_binary_scalar(CELL_OP_MUL, b, alpha, fl, 0, &scaled);
+  if (s == CELL_OK) s = cell_op_binary(op, a, scaled, out);
+  cell_tensor_release(scaled);
+  return lc_finish(L, s);
+}
+static int tensor_add(lua_State *L) { return add_sub(L, CELL_OP_ADD); }
+static int tensor_add_(lua_State *L) { return binary_(L, CELL_OP_ADD); }
+static int tensor_sub(lua_State *L) { return add_sub(L, CELL_OP_SUB); }
+static int tensor_sub_(lua_State *L) { return binary_(L, CELL_OP_SUB); }
 BINARY(mul, CELL_OP_MUL)
 static int tensor_div_(lua_State *L) { return binary_(L, CELL_OP_DIV); }
 BINARY(pow, CELL_OP_POW)
@@ -397,13 +431,15 @@ typedef struct {
   int keepdim;
   lua_Integer ddof;
   double p;
+  int has_dtype; /* dtype: the input is converted to it first (sum, mean, prod) */
+  cell_dtype dtype;
   int next; /* first argument after the ones parsed */
 } red_args;
 
 static bool is_options(lua_State *L, int i) {
   if (!lua_istable(L, i) || lc_test_tensor(L, i)) return false;
-  static const char *const keys[] = {"dim",  "axis", "keepdim", "keep_dims", "ddof",
-                                     "unbiased", "p", "ord",     NULL};
+  static const char *const keys[] = {"dim",      "axis", "keepdim", "keep_dims", "ddof",
+                                     "unbiased", "p",    "ord",     "dtype",     NULL};
   for (int k = 0; keys[k]; k++) {
     lua_getfield(L, i, keys[k]);
     bool has = !lua_isnil(L, -1);
@@ -476,6 +512,12 @@ static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
     r->p = lua_tonumber(L, -1);
   }
   lua_pop(L, 1);
+  lua_getfield(L, i, "dtype");
+  if (!lua_isnil(L, -1)) {
+    r->dtype = lc_check_dtype(L, lua_gettop(L));
+    r->has_dtype = 1;
+  }
+  lua_pop(L, 1);
 }
 
 /* (dim | dims | options) [, keepdim | options] starting at argument i. */
@@ -487,6 +529,14 @@ static void parse_reduce(lua_State *L, int i, int ndim, red_args *r) {
     return;
   }
   parse_dims(L, i, ndim, r);
+  if (lc_is_dtype(L, i + 1)) { /* MindSpore's Tensor.sum(axis, dtype, keepdims) */
+    r->dtype = lc_check_dtype(L, i + 1);
+    r->has_dtype = 1;
+    lua_remove(L, i + 1);
+  } else if (lc_is_dtype(L, i + 2)) { /* PyTorch's sum(dim, keepdim, dtype) */
+    r->dtype = lc_check_dtype(L, i + 2);
+    r->has_dtype = 1;
+  }
   if (lua_isboolean(L, i + 1)) r->keepdim = lua_toboolean(L, i + 1);
   else if (is_options(L, i + 1)) parse_options(L, i + 1, ndim, r);
   else if (!lua_isnoneornil(L, i + 1))
@@ -499,7 +549,16 @@ static int reduce(lua_State *L, cell_redop op) {
   red_args r = {0};
   parse_reduce(L, 2, cell_tensor_ndim(a), &r);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_op_reduce(op, a, r.ndims, r.dims, r.keepdim, out));
+  if (!r.has_dtype) return lc_finish(L, cell_op_reduce(op, a, r.ndims, r.dims, r.keepdim, out));
+  /* dtype: as MindSpore and PyTorch, the input is converted first, and the
+   * result has that dtype (an int32 sum stays int32) */
+  cell_tensor *c = NULL, *v = NULL;
+  cell_status s = cell_tensor_astype(a, r.dtype, &c);
+  if (s == CELL_OK) s = cell_op_reduce(op, c, r.ndims, r.dims, r.keepdim, &v);
+  if (s == CELL_OK) s = cell_tensor_astype(v, r.dtype, out);
+  cell_tensor_release(c);
+  cell_tensor_release(v);
+  return lc_finish(L, s);
 }
 
 static int tensor_sum(lua_State *L) { return reduce(L, CELL_RED_SUM); }
@@ -591,11 +650,28 @@ static int tensor_norm(lua_State *L) {
   return lc_finish(L, cell_op_norm(a, r.p, r.ndims, r.dims, r.keepdim, out));
 }
 
+/* cumsum(dim [, dtype | {dtype =}]): with dtype the input is converted first
+ * (MindSpore's ops.cumsum(x, axis, dtype) and PyTorch's). */
 static int tensor_cumsum(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
   int d = lc_check_dim(L, 2, cell_tensor_ndim(a), 0);
+  if (lua_istable(L, 3) && !lc_test_tensor(L, 3)) {
+    lua_getfield(L, 3, "dtype");
+    lua_replace(L, 3);
+  }
+  if (lua_isnoneornil(L, 3)) {
+    cell_tensor **out = lc_newtensor(L);
+    return lc_finish(L, cell_op_cumsum(a, d, out));
+  }
+  cell_dtype dt = lc_check_dtype(L, 3);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_op_cumsum(a, d, out));
+  cell_tensor *c = NULL, *v = NULL;
+  cell_status s = cell_tensor_astype(a, dt, &c);
+  if (s == CELL_OK) s = cell_op_cumsum(c, d, &v);
+  if (s == CELL_OK) s = cell_tensor_astype(v, dt, out);
+  cell_tensor_release(c);
+  cell_tensor_release(v);
+  return lc_finish(L, s);
 }
 
 /* --- linear algebra ---------------------------------------------------------- */
