@@ -147,6 +147,19 @@ function M.install(Tensor, core)
     end
     return y
   end
+  --- scatter(dim, index, src): src may be a number (PyTorch's value form);
+  -- PyTorch's reduce argument is refused rather than ignored.
+  local scatter = Tensor.scatter
+  function Tensor.scatter(t, dim, index, src, reduce, ...)
+    if reduce ~= nil then
+      raise(("NotImplementedError: scatter: reduce (%s) is not supported; scatter writes src (the last write wins)")
+        :format(tostring(type(reduce) == "table" and reduce.reduce or reduce)))
+    end
+    if type(src) == "number" and core.is_tensor(t) and core.is_tensor(index) then
+      src = core.full(index.shape, src, t.dtype)
+    end
+    return scatter(t, dim, index, src, ...)
+  end
   Tensor.to = Tensor.astype
   Tensor.tolist = Tensor.totable
   Tensor.dim = function(t) return check_tensor("dim", "self", t).ndim end

@@ -98,6 +98,12 @@ describe("cell.ops against PyTorch", function()
     H.expect_error(function() return x:cumsum(1, 7) end, "TypeError", "expected a dtype")
   end)
 
+  it("scatter refuses PyTorch's reduce rather than ignoring it", function()
+    H.expect_error(function()
+      return cell.zeros({ 3 }):scatter(1, cell.tensor({ 1, 1 }, cell.int64), cell.ones({ 2 }), "add")
+    end, "NotImplementedError", "scatter: reduce (add) is not supported")
+  end)
+
   it("var and std refuse an unbiased that is not a boolean", function()
     H.expect_error(function() return cell.ones({ 3 }):var { unbiased = 1 } end, "TypeError",
       "unbiased must be a boolean, but got number")
