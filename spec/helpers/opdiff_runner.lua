@@ -72,7 +72,10 @@ local function close(g, e, tol)
 end
 
 local TOLS = {
-  float32 = { atol = 1e-6, rtol = 1e-5 },
+  -- float32: sums of a few dozen products (conv, matmul) cancel to values
+  -- near zero whose last bits depend on the order of the sum (the ASan
+  -- build's differs), hence an absolute 1e-5
+  float32 = { atol = 1e-5, rtol = 1e-5 },
   float64 = { atol = 1e-12, rtol = 1e-10 },
   float16 = { atol = 1e-3, rtol = 1e-3 },   -- one rounding of float16 (2^-11)
   bfloat16 = { atol = 1e-2, rtol = 8e-3 },  -- one rounding of bfloat16 (2^-8)
