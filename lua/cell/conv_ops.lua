@@ -637,9 +637,53 @@ function M.pixel_unshuffle(x, r)
   return y:reshape(out)
 end
 
+--- interpolate(x, opts): the engine's resizing, plus mode "area" (MindSpore's
+-- and PyTorch's): adaptive average pooling to the output size, for 3-D, 4-D
+-- and 5-D inputs; the size is `size`, or floor(input size * scale_factor).
+local AREA_KEYS = { size = true, scale_factor = true, mode = true, recompute_scale_factor = true }
+function M.interpolate(x, opts)
+  if type(opts) ~= "table" or opts.mode ~= "area" then return nn.interpolate(x, opts) end
+  local op = "interpolate"
+  check_x(op, x)
+  for k in pairs(opts) do
+    if not AREA_KEYS[k] then
+      raise(("%s: interpolate: option '%s' is not meaningful with mode 'area'"):format(
+        k == "align_corners" and "ValueError" or "TypeError", tostring(k)))
+    end
+  end
+  local sp = #x.shape - 2
+  if sp < 1 or sp > 3 then
+    raise(("ValueError: interpolate: mode 'area' wants a 3-D, 4-D or 5-D input, got shape [%s]"):format(
+      table.concat(x.shape, ", ")))
+  end
+  if (opts.size == nil) == (opts.scale_factor == nil) then
+    raise(opts.size == nil and "ValueError: interpolate: either size or scale_factor must be given"
+      or "ValueError: interpolate: only one of size and scale_factor may be given")
+  end
+  local size
+  if opts.size ~= nil then
+    size = ints(op, "size", opts.size, sp, 1)
+  else
+    local f = opts.scale_factor
+    size = {}
+    for i = 1, sp do
+      local fi = type(f) == "table" and f[#f == 1 and 1 or i] or f
+      if type(fi) ~= "number" or not (fi > 0) or fi == math.huge then
+        raise(("ValueError: interpolate: scale_factor must be positive and finite, got %s"):format(tostring(fi)))
+      end
+      size[i] = math.floor(x.shape[i + 2] * fi)
+      if size[i] < 1 then
+        raise(("ValueError: interpolate: output sizes must be positive, got %d for input [%s]"):format(size[i],
+          table.concat(x.shape, ", ")))
+      end
+    end
+  end
+  return M["adaptive_avg_pool" .. sp .. "d"](x, size)
+end
+
 --- The names this module adds to cell.ops.
 M.functions = { "conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "max_pool1d",
   "max_pool3d", "avg_pool1d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
-  "adaptive_max_pool1d", "adaptive_max_pool2d", "pixel_shuffle", "pixel_unshuffle" }
+  "adaptive_max_pool1d", "adaptive_max_pool2d", "pixel_shuffle", "pixel_unshuffle", "interpolate" }
 
 return M

@@ -223,6 +223,52 @@ function M.install(Tensor, core)
   for name, dt in pairs(shorthands) do
     Tensor[name] = function(t) return check_tensor(name, "self", t):astype(dt) end
   end
+  --- clamp with a Tensor bound (MindSpore's ops.clamp takes them) is
+  -- clip_by_value; with numbers, the engine's clamp.
+  local clamp = Tensor.clamp
+  function Tensor.clamp(t, min, max)
+    if core.is_tensor(min) or core.is_tensor(max) then
+      return require("cell.ops.clip").clip_by_value(check_tensor("clamp", "self", t), min, max)
+    end
+    return clamp(t, min, max)
+  end
+  --- gather(dim, index) is PyTorch's (and MindSpore's gather_elements);
+  -- gather(indices, axis), a Tensor first, is MindSpore's ops.gather: the
+  -- slices of t along axis at the (1-based) indices, of shape
+  -- t.shape[1..axis-1] .. indices.shape .. t.shape[axis+1..].
+  local gather = Tensor.gather
+  function Tensor.gather(t, a, b, ...)
+    if not core.is_tensor(a) then return gather(t, a, b, ...) end
+    check_tensor("gather", "self", t)
+    if b == nil then b = 1 end
+    if type(b) ~= "number" or b ~= math.floor(b) then
+      raise(("TypeError: gather: axis must be an integer, got %s"):format(tostring(b)))
+    end
+    local nd = t.ndim
+    if b < -nd or b > nd or b == 0 then
+      raise(("IndexError: gather: axis %d is out of range for a %d-D tensor"):format(b, nd))
+    end
+    local axis = b < 0 and nd + 1 + b or b
+    local picked = t:index_select(axis, a:reshape({ -1 }))
+    local shape = {}
+    for i = 1, axis - 1 do shape[#shape + 1] = t.shape[i] end
+    for _, s in ipairs(a.shape) do shape[#shape + 1] = s end
+    for i = axis + 1, nd do shape[#shape + 1] = t.shape[i] end
+    return picked:reshape(shape)
+  end
+  --- scatter(dim, index, src): src may be a number (PyTorch's value form);
+  -- PyTorch's reduce argument is refused rather than ignored.
+  local scatter = Tensor.scatter
+  function Tensor.scatter(t, dim, index, src, reduce, ...)
+    if reduce ~= nil then
+      raise(("NotImplementedError: scatter: reduce (%s) is not supported; scatter writes src (the last write wins)")
+        :format(tostring(type(reduce) == "table" and reduce.reduce or reduce)))
+    end
+    if type(src) == "number" and core.is_tensor(t) and core.is_tensor(index) then
+      src = core.full(index.shape, src, t.dtype)
+    end
+    return scatter(t, dim, index, src, ...)
+  end
   Tensor.to = Tensor.astype
   Tensor.tolist = Tensor.totable
   Tensor.dim = function(t) return check_tensor("dim", "self", t).ndim end

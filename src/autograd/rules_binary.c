@@ -217,9 +217,33 @@ static cell_status binary_op(cell_binop op, const cell_tensor *a, const cell_ten
   return cell_ag_finish(n, s, out);
 }
 
+/* bool < integer < float: PyTorch's categories for type promotion. */
+static int dtype_category(cell_dtype d) {
+  return d == CELL_DTYPE_BOOL ? 0 : cell_dtype_is_float(d) ? 2 : 1;
+}
+
+/* PyTorch's rule for a 0-d tensor beside one with dimensions: unless it is
+ * of a higher category, the dimensioned tensor's dtype wins (float32 times a
+ * float64 0-d tensor is float32, int32 plus an int64 0-d tensor int32), so
+ * the 0-d operand is converted first; the conversion records its gradient. */
+static cell_status binary_promoting(cell_binop op, const cell_tensor *a, const cell_tensor *b,
+                                    cell_tensor **out) {
+  if (a && b && a->dtype != b->dtype && (a->ndim == 0) != (b->ndim == 0)) {
+    const cell_tensor *z = a->ndim == 0 ? a : b, *d = a->ndim == 0 ? b : a;
+    if (dtype_category(z->dtype) <= dtype_category(d->dtype)) {
+      cell_tensor *c;
+      CELL_TRY(cell_tensor_astype(z, d->dtype, &c));
+      cell_status s = z == a ? binary_op(op, c, b, out) : binary_op(op, a, c, out);
+      cell_tensor_release(c);
+      return s;
+    }
+  }
+  return binary_op(op, a, b, out);
+}
+
 cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tensor *b,
                            cell_tensor **out) {
-  CELL_OP_NAMED(cell_binop_name(op), binary_op(op, a, b, out));
+  CELL_OP_NAMED(cell_binop_name(op), binary_promoting(op, a, b, out));
 }
 
 /* With a number on one side: the number becomes a 0-d tensor that needs no

@@ -383,8 +383,6 @@ static cell_status k_unary_(cell_unop op, cell_tensor *a) {
 /* clamp = minimum(maximum(a, lo), hi), as the CPU composes it. */
 static cell_status k_clamp(const cell_tensor *a, int has_lo, double lo, int has_hi, double hi, cell_tensor **out) {
   if (a->dtype == CELL_DTYPE_BOOL) return cell_error(CELL_ERR_TYPE, "clamp: not supported for Bool tensors");
-  if (has_lo && has_hi && lo > hi)
-    return cell_error(CELL_ERR_VALUE, "clamp: min %g is greater than max %g", lo, hi);
   int f = is_float_dt(a->dtype);
   cell_tensor *t = NULL, *r = NULL;
   if (has_lo) CELL_TRY(k_binary_scalar(CELL_OP_MAXIMUM, a, lo, f, 0, &t));

@@ -230,14 +230,15 @@ static int nn_embedding(lua_State *L) {
 
 /* --- losses ---------------------------------------------------------------------------------- */
 
-/* weight and ignore_index of cross_entropy / nll_loss. */
+/* weight and ignore_index of cross_entropy / nll_loss; ignore_index
+ * defaults to -100, as MindSpore and PyTorch (never a class id 1..C). */
 static void class_options(lua_State *L, int opts, const char *op, cell_tensor **weight,
                           int *has_ignore, int64_t *ignore) {
   *weight = NULL;
   if (lc_field(L, opts, "weight")) *weight = opt_tensor(L, opts, lua_gettop(L), op, "weight");
   lua_pop(L, 1);
-  *has_ignore = lc_field(L, opts, "ignore_index");
-  *ignore = *has_ignore ? top_integer(L, opts, op, "ignore_index") : 0;
+  *has_ignore = 1;
+  *ignore = lc_field(L, opts, "ignore_index") ? top_integer(L, opts, op, "ignore_index") : -100;
   lua_pop(L, 1);
 }
 

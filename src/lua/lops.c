@@ -6,10 +6,18 @@
 
 /* --- binary ----------------------------------------------------------------- */
 
-/* t:op(other) where other is a tensor or a number. */
+/* t:op(other) where other is a tensor or a number; as a function of
+ * cell.ops the number may come first (MindSpore's ops.sub(1, x)). */
 static int binary(lua_State *L, cell_binop op) {
-  cell_tensor *a = lc_check_tensor(L, 1), *b = lc_test_tensor(L, 2);
+  cell_tensor *a = lc_test_tensor(L, 1), *b = lc_test_tensor(L, 2);
   cell_tensor **out;
+  if (!a && b && (lua_type(L, 1) == LUA_TNUMBER || lua_isboolean(L, 1))) {
+    double v = lua_isboolean(L, 1) ? lua_toboolean(L, 1) : lua_tonumber(L, 1);
+    bool fl = lua_type(L, 1) == LUA_TNUMBER && lc_number_is_float(L, 1);
+    out = lc_newtensor(L);
+    return lc_finish(L, cell_op_binary_scalar(op, b, v, fl, 1, out));
+  }
+  a = lc_check_tensor(L, 1);
   if (b) {
     out = lc_newtensor(L);
     return lc_finish(L, cell_op_binary(op, a, b, out));
@@ -43,10 +51,44 @@ static int binary_(lua_State *L, cell_binop op) {
 #define BINARY(name, OP)                                              \
   static int tensor_##name(lua_State *L) { return binary(L, OP); }   \
   static int tensor_##name##_(lua_State *L) { return binary_(L, OP); }
-BINARY(add, CELL_OP_ADD)
-BINARY(sub, CELL_OP_SUB)
+/* add / sub with {alpha =} (PyTorch's and MindSpore's mint): t op alpha * other. */
+static int add_sub(lua_State *L, cell_binop op) {
+  if (!lua_istable(L, 3) || lc_test_tensor(L, 3)) return binary(L, op);
+  static const char *const keys[] = {"alpha", NULL};
+  int opts = lc_options(L, 3, cell_binop_name(op), keys);
+  double alpha = 1;
+  bool fl = false;
+  if (lc_field(L, opts, "alpha")) {
+    if (lua_type(L, -1) != LUA_TNUMBER)
+      return lc_argerror(L, 3, "TypeError: %s: alpha must be a number, got %s", cell_binop_name(op),
+                         luaL_typename(L, -1));
+    alpha = lua_tonumber(L, -1);
+    fl = lc_number_is_float(L, lua_gettop(L));
+  }
+  lua_pop(L, 1);
+  lua_settop(L, 2);
+  if (alpha == 1) return binary(L, op);
+  cell_tensor *a = lc_check_tensor(L, 1), *b = lc_test_tensor(L, 2);
+  if (!b) {
+    if (lua_type(L, 2) != LUA_TNUMBER)
+      return lc_argerror(L, 2, "TypeError: expected a Tensor or a number, got %s", luaL_typename(L, 2));
+    lua_pushnumber(L, lua_tonumber(L, 2) * alpha);
+    lua_replace(L, 2);
+    return binary(L, op);
+  }
+  cell_tensor **out = lc_newtensor(L);
+  cell_tensor *scaled = NULL;
+  cell_status s = cell_op_binary_scalar(CELL_OP_MUL, b, alpha, fl, 0, &scaled);
+  if (s == CELL_OK) s = cell_op_binary(op, a, scaled, out);
+  cell_tensor_release(scaled);
+  return lc_finish(L, s);
+}
+static int tensor_add(lua_State *L) { return add_sub(L, CELL_OP_ADD); }
+static int tensor_add_(lua_State *L) { return binary_(L, CELL_OP_ADD); }
+static int tensor_sub(lua_State *L) { return add_sub(L, CELL_OP_SUB); }
+static int tensor_sub_(lua_State *L) { return binary_(L, CELL_OP_SUB); }
 BINARY(mul, CELL_OP_MUL)
-BINARY(div, CELL_OP_DIV)
+static int tensor_div_(lua_State *L) { return binary_(L, CELL_OP_DIV); }
 BINARY(pow, CELL_OP_POW)
 BINARY(maximum, CELL_OP_MAXIMUM)
 BINARY(minimum, CELL_OP_MINIMUM)
@@ -64,6 +106,95 @@ BINARY(remainder, CELL_OP_REMAINDER)
 BINARY(fmod, CELL_OP_FMOD)
 BINARY(floor_divide, CELL_OP_FLOOR_DIVIDE)
 BINARY(logical_xor, CELL_OP_LOGICAL_XOR)
+
+/* t:round([decimals = 0] | {decimals =}): halves to even; with decimals,
+ * as PyTorch: round(t * 10^d) / 10^d, or for d < 0 round(t / 10^-d) * 10^-d.
+ * Integers are returned as they are (a copy). */
+static int tensor_round(lua_State *L) {
+  cell_tensor *a = lc_check_tensor(L, 1);
+  lua_Integer d = 0;
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    lua_getfield(L, 2, "decimals");
+    lua_replace(L, 2);
+  }
+  if (!lua_isnoneornil(L, 2)) d = lc_check_int(L, 2);
+  cell_tensor **out = lc_newtensor(L);
+  if (d == 0 || !cell_dtype_is_float(cell_tensor_dtype(a)))
+    return lc_finish(L, cell_op_unary(CELL_OP_ROUND, a, out));
+  double p = pow(10.0, (double)(d < 0 ? -d : d));
+  cell_tensor *t = NULL, *u = NULL;
+  cell_status s = cell_op_binary_scalar(d > 0 ? CELL_OP_MUL : CELL_OP_DIV, a, p, 1, 0, &t);
+  if (s == CELL_OK) s = cell_op_unary(CELL_OP_ROUND, t, &u);
+  if (s == CELL_OK) s = cell_op_binary_scalar(d > 0 ? CELL_OP_DIV : CELL_OP_MUL, u, p, 1, 0, out);
+  cell_tensor_release(t);
+  cell_tensor_release(u);
+  return lc_finish(L, s);
+}
+
+/* t / other rounded toward zero: for floats ceil or floor of the quotient by
+ * its sign; for integers sign(t) sign(other) floor_divide(|t|, |other|),
+ * exact and, as floor_divide, a ValueError for a zero divisor. */
+static cell_status div_trunc(cell_tensor *a, cell_tensor *b, double v, bool fl, cell_tensor **out) {
+  cell_dtype rt = b ? cell_dtype_promote(cell_tensor_dtype(a), cell_tensor_dtype(b))
+                    : cell_dtype_promote_scalar(cell_tensor_dtype(a), fl);
+  cell_tensor *t = NULL, *u = NULL, *w = NULL, *x = NULL;
+  cell_status s;
+  if (cell_dtype_is_float(rt)) {
+    s = b ? cell_op_binary(CELL_OP_DIV, a, b, &t) : cell_op_binary_scalar(CELL_OP_DIV, a, v, fl, 0, &t);
+    if (s == CELL_OK) s = cell_op_binary_scalar(CELL_OP_LT, t, 0, 0, 0, &u);
+    if (s == CELL_OK) s = cell_op_unary(CELL_OP_CEIL, t, &w);
+    if (s == CELL_OK) s = cell_op_unary(CELL_OP_FLOOR, t, &x);
+    if (s == CELL_OK) s = cell_op_where(u, w, x, out);
+  } else {
+    cell_tensor *sa = NULL, *sb = NULL;
+    s = cell_op_unary(CELL_OP_ABS, a, &t);
+    if (s == CELL_OK && b) s = cell_op_unary(CELL_OP_ABS, b, &u);
+    if (s == CELL_OK)
+      s = b ? cell_op_binary(CELL_OP_FLOOR_DIVIDE, t, u, &w)
+            : cell_op_binary_scalar(CELL_OP_FLOOR_DIVIDE, t, fabs(v), 0, 0, &w);
+    if (s == CELL_OK) s = cell_op_unary(CELL_OP_SIGN, a, &sa);
+    if (s == CELL_OK) s = cell_op_binary(CELL_OP_MUL, w, sa, &x);
+    if (s == CELL_OK && b) s = cell_op_unary(CELL_OP_SIGN, b, &sb);
+    if (s == CELL_OK)
+      s = b ? cell_op_binary(CELL_OP_MUL, x, sb, out) : cell_op_binary_scalar(CELL_OP_MUL, x, v < 0 ? -1 : 1, 0, 0, out);
+    cell_tensor_release(sa);
+    cell_tensor_release(sb);
+  }
+  cell_tensor_release(t);
+  cell_tensor_release(u);
+  cell_tensor_release(w);
+  cell_tensor_release(x);
+  return s;
+}
+
+/* t:div(other [, rounding_mode | {rounding_mode =}]): true division; with
+ * "floor" floor_divide, with "trunc" rounded toward zero (MindSpore's and
+ * PyTorch's rounding_mode; nil is true division). */
+static int tensor_div(lua_State *L) {
+  int mode = 0; /* 0 true, 1 floor, 2 trunc */
+  if (lua_type(L, 3) == LUA_TTABLE) {
+    lua_getfield(L, 3, "rounding_mode");
+    lua_replace(L, 3);
+  }
+  if (!lua_isnoneornil(L, 3)) {
+    const char *m = lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : NULL;
+    if (m && strcmp(m, "floor") == 0) mode = 1;
+    else if (m && strcmp(m, "trunc") == 0) mode = 2;
+    else
+      return lc_argerror(L, 3, "ValueError: div: rounding_mode must be nil, \"floor\" or \"trunc\", got %s",
+                         m ? m : luaL_typename(L, 3));
+  }
+  lua_settop(L, 2);
+  if (mode == 0) return binary(L, CELL_OP_DIV);
+  if (mode == 1) return binary(L, CELL_OP_FLOOR_DIVIDE);
+  cell_tensor *a = lc_check_tensor(L, 1), *b = lc_test_tensor(L, 2);
+  if (!b && lua_type(L, 2) != LUA_TNUMBER)
+    return lc_argerror(L, 2, "TypeError: expected a Tensor or a number, got %s", luaL_typename(L, 2));
+  double v = b ? 0 : lua_tonumber(L, 2);
+  bool fl = !b && lc_number_is_float(L, 2);
+  cell_tensor **out = lc_newtensor(L);
+  return lc_finish(L, div_trunc(a, b, v, fl, out));
+}
 
 /* --- unary ------------------------------------------------------------------- */
 
@@ -98,7 +229,7 @@ UNARY(gelu, CELL_OP_GELU)
 UNARY(silu, CELL_OP_SILU)
 UNARY(floor, CELL_OP_FLOOR)
 UNARY(ceil, CELL_OP_CEIL)
-UNARY(round, CELL_OP_ROUND)
+static int tensor_round_(lua_State *L) { return unary_(L, CELL_OP_ROUND); }
 UNARY(sign, CELL_OP_SIGN)
 UNARY(logical_not, CELL_OP_LOGICAL_NOT)
 /* issue 13's elementwise math */
@@ -224,11 +355,44 @@ static int tensor_clamp(lua_State *L) {
   int has_lo, has_hi;
   double lo = opt_number(L, 2, &has_lo), hi = opt_number(L, 3, &has_hi);
   cell_tensor **out = lc_newtensor(L);
+  cell_dtype dt = cell_tensor_dtype(a);
+  /* A fractional bound makes an integer tensor's result float32, as a float
+   * scalar promotes it in PyTorch. */
+  if (dt != CELL_DTYPE_BOOL && !cell_dtype_is_float(dt) &&
+      ((has_lo && lc_number_is_float(L, 2)) || (has_hi && lc_number_is_float(L, 3)))) {
+    cell_tensor *f = NULL;
+    cell_status s = cell_tensor_astype(a, CELL_DTYPE_F32, &f);
+    if (s == CELL_OK) s = cell_op_clamp(f, has_lo, lo, has_hi, hi, out);
+    cell_tensor_release(f);
+    return lc_finish(L, s);
+  }
   return lc_finish(L, cell_op_clamp(a, has_lo, lo, has_hi, hi, out));
+}
+
+/* masked_fill with a 0-d Tensor value (MindSpore and PyTorch take one): the
+ * masked positions of masked_fill(a, m, 0) replaced by the value, converted
+ * to a's dtype; the value gets the gradient of the positions it fills. */
+static int masked_fill_tensor(lua_State *L, cell_tensor *a, cell_tensor *m, cell_tensor *v) {
+  if (cell_tensor_ndim(v) != 0) {
+    char sb[96];
+    return lc_argerror(L, 3, "ValueError: masked_fill: the value must be a number or a 0-d Tensor, "
+                             "got a Tensor of shape %s",
+                       cell_shape_str(cell_tensor_ndim(v), cell_tensor_shape(v), sb, sizeof sb));
+  }
+  cell_tensor **out = lc_newtensor(L);
+  cell_tensor *t = NULL, *c = NULL;
+  cell_status s = cell_op_masked_fill(a, m, 0.0, &t);
+  if (s == CELL_OK) s = cell_tensor_astype(v, cell_tensor_dtype(a), &c);
+  if (s == CELL_OK) s = cell_op_where(m, c, t, out);
+  cell_tensor_release(t);
+  cell_tensor_release(c);
+  return lc_finish(L, s);
 }
 
 static int tensor_masked_fill(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1), *m = lc_check_tensor(L, 2);
+  cell_tensor *vt = lc_test_tensor(L, 3);
+  if (vt) return masked_fill_tensor(L, a, m, vt);
   if (lua_type(L, 3) != LUA_TNUMBER && !lua_isboolean(L, 3))
     return lc_argerror(L, 3, "TypeError: expected a number, got %s", luaL_typename(L, 3));
   double v = lua_isboolean(L, 3) ? lua_toboolean(L, 3) : lua_tonumber(L, 3);
@@ -267,12 +431,14 @@ typedef struct {
   int keepdim;
   lua_Integer ddof;
   double p;
+  int has_dtype; /* dtype: the input is converted to it first (sum, mean, prod) */
+  cell_dtype dtype;
   int next; /* first argument after the ones parsed */
 } red_args;
 
 /* The options of the reductions: PyTorch's names and MindSpore's. */
 static const char *const red_keys[] = {"dim",  "axis", "keepdim",    "keep_dims", "keepdims", "ddof",
-                                       "correction", "unbiased", "p", "ord", NULL};
+                                       "correction", "unbiased", "p", "ord", "dtype", NULL};
 
 /* An options table: a table (not a tensor) with no sequence part and at
  * least one entry; a list {1, 2} is dimensions. */
@@ -299,7 +465,7 @@ static void check_option_names(lua_State *L, int i) {
       lua_pushvalue(L, -1);
       const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
       lc_argerror(L, i, "TypeError: unexpected option '%s' (the options are dim or axis, keepdim, keep_dims or "
-                  "keepdims, and for var and std ddof, correction or unbiased, for norm p or ord)", k);
+                  "keepdims, dtype, and for var and std ddof, correction or unbiased, for norm p or ord)", k);
     }
   }
 }
@@ -374,6 +540,12 @@ static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
     r->p = lua_tonumber(L, -1);
   }
   lua_pop(L, 1);
+  lua_getfield(L, i, "dtype");
+  if (!lua_isnil(L, -1)) {
+    r->dtype = lc_check_dtype(L, lua_gettop(L));
+    r->has_dtype = 1;
+  }
+  lua_pop(L, 1);
 }
 
 /* (dim | dims | options) [, keepdim | options] starting at argument i. */
@@ -385,6 +557,14 @@ static void parse_reduce(lua_State *L, int i, int ndim, red_args *r) {
     return;
   }
   parse_dims(L, i, ndim, r);
+  if (lc_is_dtype(L, i + 1)) { /* MindSpore's Tensor.sum(axis, dtype, keepdims) */
+    r->dtype = lc_check_dtype(L, i + 1);
+    r->has_dtype = 1;
+    lua_remove(L, i + 1);
+  } else if (lc_is_dtype(L, i + 2)) { /* PyTorch's sum(dim, keepdim, dtype) */
+    r->dtype = lc_check_dtype(L, i + 2);
+    r->has_dtype = 1;
+  }
   if (lua_isboolean(L, i + 1)) r->keepdim = lua_toboolean(L, i + 1);
   else if (is_options(L, i + 1)) parse_options(L, i + 1, ndim, r);
   else if (!lua_isnoneornil(L, i + 1))
@@ -397,7 +577,16 @@ static int reduce(lua_State *L, cell_redop op) {
   red_args r = {0};
   parse_reduce(L, 2, cell_tensor_ndim(a), &r);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_op_reduce(op, a, r.ndims, r.dims, r.keepdim, out));
+  if (!r.has_dtype) return lc_finish(L, cell_op_reduce(op, a, r.ndims, r.dims, r.keepdim, out));
+  /* dtype: as MindSpore and PyTorch, the input is converted first, and the
+   * result has that dtype (an int32 sum stays int32) */
+  cell_tensor *c = NULL, *v = NULL;
+  cell_status s = cell_tensor_astype(a, r.dtype, &c);
+  if (s == CELL_OK) s = cell_op_reduce(op, c, r.ndims, r.dims, r.keepdim, &v);
+  if (s == CELL_OK) s = cell_tensor_astype(v, r.dtype, out);
+  cell_tensor_release(c);
+  cell_tensor_release(v);
+  return lc_finish(L, s);
 }
 
 static int tensor_sum(lua_State *L) { return reduce(L, CELL_RED_SUM); }
@@ -454,6 +643,23 @@ static int variance(lua_State *L, int take_sqrt) {
 static int tensor_var(lua_State *L) { return variance(L, 0); }
 static int tensor_std(lua_State *L) { return variance(L, 1); }
 
+/* PyTorch's two norms that are not p-norms: p = 0 counts the non-zero
+ * elements, p = -inf is the smallest |x|; in a's float dtype (float32 for
+ * integers), as the other norms. */
+static int norm_zero_or_min(lua_State *L, const cell_tensor *a, const red_args *r) {
+  cell_tensor **out = lc_newtensor(L);
+  cell_dtype rd = cell_dtype_is_float(cell_tensor_dtype(a)) ? cell_tensor_dtype(a) : CELL_DTYPE_F32;
+  cell_tensor *t = NULL, *v = NULL;
+  cell_status s = r->p == 0 ? cell_op_binary_scalar(CELL_OP_NE, a, 0, 0, 0, &t)
+                            : cell_op_unary(CELL_OP_ABS, a, &t);
+  if (s == CELL_OK)
+    s = cell_op_reduce(r->p == 0 ? CELL_RED_SUM : CELL_RED_MIN, t, r->ndims, r->dims, r->keepdim, &v);
+  cell_tensor_release(t);
+  if (s == CELL_OK) s = cell_tensor_astype(v, rd, out);
+  cell_tensor_release(v);
+  return lc_finish(L, s);
+}
+
 /* norm([p [, dim [, keepdim]]]) or norm{p =, dim =, keepdim =}. */
 static int tensor_norm(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
@@ -465,16 +671,35 @@ static int tensor_norm(lua_State *L) {
     if (!lua_isnoneornil(L, 2)) r.p = lc_check_number(L, 2);
     parse_reduce(L, 3, cell_tensor_ndim(a), &r);
   }
-  if (!(r.p > 0)) return lc_argerror(L, 2, "ValueError: norm order p must be positive, got %g", r.p);
+  if (r.p == 0 || r.p == -INFINITY) return norm_zero_or_min(L, a, &r);
+  if (!(r.p > 0))
+    return lc_argerror(L, 2, "ValueError: norm order p must be positive, 0 or -inf, got %g", r.p);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_norm(a, r.p, r.ndims, r.dims, r.keepdim, out));
 }
 
+/* cumsum(dim [, dtype | {dtype =}]): with dtype the input is converted first
+ * (MindSpore's ops.cumsum(x, axis, dtype) and PyTorch's). */
 static int tensor_cumsum(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
   int d = lc_check_dim(L, 2, cell_tensor_ndim(a), 0);
+  if (lua_istable(L, 3) && !lc_test_tensor(L, 3)) {
+    lua_getfield(L, 3, "dtype");
+    lua_replace(L, 3);
+  }
+  if (lua_isnoneornil(L, 3)) {
+    cell_tensor **out = lc_newtensor(L);
+    return lc_finish(L, cell_op_cumsum(a, d, out));
+  }
+  cell_dtype dt = lc_check_dtype(L, 3);
   cell_tensor **out = lc_newtensor(L);
-  return lc_finish(L, cell_op_cumsum(a, d, out));
+  cell_tensor *c = NULL, *v = NULL;
+  cell_status s = cell_tensor_astype(a, dt, &c);
+  if (s == CELL_OK) s = cell_op_cumsum(c, d, &v);
+  if (s == CELL_OK) s = cell_tensor_astype(v, dt, out);
+  cell_tensor_release(c);
+  cell_tensor_release(v);
+  return lc_finish(L, s);
 }
 
 /* --- linear algebra ---------------------------------------------------------- */

@@ -66,7 +66,7 @@ static int l_interpolate(lua_State *L) {
     }
     if (!m || !modes[k])
       return lc_argerror(L, 2, "ValueError: interpolate: mode must be 'nearest', 'linear', "
-                               "'bilinear' or 'bicubic', got %s",
+                               "'bilinear', 'bicubic' or 'area', got %s",
                          m ? m : lc_typename(L, -1));
     mode = k;
   }

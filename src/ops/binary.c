@@ -401,9 +401,12 @@ typedef struct {
   double buf[1];
 } stack_scalar;
 
-static const cell_tensor *make_scalar(stack_scalar *ss, const cell_tensor *t, double v,
-                                      int is_float) {
+static const cell_tensor *make_scalar(stack_scalar *ss, cell_binop op, const cell_tensor *t,
+                                      double v, int is_float) {
   cell_dtype dt = cell_dtype_promote_scalar(t->dtype, is_float);
+  /* div and atan2 compute integers in float32: the number goes there as it
+   * is (uint8 / -3 divides by -3, not by -3 wrapped to 253). */
+  if ((op == CELL_OP_DIV || op == CELL_OP_ATAN2) && !cell_dtype_is_float(dt)) dt = CELL_DTYPE_F32;
   memset(ss, 0, sizeof *ss);
   ss->storage.refcount = 1;
   ss->storage.data = ss->buf;
@@ -425,13 +428,13 @@ cell_status cell_cpu_binary_scalar(cell_binop op, const cell_tensor *t, double s
                                   int reversed, cell_tensor **out) {
   if (!t || !out) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   stack_scalar ss;
-  const cell_tensor *st = make_scalar(&ss, t, s, s_is_float);
+  const cell_tensor *st = make_scalar(&ss, op, t, s, s_is_float);
   return reversed ? cell_k_binary(op, st, t, out) : cell_k_binary(op, t, st, out);
 }
 
 cell_status cell_cpu_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
   if (!t) return cell_error(CELL_ERR_VALUE, "binary op: NULL argument");
   stack_scalar ss;
-  const cell_tensor *st = make_scalar(&ss, t, s, s_is_float);
+  const cell_tensor *st = make_scalar(&ss, op, t, s, s_is_float);
   return cell_k_binary_(op, t, st);
 }

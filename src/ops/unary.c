@@ -48,7 +48,8 @@
   X(I64, int64_t, int64_t, ID, WRAP(int64_t), VEC)
 
 #define ONE ((__typeof__(x))1)
-#define F_SIGN(x) ((x) != (x) ? (x) : (__typeof__(x))(((x) > 0) - ((x) < 0)))
+/* sign(NaN) is 0, as PyTorch ((x > 0) - (x < 0)). */
+#define F_SIGN(x) ((__typeof__(x))(((x) > 0) - ((x) < 0)))
 #define GELU(x) ((x) * (__typeof__(x))0.5 * (ONE + erf((x) * (__typeof__(x))0.70710678118654752440)))
 #define SIGMOID(x) ((x) >= 0 ? ONE / (ONE + exp(-(x))) : exp(x) / (ONE + exp(x)))
 
@@ -343,14 +344,13 @@ cell_status cell_cpu_unary_(cell_unop op, cell_tensor *a) {
   return run_unary(op, ct, a, a);
 }
 
-/* clamp = minimum(maximum(a, lo), hi), through the binary kernels. */
+/* clamp = minimum(maximum(a, lo), hi), through the binary kernels: with lo > hi
+ * every element is hi, as PyTorch and MindSpore. */
 cell_status cell_cpu_clamp(const cell_tensor *a, int has_lo, double lo, int has_hi, double hi,
                           cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "clamp: NULL argument");
   if (a->dtype == CELL_DTYPE_BOOL)
     return cell_error(CELL_ERR_TYPE, "clamp: not supported for Bool tensors");
-  if (has_lo && has_hi && lo > hi)
-    return cell_error(CELL_ERR_VALUE, "clamp: min %g is greater than max %g", lo, hi);
   int is_float = cell_dtype_is_float(a->dtype);
   cell_tensor *t = NULL, *r = NULL;
   if (has_lo) CELL_TRY(cell_k_binary_scalar(CELL_OP_MAXIMUM, a, lo, is_float, 0, &t));

@@ -5,10 +5,10 @@
 -- SoftmaxCrossEntropyWithLogits: "none", as MindSpore), "sum" or "none".
 --
 -- Class labels count from 1: an integer label c picks class c of the
--- logits' dimension 2 (a label outside 1..C is an IndexError). MindSpore's
--- ignore_index = -100 becomes nil here (no label is ignored); give
--- ignore_index = k to leave out the samples labelled k (0 and -100 work, as
--- they are never classes). Options come as a trailing table
+-- logits' dimension 2 (a label outside 1..C is an IndexError). As in
+-- MindSpore, the samples labelled -100 are left out unless ignore_index
+-- names another label k (0 works too, as it is never a class). Options come
+-- as a trailing table
 -- (CrossEntropyLoss{weight = w, label_smoothing = 0.1}) or positionally in
 -- MindSpore's order.
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
