@@ -78,17 +78,17 @@ describe("cell.ops against PyTorch", function()
   it("pad's modes refuse what they cannot make", function()
     local x = cell.ones({ 2, 3 })
     H.expect_error(function() return x:pad({ 1, 1 }, "mirror") end, "ValueError",
-      "pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got 'mirror'")
+      "pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', but got 'mirror'")
     H.expect_error(function() return x:pad({ 3, 0 }, "reflect") end, "ValueError",
-      "pad: mode 'reflect' cannot pad (3, 0) a dimension of size 3")
+      "For 'pad', the reflection padding (3, 0) must be less than the input size 3 of dimension 2")
     H.expect_error(function() return x:pad({ 4, 0 }, "circular") end, "ValueError",
-      "pad: mode 'circular' cannot pad (4, 0) a dimension of size 3")
+      "For 'pad', the circular padding (4, 0) must be at most the input size 3 of dimension 2")
     H.expect_error(function() return x:pad({ -1, 0 }, "replicate") end, "ValueError",
-      "pad: mode 'replicate' takes pads that are integers >= 0, got -1 and 0")
+      "For 'pad', the padding must be non-negative in mode 'replicate', but got (-1, 0)")
     H.expect_error(function() return x:pad({ 1, 0 }, { mode = "reflect", value = 2 }) end, "ValueError",
-      "pad: a value is only meaningful with mode 'constant', not 'reflect'")
+      "pad: a value is only used in mode 'constant', but mode is 'reflect'")
     H.expect_error(function() return x:pad({ 1, 0, 1, 0, 1, 0 }, "reflect") end, "ValueError",
-      "pad: pads must list (before, after) pairs for at most 2 dimensions")
+      "pad: pads must be (before, after) pairs for at most the 2 dimensions of the input, but got 6 numbers")
   end)
 
   it("add and sub check alpha, cumsum its dtype", function()
@@ -106,7 +106,7 @@ describe("cell.ops against PyTorch", function()
 
   it("var and std refuse an unbiased that is not a boolean", function()
     H.expect_error(function() return cell.ones({ 3 }):var { unbiased = 1 } end, "TypeError",
-      "unbiased must be a boolean, but got number")
+      "var: unbiased must be a boolean, got number")
   end)
 
   it("clamp with min above max gives max, and its gradient is zero", function()

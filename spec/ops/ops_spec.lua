@@ -542,7 +542,7 @@ describe("reductions", function()
     assert_close(t:std { correction = 0 }, math.sqrt(1.25))
     assert_values(m:sum({}), 21)
     local function err(fn) return H.caller_error("ops_spec%.lua", fn) end
-    local known = "(the options are dim or axis, keepdim, keep_dims or keepdims, and for var and std ddof, correction "
+    local known = "(the options are dim or axis, keepdim, keep_dims or keepdims, dtype, and for var and std ddof, correction "
       .. "or unbiased, for norm p or ord)"
     assert.are.equal("TypeError: sum: unexpected option 'dims' " .. known .. " (bad argument #1)",
       err(function() m:sum { dims = 2 } end))
