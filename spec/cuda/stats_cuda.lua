@@ -38,6 +38,9 @@ case("var of an integer tensor is float32; ddof past the count gives inf or NaN 
   local i = cell.randint(0, 9, { 4, 6 }):astype(cell.int32)
   close(G(i):var(2), i:var(2), 1e-6, 1e-6)
   close(G(i):norm(2, 1), i:norm(2, 1), 1e-6, 1e-6)
+  local f = i:astype(cell.float32)
+  close(G(f):norm(0), f:norm(0), 0, 0) -- PyTorch's count of non-zeros
+  close(G(f):norm(-math.huge, 1), f:norm(-math.huge, 1), 0, 0) -- the smallest magnitude
   local one = cell.randn { 3, 1 }
   close(G(one):var(2), one:var(2), 0, 0)
   close(G(one):var(2, 2), one:var(2, 2), 0, 0)
@@ -45,8 +48,8 @@ end)
 
 case("norm with a bad order and var with a bad dim are the CPU's errors", function()
   local a = cell.randn { 3, 4 }
-  local _, cerr = pcall(function() return a:norm(0) end)
-  local ok, gerr = pcall(function() return G(a):norm(0) end)
+  local _, cerr = pcall(function() return a:norm(-1) end)
+  local ok, gerr = pcall(function() return G(a):norm(-1) end)
   assert.is_false(ok)
   assert.is_truthy(tostring(gerr):find("ValueError: norm: ", 1, true), tostring(gerr))
   local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end

@@ -325,6 +325,15 @@ static int l_is_tensor(lua_State *L) {
   return 1;
 }
 
+/* same_shape(a, b): whether tensors a and b have one shape, with no shape
+ * tables made (load_state_dict asks it once per tensor). */
+static int l_same_shape(lua_State *L) {
+  const cell_tensor *a = lc_check_tensor(L, 1), *b = lc_check_tensor(L, 2);
+  lua_pushboolean(L, lc_shape_equal(cell_tensor_ndim(a), cell_tensor_shape(a), cell_tensor_ndim(b),
+                                    cell_tensor_shape(b)));
+  return 1;
+}
+
 static int l_is_dtype(lua_State *L) {
   lua_pushboolean(L, lc_is_dtype(L, 1));
   return 1;
@@ -381,6 +390,7 @@ static const luaL_Reg create_funcs[] = {
     {"reset_peak_memory", l_reset_peak},
     {"empty_cache", l_empty_cache},
     {"is_tensor", l_is_tensor},
+    {"_same_shape", l_same_shape},
     {"is_dtype", l_is_dtype},
     {"promote_types", l_promote_types},
     {"_gemm_backend", l_gemm_backend},

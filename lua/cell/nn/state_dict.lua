@@ -299,7 +299,7 @@ function M.install(Cell)
       local md = metadata and odict_get(metadata, prefix:sub(1, -2)) or {}
       c:_load_from_state_dict(local_sd, prefix, md, true, missing, unexpected, errors)
       local st = rawget(c, S)
-      local groups = by_child(local_sd, prefix)
+      local groups = st.cells.n - st.cells.holes > 0 and by_child(local_sd, prefix) or nil
       for name, child in R.each(st.cells) do
         if child ~= nil then load(child, groups[name] or OrderedDict(), prefix .. name .. ".") end
       end

@@ -84,14 +84,7 @@ function M.same_shape(a, b)
 end
 
 --- Whether tensors a and b have one shape (without making shape tables).
-function M.same_tensor_shape(a, b)
-  local n = a.ndim
-  if n ~= b.ndim then return false end
-  for d = 1, n do
-    if a:size(d) ~= b:size(d) then return false end
-  end
-  return true
-end
+M.same_tensor_shape = core._same_shape
 
 --- A list of strings as Python prints it: ['a', 'b'].
 function M.str_list(list)
