@@ -182,19 +182,8 @@ function Batches:each(epoch)
   end
 end
 
---- `for xb, yb in loader do ... end`: the loader itself is an iterator of
--- its next epoch (what loader:each() gives). A loop starts a new epoch
--- (also after one left with break).
-function Batches:__call(_, control)
-  local it = rawget(self, "_loop")
-  if control == nil or it == nil then
-    it = self:each()
-    rawset(self, "_loop", it)
-  end
-  local out = { it() }
-  if out[1] == nil then rawset(self, "_loop", nil) end
-  return unpack(out, 1, #self.cols)
-end
+--- `for xb, yb in loader do ... end`: the loader iterates its next epoch.
+function Batches:__call(_, control) return rows.loop_call(self, control, #self.cols) end
 
 function Batches:__tostring()
   return ("Batches(samples=%d, batch_size=%d, batches=%d, shuffle=%s, drop_last=%s)")

@@ -152,19 +152,8 @@ function Dataset:get_wait_time()
   return w.seconds, w.outputs
 end
 
---- `for a, b in dataset do ... end`: the dataset itself is an iterator of
--- its next epoch's rows (what dataset:each() gives). A loop starts a new
--- epoch (also after one left with break).
-function Dataset:__call(_, control)
-  local it = rawget(self, "_loop")
-  if control == nil or it == nil then
-    it = self:each()
-    rawset(self, "_loop", it)
-  end
-  local out = { it() }
-  if out[1] == nil then rawset(self, "_loop", nil) end
-  return unpack(out, 1, #self._cols)
-end
+--- `for a, b in dataset do ... end`: the dataset iterates its next epoch.
+function Dataset:__call(_, control) return rows.loop_call(self, control, #self._cols) end
 
 function Dataset:__tostring()
   return ("%s(columns={%s}, size=%s)"):format(self.__class.name, table.concat(self._cols, ", "),

@@ -164,4 +164,21 @@ function M.rewrap(msg, where)
   return name .. ": " .. where .. ": " .. rest
 end
 
+local unpack = table.unpack or unpack
+
+--- The __call of a loader or data set, so `for a, b in loader do` walks
+-- its next epoch (what obj:each() gives) with ncols values a step. A loop
+-- starts a new epoch (also after one left with break): its first call
+-- has no control value.
+function M.loop_call(obj, control, ncols)
+  local it = rawget(obj, "_loop")
+  if control == nil or it == nil then
+    it = obj:each()
+    rawset(obj, "_loop", it)
+  end
+  local out = { it() }
+  if out[1] == nil then rawset(obj, "_loop", nil) end
+  return unpack(out, 1, ncols)
+end
+
 return M
