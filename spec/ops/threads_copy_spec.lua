@@ -10,19 +10,14 @@
 -- at the element.
 local cell = require "cell"
 local H = require "helpers"
+local T = require "helpers.threads"
 
 local f32, f64 = cell.float32, cell.float64
 
 local function flat(t) return t:astype(f64):contiguous():reshape({ -1 }):totable() end
 
-local function at(n, fn)
-  local prev = cell.get_num_threads()
-  cell.set_num_threads(n)
-  local ok, res = pcall(fn)
-  cell.set_num_threads(prev)
-  assert(ok, res)
-  return flat(res)
-end
+--- fn() at n threads, as a flat float64 table.
+local function at(n, fn) return flat(T.at(n, fn)) end
 
 local function rnd(lo, hi) return math.random(lo, hi) end
 

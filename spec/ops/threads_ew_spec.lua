@@ -9,6 +9,7 @@
 -- optimizer steps' vector loops (src/ops/optim.c) are checked the same way.
 local cell = require "cell"
 local H = require "helpers"
+local T = require "helpers.threads"
 
 local ops = cell.ops
 local f32, f64 = cell.float32, cell.float64
@@ -17,13 +18,8 @@ local function flat(t) return t:astype(f64):contiguous():reshape({ -1 }):totable
 
 --- fn() at n threads, its results (a list of tensors) as flat float64 tables.
 local function at(n, fn)
-  local prev = cell.get_num_threads()
-  cell.set_num_threads(n)
-  local ok, res = pcall(fn)
-  cell.set_num_threads(prev)
-  assert(ok, res)
   local r = {}
-  for k, t in ipairs(res) do r[k] = flat(t) end
+  for k, t in ipairs(T.at(n, fn)) do r[k] = flat(t) end
   return r
 end
 

@@ -6,14 +6,7 @@
 local H = require "helpers"
 local cell = H.cell
 
-local function at(threads, fn)
-  local prev = cell.get_num_threads()
-  cell.set_num_threads(threads)
-  local ok, r = pcall(fn)
-  cell.set_num_threads(prev)
-  assert(ok, r)
-  return r
-end
+local at = require("helpers.threads").at
 
 describe("vectorised transcendentals over threads", function()
   for _, n in ipairs({ 65535, 65536, 200003 }) do
