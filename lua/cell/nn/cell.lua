@@ -820,8 +820,8 @@ function Cell:to_float(dst_type)
   return self
 end
 
---- cast_inputs(inputs, dtype): the sequence with every floating-point
--- Tensor (nested sequences too) cast to dtype.
+--- cast_inputs(inputs, dtype): the sequence with every Tensor (nested
+-- sequences too, integer Tensors included, as MindSpore's) cast to dtype.
 function Cell:cast_inputs(inputs, dst_type)
   if type(inputs) ~= "table" or core.is_tensor(inputs) then
     raise(("TypeError: cast_inputs: inputs must be a sequence, but got %s"):format(type_name(inputs)))
@@ -886,6 +886,7 @@ Cell._global = global
 
 require("cell.nn.call").install(Cell)
 require("cell.nn.state_dict").install(Cell)
+require("cell.nn.cell_more").install(Cell)
 
 --- summary(input_shape [, dtype, print]): the table of the cell's sub-cells,
 -- output shapes and parameter counts (see cell.nn.summary).
