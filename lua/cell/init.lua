@@ -33,7 +33,8 @@ cell.is_initializer = initializer.is_initializer
 --- The initializer classes: cell.init.Normal{sigma = 0.02}, cell.init.HeUniform(), ...
 cell.init = {}
 for _, k in ipairs { "Initializer", "Zero", "One", "Constant", "Normal", "Uniform", "TruncatedNormal",
-  "XavierUniform", "XavierNormal", "HeUniform", "HeNormal", "Identity" } do
+  "XavierUniform", "XavierNormal", "HeUniform", "HeNormal", "Identity", "Orthogonal", "Dirac", "Sparse",
+  "VarianceScaling" } do
   cell.init[k] = initializer[k]
 end
 
