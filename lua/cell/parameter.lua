@@ -12,8 +12,8 @@
 -- the same metatable as every tensor, so ops take it, with per-object fields
 -- (name, has_init, ...) read before the tensor's methods and properties, and
 -- this module's methods (set_data, clone, ...) after the fields. Made from a
--- Tensor, it shares that tensor's storage (as torch.nn.Parameter does) but
--- not its autograd history: it is a leaf of its own.
+-- Tensor, it holds a copy of its values (as MindSpore's Parameter does;
+-- torch.nn.Parameter would share the storage) and is a leaf of its own.
 --
 -- `requires_grad` is the engine's flag, so `cell.grad(fn, nil, {p})` works.
 -- The engine lets only floating-point tensors require grad; an integer or
@@ -146,7 +146,13 @@ local function tensor_of(data, lvl)
   if core.is_tensor(data) then
     local a = core._attrs(data)
     if a and rawget(a, "has_init") then return rawget(a, "init_mode") end -- a lazy Parameter
-    return data
+    -- a copy, as MindSpore's Parameter takes one (data.asnumpy().copy()):
+    -- writing to the Parameter leaves `data` alone, and the reverse
+    local prev = core.set_grad_enabled(false)
+    local ok, c = pcall(Tensor.clone, data)
+    core.set_grad_enabled(prev)
+    if not ok then rethrow(c) end
+    return c
   end
   if type(data) == "number" then
     return core.tensor(data, is_fractional(data) and core.float32 or core.int64)
@@ -164,7 +170,7 @@ end
 local OPTIONS = { "name", "requires_grad" }
 
 --- cell.Parameter(data [, name [, requires_grad]]) or cell.Parameter(data,
--- {name =, requires_grad =}). `data`: a Tensor (shared storage), a number,
+-- {name =, requires_grad =}). `data`: a Tensor (its values copied), a number,
 -- a nested table, or an initializer from cell.initializer (lazy: no data
 -- until init_data()). `requires_grad` defaults to true.
 function M.Parameter(data, ...)
