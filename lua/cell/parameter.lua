@@ -140,12 +140,14 @@ local function attach_lazy(it, attrs)
   return core._attach(core.full({}, fill, it.dtype):expand(it.shape), attrs)
 end
 
---- The tensor (or InitTensor) behind `data`, for cell.Parameter.
-local function tensor_of(data, lvl)
+--- The tensor (or InitTensor) behind `data`, for cell.Parameter; `adopt`
+-- takes a Tensor itself instead of a copy.
+local function tensor_of(data, lvl, adopt)
   if type(data) == "boolean" then raise("ValueError: Parameter data can not be a boolean") end
   if core.is_tensor(data) then
     local a = core._attrs(data)
     if a and rawget(a, "has_init") then return rawget(a, "init_mode") end -- a lazy Parameter
+    if adopt and not a then return data end
     -- a copy, as MindSpore's Parameter takes one (data.asnumpy().copy()):
     -- writing to the Parameter leaves `data` alone, and the reverse
     local prev = core.set_grad_enabled(false)
@@ -169,16 +171,13 @@ end
 
 local OPTIONS = { "name", "requires_grad" }
 
---- cell.Parameter(data [, name [, requires_grad]]) or cell.Parameter(data,
--- {name =, requires_grad =}). `data`: a Tensor (its values copied), a number,
--- a nested table, or an initializer from cell.initializer (lazy: no data
--- until init_data()). `requires_grad` defaults to true.
-function M.Parameter(data, ...)
+--- A Parameter of `data`; `adopt`: a Tensor is taken itself, not copied.
+local function new_parameter(data, adopt, ...)
   local name, requires_grad = args.parse("Parameter", OPTIONS, 2, select("#", ...), ...)
   if requires_grad == nil then requires_grad = true end
   check_requires_grad(requires_grad, 3)
   local attrs = setmetatable({ name = check_name(name, 3), has_init = false }, AttrsMT)
-  local t = tensor_of(data, 3)
+  local t = tensor_of(data, 3, adopt)
   local p
   if init_mod.is_init_tensor(t) then
     p = attach_lazy(t, attrs)
@@ -189,6 +188,17 @@ function M.Parameter(data, ...)
   set_requires_grad(p, attrs, requires_grad)
   return p
 end
+
+--- cell.Parameter(data [, name [, requires_grad]]) or cell.Parameter(data,
+-- {name =, requires_grad =}). `data`: a Tensor (its values copied), a number,
+-- a nested table, or an initializer from cell.initializer (lazy: no data
+-- until init_data()). `requires_grad` defaults to true.
+function M.Parameter(data, ...) return new_parameter(data, false, ...) end
+
+--- Parameter(t, ...) that takes the Tensor `t` itself rather than a copy,
+-- for cell's own callers that made `t` and keep no other reference to it
+-- (load_checkpoint: no second copy of a whole checkpoint in memory).
+function M._adopt(t, ...) return new_parameter(t, true, ...) end
 
 -- Attributes ------------------------------------------------------------------------
 

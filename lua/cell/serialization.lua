@@ -349,7 +349,7 @@ function M.load_checkpoint(ckpt_file_name, ...)
   local use_choice = choose and not specify and not filter
   for i, name in ipairs(names) do
     if wanted(name, specify, filter) and (not use_choice or choose(name)) then
-      dict[name] = parameter.Parameter(tensors[i], name)
+      dict[name] = parameter._adopt(tensors[i], name) -- the file's tensors, not copied again
     end
   end
   if OrderedDict.len(dict) == 0 then -- (a tensor may be named "len")
