@@ -58,7 +58,7 @@ describe("cell.Parameter", function()
       assert.are.same({ "b", false }, { b.name, b.requires_grad })
       local c = Parameter(cell.ones({ 2 }), { requires_grad = true })
       assert.are.same({ "Parameter", true }, { c.name, c.requires_grad })
-      assert.are.equal("TypeError: Parameter() got an unexpected keyword argument 'trainable'; the options are name, requires_grad",
+      assert.are.equal("TypeError: Parameter() got an unexpected keyword argument 'trainable'; the options are name, requires_grad, layerwise_parallel, parallel_optimizer",
         err(function() local _ = Parameter(cell.ones({ 2 }), { trainable = false }) end))
     end)
 
@@ -207,8 +207,28 @@ describe("cell.Parameter", function()
       p.note = { 1 }
       assert.is_true(p.layerwise_parallel)
       assert.are.same({ 1 }, p.note)
-      assert.is_nil(q.layerwise_parallel)
+      assert.is_false(q.layerwise_parallel)
       assert.is_nil(q.note)
+    end)
+
+    it("has MindSpore's parallel-training fields with their defaults, checked, cloned", function()
+      local p = Parameter(cell.ones({ 2 }), "p")
+      assert.are.same({ false, true, false, false, true, false, 1 },
+        { p.layerwise_parallel, p.parallel_optimizer, p.sliced, p.is_init, p.requires_aggr, p.cache_enable,
+          p.comm_fusion })
+      local q = Parameter(cell.ones({ 2 }), "q", true, true, false)
+      assert.are.same({ true, false }, { q.layerwise_parallel, q.parallel_optimizer })
+      local r = Parameter(cell.ones({ 2 }), { name = "r", parallel_optimizer = false })
+      assert.is_false(r.parallel_optimizer)
+      assert.is_false(r:clone().parallel_optimizer)
+      p.comm_fusion = 3
+      assert.are.equal(3, p:clone().comm_fusion)
+      assert.are.equal("TypeError: The argument `layerwise_parallel` must be bool type, but got number.",
+        err(function() local _ = Parameter(cell.ones({ 2 }), "x", true, 1) end))
+      assert.are.equal("TypeError: The argument `parallel_optimizer` must be bool type, but got string.",
+        err(function() p.parallel_optimizer = "yes" end))
+      assert.are.equal("ValueError: The 'comm_fusion' must be a non-negative integer, but got -1.",
+        err(function() p.comm_fusion = -1 end))
     end)
 
     it("the tensor's own properties are read-only", function()

@@ -169,14 +169,35 @@ local function tensor_of(data, lvl, adopt)
     .. "'initializer'], but got %s."):format(type_name(data)))
 end
 
-local OPTIONS = { "name", "requires_grad" }
+local OPTIONS = { "name", "requires_grad", "layerwise_parallel", "parallel_optimizer" }
+
+--- MindSpore's boolean fields of a Parameter (its parallel-training
+-- settings, kept and cloned here, where nothing is sliced) and their
+-- defaults; comm_fusion (1) is a non-negative integer.
+local FLAGS = { layerwise_parallel = false, parallel_optimizer = true, sliced = false, is_init = false,
+  requires_aggr = true, cache_enable = false }
+
+local function check_flag(key, v)
+  if type(v) ~= "boolean" then
+    raise(("TypeError: The argument `%s` must be bool type, but got %s."):format(key, type_name(v)))
+  end
+end
 
 --- A Parameter of `data`; `adopt`: a Tensor is taken itself, not copied.
 local function new_parameter(data, adopt, ...)
-  local name, requires_grad = args.parse("Parameter", OPTIONS, 2, select("#", ...), ...)
+  local name, requires_grad, layerwise, par_opt = args.parse("Parameter", OPTIONS, 2, select("#", ...), ...)
   if requires_grad == nil then requires_grad = true end
   check_requires_grad(requires_grad, 3)
-  local attrs = setmetatable({ name = check_name(name, 3), has_init = false }, AttrsMT)
+  local attrs = setmetatable({ name = check_name(name, 3), has_init = false, comm_fusion = 1 }, AttrsMT)
+  for k, v in pairs(FLAGS) do attrs[k] = v end
+  if layerwise ~= nil then
+    check_flag("layerwise_parallel", layerwise)
+    attrs.layerwise_parallel = layerwise
+  end
+  if par_opt ~= nil then
+    check_flag("parallel_optimizer", par_opt)
+    attrs.parallel_optimizer = par_opt
+  end
   local t = tensor_of(data, 3, adopt)
   local p
   if init_mod.is_init_tensor(t) then
@@ -220,6 +241,14 @@ function AttrsMT.__setattr(self, key, value)
     set_requires_grad(self, attrs, value)
   elseif READ_ONLY[key] then
     raise(("AttributeError: the attribute '%s' of a Parameter is read-only"):format(key))
+  elseif FLAGS[key] ~= nil then
+    check_flag(key, value)
+    rawset(attrs, key, value)
+  elseif key == "comm_fusion" then
+    if type(value) ~= "number" or value ~= math.floor(value) or value < 0 or value == math.huge then
+      raise(("ValueError: The 'comm_fusion' must be a non-negative integer, but got %s."):format(tostring(value)))
+    end
+    rawset(attrs, key, value)
   else
     rawset(attrs, key, value)
   end
