@@ -269,6 +269,16 @@ function M.install(Tensor, core)
     end
     return scatter(t, dim, index, src, ...)
   end
+  --- unbind([dim = 1]): the slices along `dim` (views with that dimension
+  -- removed), as a Lua sequence (MindSpore's Tensor.unbind, 1-based).
+  function Tensor.unbind(t, dim)
+    check_tensor("unbind", "self", t)
+    if dim == nil then dim = 1 end
+    local out = {}
+    for i = 1, t:size(dim) do out[i] = t:select(dim, i) end
+    return out
+  end
+
   -- The named-option form of the methods that take one dimension, as the
   -- reductions have it: t:cumsum{dim = 1, dtype = cell.float64},
   -- t:softmax{axis = -1}, t:split(2, {dim = 2}). `dim` or MindSpore's
@@ -296,11 +306,12 @@ function M.install(Tensor, core)
     end
     return dim, rest
   end
-  local function with_dim_option(name, extra, lead)
-    local f = Tensor[name]
+  local function with_dim_option(name, extra, lead, where)
+    where = where or Tensor
+    local f = where[name]
     for _, e in ipairs(extra) do extra[e] = true end
     if lead then -- the dimension comes after one argument: split(size, dim), chunk(n, dim)
-      Tensor[name] = function(t, a, o, ...)
+      where[name] = function(t, a, o, ...)
         if is_options(o) then
           local dim, rest = read_dim(name, o, extra)
           return f(t, a, dim, rest)
@@ -308,7 +319,7 @@ function M.install(Tensor, core)
         return f(t, a, o, ...)
       end
     else
-      Tensor[name] = function(t, o, ...)
+      where[name] = function(t, o, ...)
         if is_options(o) then
           local dim, rest = read_dim(name, o, extra)
           if rest then return f(t, dim, rest) end
@@ -327,6 +338,12 @@ function M.install(Tensor, core)
   with_dim_option("expand_dims", {})
   with_dim_option("split", {}, true)
   with_dim_option("chunk", {}, true)
+  with_dim_option("unbind", {})
+  with_dim_option("repeat_interleave", {}, true)
+  with_dim_option("softmax", {}, false, core.nnops) -- cell.ops.softmax(x, {dim =})
+  with_dim_option("log_softmax", {}, false, core.nnops)
+  with_dim_option("cat", {}, false, core) -- cell.cat(list, {dim =}), MindSpore's ops.cat(tensors, axis)
+  with_dim_option("stack", {}, false, core)
   --- flatten{start_dim =, end_dim =} (MindSpore's keyword arguments).
   local flatten = Tensor.flatten
   function Tensor.flatten(t, o, ...)
