@@ -119,10 +119,10 @@ describe("cell.initializer", function()
 
     it("rejects an unknown name, listing the known ones", function()
       assert.are.equal("ValueError: For 'initializer', the class corresponding to 'gaussian' was not found; "
-        .. "the known names are 'he_normal', 'he_uniform', 'henormal', 'heuniform', 'identity', 'normal', "
-        .. "'one', 'ones', 'truncated_normal', 'truncatednormal', 'uniform', 'xavier_normal', "
-        .. "'xavier_uniform', 'xaviernormal', 'xavieruniform', 'zero', 'zeros' (or use a number for a "
-        .. "constant).", err(function() local _ = cell.initializer("gaussian", { 2 }) end))
+        .. "the known names are 'dirac', 'he_normal', 'he_uniform', 'henormal', 'heuniform', 'identity', "
+        .. "'normal', 'one', 'ones', 'orthogonal', 'sparse', 'truncated_normal', 'truncatednormal', 'uniform', "
+        .. "'variance_scaling', 'variancescaling', 'xavier_normal', 'xavier_uniform', 'xaviernormal', "
+        .. "'xavieruniform', 'zero', 'zeros' (or use a number for a constant).", err(function() local _ = cell.initializer("gaussian", { 2 }) end))
       assert.is_truthy(err(function() local _ = cell.initializer("constant", { 2 }) end)
         :find("'constant' was not found", 1, true))
     end)

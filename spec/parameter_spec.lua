@@ -23,19 +23,25 @@ local function m23() return cell.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }) end
 
 describe("cell.Parameter", function()
   describe("construction", function()
-    it("from a Tensor shares its storage but not its autograd identity", function()
+    it("from a Tensor holds a copy of its values (as MindSpore's) and is a leaf of its own", function()
       local t = m23()
       local p = Parameter(t, "w")
       assert.is_true(cell.is_tensor(p))
       assert.is_true(cell.is_parameter(p))
       assert.is_false(cell.is_parameter(t))
       assert.is_false(rawequal(p, t))
-      assert.are.equal(t:data_ptr(), p:data_ptr())
+      assert.are_not.equal(t:data_ptr(), p:data_ptr())
       assert.is_true(p.requires_grad)
       assert.is_false(t.requires_grad)
       assert.is_true(p:is_leaf())
+      H.assert_values(p, { { 1, 2, 3 }, { 4, 5, 6 } }, "float32")
       cell.no_grad(function() p:fill_(9) end)
-      H.assert_values(t, { { 9, 9, 9 }, { 9, 9, 9 } }, "float32")
+      H.assert_values(t, { { 1, 2, 3 }, { 4, 5, 6 } }, "float32")
+      t:fill_(0)
+      H.assert_values(p, { { 9, 9, 9 }, { 9, 9, 9 } }, "float32")
+      -- a view's values, in the view's dtype
+      local v = Parameter(cell.arange(1, 7, 1, cell.float64):reshape({ 2, 3 }):transpose(1, 2))
+      H.assert_values(v, { { 1, 4 }, { 2, 5 }, { 3, 6 } }, "float64")
     end)
 
     it("has the default name 'Parameter' and requires grad", function()
@@ -52,7 +58,7 @@ describe("cell.Parameter", function()
       assert.are.same({ "b", false }, { b.name, b.requires_grad })
       local c = Parameter(cell.ones({ 2 }), { requires_grad = true })
       assert.are.same({ "Parameter", true }, { c.name, c.requires_grad })
-      assert.are.equal("TypeError: Parameter() got an unexpected keyword argument 'trainable'; the options are name, requires_grad",
+      assert.are.equal("TypeError: Parameter() got an unexpected keyword argument 'trainable'; the options are name, requires_grad, layerwise_parallel, parallel_optimizer",
         err(function() local _ = Parameter(cell.ones({ 2 }), { trainable = false }) end))
     end)
 
@@ -73,12 +79,13 @@ describe("cell.Parameter", function()
       assert.is_truthy(err(function() local _ = Parameter({ { 1, 2 }, { 3 } }) end):find("ValueError:", 1, true))
     end)
 
-    it("from a Parameter: a new Parameter on the same storage", function()
+    it("from a Parameter: a new Parameter with a copy of its values", function()
       local p = Parameter(cell.ones({ 2 }), "p")
       local q = Parameter(p)
       assert.is_true(cell.is_parameter(q))
       assert.is_false(rawequal(p, q))
-      assert.are.equal(p:data_ptr(), q:data_ptr())
+      assert.are_not.equal(p:data_ptr(), q:data_ptr())
+      H.assert_values(q, { 1, 1 }, "float32")
       assert.are.equal("Parameter", q.name)
     end)
 
@@ -200,8 +207,28 @@ describe("cell.Parameter", function()
       p.note = { 1 }
       assert.is_true(p.layerwise_parallel)
       assert.are.same({ 1 }, p.note)
-      assert.is_nil(q.layerwise_parallel)
+      assert.is_false(q.layerwise_parallel)
       assert.is_nil(q.note)
+    end)
+
+    it("has MindSpore's parallel-training fields with their defaults, checked, cloned", function()
+      local p = Parameter(cell.ones({ 2 }), "p")
+      assert.are.same({ false, true, false, false, true, false, 1 },
+        { p.layerwise_parallel, p.parallel_optimizer, p.sliced, p.is_init, p.requires_aggr, p.cache_enable,
+          p.comm_fusion })
+      local q = Parameter(cell.ones({ 2 }), "q", true, true, false)
+      assert.are.same({ true, false }, { q.layerwise_parallel, q.parallel_optimizer })
+      local r = Parameter(cell.ones({ 2 }), { name = "r", parallel_optimizer = false })
+      assert.is_false(r.parallel_optimizer)
+      assert.is_false(r:clone().parallel_optimizer)
+      p.comm_fusion = 3
+      assert.are.equal(3, p:clone().comm_fusion)
+      assert.are.equal("TypeError: The argument `layerwise_parallel` must be bool type, but got number.",
+        err(function() local _ = Parameter(cell.ones({ 2 }), "x", true, 1) end))
+      assert.are.equal("TypeError: The argument `parallel_optimizer` must be bool type, but got string.",
+        err(function() p.parallel_optimizer = "yes" end))
+      assert.are.equal("ValueError: The 'comm_fusion' must be a non-negative integer, but got -1.",
+        err(function() p.comm_fusion = -1 end))
     end)
 
     it("the tensor's own properties are read-only", function()
@@ -301,7 +328,7 @@ describe("cell.Parameter", function()
       assert.is_true(rawequal(r, p))
       assert.are.equal(ptr, p:data_ptr())
       H.assert_values(p, { { 7, 7, 7 }, { 7, 7, 7 } }, "float32")
-      H.assert_values(t, { { 7, 7, 7 }, { 7, 7, 7 } }, "float32") -- the storage p shares
+      H.assert_values(t, { { 1, 2, 3 }, { 4, 5, 6 } }, "float32") -- p took a copy of t
       assert.is_true(p.requires_grad)
       assert.are.equal("w", p.name)
       local g = cell.grad(function() return (p * p):sum() end, nil, { p })()

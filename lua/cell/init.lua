@@ -9,13 +9,13 @@ local core = require "cell.core"
 require "cell.errors" -- errors from here on blame the user's line
 local tensor = require "cell.tensor"
 
+tensor.install(core.Tensor, core) -- before the copy: it wraps some of core's functions
 local cell = {}
 for k, v in pairs(core) do
   if k:sub(1, 1) ~= "_" then cell[k] = v end
 end
 cell.core = core
 cell.OrderedDict = require "cell.ordered_dict"
-tensor.install(core.Tensor, core)
 require("cell.index_ops").install(core.Tensor) -- addmm, outer
 
 local autograd = require "cell.autograd"
@@ -33,7 +33,8 @@ cell.is_initializer = initializer.is_initializer
 --- The initializer classes: cell.init.Normal{sigma = 0.02}, cell.init.HeUniform(), ...
 cell.init = {}
 for _, k in ipairs { "Initializer", "Zero", "One", "Constant", "Normal", "Uniform", "TruncatedNormal",
-  "XavierUniform", "XavierNormal", "HeUniform", "HeNormal", "Identity" } do
+  "XavierUniform", "XavierNormal", "HeUniform", "HeNormal", "Identity", "Orthogonal", "Dirac", "Sparse",
+  "VarianceScaling" } do
   cell.init[k] = initializer[k]
 end
 

@@ -306,6 +306,155 @@ function Identity:_check(shape, lvl)
 end
 function Identity:_generate(shape, dtype) return core.eye(shape[1], shape[2], dtype) end
 
+--- The product of the sizes of `shape` from position `from` on.
+local function prod_from(shape, from)
+  local n = 1
+  for i = from, #shape do n = n * shape[i] end
+  return n
+end
+
+local function check_int(self, what, v, min)
+  if v ~= math.floor(v) or v < min or v == math.huge then
+    raise(("ValueError: For '%s', the argument '%s' must be an integer not less than %d, but got %s.")
+      :format(self.__class.name, what, min, tostring(v)))
+  end
+end
+
+--- Orthogonal{gain = 1}: a (semi-)orthogonal matrix times gain, as
+-- MindSpore's: the shape is read as {rows, cols} with cols the product of
+-- the other sizes; a normal {rows, cols} draw is orthonormalised (its rows
+-- when rows <= cols, else its columns) as QR with R's diagonal made
+-- positive, so W W^T = gain^2 I (rows <= cols) or W^T W = gain^2 I.
+local Orthogonal = define("Orthogonal", { { "gain", 1, "number" } })
+function Orthogonal:_check(shape, lvl)
+  if #shape < 2 then
+    raise(("ValueError: For Orthogonal initializer, the dimension of the initialized tensor should be no less "
+      .. "than 2, but got %d."):format(#shape))
+  end
+end
+function Orthogonal:_generate(shape, dtype)
+  local rows, cols = shape[1], prod_from(shape, 2)
+  if rows == 0 or cols == 0 then return core.zeros(shape, dtype) end
+  local a = core.randn({ rows, cols }, core.float64)
+  local tall = rows > cols
+  local b = tall and a:transpose(1, 2):contiguous() or a -- n vectors of length m as rows, n <= m
+  local n = b.shape[1]
+  local q = core.zeros(b.shape, core.float64)
+  -- classical Gram-Schmidt applied twice (as stable as Householder here);
+  -- its R has a positive diagonal, which is numpy's q * sign(diag(r))
+  for j = 1, n do
+    local v = b:narrow(1, j, 1)
+    if j > 1 then
+      local prev = q:narrow(1, 1, j - 1)
+      for _ = 1, 2 do v = v - v:matmul(prev:transpose(1, 2)):matmul(prev) end
+    end
+    q:narrow(1, j, 1):copy_(v / v:norm():item())
+  end
+  if tall then q = q:transpose(1, 2):contiguous() end
+  q = (q * self.gain):reshape(shape)
+  return q.dtype == dtype and q or q:astype(dtype)
+end
+
+--- Dirac{groups = 1}: the kernel of a convolution that passes its input
+-- through: for a 3-, 4- or 5-D {out, in, k...} shape, out is split into
+-- `groups` blocks and the d-th output channel of each block (d up to the
+-- smaller of out / groups and in) is 1 at input channel d and the centre
+-- position (size // 2, 0-based, in each spatial dimension), 0 elsewhere.
+local Dirac = define("Dirac", { { "groups", 1, "number" } })
+function Dirac:_validate(lvl) check_int(self, "groups", self.groups, 1) end
+function Dirac:_check(shape, lvl)
+  local n = #shape
+  if n < 3 or n > 5 then
+    raise(("ValueError: For Dirac initializer, only support to initialize tensor with dimension of 3, 4 or 5, "
+      .. "but got %d."):format(n))
+  end
+  if shape[1] % self.groups ~= 0 then
+    raise(("ValueError: For Dirac initializer, the first dimension of the initialized tensor must be divisible "
+      .. "by groups, but got first dimension %d, groups %d."):format(shape[1], self.groups))
+  end
+end
+function Dirac:_generate(shape, dtype)
+  self:_check(shape, 3)
+  local out, inp, k = shape[1], shape[2], prod_from(shape, 3)
+  local per = math.floor(out / self.groups)
+  local centre = 0 -- the 0-based flat index of the centre of the kernel
+  for i = 3, #shape do centre = centre * shape[i] + math.floor(shape[i] / 2) end
+  local w = core.zeros({ out, inp, k }, dtype)
+  if per > 0 and inp > 0 and k > 0 then
+    local block = core.eye(per, inp, dtype)
+    local plane = w:select(3, centre + 1)
+    for g = 1, self.groups do plane:narrow(1, (g - 1) * per + 1, per):copy_(block) end
+  end
+  return w:reshape(shape)
+end
+
+--- Sparse{sparsity, sigma = 0.01}: a 2-D N(0, sigma^2) matrix in which each
+-- column has ceil(sparsity * rows) zeros at rows drawn at random.
+local Sparse = define("Sparse", { { "sparsity", nil, "number" }, { "sigma", 0.01, "number" } })
+function Sparse:_validate(lvl)
+  if not (self.sparsity >= 0 and self.sparsity <= 1) then
+    raise(("ValueError: For 'Sparse', the argument 'sparsity' must be in [0, 1], but got %s.")
+      :format(tostring(self.sparsity)))
+  end
+  check_sigma(self, lvl + 1)
+end
+function Sparse:_check(shape, lvl)
+  if #shape ~= 2 then
+    raise(("ValueError: For Sparse initializer, the dimension of the initialized tensor should be 2, "
+      .. "but got %d."):format(#shape))
+  end
+end
+function Sparse:_generate(shape, dtype)
+  local rows = shape[1]
+  local zeros = math.ceil(self.sparsity * rows)
+  local x = core.randn(shape, work_dtype(dtype)):mul_(self.sigma)
+  if zeros > 0 and x:numel() > 0 then
+    -- each column's rows ranked by a uniform draw: the first `zeros` go
+    local rank = core.rand(shape, core.float32):argsort(1):argsort(1)
+    x = x:masked_fill(rank:le(zeros), 0)
+  end
+  return x.dtype == dtype and x or x:astype(dtype)
+end
+
+--- VarianceScaling{scale = 1, mode = "fan_in", distribution =
+-- "truncated_normal"}: values whose variance is scale / n, n being fan_in,
+-- fan_out or their mean ("fan_avg") (at least 1): "truncated_normal" is
+-- N(0, s^2) cut at 2 s, s = sqrt(scale / n) / 0.87962566103423978 (the
+-- cut's correction); "untruncated_normal" is N(0, scale / n); "uniform" is
+-- U(-b, b), b = sqrt(3 scale / n).
+local VarianceScaling = define("VarianceScaling", {
+  { "scale", 1, "number" }, { "mode", "fan_in", "string" }, { "distribution", "truncated_normal", "string" } })
+local VS_MODES = { fan_in = true, fan_out = true, fan_avg = true }
+local VS_DISTRIBUTIONS = { uniform = true, truncated_normal = true, untruncated_normal = true }
+function VarianceScaling:_validate(lvl)
+  if not (self.scale > 0) then
+    raise(("ValueError: For VarianceScaling initializer, scale must be greater than 0, but got %s.")
+      :format(tostring(self.scale)))
+  end
+  if not VS_MODES[self.mode] then
+    raise(("ValueError: For VarianceScaling initializer, mode must be fan_in, fan_out or fan_avg, but got %s.")
+      :format(self.mode))
+  end
+  if not VS_DISTRIBUTIONS[self.distribution] then
+    raise(("ValueError: For VarianceScaling initializer, distribution must be uniform, truncated_normal or "
+      .. "untruncated_normal, but got %s."):format(self.distribution))
+  end
+end
+VarianceScaling._check = XavierUniform._check
+function VarianceScaling:_generate(shape, dtype)
+  local fan_in, fan_out = M.fans(shape, 3)
+  local n = self.mode == "fan_in" and fan_in or self.mode == "fan_out" and fan_out or (fan_in + fan_out) / 2
+  local scale = self.scale / math.max(1, n)
+  if self.distribution == "uniform" then
+    local b = math.sqrt(3 * scale)
+    return uniform(shape, dtype, -b, b)
+  elseif self.distribution == "untruncated_normal" then
+    return normal(shape, dtype, 0, math.sqrt(scale))
+  end
+  local s = math.sqrt(scale) / 0.87962566103423978
+  return TruncatedNormal({ sigma = s, mean = 0, a = -2 * s, b = 2 * s }):_generate(shape, dtype)
+end
+
 --- The values of a Tensor (what `initializer(tensor)` makes), copied and
 -- cast to the recipe's dtype.
 local TensorValues = Initializer:extend("TensorValues")
@@ -323,7 +472,8 @@ local ALIASES = {
   xavier_uniform = M.XavierUniform, xavieruniform = M.XavierUniform,
   xavier_normal = M.XavierNormal, xaviernormal = M.XavierNormal,
   he_uniform = M.HeUniform, heuniform = M.HeUniform, he_normal = M.HeNormal, henormal = M.HeNormal,
-  identity = M.Identity,
+  identity = M.Identity, orthogonal = M.Orthogonal, dirac = M.Dirac, sparse = M.Sparse,
+  variancescaling = M.VarianceScaling, variance_scaling = M.VarianceScaling,
 }
 local alias_list = {}
 for k in pairs(ALIASES) do alias_list[#alias_list + 1] = "'" .. k .. "'" end

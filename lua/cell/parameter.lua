@@ -12,8 +12,8 @@
 -- the same metatable as every tensor, so ops take it, with per-object fields
 -- (name, has_init, ...) read before the tensor's methods and properties, and
 -- this module's methods (set_data, clone, ...) after the fields. Made from a
--- Tensor, it shares that tensor's storage (as torch.nn.Parameter does) but
--- not its autograd history: it is a leaf of its own.
+-- Tensor, it holds a copy of its values (as MindSpore's Parameter does;
+-- torch.nn.Parameter would share the storage) and is a leaf of its own.
 --
 -- `requires_grad` is the engine's flag, so `cell.grad(fn, nil, {p})` works.
 -- The engine lets only floating-point tensors require grad; an integer or
@@ -140,13 +140,21 @@ local function attach_lazy(it, attrs)
   return core._attach(core.full({}, fill, it.dtype):expand(it.shape), attrs)
 end
 
---- The tensor (or InitTensor) behind `data`, for cell.Parameter.
-local function tensor_of(data, lvl)
+--- The tensor (or InitTensor) behind `data`, for cell.Parameter; `adopt`
+-- takes a Tensor itself instead of a copy.
+local function tensor_of(data, lvl, adopt)
   if type(data) == "boolean" then raise("ValueError: Parameter data can not be a boolean") end
   if core.is_tensor(data) then
     local a = core._attrs(data)
     if a and rawget(a, "has_init") then return rawget(a, "init_mode") end -- a lazy Parameter
-    return data
+    if adopt and not a then return data end
+    -- a copy, as MindSpore's Parameter takes one (data.asnumpy().copy()):
+    -- writing to the Parameter leaves `data` alone, and the reverse
+    local prev = core.set_grad_enabled(false)
+    local ok, c = pcall(Tensor.clone, data)
+    core.set_grad_enabled(prev)
+    if not ok then rethrow(c) end
+    return c
   end
   if type(data) == "number" then
     return core.tensor(data, is_fractional(data) and core.float32 or core.int64)
@@ -161,18 +169,36 @@ local function tensor_of(data, lvl)
     .. "'initializer'], but got %s."):format(type_name(data)))
 end
 
-local OPTIONS = { "name", "requires_grad" }
+local OPTIONS = { "name", "requires_grad", "layerwise_parallel", "parallel_optimizer" }
 
---- cell.Parameter(data [, name [, requires_grad]]) or cell.Parameter(data,
--- {name =, requires_grad =}). `data`: a Tensor (shared storage), a number,
--- a nested table, or an initializer from cell.initializer (lazy: no data
--- until init_data()). `requires_grad` defaults to true.
-function M.Parameter(data, ...)
-  local name, requires_grad = args.parse("Parameter", OPTIONS, 2, select("#", ...), ...)
+--- MindSpore's boolean fields of a Parameter (its parallel-training
+-- settings, kept and cloned here, where nothing is sliced) and their
+-- defaults; comm_fusion (1) is a non-negative integer.
+local FLAGS = { layerwise_parallel = false, parallel_optimizer = true, sliced = false, is_init = false,
+  requires_aggr = true, cache_enable = false }
+
+local function check_flag(key, v)
+  if type(v) ~= "boolean" then
+    raise(("TypeError: The argument `%s` must be bool type, but got %s."):format(key, type_name(v)))
+  end
+end
+
+--- A Parameter of `data`; `adopt`: a Tensor is taken itself, not copied.
+local function new_parameter(data, adopt, ...)
+  local name, requires_grad, layerwise, par_opt = args.parse("Parameter", OPTIONS, 2, select("#", ...), ...)
   if requires_grad == nil then requires_grad = true end
   check_requires_grad(requires_grad, 3)
-  local attrs = setmetatable({ name = check_name(name, 3), has_init = false }, AttrsMT)
-  local t = tensor_of(data, 3)
+  local attrs = setmetatable({ name = check_name(name, 3), has_init = false, comm_fusion = 1 }, AttrsMT)
+  for k, v in pairs(FLAGS) do attrs[k] = v end
+  if layerwise ~= nil then
+    check_flag("layerwise_parallel", layerwise)
+    attrs.layerwise_parallel = layerwise
+  end
+  if par_opt ~= nil then
+    check_flag("parallel_optimizer", par_opt)
+    attrs.parallel_optimizer = par_opt
+  end
+  local t = tensor_of(data, 3, adopt)
   local p
   if init_mod.is_init_tensor(t) then
     p = attach_lazy(t, attrs)
@@ -183,6 +209,17 @@ function M.Parameter(data, ...)
   set_requires_grad(p, attrs, requires_grad)
   return p
 end
+
+--- cell.Parameter(data [, name [, requires_grad]]) or cell.Parameter(data,
+-- {name =, requires_grad =}). `data`: a Tensor (its values copied), a number,
+-- a nested table, or an initializer from cell.initializer (lazy: no data
+-- until init_data()). `requires_grad` defaults to true.
+function M.Parameter(data, ...) return new_parameter(data, false, ...) end
+
+--- Parameter(t, ...) that takes the Tensor `t` itself rather than a copy,
+-- for cell's own callers that made `t` and keep no other reference to it
+-- (load_checkpoint: no second copy of a whole checkpoint in memory).
+function M._adopt(t, ...) return new_parameter(t, true, ...) end
 
 -- Attributes ------------------------------------------------------------------------
 
@@ -204,6 +241,14 @@ function AttrsMT.__setattr(self, key, value)
     set_requires_grad(self, attrs, value)
   elseif READ_ONLY[key] then
     raise(("AttributeError: the attribute '%s' of a Parameter is read-only"):format(key))
+  elseif FLAGS[key] ~= nil then
+    check_flag(key, value)
+    rawset(attrs, key, value)
+  elseif key == "comm_fusion" then
+    if type(value) ~= "number" or value ~= math.floor(value) or value < 0 or value == math.huge then
+      raise(("ValueError: The 'comm_fusion' must be a non-negative integer, but got %s."):format(tostring(value)))
+    end
+    rawset(attrs, key, value)
   else
     rawset(attrs, key, value)
   end

@@ -11,9 +11,8 @@
 --   temporary file, fsync, rename). format = "ckpt", enc_key and crc_check
 --   are refused, as MindSpore refuses enc_key for safetensors.
 -- - A Cell saves its Parameters under their names (p.name), as MindSpore
---   does, and also its persistent buffers under their state_dict keys
---   (cell keeps BatchNorm's moving statistics as buffers, MindSpore as
---   Parameters). The order is the Cell's state_dict order, and a file lists
+--   does, and also its persistent buffers under their state_dict keys.
+--   The order is the Cell's state_dict order, and a file lists
 --   tensors in the order given, so load_checkpoint returns them in that
 --   order (MindSpore sorts names on both sides).
 -- - No metadata is written unless asked for ({metadata = {...}}):
@@ -26,7 +25,9 @@
 --   values. A shape mismatch is a ValueError naming the parameter and both
 --   shapes (MindSpore raises RuntimeError); a dtype mismatch that cannot
 --   convert is a RuntimeError, as in MindSpore. Buffers load like
---   Parameters, matched by state_dict key. Tensors matched by the
+--   Parameters, matched by state_dict key. BatchNorm's moving_mean and
+--   moving_variance, buffers in earlier cell files, are also found under
+--   their state_dict key when their name is not in the dict. Tensors matched by the
 --   suffix rule (strict_load = false) also leave ckpt_not_load (MindSpore
 --   keeps them listed).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
@@ -348,7 +349,7 @@ function M.load_checkpoint(ckpt_file_name, ...)
   local use_choice = choose and not specify and not filter
   for i, name in ipairs(names) do
     if wanted(name, specify, filter) and (not use_choice or choose(name)) then
-      dict[name] = parameter.Parameter(tensors[i], name)
+      dict[name] = parameter._adopt(tensors[i], name) -- the file's tensors, not copied again
     end
   end
   if OrderedDict.len(dict) == 0 then -- (a tensor may be named "len")
@@ -480,6 +481,9 @@ end
 -- key. Without strict_load, float data converts between float dtypes and
 -- integer data between int8/int32/int64, and names not found are tried
 -- with the prefix that makes some dict name end with them.
+--- The Parameters that were buffers in earlier cell files (BatchNorm's).
+local OLD_BUFFER_NAMES = { moving_mean = true, moving_variance = true }
+
 --- load_param_into_net with errors at level lvl (the user's call).
 function load_into(net, parameter_dict, strict_load, lvl)
   if not is_cell(net) then
@@ -512,6 +516,29 @@ function load_into(net, parameter_dict, strict_load, lvl)
       remove_value(ckpt_not_load, t.name)
     else
       param_not_load[#param_not_load + 1] = t.name
+    end
+  end
+  if #param_not_load > 0 then
+    -- files from before BatchNorm's moving statistics were Parameters hold
+    -- them under their state_dict key (as buffers), which differs from the
+    -- Parameter's name under a parent without auto_prefix
+    local key_of = {}
+    for key, v in odict_items(net:state_dict()) do
+      if core.is_tensor(v) and key_of[v] == nil then key_of[v] = key end
+    end
+    for _, t in ipairs(targets) do
+      local key = key_of[t.tensor]
+      if t.param and key ~= nil and key ~= t.name and values[key] ~= nil and values[t.name] == nil then
+        local pending = false
+        for _, n in ipairs(param_not_load) do
+          if n == t.name then pending = true end
+        end
+        if pending and OLD_BUFFER_NAMES[t.name:match("[^.]*$")] then
+          update(t, values[key], strict, lvl + 1)
+          remove_value(param_not_load, t.name)
+          remove_value(ckpt_not_load, key)
+        end
+      end
     end
   end
   if #param_not_load > 0 and not strict then

@@ -269,6 +269,94 @@ function M.install(Tensor, core)
     end
     return scatter(t, dim, index, src, ...)
   end
+  --- unbind([dim = 1]): the slices along `dim` (views with that dimension
+  -- removed), as a Lua sequence (MindSpore's Tensor.unbind, 1-based).
+  function Tensor.unbind(t, dim)
+    check_tensor("unbind", "self", t)
+    if dim == nil then dim = 1 end
+    local out = {}
+    for i = 1, t:size(dim) do out[i] = t:select(dim, i) end
+    return out
+  end
+
+  -- The named-option form of the methods that take one dimension, as the
+  -- reductions have it: t:cumsum{dim = 1, dtype = cell.float64},
+  -- t:softmax{axis = -1}, t:split(2, {dim = 2}). `dim` or MindSpore's
+  -- `axis` names the dimension; `extra` lists the other options, passed on
+  -- in an options table. A sequence in the dimension's place (squeeze's
+  -- list of dims) is not options.
+  local function is_options(v)
+    return type(v) == "table" and not core.is_tensor(v) and getmetatable(v) == nil and v[1] == nil
+  end
+  local function read_dim(fname, o, extra)
+    local rest, dim = nil, nil
+    for k, v in pairs(o) do
+      if k == "dim" or k == "axis" then
+        if dim ~= nil then raise(("TypeError: %s: give the dimension once, as dim or axis"):format(fname)) end
+        dim = v
+      elseif extra[k] then
+        rest = rest or {}
+        rest[k] = v
+      else
+        local names = { "dim or axis" }
+        for _, e in ipairs(extra) do names[#names + 1] = e end
+        raise(("TypeError: %s: unexpected option '%s' (the options are %s)")
+          :format(fname, tostring(k), table.concat(names, ", ")))
+      end
+    end
+    return dim, rest
+  end
+  local function with_dim_option(name, extra, lead, where)
+    where = where or Tensor
+    local f = where[name]
+    for _, e in ipairs(extra) do extra[e] = true end
+    if lead then -- the dimension comes after one argument: split(size, dim), chunk(n, dim)
+      where[name] = function(t, a, o, ...)
+        if is_options(o) then
+          local dim, rest = read_dim(name, o, extra)
+          return f(t, a, dim, rest)
+        end
+        return f(t, a, o, ...)
+      end
+    else
+      where[name] = function(t, o, ...)
+        if is_options(o) then
+          local dim, rest = read_dim(name, o, extra)
+          if rest then return f(t, dim, rest) end
+          return f(t, dim)
+        end
+        return f(t, o, ...)
+      end
+    end
+  end
+  with_dim_option("cumsum", { "dtype" })
+  with_dim_option("cumprod", { "dtype" })
+  with_dim_option("softmax", {})
+  with_dim_option("log_softmax", {})
+  with_dim_option("squeeze", {})
+  with_dim_option("unsqueeze", {})
+  with_dim_option("expand_dims", {})
+  with_dim_option("split", {}, true)
+  with_dim_option("chunk", {}, true)
+  with_dim_option("unbind", {})
+  with_dim_option("repeat_interleave", {}, true)
+  with_dim_option("softmax", {}, false, core.nnops) -- cell.ops.softmax(x, {dim =})
+  with_dim_option("log_softmax", {}, false, core.nnops)
+  with_dim_option("cat", {}, false, core) -- cell.cat(list, {dim =}), MindSpore's ops.cat(tensors, axis)
+  with_dim_option("stack", {}, false, core)
+  --- flatten{start_dim =, end_dim =} (MindSpore's keyword arguments).
+  local flatten = Tensor.flatten
+  function Tensor.flatten(t, o, ...)
+    if is_options(o) then
+      for k in pairs(o) do
+        if k ~= "start_dim" and k ~= "end_dim" then
+          raise(("TypeError: flatten: unexpected option '%s' (the options are start_dim, end_dim)"):format(tostring(k)))
+        end
+      end
+      return flatten(t, o.start_dim or 1, o.end_dim or -1)
+    end
+    return flatten(t, o, ...)
+  end
   Tensor.to = Tensor.astype
   Tensor.tolist = Tensor.totable
   Tensor.dim = function(t) return check_tensor("dim", "self", t).ndim end

@@ -132,7 +132,7 @@ describe("nn.SequentialCell", function()
       nn.Flatten(), nn.Dropout { p = 0.1 }, nn.Dense(16, 3),
     }
     net:set_train()
-    assert.are.same({ "0.weight", "0.bias", "1.gamma", "1.beta", "1.moving_mean", "1.moving_variance",
+    assert.are.same({ "0.weight", "0.bias", "1.moving_mean", "1.moving_variance", "1.gamma", "1.beta",
       "6.weight", "6.bias" }, net:state_dict():keys())
     local x = cell.randn({ 6, 1, 4, 4 })
     local y = cell.tensor({ 1, 2, 3, 1, 2, 3 }, cell.int64)

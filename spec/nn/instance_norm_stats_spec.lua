@@ -1,6 +1,6 @@
 -- instance_norm_stats_spec.lua - nn.InstanceNorm1d/2d/3d's running
--- statistics (lua/cell/nn/normalization_extra.lua): buffers moving_mean
--- (zeros) and moving_variance (ones) as MindSpore keeps them, updated in
+-- statistics (lua/cell/nn/normalization_extra.lua): Parameters moving_mean
+-- (zeros) and moving_variance (ones), requires_grad = false, as MindSpore keeps them, updated in
 -- training by MindSpore's documented rule running = momentum * running +
 -- (1 - momentum) * observed (observed: the batch mean of each instance's
 -- mean and unbiased variance) and never used for the output. Values by hand.
@@ -12,15 +12,15 @@ describe("InstanceNorm's running statistics", function()
   -- 4, variance 4): observed mean 3, variance 2.5
   local x = cell.tensor({ { { 1, 2, 3 } }, { { 2, 4, 6 } } }, cell.float64)
 
-  it("are buffers moving_mean and moving_variance, zeros and ones, in the state_dict", function()
+  it("are Parameters moving_mean and moving_variance (not trainable), zeros and ones, in the state_dict", function()
     local m = nn.InstanceNorm2d(3, { dtype = cell.float64 })
     assert.are.same({ 0, 0, 0 }, m.moving_mean:totable())
     assert.are.same({ 1, 1, 1 }, m.moving_variance:totable())
     assert.are.equal(cell.float64, m.moving_variance.dtype)
-    local keys = {}
-    for _, k in ipairs(m:state_dict():keys()) do keys[#keys + 1] = k end
-    table.sort(keys)
-    assert.are.same({ "beta", "gamma", "moving_mean", "moving_variance" }, keys)
+    assert.are.same({ "moving_mean", "moving_variance", "gamma", "beta" }, m:state_dict():keys())
+    assert.is_true(cell.is_parameter(m.moving_mean))
+    assert.is_false(m.moving_mean.requires_grad)
+    assert.are.same({ m.moving_mean, m.moving_variance }, m:untrainable_params())
     local trainable = 0
     for _ in pairs(m:trainable_params()) do trainable = trainable + 1 end
     assert.are.equal(2, trainable)

@@ -11,21 +11,21 @@ local FX = require "fixtures.layers_fixtures"
 local function err(fn, ...) return H.caller_error("normalization_spec%.lua", fn, ...) end
 
 describe("nn.BatchNorm1d and nn.BatchNorm2d", function()
-  it("have Parameters gamma, beta and buffers moving_mean, moving_variance", function()
+  it("have MindSpore's four Parameters: moving_mean, moving_variance (not trainable), gamma, beta", function()
     local bn = nn.BatchNorm2d(3)
-    assert.are.same({ "gamma", "beta", "moving_mean", "moving_variance" }, bn:state_dict():keys())
+    assert.are.same({ "moving_mean", "moving_variance", "gamma", "beta" }, bn:state_dict():keys())
     H.assert_close(bn.gamma, { 1, 1, 1 })
     H.assert_close(bn.beta, { 0, 0, 0 })
     H.assert_close(bn.moving_mean, { 0, 0, 0 })
     H.assert_close(bn.moving_variance, { 1, 1, 1 })
-    assert.is_false(cell.is_parameter(bn.moving_mean))
+    assert.is_true(cell.is_parameter(bn.moving_mean))
+    assert.is_false(bn.moving_mean.requires_grad)
     assert.are.same({ bn.gamma, bn.beta }, bn:trainable_params())
-    local names = {}
-    for name in bn:named_buffers() do names[#names + 1] = name end
-    assert.are.same({ "moving_mean", "moving_variance" }, names)
+    assert.are.same({ bn.moving_mean, bn.moving_variance }, bn:untrainable_params())
+    assert.is_nil(bn:named_buffers()())
     local fixed = nn.BatchNorm1d(2, { affine = false })
     assert.are.same({}, fixed:trainable_params())
-    assert.are.same({ "gamma", "beta", "moving_mean", "moving_variance" }, fixed:state_dict():keys())
+    assert.are.same({ "moving_mean", "moving_variance", "gamma", "beta" }, fixed:state_dict():keys())
   end)
 
   it("take initializers for all four tensors", function()
@@ -37,22 +37,24 @@ describe("nn.BatchNorm1d and nn.BatchNorm2d", function()
     H.assert_values(bn.moving_variance, { 4, 4 }, "float64")
   end)
 
-  it("print MindSpore's extend_repr text, the running statistics as the buffers they are, with names under the parent", function()
+  it("print MindSpore's extend_repr text, the four Parameters with their names under the parent", function()
     assert.are.equal("BatchNorm2d(num_features=3, eps=1e-05, momentum=0.9, gamma=Parameter (name=gamma, shape=(3,), "
       .. "dtype=Float32, requires_grad=true), beta=Parameter (name=beta, shape=(3,), dtype=Float32, "
-      .. "requires_grad=true), moving_mean=Buffer (name=moving_mean, shape=(3,), dtype=Float32), "
-      .. "moving_variance=Buffer (name=moving_variance, shape=(3,), dtype=Float32))", tostring(nn.BatchNorm2d(3)))
+      .. "requires_grad=true), moving_mean=Parameter (name=moving_mean, shape=(3,), dtype=Float32, "
+      .. "requires_grad=false), moving_variance=Parameter (name=moving_variance, shape=(3,), dtype=Float32, "
+      .. "requires_grad=false))", tostring(nn.BatchNorm2d(3)))
     local Net = nn.Cell:extend("Net")
     function Net:init() self.bn1 = nn.BatchNorm1d(2, 1e-3, 0.99) end
     local s = Net().bn1:extend_repr()
     assert.truthy(s:find("^num_features=2, eps=0.001, momentum=0.99, gamma=Parameter %(name=bn1.gamma,"))
-    assert.truthy(s:find("moving_variance=Buffer (name=bn1.moving_variance, shape=(2,), dtype=Float32)", 1, true))
+    assert.truthy(s:find("moving_variance=Parameter (name=bn1.moving_variance, shape=(2,), dtype=Float32, "
+      .. "requires_grad=false)", 1, true))
     local net = Net()
     local keys = net:state_dict():keys()
-    assert.are.same({ "bn1.gamma", "bn1.beta", "bn1.moving_mean", "bn1.moving_variance" }, keys)
-    local bufs = {}
-    for name in net:named_buffers() do bufs[#bufs + 1] = name end
-    assert.are.same({ "bn1.moving_mean", "bn1.moving_variance" }, bufs)
+    assert.are.same({ "bn1.moving_mean", "bn1.moving_variance", "bn1.gamma", "bn1.beta" }, keys)
+    local names = {}
+    for name in net:parameters_and_names() do names[#names + 1] = name end
+    assert.are.same(keys, names)
   end)
 
   describe("forward", function()
@@ -72,7 +74,7 @@ describe("nn.BatchNorm1d and nn.BatchNorm2d", function()
         -- running = momentum * running + (1 - momentum) * batch, the unbiased variance
         H.assert_close(bn.moving_mean, f.mean1, 1e-5)
         H.assert_close(bn.moving_variance, f.var1, 1e-5)
-        assert.are.same({ "gamma", "beta", "moving_mean", "moving_variance" }, bn:state_dict():keys())
+        assert.are.same({ "moving_mean", "moving_variance", "gamma", "beta" }, bn:state_dict():keys())
       end)
 
       it(cls .. " on " .. #H.shape_of(f.x) .. "-D input: the running statistics in inference", function()

@@ -1,15 +1,18 @@
 --- cell.nn.BatchNorm1d, BatchNorm2d and LayerNorm, as MindSpore 2.x
 -- defines them, on cell.ops.batch_norm and cell.ops.layer_norm.
 --
--- BatchNorm: Parameters gamma and beta ({C}; trainable only when `affine`,
--- as in MindSpore, where they exist either way) and the running statistics
--- as persistent buffers moving_mean and moving_variance, so state_dict keys
--- are gamma, beta, moving_mean, moving_variance (MindSpore's checkpoint
--- names). In training mode (set_train) the batch statistics normalise and
--- the buffers are updated in place, running = momentum * running +
--- (1 - momentum) * batch (the unbiased variance for moving_variance); in
--- inference the buffers normalise. use_batch_statistics = true or false
--- forces one behaviour whatever the mode.
+-- BatchNorm: as MindSpore's _BatchNorm, four Parameters of {C} made in
+-- MindSpore's order: moving_mean and moving_variance (requires_grad =
+-- false: in get_parameters and the state_dict, not in trainable_params)
+-- then gamma and beta (trainable only when `affine`; they exist either
+-- way). Checkpoint names are MindSpore's: moving_mean, moving_variance,
+-- gamma, beta (under the parent's prefix), the keys that cell's earlier
+-- buffers had, so files saved then load unchanged. In training mode
+-- (set_train) the batch statistics normalise and the moving statistics are
+-- updated in place, running = momentum * running + (1 - momentum) * batch
+-- (the unbiased variance for moving_variance); in inference they normalise.
+-- use_batch_statistics = true or false forces one behaviour whatever the
+-- mode.
 --
 -- LayerNorm: Parameters gamma and beta of normalized_shape; the input is
 -- normalised over its dimensions from begin_norm_axis to the last, and
@@ -80,10 +83,10 @@ local function batch_norm_class(name, dims, layout)
       end
       return initializer.initializer(init, shape, dtype):init_data()
     end
+    self.moving_mean = Parameter(make(mean_init, "zeros", "moving_mean_init"), "moving_mean", false)
+    self.moving_variance = Parameter(make(var_init, "ones", "moving_var_init"), "moving_variance", false)
     self.gamma = Parameter(make(gamma_init, "ones", "gamma_init"), "gamma", affine)
     self.beta = Parameter(make(beta_init, "zeros", "beta_init"), "beta", affine)
-    self:register_buffer("moving_mean", make(mean_init, "zeros", "moving_mean_init"))
-    self:register_buffer("moving_variance", make(var_init, "ones", "moving_var_init"))
   end
 
   function C:construct(x)
@@ -100,7 +103,11 @@ local function batch_norm_class(name, dims, layout)
     end
     local x4 = #shape == 3 and x:unsqueeze(4) or x
     if #shape == 5 then x4 = x:reshape { shape[1], shape[2], shape[3] * shape[4], shape[5] } end -- BatchNorm3d
-    local y = ops.batch_norm(x4, self.moving_mean, self.moving_variance, self.gamma, self.beta,
+    -- the moving statistics straight from the registry: under to_float a
+    -- Parameter read through the cell is a cast copy, and the update must
+    -- reach the Parameter itself
+    local params = rawget(self, I.S).params.val
+    local y = ops.batch_norm(x4, params.moving_mean, params.moving_variance, self.gamma, self.beta,
       -- the functional op's momentum weighs the batch value (MindSpore's ops.batch_norm)
       { training = training, momentum = 1 - self.momentum, eps = self.eps })
     if #shape == 3 then y = y:squeeze(4) end
@@ -108,19 +115,11 @@ local function batch_norm_class(name, dims, layout)
     return y
   end
 
-  --- MindSpore's text, except that the running statistics, Parameters in
-  -- MindSpore, are buffers here and print as what they are:
-  -- Buffer (name=<their state_dict key>, shape=..., dtype=...).
+  --- MindSpore's text: the four Parameters as they print.
   function C:extend_repr()
-    local prefix = self.gamma.name:sub(1, -6)
-    local function stat(field)
-      local t = self[field]
-      if t == nil then return "nil" end
-      return ("Buffer (name=%s%s, shape=%s, dtype=%s)"):format(prefix, field, T.shape_str(t.shape), tostring(t.dtype))
-    end
     return ("num_features=%d, eps=%s, momentum=%s, gamma=%s, beta=%s, moving_mean=%s, moving_variance=%s")
       :format(self.num_features, T.num_str(self.eps), T.num_str(self.momentum), tostring(self.gamma),
-        tostring(self.beta), stat("moving_mean"), stat("moving_variance"))
+        tostring(self.beta), tostring(self.moving_mean), tostring(self.moving_variance))
   end
 
   M[name] = C

@@ -10,6 +10,7 @@ local Cell = require "cell.nn.cell"
 local core = require "cell.core"
 local initializer = require "cell.initializer"
 local Parameter = require("cell.parameter").Parameter
+local I = require "cell.nn.internal"
 local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
 local ops = require "cell.ops"
@@ -72,8 +73,9 @@ end
 -- affine = true, gamma_init = "ones", beta_init = "zeros", dtype = float32]):
 -- inputs {N, C, L} / {N, C, H, W} / {N, C, D, H, W}, each channel of each
 -- sample normalised by its own statistics (in training and inference).
--- Buffers moving_mean / moving_variance, as MindSpore's, track the
--- statistics in training without entering the output.
+-- Parameters moving_mean / moving_variance (requires_grad = false, made
+-- before gamma and beta), as MindSpore's, track the statistics in training
+-- without entering the output.
 local function instance_norm_class(name, rank, layout)
   local C = Cell:extend(name)
   function C:init(num_features, ...)
@@ -89,10 +91,10 @@ local function instance_norm_class(name, rank, layout)
     self.affine = A.bool(name, "affine", affine, true, 3)
     dtype = A.float_dtype(name, dtype, 3)
     local shape = { num_features }
+    self.moving_mean = Parameter(core.zeros(shape, dtype), "moving_mean", false)
+    self.moving_variance = Parameter(core.ones(shape, dtype), "moving_variance", false)
     self.gamma = Parameter(make_param(name, gamma_init, "ones", shape, dtype, "gamma_init"), "gamma", self.affine)
     self.beta = Parameter(make_param(name, beta_init, "zeros", shape, dtype, "beta_init"), "beta", self.affine)
-    self:register_buffer("moving_mean", core.zeros(shape, dtype))
-    self:register_buffer("moving_variance", core.ones(shape, dtype))
   end
   -- MindSpore's running statistics, kept but never used to normalise:
   -- running = momentum * running + (1 - momentum) * observed, observed the
@@ -101,9 +103,12 @@ local function instance_norm_class(name, rank, layout)
     local n, c = shape[1], shape[2]
     local count = x:numel() / (n * c)
     local m = self.momentum
-    local flat = x:detach():reshape({ n, c, count }):astype(self.moving_mean.dtype)
-    self.moving_mean:mul_(m):add_(flat:mean(3):mean(1) * (1 - m))
-    if count > 1 then self.moving_variance:mul_(m):add_(flat:var(3, 1):mean(1) * (1 - m)) end
+    -- from the registry: under to_float the cell's read would be a cast copy
+    local params = rawget(self, I.S).params.val
+    local mean, var = params.moving_mean, params.moving_variance
+    local flat = x:detach():reshape({ n, c, count }):astype(mean.dtype)
+    mean:mul_(m):add_(flat:mean(3):mean(1) * (1 - m))
+    if count > 1 then var:mul_(m):add_(flat:var(3, 1):mean(1) * (1 - m)) end
   end
   function C:construct(x)
     local shape = check_tensor(name, "x", x).shape
