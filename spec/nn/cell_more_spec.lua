@@ -67,6 +67,8 @@ describe("nn.Cell, the remaining MindSpore methods", function()
     assert.are.equal(0, #net:parameters_broadcast_dict(true):keys() - 4)
     assert.is_nil(net:parameters_broadcast_dict(false)) -- TwoLayers holds none itself
     assert.is_nil(nn.ReLU():parameters_broadcast_dict())
+    net.fc1.bias.layerwise_parallel = true -- sliced per rank: not broadcast
+    assert.are.same({ "fc1.weight", "body.0.weight", "body.0.bias" }, net:parameters_broadcast_dict():keys())
     H.expect_error(function() net:parameters_broadcast_dict("yes") end, "TypeError", "recurse must be a boolean")
   end)
 
