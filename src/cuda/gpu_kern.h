@@ -270,6 +270,35 @@ typedef struct gpuk_optim_args {
 int gpuk_optim(void *stream, int dt, gpuk_optim_args c, void *p, const void *g, void *s0, void *s1, void *s2,
                int64_t n);
 
+/* --- gpu_act.cu: pointwise ops with parameters, logsumexp, roll, random fills ---------- */
+
+/* gpuk_pointwise's codes: cell_act.h's kinds 0..11 (forward), the same
+ * plus GPUK_PW_ACT_GRAD (g times the derivative), softplus (k0 beta, k1
+ * threshold) and nan_to_num (k0, k1, k2: the replacements of NaN, +inf,
+ * -inf). */
+enum { GPUK_PW_ACT_GRAD = 16, GPUK_PW_SOFTPLUS = 32, GPUK_PW_NAN_TO_NUM = 33 };
+/* out = op(x) or g op'(x) over n contiguous elements of dt (float32 or
+ * float64; g NULL for the forward ones), computed in double. */
+int gpuk_pointwise(void *stream, int dt, int op, double k0, double k1, double k2, const void *x, const void *g,
+                   void *out, int64_t n);
+/* out[r] = logsumexp of contiguous row r of len (dt float32 or float64). */
+int gpuk_logsumexp(void *stream, int dt, const void *x, void *out, int64_t rows, int64_t len);
+/* roll's shift per dimension (0 <= shift < size). */
+typedef struct gpuk_roll_args {
+  int64_t shift[GPUK_MAX_DIMS];
+} gpuk_roll_args;
+/* out (n contiguous es-byte elements over L.shape) = in rolled: element
+ * (i_d) of out is in's (i_d - shift_d mod size_d), in's strides L.stride. */
+int gpuk_roll(void *stream, int es, gpuk_layout L, gpuk_roll_args R, const void *in, void *out, int64_t n);
+/* The random fills' kinds. */
+enum { GPUK_RAND_UNIFORM = 0, GPUK_RAND_NORMAL = 1, GPUK_RAND_INT = 2 };
+/* n draws of the engine's Philox stream from block first under seed (two
+ * elements per block, as src/ops/create.c): uniform floor(u scale) / scale
+ * and normal (Box-Muller) into fo (float64), integer low + the high 64 bits
+ * of r range into io (int64). */
+int gpuk_rand(void *stream, int kind, unsigned long long seed, unsigned long long first, double scale,
+              long long low, unsigned long long range, double *fo, long long *io, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

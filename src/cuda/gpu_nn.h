@@ -150,4 +150,20 @@ cell_status gpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_sha
                                     const int64_t *stride, const int64_t *padding, int ceil_mode,
                                     int count_include_pad, cell_dtype dt, cell_tensor **gx);
 
+/* gpu_act.c: activations, softplus, nan_to_num, logsumexp, roll, diag, eye,
+ * dot and the random fills (the kernel rows of the same names). */
+cell_status gpu_activation(const cell_tensor *x, int kind, double p0, double p1, cell_tensor **out);
+cell_status gpu_activation_backward(const cell_tensor *g, const cell_tensor *x, int kind, double p0, double p1,
+                                    cell_tensor **gx);
+cell_status gpu_nan_to_num(const cell_tensor *a, double nan, double posinf, double neginf, cell_tensor **out);
+cell_status gpu_softplus(const cell_tensor *a, double beta, double threshold, cell_tensor **out);
+cell_status gpu_logsumexp(const cell_tensor *a, int ndims, const int *dims, int keepdim, cell_tensor **out);
+cell_status gpu_roll(const cell_tensor *a, int n, const int64_t *shifts, const int *dims, cell_tensor **out);
+cell_status gpu_diag(const cell_tensor *a, int64_t offset, int64_t rows, int64_t cols, cell_tensor **out);
+cell_status gpu_eye(int64_t n, int64_t m, cell_dtype dt, cell_tensor **out);
+cell_status gpu_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
+cell_status gpu_rand(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
+cell_status gpu_randn(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
+cell_status gpu_randint(int64_t low, int64_t high, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
+
 #endif

@@ -168,10 +168,12 @@ static int is_half_dt(cell_dtype dt) { return dt == CELL_DTYPE_F16 || dt == CELL
 /* The dtype the kernels compute result dtype rt in: rt itself for
  * float32, float64, int32 and int64; float32 for float16 and bfloat16
  * (rounded to rt once at the end: exact for + - * / and maximum /
- * minimum, float32 having more than twice their precision); -1 for the
- * rest (declined). */
+ * minimum, float32 having more than twice their precision); int64 for
+ * uint8, int8 and int16 (wrapped to rt at the end: the CPU computes them
+ * in int64 with wrap-around too); -1 for the rest (declined). */
 static int kernel_dtype(cell_dtype rt) {
   if (is_float_dt(rt) || rt == CELL_DTYPE_I32 || rt == CELL_DTYPE_I64) return (int)rt;
+  if (rt == CELL_DTYPE_U8 || rt == CELL_DTYPE_I8 || rt == CELL_DTYPE_I16) return (int)CELL_DTYPE_I64;
   return is_half_dt(rt) ? (int)CELL_DTYPE_F32 : -1;
 }
 
@@ -294,6 +296,16 @@ static cell_status compare_scalar(cell_binop op, const cell_tensor *t, double s,
   return st;
 }
 
+/* s as the CPU's scalar tensor of dtype rt holds it (binary.c's
+ * make_scalar: stored in rt, so an integer wraps: uint8 maximum with 300
+ * compares with 44). */
+static double scalar_as(cell_dtype rt, double s) {
+  if (cell_dtype_is_float(rt)) return s;
+  unsigned char buf[8];
+  cell_element_set_f64(rt, buf, s);
+  return (double)cell_element_get_i64(rt, buf);
+}
+
 static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
                                    cell_tensor **out) {
   if (is_compare(op)) return compare_scalar(op, t, s, s_is_float, reversed, out);
@@ -302,6 +314,7 @@ static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s
   if (op == CELL_OP_DIV && !cell_dtype_is_float(rt)) rt = CELL_DTYPE_F32;
   int kt = kernel_dtype(rt);
   if (kt < 0) return declined(cell_binop_name(op));
+  s = scalar_as(rt, s);
   gpu_ctx *g = gpu_ctx_of(t);
   cell_tensor *tc, *o;
   CELL_TRY(spread(t, (cell_dtype)kt, t->ndim, t->shape, &tc));
@@ -333,6 +346,7 @@ static cell_status k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int
     return st;
   }
   gpu_ctx *g = gpu_ctx_of(t);
+  s = scalar_as(rt, s);
   cell_tensor_bump(t);
   return gpu_launch(gpuk_binary_scalar(g->stream, kt, (int)op, gpu_data(t), s, 0, gpu_data(t), gpu_numel(t)),
                     cell_binop_name(op));
@@ -526,6 +540,18 @@ void gpu_kernels_init(void) {
   gpu_kernels.sgd_step = gpu_sgd_step;
   gpu_kernels.adam_step = gpu_adam_step;
   gpu_kernels.optim_step = gpu_optim_step;
+  gpu_kernels.activation = gpu_activation;
+  gpu_kernels.activation_backward = gpu_activation_backward;
+  gpu_kernels.nan_to_num = gpu_nan_to_num;
+  gpu_kernels.softplus = gpu_softplus;
+  gpu_kernels.logsumexp = gpu_logsumexp;
+  gpu_kernels.roll = gpu_roll;
+  gpu_kernels.diag = gpu_diag;
+  gpu_kernels.eye = gpu_eye;
+  gpu_kernels.dot = gpu_dot;
+  gpu_kernels.rand = gpu_rand;
+  gpu_kernels.randn = gpu_randn;
+  gpu_kernels.randint = gpu_randint;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -590,7 +616,27 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_full: /* no tensor: made on the current GPU */
   case CELL_KID_arange:
   case CELL_KID_linspace:
+  case CELL_KID_eye:
+  case CELL_KID_rand:
+  case CELL_KID_randn:
+  case CELL_KID_randint:
     return 1;
+  case CELL_KID_activation: /* x: any dtype (the kernel raises the CPU's TypeError for the rest) */
+  case CELL_KID_activation_backward: /* g, x */
+  case CELL_KID_softplus:
+  case CELL_KID_nan_to_num:
+  case CELL_KID_logsumexp:
+  case CELL_KID_roll:
+  case CELL_KID_diag:
+    for (int i = 0; i < nt; i++)
+      if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
+    return nt > 0 && ts[0];
+  case CELL_KID_dot: /* a, b: float32 / float64 (the kernel refuses bool with the CPU's TypeError) */
+    if (nt != 2 || !ts[0] || !ts[1]) return 0;
+    {
+      cell_dtype dt = cell_dtype_promote(ts[0]->dtype, ts[1]->dtype);
+      return dt == CELL_DTYPE_F32 || dt == CELL_DTYPE_F64 || dt == CELL_DTYPE_BOOL;
+    }
   case CELL_KID_sort: /* any real dtype: keys from a float64 or int64 copy */
   case CELL_KID_topk:
   case CELL_KID_var: /* any real dtype, gathered as float64 */

@@ -1,0 +1,250 @@
+-- cell.cuda's activation rows and their neighbours against the CPU's:
+-- every fused activation of cell.ops (forward and gradient), softplus,
+-- nan_to_num, logsumexp, roll, diag, eye, dot, the random fills (rand,
+-- randn, randint: the CPU's numbers for one seed) and integer arithmetic
+-- with a number on uint8 / int8 / int16 tensors; per dtype and for strided
+-- inputs. Runs only where cell.cuda.is_available(); elsewhere it prints how
+-- many it skipped.
+local cell = require "cell"
+local cuda = require "cell.cuda"
+
+local close = require("cuda.compare").close
+
+local function G(t) return t:move_to("GPU") end
+
+local cases = {}
+local function case(name, f) cases[#cases + 1] = { name = name, f = f } end
+
+local tol = { float32 = 2e-6, float64 = 1e-12, float16 = 2e-3, bfloat16 = 1.6e-2 }
+
+-- name, the ops function, its options
+local acts = {
+  { "leaky_relu", function(x) return cell.ops.leaky_relu(x, 0.1) end },
+  { "elu", function(x) return cell.ops.elu(x) end },
+  { "selu", function(x) return cell.ops.selu(x) end },
+  { "celu", function(x) return cell.ops.celu(x, 0.7) end },
+  { "softsign", function(x) return cell.ops.softsign(x) end },
+  { "mish", function(x) return cell.ops.mish(x) end },
+  { "relu6", function(x) return cell.ops.relu6(x) end },
+  { "hardswish", function(x) return cell.ops.hardswish(x) end },
+  { "hardsigmoid", function(x) return cell.ops.hardsigmoid(x) end },
+  { "logsigmoid", function(x) return cell.ops.logsigmoid(x) end },
+  { "tanhshrink", function(x) return cell.ops.tanhshrink(x) end },
+  { "hardtanh", function(x) return cell.ops.hardtanh(x, -0.5, 1.5) end },
+  { "gelu tanh", function(x) return cell.ops.gelu(x, "tanh") end },
+  { "softplus", function(x) return cell.ops.softplus(x, 2, 3) end },
+}
+
+for _, dt in ipairs { "float32", "float64", "float16", "bfloat16" } do
+  for _, strided in ipairs { false, true } do
+    case(("activations forward %s%s"):format(dt, strided and " strided" or ""), function()
+      local x = (cell.randn({ 5, 7 }) * 3):astype(cell[dt])
+      if strided then x = x:transpose(1, 2) end
+      local t = tol[dt]
+      for _, a in ipairs(acts) do
+        local ok, err = pcall(close, a[2](G(x)), a[2](x), t, t)
+        assert(ok, a[1] .. ": " .. tostring(err))
+      end
+    end)
+  end
+end
+
+for _, dt in ipairs { "float32", "float64" } do
+  case(("activation gradients %s, strided"):format(dt), function()
+    local x = (cell.randn({ 6, 4 }) * 3):astype(cell[dt]):transpose(1, 2)
+    local w = cell.randn({ 4, 6 }):astype(cell[dt])
+    local t = dt == "float64" and 1e-12 or 1e-5
+    for _, a in ipairs(acts) do
+      local f = function(u, v) return (a[2](u) * v):sum() end
+      local ok, err = pcall(close, cell.grad(f, 1)(G(x), G(w)), cell.grad(f, 1)(x, w), t, t)
+      assert(ok, a[1] .. ": " .. tostring(err))
+    end
+  end)
+end
+
+case("activations refuse integers and bad parameters with the CPU's errors", function()
+  local i = cell.tensor({ 1, 2, 3 }):astype(cell.int64)
+  local function msg(f, x)
+    local ok, e = pcall(f, x)
+    assert.is_false(ok)
+    return (tostring(e):gsub("^.-:%d+: ", ""))
+  end
+  assert.are.equal(msg(cell.ops.mish, i), msg(cell.ops.mish, G(i)))
+  assert.are.equal(msg(cell.ops.softplus, i), msg(cell.ops.softplus, G(i)))
+  local x = cell.randn { 3 }
+  local function celu0(u) return cell.ops.celu(u, 0) end
+  assert.is_truthy(msg(celu0, G(x)):find("ValueError: celu: alpha must not be 0", 1, true))
+  assert.are.equal(msg(celu0, x), msg(celu0, G(x)))
+end)
+
+for _, dt in ipairs { "float32", "float64", "float16", "int32" } do
+  case(("nan_to_num %s, defaults and given values, strided"):format(dt), function()
+    local x
+    if dt == "int32" then
+      x = cell.randint(-5, 5, { 3, 4 }):astype(cell.int32)
+    else
+      x = cell.tensor({ { 0 / 0, 1 / 0, -1 / 0, 1.5 }, { -2, 0 / 0, 3, 1 / 0 }, { 4, 5, -1 / 0, 0 } })
+        :astype(cell[dt])
+    end
+    local s = x:transpose(1, 2)
+    close(G(x):nan_to_num(), x:nan_to_num(), 0, 0)
+    close(G(s):nan_to_num(1, 2, -3), s:nan_to_num(1, 2, -3), 0, 0)
+  end)
+end
+
+for _, dt in ipairs { "float32", "float64", "float16", "int64" } do
+  case(("logsumexp %s over dims, keepdim, strided"):format(dt), function()
+    local a = (cell.randn({ 4, 5, 6 }) * 4):astype(cell[dt])
+    if dt == "int64" then a = cell.randint(-4, 4, { 4, 5, 6 }) end
+    local t = (tol[dt] or 2e-6) * 2
+    for _, x in ipairs { a, a:transpose(1, 3) } do
+      close(G(x):logsumexp(), x:logsumexp(), t, t)
+      close(G(x):logsumexp(2), x:logsumexp(2), t, t)
+      close(G(x):logsumexp({ 1, 3 }, true), x:logsumexp({ 1, 3 }, true), t, t)
+    end
+  end)
+end
+
+case("logsumexp of infinities, NaN and an empty dim, and its gradient", function()
+  local x = cell.tensor { { 1 / 0, 1 }, { -1 / 0, -1 / 0 }, { 0 / 0, 2 }, { 1000, 1000 } }
+  close(G(x):logsumexp(2), x:logsumexp(2), 1e-6, 1e-6)
+  local e = cell.zeros { 3, 0 }
+  close(G(e):logsumexp(2), e:logsumexp(2), 0, 0)
+  local a, w = cell.randn { 4, 6 }, cell.randn { 4 }
+  local f = function(u, v) return (u:logsumexp(2) * v):sum() end
+  close(cell.grad(f, 1)(G(a), G(w)), cell.grad(f, 1)(a, w), 1e-5, 1e-6)
+end)
+
+for _, dt in ipairs { "float32", "float64", "int64", "uint8", "bool", "float16" } do
+  case(("roll %s: dims, negative and large shifts, flattened, strided"):format(dt), function()
+    local a = cell.randint(0, 9, { 3, 4, 5 }):astype(cell[dt])
+    for _, x in ipairs { a, a:transpose(1, 3) } do
+      close(G(x):roll(2, 1), x:roll(2, 1), 0, 0)
+      close(G(x):roll({ -1, 7 }, { 2, 3 }), x:roll({ -1, 7 }, { 2, 3 }), 0, 0)
+      close(G(x):roll(13), x:roll(13), 0, 0)
+      close(G(x):roll({ 1, 1 }, { 1, 1 }), x:roll({ 1, 1 }, { 1, 1 }), 0, 0)
+    end
+  end)
+end
+
+case("roll's gradient and its error for a bad dim", function()
+  local a, w = cell.randn { 3, 4 }, cell.randn { 3, 4 }
+  local f = function(u, v) return (u:roll(1, 2) * v):sum() end
+  close(cell.grad(f, 1)(G(a), G(w)), cell.grad(f, 1)(a, w), 0, 0)
+  local ok, err = pcall(function() return G(a):roll(1, 5) end)
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("IndexError", 1, true), tostring(err))
+end)
+
+for _, dt in ipairs { "float32", "float64", "int32", "bool" } do
+  case(("diag %s: vector to matrix and matrix to vector, offsets, strided"):format(dt), function()
+    local v = cell.randint(0, 5, { 4 }):astype(cell[dt])
+    local m = cell.randint(0, 5, { 4, 6 }):astype(cell[dt])
+    for _, k in ipairs { 0, 2, -1, -5, 7 } do
+      close(G(v):diag(k), v:diag(k), 0, 0)
+      close(G(m):diag(k), m:diag(k), 0, 0)
+      close(G(m:transpose(1, 2)):diag(k), m:transpose(1, 2):diag(k), 0, 0)
+    end
+    local s = cell.randint(0, 5, { 8 }):astype(cell[dt]):narrow(1, 2, 4)
+    close(G(s):diag(1), s:diag(1), 0, 0)
+  end)
+end
+
+case("eye, rand, randn and randint made on the GPU: the CPU's values for one seed", function()
+  local specs = {
+    function() return cell.eye(3) end,
+    function() return cell.eye(2, 5, cell.int64) end,
+    function() return cell.eye(4, 3, cell.bool) end,
+    function() return cell.eye(0, 3) end,
+    function() return cell.rand { 3, 5 } end,
+    function() return cell.rand({ 7 }, cell.float64) end,
+    function() return cell.rand({ 2, 3 }, cell.float16) end,
+    function() return cell.randn { 5, 3 } end,
+    function() return cell.randn({ 9 }, cell.float64) end,
+    function() return cell.randint(-3, 7, { 4, 5 }) end,
+    function() return cell.randint(0, 200, { 11 }, cell.uint8) end,
+    function() return cell.randint(-1000, 1000, { 3 }, cell.float32) end,
+  }
+  for i, f in ipairs(specs) do
+    cell.set_seed(7)
+    local c = f()
+    cell.set_seed(7)
+    cell.set_device("GPU")
+    local ok, g = pcall(f)
+    cell.set_device("CPU")
+    assert(ok, g)
+    assert.are.equal("GPU:0", g.device, "case " .. i)
+    local t = (c.dtype == cell.float32 or c.dtype == cell.float64) and 1e-12 or 0
+    if c.dtype == cell.float32 then t = 1e-6 end
+    close(g, c, t, t)
+  end
+end)
+
+case("random fills continue the stream: two draws on the GPU are the CPU's two", function()
+  cell.set_seed(3)
+  local a1, a2 = cell.rand { 5 }, cell.randn { 3 }
+  cell.set_seed(3)
+  cell.set_device("GPU")
+  local ok, err = pcall(function() return { cell.rand { 5 }, cell.randn { 3 } } end)
+  cell.set_device("CPU")
+  assert(ok, err)
+  close(err[1], a1, 0, 0)
+  close(err[2], a2, 1e-6, 1e-6)
+end)
+
+for _, dt in ipairs { "float32", "float64" } do
+  case(("dot %s, strided, with its gradient"):format(dt), function()
+    local a = cell.randn({ 10 }):astype(cell[dt])
+    local b = cell.randn({ 20 }):astype(cell[dt]):narrow(1, 1, 10)
+    local bs = cell.randn({ 10, 2 }):astype(cell[dt]):select(2, 2)
+    local t = dt == "float64" and 1e-12 or 1e-5
+    close(G(a):dot(G(b)), a:dot(b), t, t)
+    close(G(a):dot(G(bs)), a:dot(bs), t, t)
+    local f = function(u, v) return u:dot(v) end
+    close(cell.grad(f, 1)(G(a), G(bs)), cell.grad(f, 1)(a, bs), t, t)
+  end)
+end
+
+case("dot of mismatched lengths is the CPU's ValueError", function()
+  local ok, err = pcall(function() return G(cell.randn { 3 }):dot(G(cell.randn { 4 })) end)
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find("ValueError: dot", 1, true), tostring(err))
+end)
+
+for _, dt in ipairs { "uint8", "int8", "int16" } do
+  case(("%s with a number and with a tensor: the CPU's wrap-around and dtypes"):format(dt), function()
+    local a = cell.randint(0, 100, { 3, 4 }):astype(cell[dt])
+    local b = cell.randint(0, 100, { 4 }):astype(cell[dt])
+    local s = a:transpose(1, 2)
+    for _, x in ipairs { a, s } do
+      close(G(x) + 200, x + 200, 0, 0)
+      close(G(x) * 3, x * 3, 0, 0)
+      close(G(x) - 7, x - 7, 0, 0)
+      close(5 - G(x), 5 - x, 0, 0)
+      close(G(x) / -3, x / -3, 1e-6, 1e-6)
+      close(-3 / (G(x) + 1), -3 / (x + 1), 1e-6, 1e-6)
+      close(G(x) * 0.5, x * 0.5, 1e-6, 1e-6)
+      close(G(x):maximum(300), x:maximum(300), 0, 0)
+    end
+    close(G(a) + G(b), a + b, 0, 0)
+    close(G(a) * G(b), a * b, 0, 0)
+    local c = a:clone()
+    local gc = G(a)
+    c:add_(250)
+    gc:add_(250)
+    close(gc, c, 0, 0)
+  end)
+end
+
+describe("cell.cuda activations, logsumexp, roll, diag, eye, dot and random fills on the GPU", function()
+  if not cuda.is_available() then
+    it("is skipped: no GPU", function()
+      print(("\ncuda: skipped %d specs: no GPU (%s)"):format(#cases, cuda.unavailable_reason()))
+      assert.is_true(#cases > 0)
+      assert.is_string(cuda.unavailable_reason())
+    end)
+    return
+  end
+  before_each(function() cell.set_seed(99) end)
+  for _, c in ipairs(cases) do it(c.name, c.f) end
+end)

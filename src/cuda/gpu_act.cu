@@ -1,0 +1,242 @@
+// gpu_act.cu - the GPU module's pointwise kernels with parameters and a
+// few row kernels: the fused activations of cell_act.h (forward and
+// backward), softplus and nan_to_num (computed in double, as
+// src/ops/activation.c and unary_param.c compute them), logsumexp over
+// contiguous rows (one block per row), roll (an index remap with a wrap per
+// dimension) and the random fills rand / randn / randint (the engine's
+// Philox stream, gpu_philox.h: element j's value depends on (seed, first,
+// j) only, so any launch shape gives the CPU's numbers). Raw pointers and
+// counts only (gpu_kern.h).
+#include "gpu_kern.h"
+#include "gpu_philox.h"
+#include <cuda_runtime.h>
+#include "gpu_grid.cuh"
+#include <math.h>
+
+namespace {
+
+#define ACT_SELU_ALPHA 1.6732632423543772848170429916717
+#define ACT_SELU_SCALE 1.0507009873554804934193349852946
+#define ACT_GELU_C 0.79788456080286535587989211986876
+#define ACT_GELU_K 0.044715
+
+__device__ __forceinline__ double softplus1(double x) { return x > 20 ? x : log1p(exp(x)); }
+__device__ __forceinline__ double sigm(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+
+// cell_act.h's kinds: 0 leaky_relu, 1 elu, 2 selu, 3 celu, 4 softsign,
+// 5 mish, 6 hardtanh, 7 hswish, 8 hsigmoid, 9 logsigmoid, 10 tanhshrink,
+// 11 gelu (tanh).
+__device__ double act_fwd(int kind, double x, double p0, double p1) {
+  switch (kind) {
+  case 0: return x > 0 ? x : p0 * x;
+  case 1: return x > 0 ? x : p0 * expm1(x);
+  case 2: return ACT_SELU_SCALE * (x > 0 ? x : ACT_SELU_ALPHA * expm1(x));
+  case 3: return x > 0 ? x : p0 * expm1(x / p0);
+  case 4: return x / (1.0 + fabs(x));
+  case 5: return x * tanh(softplus1(x));
+  case 6: return x != x ? x : x < p0 ? p0 : x > p1 ? p1 : x;
+  case 7: return x <= -3 ? 0.0 : x >= 3 ? x : x * (x + 3) / 6;
+  case 8: return x <= -3 ? 0.0 : x >= 3 ? 1.0 : (x + 3) / 6;
+  case 9: return (x < 0 ? x : 0.0) - log1p(exp(-fabs(x)));
+  case 10: return x - tanh(x);
+  default: return 0.5 * x * (1.0 + tanh(ACT_GELU_C * (x + ACT_GELU_K * x * x * x)));
+  }
+}
+
+__device__ double act_grad(int kind, double x, double p0, double p1) {
+  switch (kind) {
+  case 0: return x > 0 ? 1.0 : p0;
+  case 1: return x > 0 ? 1.0 : p0 * exp(x);
+  case 2: return ACT_SELU_SCALE * (x > 0 ? 1.0 : ACT_SELU_ALPHA * exp(x));
+  case 3: return x > 0 ? 1.0 : exp(x / p0);
+  case 4: {
+    double d = 1.0 + fabs(x);
+    return 1.0 / (d * d);
+  }
+  case 5: {
+    double t = tanh(softplus1(x));
+    return t + x * sigm(x) * (1.0 - t * t);
+  }
+  case 6: return x <= p0 || x >= p1 ? 0.0 : 1.0;
+  case 7: return x < -3 ? 0.0 : x <= 3 ? x / 3 + 0.5 : 1.0;
+  case 8: return x > -3 && x < 3 ? 1.0 / 6 : 0.0;
+  case 9: return sigm(-x);
+  case 10: {
+    double t = tanh(x);
+    return t * t;
+  }
+  default: {
+    double x2 = x * x, t = tanh(ACT_GELU_C * (x + ACT_GELU_K * x2 * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * ACT_GELU_C * (1.0 + 3.0 * ACT_GELU_K * x2);
+  }
+  }
+}
+
+// out[i] = f(x[i]) (g NULL) or g[i] f'(x[i]) for the codes of gpu_kern.h.
+template <typename T>
+__global__ void pointwise_k(int op, double k0, double k1, double k2, const T *x, const T *g, T *out, int64_t n) {
+  GRID_STRIDE(i, n) {
+    double v = (double)x[i], r;
+    if (op == GPUK_PW_NAN_TO_NUM) {
+      r = v != v ? k0 : v == INFINITY ? k1 : v == -INFINITY ? k2 : v;
+    } else if (op == GPUK_PW_SOFTPLUS) {
+      double z = v * k0;
+      r = z > k1 ? v : log1p(exp(z)) / k0;
+    } else if (op >= GPUK_PW_ACT_GRAD) {
+      r = (double)g[i] * act_grad(op - GPUK_PW_ACT_GRAD, v, k0, k1);
+    } else {
+      r = act_fwd(op, v, k0, k1);
+    }
+    out[i] = (T)r;
+  }
+}
+
+// out[row] = log(sum exp(x - m)) + m over each contiguous row of len (m
+// the row's maximum; a NaN gives NaN, an infinite maximum itself).
+template <typename T> __global__ void lse_k(const T *x, T *out, int64_t rows, int64_t len) {
+  __shared__ double sh[kThreads];
+  __shared__ int shn[kThreads];
+  for (int64_t q = blockIdx.x; q < rows; q += gridDim.x) {
+    const T *v = x + q * len;
+    double m = -INFINITY;
+    int nan = 0;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+      double e = (double)v[j];
+      if (e != e) nan = 1;
+      else if (e > m) m = e;
+    }
+    sh[threadIdx.x] = m;
+    shn[threadIdx.x] = nan;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if ((int)threadIdx.x < s) {
+        if (sh[threadIdx.x + s] > sh[threadIdx.x]) sh[threadIdx.x] = sh[threadIdx.x + s];
+        shn[threadIdx.x] |= shn[threadIdx.x + s];
+      }
+      __syncthreads();
+    }
+    m = sh[0];
+    nan = shn[0];
+    __syncthreads();
+    double acc = 0;
+    if (!nan && !isinf(m))
+      for (int64_t j = threadIdx.x; j < len; j += blockDim.x) acc += exp((double)v[j] - m);
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if ((int)threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+      __syncthreads();
+    }
+    acc = sh[0];
+    __syncthreads();
+    if (threadIdx.x == 0) out[q] = (T)(nan ? (double)NAN : isinf(m) ? m : log(acc) + m);
+  }
+}
+
+// out[i] (contiguous over L.shape) = in at index (i_d - shift_d) mod
+// size_d per dimension (L.stride: in's strides).
+template <typename E> __global__ void roll_k(gpuk_layout L, gpuk_roll_args R, const E *in, E *out, int64_t n) {
+  GRID_STRIDE(i, n) {
+    int64_t rem = i, off = 0;
+    for (int d = L.ndim - 1; d >= 0; d--) {
+      int64_t sz = L.shape[d], k = rem % sz;
+      rem /= sz;
+      k -= R.shift[d];
+      if (k < 0) k += sz;
+      off += k * L.stride[d];
+    }
+    out[i] = in[off];
+  }
+}
+
+// The engine's uniform in [0, 1) from two words (src/core/rng.h).
+__device__ __forceinline__ double u01(uint32_t a, uint32_t b) {
+  return ((double)(a >> 5) * 67108864.0 + (double)(b >> 6)) * (1.0 / 9007199254740992.0);
+}
+
+// The high 64 bits of a * b (portable: the host emulation runs it too).
+__device__ __forceinline__ uint64_t mulhi64(uint64_t a, uint64_t b) {
+  uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+// Two elements per Philox block (pair p: elements 2p, 2p + 1), as
+// src/ops/create.c's rand_fill / randn_fill / randint_fill.
+__global__ void rand_k(int kind, unsigned long long seed, unsigned long long first, double scale, long long low,
+                       unsigned long long range, double *fo, long long *io, int64_t n) {
+  int64_t pairs = (n + 1) / 2;
+  GRID_STRIDE(p, pairs) {
+    uint32_t w[4];
+    gpu_philox_block(seed, first + (uint64_t)p, w);
+    int64_t j = 2 * p;
+    if (kind == GPUK_RAND_NORMAL) {
+      const double two_pi = 6.283185307179586476925286766559;
+      double u1 = 1.0 - u01(w[0], w[1]), u2 = u01(w[2], w[3]);
+      double r = sqrt(-2.0 * log(u1)), a = two_pi * u2;
+      fo[j] = r * cos(a);
+      if (j + 1 < n) fo[j + 1] = r * sin(a);
+    } else {
+      for (int k = 0; k < 2 && j + k < n; k++) {
+        if (kind == GPUK_RAND_UNIFORM) {
+          fo[j + k] = floor(u01(w[2 * k], w[2 * k + 1]) * scale) / scale;
+        } else {
+          uint64_t r = ((uint64_t)w[2 * k] << 32) | w[2 * k + 1];
+          io[j + k] = (long long)((uint64_t)low + mulhi64(r, range));
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+int pointwise_as(cudaStream_t st, int op, double k0, double k1, double k2, const void *x, const void *g, void *out,
+                 int64_t n) {
+  pointwise_k<T><<<blocks_for(n), kThreads, 0, st>>>(op, k0, k1, k2, (const T *)x, (const T *)g, (T *)out, n);
+  return last();
+}
+
+template <typename E> int roll_as(cudaStream_t st, gpuk_layout L, gpuk_roll_args R, const void *in, void *out, int64_t n) {
+  roll_k<E><<<blocks_for(n), kThreads, 0, st>>>(L, R, (const E *)in, (E *)out, n);
+  return last();
+}
+
+} // namespace
+
+extern "C" int gpuk_pointwise(void *stream, int dt, int op, double k0, double k1, double k2, const void *x,
+                              const void *g, void *out, int64_t n) {
+  if (n <= 0) return 0;
+  cudaStream_t st = (cudaStream_t)stream;
+  return dt == GPUK_F64 ? pointwise_as<double>(st, op, k0, k1, k2, x, g, out, n)
+                        : pointwise_as<float>(st, op, k0, k1, k2, x, g, out, n);
+}
+
+extern "C" int gpuk_logsumexp(void *stream, int dt, const void *x, void *out, int64_t rows, int64_t len) {
+  if (rows <= 0) return 0;
+  cudaStream_t st = (cudaStream_t)stream;
+  if (dt == GPUK_F64)
+    lse_k<double><<<grid_of(rows), kThreads, 0, st>>>((const double *)x, (double *)out, rows, len);
+  else
+    lse_k<float><<<grid_of(rows), kThreads, 0, st>>>((const float *)x, (float *)out, rows, len);
+  return last();
+}
+
+extern "C" int gpuk_roll(void *stream, int es, gpuk_layout L, gpuk_roll_args R, const void *in, void *out, int64_t n) {
+  if (n <= 0) return 0;
+  cudaStream_t st = (cudaStream_t)stream;
+  switch (es) {
+  case 1: return roll_as<unsigned char>(st, L, R, in, out, n);
+  case 2: return roll_as<unsigned short>(st, L, R, in, out, n);
+  case 4: return roll_as<unsigned int>(st, L, R, in, out, n);
+  default: return roll_as<unsigned long long>(st, L, R, in, out, n);
+  }
+}
+
+extern "C" int gpuk_rand(void *stream, int kind, unsigned long long seed, unsigned long long first, double scale,
+                         long long low, unsigned long long range, double *fo, long long *io, int64_t n) {
+  if (n <= 0) return 0;
+  rand_k<<<blocks_for((n + 1) / 2), kThreads, 0, (cudaStream_t)stream>>>(kind, seed, first, scale, low, range, fo, io,
+                                                                        n);
+  return last();
+}
