@@ -1,6 +1,6 @@
 -- cell.cuda's activation rows and their neighbours against the CPU's:
 -- every fused activation of cell.ops (forward and gradient), softplus,
--- nan_to_num, logsumexp, roll, diag, eye, dot, the random fills (rand,
+-- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits, the random fills (rand,
 -- randn, randint: the CPU's numbers for one seed) and integer arithmetic
 -- with a number on uint8 / int8 / int16 tensors; per dtype and for strided
 -- inputs. Runs only where cell.cuda.is_available(); elsewhere it prints how
@@ -235,6 +235,48 @@ for _, dt in ipairs { "uint8", "int8", "int16" } do
     close(gc, c, 0, 0)
   end)
 end
+
+for _, dt in ipairs { "float32", "float64" } do
+  case(("bce_with_logits %s: reductions, weight and pos_weight broadcast, strided, gradients"):format(dt), function()
+    local x = (cell.randn({ 6, 4 }) * 3):astype(cell[dt]):transpose(1, 2)
+    local y = cell.rand({ 4, 6 }):astype(cell[dt])
+    local w = cell.rand({ 6 }):astype(cell[dt])
+    local pw = (cell.rand({ 4, 1 }) * 3):astype(cell[dt])
+    local t = dt == "float64" and 1e-12 or 2e-6
+    for _, red in ipairs { "none", "sum", "mean" } do
+      for _, o in ipairs { {}, { weight = w }, { pos_weight = pw }, { weight = w, pos_weight = pw } } do
+        local go = { reduction = red, weight = o.weight and G(o.weight), pos_weight = o.pos_weight and G(o.pos_weight) }
+        local co = { reduction = red, weight = o.weight, pos_weight = o.pos_weight }
+        close(cell.ops.bce_with_logits(G(x), G(y), go), cell.ops.bce_with_logits(x, y, co), t, t)
+        local f = function(a, b, c, d)
+          local l = cell.ops.bce_with_logits(a, b, { reduction = red, weight = c, pos_weight = d })
+          if red == "none" then l = (l * l):sum() end
+          return l
+        end
+        local gw, cw = o.weight or w, o.weight or w
+        local gpw, cpw = o.pos_weight or pw, o.pos_weight or pw
+        local function grads(...)
+          local r = { cell.grad(f, { grad_position = { 1, 2, 3, 4 } })(...) }
+          if #r == 1 and getmetatable(r[1]) == nil then r = r[1] end
+          return r
+        end
+        local gg, cg = grads(G(x), G(y), G(gw), G(gpw)), grads(x, y, cw, cpw)
+        assert.are.equal(4, #cg)
+        for i = 1, 4 do close(gg[i], cg[i], t * 10, t * 10) end
+      end
+    end
+  end)
+end
+
+case("bce_with_logits with a target of another shape is the CPU's ValueError", function()
+  local x, y = cell.randn { 3, 4 }, cell.rand { 4, 3 }
+  local _, cerr = pcall(cell.ops.bce_with_logits, x, y)
+  local ok, gerr = pcall(cell.ops.bce_with_logits, G(x), G(y))
+  assert.is_false(ok)
+  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  assert.is_truthy(msg(gerr):find("ValueError: bce_with_logits", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+end)
 
 describe("cell.cuda activations, logsumexp, roll, diag, eye, dot and random fills on the GPU", function()
   if not cuda.is_available() then

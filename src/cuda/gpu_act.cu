@@ -190,6 +190,33 @@ __global__ void rand_k(int kind, unsigned long long seed, unsigned long long fir
   }
 }
 
+// bce_with_logits over n contiguous float64 elements (w, pw, g may be
+// NULL: ones; g NULL: k everywhere), src/ops/loss_pointwise.c's formulas:
+// the loss into o0 (backward 0), else the gradients of x, y, weight and
+// pos_weight into o0..o3 (each may be NULL).
+__device__ __forceinline__ double softplus_neg(double x) { return log1p(exp(-fabs(x))) + (x < 0 ? -x : 0.0); }
+__device__ __forceinline__ double sigmoid_neg(double x) {
+  return x >= 0 ? exp(-x) / (1.0 + exp(-x)) : 1.0 / (1.0 + exp(x));
+}
+
+__global__ void bce_k(int backward, const double *x, const double *y, const double *w, const double *pw,
+                      const double *g, double k, double *o0, double *o1, double *o2, double *o3, int64_t n) {
+  GRID_STRIDE(i, n) {
+    double xv = x[i], t = y[i], pwv = pw ? pw[i] : 1.0, wv = w ? w[i] : 1.0;
+    double lw = 1 + (pwv - 1) * t, sp = softplus_neg(xv);
+    if (!backward) {
+      double l = (1 - t) * xv + lw * sp;
+      o0[i] = w ? l * wv : l;
+    } else {
+      double sc = (g ? g[i] : 1.0) * k;
+      if (o0) o0[i] = sc * wv * ((1 - t) - lw * sigmoid_neg(xv));
+      if (o1) o1[i] = sc * wv * (-xv + (pwv - 1) * sp);
+      if (o2) o2[i] = sc * ((1 - t) * xv + lw * sp);
+      if (o3) o3[i] = sc * wv * t * sp;
+    }
+  }
+}
+
 template <typename T>
 int pointwise_as(cudaStream_t st, int op, double k0, double k1, double k2, const void *x, const void *g, void *out,
                  int64_t n) {
@@ -238,5 +265,13 @@ extern "C" int gpuk_rand(void *stream, int kind, unsigned long long seed, unsign
   if (n <= 0) return 0;
   rand_k<<<blocks_for((n + 1) / 2), kThreads, 0, (cudaStream_t)stream>>>(kind, seed, first, scale, low, range, fo, io,
                                                                         n);
+  return last();
+}
+
+extern "C" int gpuk_bce(void *stream, int backward, const double *x, const double *y, const double *w,
+                        const double *pw, const double *g, double k, double *o0, double *o1, double *o2, double *o3,
+                        int64_t n) {
+  if (n <= 0) return 0;
+  bce_k<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(backward, x, y, w, pw, g, k, o0, o1, o2, o3, n);
   return last();
 }

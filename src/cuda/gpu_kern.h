@@ -299,6 +299,13 @@ enum { GPUK_RAND_UNIFORM = 0, GPUK_RAND_NORMAL = 1, GPUK_RAND_INT = 2 };
 int gpuk_rand(void *stream, int kind, unsigned long long seed, unsigned long long first, double scale,
               long long low, unsigned long long range, double *fo, long long *io, int64_t n);
 
+/* bce_with_logits over n contiguous float64 elements (w, pw: NULL for
+ * ones): the per-element loss into o0 (backward 0), else k g (g NULL:
+ * ones) times the gradients of x, y, weight, pos_weight into o0..o3
+ * (each may be NULL). */
+int gpuk_bce(void *stream, int backward, const double *x, const double *y, const double *w, const double *pw,
+             const double *g, double k, double *o0, double *o1, double *o2, double *o3, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -166,4 +166,11 @@ cell_status gpu_rand(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor 
 cell_status gpu_randn(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 cell_status gpu_randint(int64_t low, int64_t high, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 
+/* gpu_bce.c: bce_with_logits and its backward. */
+cell_status gpu_bce_with_logits(const cell_tensor *x, const cell_tensor *y, const cell_tensor *weight,
+                                const cell_tensor *pos_weight, cell_reduction red, cell_tensor **out);
+cell_status gpu_bce_with_logits_backward(const cell_tensor *gr, const cell_tensor *x, const cell_tensor *y,
+                                         const cell_tensor *weight, const cell_tensor *pos_weight, cell_reduction red,
+                                         cell_tensor **gx, cell_tensor **gy, cell_tensor **gw, cell_tensor **gpw);
+
 #endif
