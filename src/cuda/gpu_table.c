@@ -20,8 +20,10 @@
  * (float32 / float64), where / masked_fill / pad / cat / stack and the
  * indexing rows (gpu_index.c), flip / tile / repeat_interleave / triangle
  * (gpu_shape.c), var / norm / the scans / arange / linspace (gpu_stats.c),
- * sort / topk (gpu_sort.c), mse / l1 (gpu_pwloss.c) and optim_step
- * (gpu_optim.c). Arithmetic promotes mixed dtypes as the CPU does and runs
+ * sort / topk (gpu_sort.c), mse / l1 (gpu_pwloss.c), optim_step
+ * (gpu_optim.c), the activations / softplus / nan_to_num / logsumexp /
+ * roll / diag / eye / dot / rand / randn / randint rows (gpu_act.c) and
+ * bce_with_logits (gpu_bce.c). Arithmetic promotes mixed dtypes as the CPU does and runs
  * float16 / bfloat16 through float32. supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
