@@ -45,10 +45,10 @@ end)
 
 case("norm with a bad order and var with a bad dim are the CPU's errors", function()
   local a = cell.randn { 3, 4 }
-  local _, cerr = pcall(function() return a:norm(0) end)
-  local ok, gerr = pcall(function() return G(a):norm(0) end)
+  local _, cerr = pcall(function() return a:norm(-1) end)
+  local ok, gerr = pcall(function() return G(a):norm(-1) end)
   assert.is_false(ok)
-  assert.is_truthy(tostring(gerr):find("ValueError: norm: ", 1, true), tostring(gerr))
+  assert.is_truthy(tostring(gerr):find("ValueError: norm", 1, true), tostring(gerr))
   local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
   assert.are.equal(msg(cerr), msg(gerr))
   ok, gerr = pcall(function() return G(a):var(5) end)
