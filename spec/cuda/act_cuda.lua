@@ -1,10 +1,10 @@
 -- cell.cuda's activation rows and their neighbours against the CPU's:
 -- every fused activation of cell.ops (forward and gradient), softplus,
--- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits, the random fills (rand,
--- randn, randint: the CPU's numbers for one seed) and integer arithmetic
--- with a number on uint8 / int8 / int16 tensors; per dtype and for strided
--- inputs. Runs only where cell.cuda.is_available(); elsewhere it prints how
--- many it skipped.
+-- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits,
+-- interpolate, the random fills (rand, randn, randint: the CPU's numbers
+-- for one seed) and integer arithmetic with a number on uint8 / int8 /
+-- int16 tensors; per dtype and for strided inputs. Runs only where
+-- cell.cuda.is_available(); elsewhere it prints how many it skipped.
 local cell = require "cell"
 local cuda = require "cell.cuda"
 
@@ -275,6 +275,51 @@ case("bce_with_logits with a target of another shape is the CPU's ValueError", f
   assert.is_false(ok)
   local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
   assert.is_truthy(msg(gerr):find("ValueError: bce_with_logits", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+end)
+
+-- interpolate: every mode, sizes and factors (up, down, odd ratios),
+-- align_corners, strided inputs, gradients (atomically added on the GPU).
+local interp_cases = {
+  { { 2, 3, 5, 7 }, { size = { 9, 4 } } },
+  { { 2, 3, 5, 7 }, { scale_factor = 2 } },
+  { { 2, 3, 5, 7 }, { size = { 3, 11 }, mode = "bilinear" } },
+  { { 2, 3, 5, 7 }, { size = { 8, 8 }, mode = "bilinear", align_corners = true } },
+  { { 2, 3, 5, 7 }, { scale_factor = 1.7, mode = "bilinear" } },
+  { { 1, 2, 4, 6 }, { size = { 7, 5 }, mode = "bicubic" } },
+  { { 2, 3, 9 }, { size = 14, mode = "linear" } },
+  { { 2, 3, 9 }, { size = 4 } },
+}
+for _, dt in ipairs { "float32", "float64", "float16" } do
+  case(("interpolate %s: nearest, (bi)linear, bicubic, strided, with gradients"):format(dt), function()
+    local t = tol[dt] * 4
+    for _, c in ipairs(interp_cases) do
+      local shape, o = c[1], c[2]
+      local x = cell.randn(shape):astype(cell[dt])
+      if #shape == 4 then x = cell.randn({ shape[1], shape[2], shape[4], shape[3] }):astype(cell[dt]):transpose(3, 4) end
+      local ok, err = pcall(close, cell.ops.interpolate(G(x), o), cell.ops.interpolate(x, o), t, t)
+      assert(ok, (o.mode or "nearest") .. ": " .. tostring(err))
+      if dt ~= "float16" then
+        local y = cell.ops.interpolate(x, o)
+        local w = cell.randn(y.shape):astype(cell[dt])
+        local f = function(u, v) return (cell.ops.interpolate(u, o) * v):sum() end
+        ok, err = pcall(close, cell.grad(f, 1)(G(x), G(w)), cell.grad(f, 1)(x, w), t * 10, t * 10)
+        assert(ok, (o.mode or "nearest") .. " gradient: " .. tostring(err))
+        local g = function(u) return cell.ops.interpolate(u, o):sum() end
+        ok, err = pcall(close, cell.grad(g)(G(x)), cell.grad(g)(x), t * 10, t * 10)
+        assert(ok, (o.mode or "nearest") .. " gradient of a sum: " .. tostring(err))
+      end
+    end
+  end)
+end
+
+case("interpolate of an integer input is the CPU's TypeError", function()
+  local x = cell.randint(0, 5, { 1, 1, 3, 3 })
+  local _, cerr = pcall(cell.ops.interpolate, x, { size = 5 })
+  local ok, gerr = pcall(cell.ops.interpolate, G(x), { size = 5 })
+  assert.is_false(ok)
+  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  assert.is_truthy(msg(gerr):find("TypeError: interpolate", 1, true), msg(gerr))
   assert.are.equal(msg(cerr), msg(gerr))
 end)
 

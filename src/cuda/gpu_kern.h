@@ -306,6 +306,21 @@ int gpuk_rand(void *stream, int kind, unsigned long long seed, unsigned long lon
 int gpuk_bce(void *stream, int backward, const double *x, const double *y, const double *w, const double *pw,
              const double *g, double k, double *o0, double *o1, double *o2, double *o3, int64_t n);
 
+/* --- gpu_interp.cu: interpolate (nearest, linear, bilinear, bicubic) ------------------- */
+
+/* planes of h x w to oh x ow; kh, kw taps per output row / column; chans
+ * and gs (the output gradient's strides of N, C, H, W): the backward's. */
+typedef struct gpuk_interp {
+  int64_t planes, chans, h, w, oh, ow, gs[4];
+  int kh, kw;
+} gpuk_interp;
+/* Forward (in: contiguous planes; out: contiguous) or backward (in: the
+ * output gradient through A.gs; out: gx, zeroed by the caller, added to
+ * atomically), dt float32 or float64. hi / hw: oh kh positions and
+ * weights (row-major per output row), wi / ww: ow kw. */
+int gpuk_interpolate(void *stream, int dt, int backward, gpuk_interp A, const long long *hi, const double *hw,
+                     const long long *wi, const double *ww, const void *in, void *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -173,4 +173,10 @@ cell_status gpu_bce_with_logits_backward(const cell_tensor *gr, const cell_tenso
                                          const cell_tensor *weight, const cell_tensor *pos_weight, cell_reduction red,
                                          cell_tensor **gx, cell_tensor **gy, cell_tensor **gw, cell_tensor **gpw);
 
+/* gpu_interp.c: interpolate and its backward. */
+cell_status gpu_interpolate(const cell_tensor *x, int mode, int align_corners, const int64_t *size,
+                            const double *scales, cell_tensor **out);
+cell_status gpu_interpolate_backward(const cell_tensor *gr, int mode, int align_corners, int ndim,
+                                     const int64_t *in_shape, const double *scales, cell_dtype dt, cell_tensor **gx);
+
 #endif

@@ -556,6 +556,8 @@ void gpu_kernels_init(void) {
   gpu_kernels.randint = gpu_randint;
   gpu_kernels.bce_with_logits = gpu_bce_with_logits;
   gpu_kernels.bce_with_logits_backward = gpu_bce_with_logits_backward;
+  gpu_kernels.interpolate = gpu_interpolate;
+  gpu_kernels.interpolate_backward = gpu_interpolate_backward;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -634,6 +636,8 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_diag:
   case CELL_KID_bce_with_logits: /* x, y, weight, pos_weight (the kernel checks for floats) */
   case CELL_KID_bce_with_logits_backward: /* g, x, y, weight, pos_weight */
+  case CELL_KID_interpolate: /* x (the kernel checks for floats) */
+  case CELL_KID_interpolate_backward: /* g */
     for (int i = 0; i < nt; i++)
       if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
     return nt > 0 && ts[0];
