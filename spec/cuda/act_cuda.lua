@@ -1,7 +1,7 @@
 -- cell.cuda's activation rows and their neighbours against the CPU's:
 -- every fused activation of cell.ops (forward and gradient), softplus,
 -- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits,
--- interpolate, the random fills (rand, randn, randint: the CPU's numbers
+-- interpolate, unfold / fold, the random fills (rand, randn, randint: the CPU's numbers
 -- for one seed) and integer arithmetic with a number on uint8 / int8 /
 -- int16 tensors; per dtype and for strided inputs. Runs only where
 -- cell.cuda.is_available(); elsewhere it prints how many it skipped.
@@ -320,6 +320,47 @@ case("interpolate of an integer input is the CPU's TypeError", function()
   assert.is_false(ok)
   local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
   assert.is_truthy(msg(gerr):find("TypeError: interpolate", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+end)
+
+for _, dt in ipairs { "float32", "float64", "bfloat16" } do
+  case(("unfold and fold %s: kernel, dilation, padding, stride, strided input, gradients"):format(dt), function()
+    local t = tol[dt] * 4
+    for _, o in ipairs { {}, { stride = 2 }, { padding = 1, dilation = 2 }, { padding = { 1, 0 }, stride = { 1, 2 } } } do
+      local x = cell.randn({ 2, 3, 7, 6 }):astype(cell[dt]):transpose(3, 4):transpose(3, 4)
+      local xs = cell.randn({ 2, 6, 7, 3 }):astype(cell[dt]):transpose(2, 4)
+      for _, k in ipairs { 2, { 3, 2 } } do
+        close(cell.ops.unfold(G(x), k, o), cell.ops.unfold(x, k, o), t, t)
+        close(cell.ops.unfold(G(xs), k, o), cell.ops.unfold(xs, k, o), t, t)
+        local cols = cell.ops.unfold(x, k, o)
+        local c = cell.randn(cols.shape):astype(cell[dt])
+        close(cell.ops.fold(G(c), { 7, 6 }, k, o), cell.ops.fold(c, { 7, 6 }, k, o), t, t)
+        if dt ~= "bfloat16" then
+          local w = cell.randn(cols.shape):astype(cell[dt])
+          local f = function(u, v) return (cell.ops.unfold(u, k, o) * v):sum() end
+          close(cell.grad(f, 1)(G(xs), G(w)), cell.grad(f, 1)(xs, w), t, t)
+          local wx = cell.randn(x.shape):astype(cell[dt])
+          local h = function(u, v) return (cell.ops.fold(u, { 7, 6 }, k, o) * v):sum() end
+          close(cell.grad(h, 1)(G(c), G(wx)), cell.grad(h, 1)(c, wx), t, t)
+        end
+      end
+    end
+  end)
+end
+
+case("unfold and fold errors are the CPU's", function()
+  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  local x = cell.randn { 1, 2, 3, 3 }
+  local _, cerr = pcall(cell.ops.unfold, x, 5)
+  local ok, gerr = pcall(cell.ops.unfold, G(x), 5)
+  assert.is_false(ok)
+  assert.is_truthy(msg(gerr):find("ValueError: unfold", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+  local c = cell.randn { 1, 8, 4 }
+  _, cerr = pcall(cell.ops.fold, c, { 4, 4 }, 3)
+  ok, gerr = pcall(cell.ops.fold, G(c), { 4, 4 }, 3)
+  assert.is_false(ok)
+  assert.is_truthy(msg(gerr):find("ValueError: fold", 1, true), msg(gerr))
   assert.are.equal(msg(cerr), msg(gerr))
 end)
 

@@ -321,6 +321,18 @@ typedef struct gpuk_interp {
 int gpuk_interpolate(void *stream, int dt, int backward, gpuk_interp A, const long long *hi, const double *hw,
                      const long long *wi, const double *ww, const void *in, void *out);
 
+/* --- gpu_fold.cu: unfold (im2col) and fold (col2im) ------------------------------------- */
+
+/* n samples of c channels of h x w, a kh x kw window (stride, top / left
+ * padding, dilation) giving oh x ow blocks. */
+typedef struct gpuk_fold_geom {
+  int64_t n, c, h, w, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow;
+} gpuk_fold_geom;
+/* unfold (fold 0): x (n, c, h, w) to out (n, c kh kw, oh ow); fold: x
+ * (n, c kh kw, oh ow) to out (n, c, h, w), every element written;
+ * contiguous, dt float32 or float64. */
+int gpuk_fold(void *stream, int dt, int fold, gpuk_fold_geom G, const void *x, void *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -179,4 +179,10 @@ cell_status gpu_interpolate(const cell_tensor *x, int mode, int align_corners, c
 cell_status gpu_interpolate_backward(const cell_tensor *gr, int mode, int align_corners, int ndim,
                                      const int64_t *in_shape, const double *scales, cell_dtype dt, cell_tensor **gx);
 
+/* gpu_fold.c: unfold (im2col) and fold (col2im). */
+cell_status gpu_unfold(const cell_tensor *x, const int64_t *kernel, const int64_t *dilation, const int64_t *padding,
+                       const int64_t *stride, cell_tensor **out);
+cell_status gpu_fold(const cell_tensor *x, const int64_t *output_size, const int64_t *kernel, const int64_t *dilation,
+                     const int64_t *padding, const int64_t *stride, cell_tensor **out);
+
 #endif

@@ -558,6 +558,8 @@ void gpu_kernels_init(void) {
   gpu_kernels.bce_with_logits_backward = gpu_bce_with_logits_backward;
   gpu_kernels.interpolate = gpu_interpolate;
   gpu_kernels.interpolate_backward = gpu_interpolate_backward;
+  gpu_kernels.unfold = gpu_unfold;
+  gpu_kernels.fold = gpu_fold;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -638,6 +640,8 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_bce_with_logits_backward: /* g, x, y, weight, pos_weight */
   case CELL_KID_interpolate: /* x (the kernel checks for floats) */
   case CELL_KID_interpolate_backward: /* g */
+  case CELL_KID_unfold: /* x (the kernel checks for floats) */
+  case CELL_KID_fold:
     for (int i = 0; i < nt; i++)
       if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
     return nt > 0 && ts[0];
