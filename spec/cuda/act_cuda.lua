@@ -1,9 +1,10 @@
 -- cell.cuda's activation rows and their neighbours against the CPU's:
 -- every fused activation of cell.ops (forward and gradient), softplus,
 -- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits,
--- interpolate, unfold / fold, the random fills (rand, randn, randint: the CPU's numbers
--- for one seed) and integer arithmetic with a number on uint8 / int8 /
--- int16 tensors; per dtype and for strided inputs. Runs only where
+-- interpolate, unfold / fold, nonzero / masked_select / masked_scatter,
+-- the random fills (rand, randn, randint: the CPU's numbers for one seed)
+-- and integer arithmetic with a number on uint8 / int8 / int16 tensors;
+-- per dtype and for strided inputs. Runs only where
 -- cell.cuda.is_available(); elsewhere it prints how many it skipped.
 local cell = require "cell"
 local cuda = require "cell.cuda"
@@ -361,6 +362,55 @@ case("unfold and fold errors are the CPU's", function()
   ok, gerr = pcall(cell.ops.fold, G(c), { 4, 4 }, 3)
   assert.is_false(ok)
   assert.is_truthy(msg(gerr):find("ValueError: fold", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+end)
+
+for _, dt in ipairs { "float32", "float64", "int64", "uint8", "bool", "float16", "int16" } do
+  case(("nonzero, masked_select and masked_scatter %s: broadcast masks, strided inputs"):format(dt), function()
+    local a = cell.randint(-1, 2, { 3, 4, 5 }):astype(cell[dt])
+    local m = cell.randn({ 4, 5 }):gt(0)
+    local src = cell.randint(0, 9, { 70 }):astype(cell[dt])
+    for _, x in ipairs { a, a:transpose(1, 3):contiguous():transpose(1, 3) } do
+      close(G(x):nonzero(), x:nonzero(), 0, 0)
+      close(G(x):masked_select(G(m)), x:masked_select(m), 0, 0)
+      close(G(x):masked_scatter(G(m), G(src)), x:masked_scatter(m, src), 0, 0)
+    end
+    local s = a:transpose(1, 3)
+    close(G(s):nonzero(), s:nonzero(), 0, 0)
+    local ms = cell.randn({ 5, 4, 3 }):gt(0):transpose(1, 3)
+    close(G(a):masked_select(G(ms)), a:masked_select(ms), 0, 0)
+    close(G(a[1]):masked_select(G(m[1])), a[1]:masked_select(m[1]), 0, 0)
+  end)
+end
+
+case("nonzero of NaN, -0, an empty and a 0-D tensor; masked gradients; the CPU's errors", function()
+  local x = cell.tensor { 0 / 0, -0.0, 0, 2 }
+  close(G(x):nonzero(), x:nonzero(), 0, 0)
+  local e = cell.zeros { 0, 3 }
+  close(G(e):nonzero(), e:nonzero(), 0, 0)
+  local z = cell.tensor(3)
+  close(G(z):nonzero(), z:nonzero(), 0, 0)
+  local none = cell.zeros { 2, 2 }
+  close(G(none):nonzero(), none:nonzero(), 0, 0)
+  close(G(none):masked_select(G(none:gt(0))), none:masked_select(none:gt(0)), 0, 0)
+  local a, m, src = cell.randn { 4, 5 }, cell.randn({ 5 }):gt(0), cell.randn { 30 }
+  local f = function(u, v) return (u:masked_scatter(m, v) * u):sum() + u:masked_select(m):sum() end
+  local function gf(u, v) return (u:masked_scatter(G(m), v) * u):sum() + u:masked_select(G(m)):sum() end
+  close(cell.grad(gf, 1)(G(a), G(src)), cell.grad(f, 1)(a, src), 1e-6, 1e-6)
+  close(cell.grad(gf, 2)(G(a), G(src)), cell.grad(f, 2)(a, src), 1e-6, 1e-6)
+  local function msg(e2) return (tostring(e2):gsub("^.-:%d+: ", "")) end
+  local _, cerr = pcall(function() return a:masked_scatter(m, cell.randn { 2 }) end)
+  local ok, gerr = pcall(function() return G(a):masked_scatter(G(m), G(cell.randn { 2 })) end)
+  assert.is_false(ok)
+  assert.is_truthy(msg(gerr):find("ValueError: masked_scatter", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+  _, cerr = pcall(function() return a:masked_select(cell.randn({ 3 }):gt(0)) end)
+  ok, gerr = pcall(function() return G(a):masked_select(G(cell.randn({ 3 }):gt(0))) end)
+  assert.is_false(ok)
+  assert.are.equal(msg(cerr), msg(gerr))
+  _, cerr = pcall(function() return a:masked_select(cell.ones { 5 }) end)
+  ok, gerr = pcall(function() return G(a):masked_select(G(cell.ones { 5 })) end)
+  assert.is_false(ok)
   assert.are.equal(msg(cerr), msg(gerr))
 end)
 

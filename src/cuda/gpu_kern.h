@@ -333,6 +333,19 @@ typedef struct gpuk_fold_geom {
  * contiguous, dt float32 or float64. */
 int gpuk_fold(void *stream, int dt, int fold, gpuk_fold_geom G, const void *x, void *out);
 
+/* --- gpu_masked.cu: nonzero, masked_select, masked_scatter ------------------------------ */
+
+/* f[i] = x[i] != 0 (int64 0 / 1) over n float64 elements. */
+int gpuk_flags(void *stream, const double *x, long long *f, int64_t n);
+/* nonzero: for each i with f[i], row pos[i] - 1 of out (L.ndim int64
+ * columns) = i's index over L.shape, plus base. */
+int gpuk_nonzero(void *stream, gpuk_layout L, const long long *f, const long long *pos, long long *out,
+                 long long base, int64_t n);
+/* es-byte elements: masked_select (scatter 0: out[pos[i] - 1] = a[i] where
+ * f[i]) or masked_scatter (out[i] = f[i] ? src[pos[i] - 1] : a[i]). */
+int gpuk_masked(void *stream, int es, int scatter, const long long *f, const long long *pos, const void *a,
+                const void *src, void *out, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

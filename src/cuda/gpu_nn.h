@@ -185,4 +185,10 @@ cell_status gpu_unfold(const cell_tensor *x, const int64_t *kernel, const int64_
 cell_status gpu_fold(const cell_tensor *x, const int64_t *output_size, const int64_t *kernel, const int64_t *dilation,
                      const int64_t *padding, const int64_t *stride, cell_tensor **out);
 
+/* gpu_masked.c: nonzero, masked_select, masked_scatter. */
+cell_status gpu_nonzero(const cell_tensor *a, int64_t index_base, cell_tensor **out);
+cell_status gpu_masked_select(const cell_tensor *a, const cell_tensor *mask, cell_tensor **out);
+cell_status gpu_masked_scatter(const cell_tensor *a, const cell_tensor *mask, const cell_tensor *src,
+                               cell_tensor **out);
+
 #endif

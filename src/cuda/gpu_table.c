@@ -560,6 +560,9 @@ void gpu_kernels_init(void) {
   gpu_kernels.interpolate_backward = gpu_interpolate_backward;
   gpu_kernels.unfold = gpu_unfold;
   gpu_kernels.fold = gpu_fold;
+  gpu_kernels.nonzero = gpu_nonzero;
+  gpu_kernels.masked_select = gpu_masked_select;
+  gpu_kernels.masked_scatter = gpu_masked_scatter;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -642,6 +645,9 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_interpolate_backward: /* g */
   case CELL_KID_unfold: /* x (the kernel checks for floats) */
   case CELL_KID_fold:
+  case CELL_KID_nonzero: /* a: every dtype */
+  case CELL_KID_masked_select: /* a, mask (the kernel checks the mask is bool) */
+  case CELL_KID_masked_scatter: /* a, mask, src */
     for (int i = 0; i < nt; i++)
       if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
     return nt > 0 && ts[0];
