@@ -2,7 +2,8 @@
 -- every fused activation of cell.ops (forward and gradient), softplus,
 -- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits,
 -- interpolate, unfold / fold, nonzero / masked_select / masked_scatter,
--- the random fills (rand, randn, randint: the CPU's numbers for one seed)
+-- the random fills (rand, randn, randint, bernoulli, normal: the CPU's
+-- numbers for one seed)
 -- and integer arithmetic with a number on uint8 / int8 / int16 tensors;
 -- per dtype and for strided inputs. Runs only where
 -- cell.cuda.is_available(); elsewhere it prints how many it skipped.
@@ -411,6 +412,48 @@ case("nonzero of NaN, -0, an empty and a 0-D tensor; masked gradients; the CPU's
   _, cerr = pcall(function() return a:masked_select(cell.ones { 5 }) end)
   ok, gerr = pcall(function() return G(a):masked_select(G(cell.ones { 5 })) end)
   assert.is_false(ok)
+  assert.are.equal(msg(cerr), msg(gerr))
+end)
+
+case("bernoulli and normal on the GPU: the CPU's values for one seed, broadcast, dtypes", function()
+  local function both(f)
+    cell.set_seed(11)
+    local c = f(function(t) return t end)
+    cell.set_seed(11)
+    local g = f(G)
+    assert.are.equal("GPU:0", g.device)
+    return g, c
+  end
+  local p = cell.rand { 4, 5 }
+  local g, c = both(function(D) return cell.ops.bernoulli(D(p)) end)
+  close(g, c, 0, 0)
+  g, c = both(function(D) return cell.ops.bernoulli(D(cell.zeros({ 3, 5 }, cell.int32)), 0.3) end)
+  close(g, c, 0, 0)
+  g, c = both(function(D) return cell.ops.bernoulli(D(cell.zeros({ 4, 5 }, cell.float64)), D(p:select(1, 2))) end)
+  close(g, c, 0, 0)
+  local m, sd = cell.randn { 3, 1 }, cell.rand({ 4 }):astype(cell.float64)
+  g, c = both(function(D) return cell.ops.normal(D(m), D(sd)) end)
+  close(g, c, 1e-12, 1e-12)
+  g, c = both(function(D) return cell.ops.normal({ 2, 3, 4 }, D(m), D(sd)) end)
+  close(g, c, 1e-12, 1e-12)
+  local m32 = cell.randn { 7 }
+  g, c = both(function(D) return cell.ops.normal(D(m32), D(cell.ones { 7 })) end)
+  close(g, c, 1e-6, 1e-6)
+end)
+
+case("bernoulli and normal refuse probabilities outside [0, 1] and negative deviations as the CPU does", function()
+  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  local p = cell.tensor { 0.5, 1.5, 0.2 }
+  local _, cerr = pcall(cell.ops.bernoulli, p)
+  local ok, gerr = pcall(cell.ops.bernoulli, G(p))
+  assert.is_false(ok)
+  assert.is_truthy(msg(gerr):find("ValueError: bernoulli", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+  local m, sd = cell.zeros { 3 }, cell.tensor { 1, -2, 0 }
+  _, cerr = pcall(cell.ops.normal, m, sd)
+  ok, gerr = pcall(cell.ops.normal, G(m), G(sd))
+  assert.is_false(ok)
+  assert.is_truthy(msg(gerr):find("ValueError: normal", 1, true), msg(gerr))
   assert.are.equal(msg(cerr), msg(gerr))
 end)
 

@@ -347,7 +347,7 @@ static cell_status random_fill(const char *op, int kind, double scale, long long
   if (s == CELL_OK) {
     int64_t n = gpu_numel(v);
     uint64_t seed, first = cell_rng_reserve((uint64_t)(n + 1) / 2, &seed);
-    s = gpu_launch(gpuk_rand(g->stream, kind, seed, first, scale, low, range,
+    s = gpu_launch(gpuk_rand(g->stream, kind, seed, first, scale, low, range, NULL, NULL,
                              st == CELL_DTYPE_F64 ? (double *)gpu_data(v) : NULL,
                              st == CELL_DTYPE_I64 ? (long long *)gpu_data(v) : NULL, n),
                    op);

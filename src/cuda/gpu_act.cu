@@ -3,7 +3,8 @@
 // backward), softplus and nan_to_num (computed in double, as
 // src/ops/activation.c and unary_param.c compute them), logsumexp over
 // contiguous rows (one block per row), roll (an index remap with a wrap per
-// dimension) and the random fills rand / randn / randint (the engine's
+// dimension) and the random fills rand / randn / randint / normal /
+// bernoulli (the engine's
 // Philox stream, gpu_philox.h: element j's value depends on (seed, first,
 // j) only, so any launch shape gives the CPU's numbers). Raw pointers and
 // counts only (gpu_kern.h).
@@ -165,7 +166,8 @@ __device__ __forceinline__ uint64_t mulhi64(uint64_t a, uint64_t b) {
 // Two elements per Philox block (pair p: elements 2p, 2p + 1), as
 // src/ops/create.c's rand_fill / randn_fill / randint_fill.
 __global__ void rand_k(int kind, unsigned long long seed, unsigned long long first, double scale, long long low,
-                       unsigned long long range, double *fo, long long *io, int64_t n) {
+                       unsigned long long range, const double *pa, const double *pb, double *fo, long long *io,
+                       int64_t n) {
   int64_t pairs = (n + 1) / 2;
   GRID_STRIDE(p, pairs) {
     uint32_t w[4];
@@ -175,12 +177,19 @@ __global__ void rand_k(int kind, unsigned long long seed, unsigned long long fir
       const double two_pi = 6.283185307179586476925286766559;
       double u1 = 1.0 - u01(w[0], w[1]), u2 = u01(w[2], w[3]);
       double r = sqrt(-2.0 * log(u1)), a = two_pi * u2;
-      fo[j] = r * cos(a);
-      if (j + 1 < n) fo[j + 1] = r * sin(a);
+      if (pa) { // normal(mean, std): src/ops/random.c's order of operations
+        fo[j] = pa[j] + pb[j] * r * cos(a);
+        if (j + 1 < n) fo[j + 1] = pa[j + 1] + pb[j + 1] * r * sin(a);
+      } else {
+        fo[j] = r * cos(a);
+        if (j + 1 < n) fo[j + 1] = r * sin(a);
+      }
     } else {
       for (int k = 0; k < 2 && j + k < n; k++) {
         if (kind == GPUK_RAND_UNIFORM) {
           fo[j + k] = floor(u01(w[2 * k], w[2 * k + 1]) * scale) / scale;
+        } else if (kind == GPUK_RAND_BERNOULLI) { // probability pa[j] (pa NULL: scale)
+          fo[j + k] = u01(w[2 * k], w[2 * k + 1]) < (pa ? pa[j + k] : scale) ? 1.0 : 0.0;
         } else {
           uint64_t r = ((uint64_t)w[2 * k] << 32) | w[2 * k + 1];
           io[j + k] = (long long)((uint64_t)low + mulhi64(r, range));
@@ -215,6 +224,12 @@ __global__ void bce_k(int backward, const double *x, const double *y, const doub
       if (o3) o3[i] = sc * wv * t * sp;
     }
   }
+}
+
+// *bad = 1 + the first i with x[i] outside [lo, hi] (NaN too).
+__global__ void outside_k(const double *x, int64_t n, double lo, double hi, unsigned long long *bad) {
+  GRID_STRIDE(i, n)
+    if (!(x[i] >= lo && x[i] <= hi)) atomicMin(bad, (unsigned long long)(i + 1));
 }
 
 template <typename T>
@@ -261,10 +276,18 @@ extern "C" int gpuk_roll(void *stream, int es, gpuk_layout L, gpuk_roll_args R, 
 }
 
 extern "C" int gpuk_rand(void *stream, int kind, unsigned long long seed, unsigned long long first, double scale,
-                         long long low, unsigned long long range, double *fo, long long *io, int64_t n) {
+                         long long low, unsigned long long range, const double *pa, const double *pb, double *fo,
+                         long long *io, int64_t n) {
   if (n <= 0) return 0;
-  rand_k<<<blocks_for((n + 1) / 2), kThreads, 0, (cudaStream_t)stream>>>(kind, seed, first, scale, low, range, fo, io,
-                                                                        n);
+  rand_k<<<blocks_for((n + 1) / 2), kThreads, 0, (cudaStream_t)stream>>>(kind, seed, first, scale, low, range, pa, pb,
+                                                                        fo, io, n);
+  return last();
+}
+
+extern "C" int gpuk_first_outside(void *stream, const double *x, int64_t n, double lo, double hi,
+                                  unsigned long long *bad) {
+  if (n <= 0) return 0;
+  outside_k<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(x, n, lo, hi, bad);
   return last();
 }
 

@@ -291,13 +291,19 @@ typedef struct gpuk_roll_args {
  * (i_d) of out is in's (i_d - shift_d mod size_d), in's strides L.stride. */
 int gpuk_roll(void *stream, int es, gpuk_layout L, gpuk_roll_args R, const void *in, void *out, int64_t n);
 /* The random fills' kinds. */
-enum { GPUK_RAND_UNIFORM = 0, GPUK_RAND_NORMAL = 1, GPUK_RAND_INT = 2 };
+enum { GPUK_RAND_UNIFORM = 0, GPUK_RAND_NORMAL = 1, GPUK_RAND_INT = 2, GPUK_RAND_BERNOULLI = 3 };
 /* n draws of the engine's Philox stream from block first under seed (two
- * elements per block, as src/ops/create.c): uniform floor(u scale) / scale
- * and normal (Box-Muller) into fo (float64), integer low + the high 64 bits
- * of r range into io (int64). */
+ * elements per block, as src/ops/create.c and random.c): uniform
+ * floor(u scale) / scale, normal (Box-Muller; pa, pb non-NULL: pa + pb z,
+ * the means and deviations per element) and bernoulli (u < pa[j], or <
+ * scale when pa is NULL: 1 or 0) into fo (float64), integer low + the high
+ * 64 bits of r range into io (int64). */
 int gpuk_rand(void *stream, int kind, unsigned long long seed, unsigned long long first, double scale,
-              long long low, unsigned long long range, double *fo, long long *io, int64_t n);
+              long long low, unsigned long long range, const double *pa, const double *pb, double *fo,
+              long long *io, int64_t n);
+/* *bad (set to ~0 first) = 1 + the first i with x[i] outside [lo, hi]
+ * (NaN counts as outside). */
+int gpuk_first_outside(void *stream, const double *x, int64_t n, double lo, double hi, unsigned long long *bad);
 
 /* bce_with_logits over n contiguous float64 elements (w, pw: NULL for
  * ones): the per-element loss into o0 (backward 0), else k g (g NULL:

@@ -9,30 +9,6 @@
 #include "gpu_nn.h"
 #include <string.h>
 
-/* t laid over shape (nd dims, right-aligned, stride 0 where t broadcasts)
- * as a new contiguous tensor of dtype dt. */
-static cell_status spread(const cell_tensor *t, cell_dtype dt, int nd, const int64_t *shape, cell_tensor **out) {
-  gpuk_layout L;
-  memset(&L, 0, sizeof L);
-  L.ndim = nd;
-  for (int d = 0; d < nd; d++) {
-    int k = d - (nd - t->ndim);
-    L.shape[d] = shape[d];
-    L.stride[d] = k < 0 || t->shape[k] == 1 ? 0 : t->stride[k];
-  }
-  gpu_ctx *g = gpu_ctx_of(t);
-  cell_tensor *o;
-  CELL_TRY(gpu_new_tensor(g, dt, nd, shape, &o));
-  cell_status s =
-      gpu_launch(gpuk_copy_cast(g->stream, L, (int)t->dtype, gpu_data(t), (int)dt, gpu_data(o), gpu_numel(o)), "spread");
-  if (s != CELL_OK) {
-    cell_tensor_release(o);
-    return s;
-  }
-  *out = o;
-  return CELL_OK;
-}
-
 /* The flags of t (contiguous over its shape, any dtype) and their
  * inclusive prefix sum (both int64, NULL when t is empty); *k the count. */
 static cell_status select_flags(const char *op, const cell_tensor *t, cell_tensor **flags, cell_tensor **pos, int64_t *k) {
@@ -113,8 +89,8 @@ static cell_status broadcast_pair(const char *op, const cell_tensor *a, const ce
   }
   *nd = n;
   *ac = *mc = NULL;
-  cell_status s = spread(a, a->dtype, n, shape, ac);
-  if (s == CELL_OK) s = spread(mask, CELL_DTYPE_BOOL, n, shape, mc);
+  cell_status s = gpu_spread(a, a->dtype, n, shape, ac);
+  if (s == CELL_OK) s = gpu_spread(mask, CELL_DTYPE_BOOL, n, shape, mc);
   if (s != CELL_OK) {
     if (*ac) cell_tensor_release(*ac);
     *ac = NULL;

@@ -165,6 +165,11 @@ cell_status gpu_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **ou
 cell_status gpu_rand(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 cell_status gpu_randn(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 cell_status gpu_randint(int64_t low, int64_t high, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
+/* gpu_random.c: bernoulli and normal (tensors of probabilities, means and
+ * deviations). */
+cell_status gpu_bernoulli(const cell_tensor *x, const cell_tensor *p, double ps, cell_tensor **out);
+cell_status gpu_normal(int ndim, const int64_t *shape, const cell_tensor *mean, const cell_tensor *std,
+                       cell_tensor **out);
 
 /* gpu_bce.c: bce_with_logits and its backward. */
 cell_status gpu_bce_with_logits(const cell_tensor *x, const cell_tensor *y, const cell_tensor *weight,

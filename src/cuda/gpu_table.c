@@ -22,8 +22,10 @@
  * (gpu_shape.c), var / norm / the scans / arange / linspace (gpu_stats.c),
  * sort / topk (gpu_sort.c), mse / l1 (gpu_pwloss.c), optim_step
  * (gpu_optim.c), the activations / softplus / nan_to_num / logsumexp /
- * roll / diag / eye / dot / rand / randn / randint rows (gpu_act.c) and
- * bce_with_logits (gpu_bce.c). Arithmetic promotes mixed dtypes as the CPU does and runs
+ * roll / diag / eye / dot / rand / randn / randint rows (gpu_act.c),
+ * bce_with_logits (gpu_bce.c), interpolate (gpu_interp.c), unfold / fold
+ * (gpu_fold.c), nonzero / masked_select / masked_scatter (gpu_masked.c)
+ * and bernoulli / normal (gpu_random.c). Arithmetic promotes mixed dtypes as the CPU does and runs
  * float16 / bfloat16 through float32. supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
@@ -563,6 +565,8 @@ void gpu_kernels_init(void) {
   gpu_kernels.nonzero = gpu_nonzero;
   gpu_kernels.masked_select = gpu_masked_select;
   gpu_kernels.masked_scatter = gpu_masked_scatter;
+  gpu_kernels.bernoulli = gpu_bernoulli;
+  gpu_kernels.normal = gpu_normal;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -648,6 +652,8 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_nonzero: /* a: every dtype */
   case CELL_KID_masked_select: /* a, mask (the kernel checks the mask is bool) */
   case CELL_KID_masked_scatter: /* a, mask, src */
+  case CELL_KID_bernoulli: /* x (its shape and dtype), p (may be NULL) */
+  case CELL_KID_normal: /* mean, std */
     for (int i = 0; i < nt; i++)
       if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
     return nt > 0 && ts[0];

@@ -1,0 +1,145 @@
+/* gpu_random.c - the GPU table's bernoulli and normal: the probabilities,
+ * means and deviations broadcast to the output as float64, checked on the
+ * device (the first value outside its range read back for the CPU's
+ * message), then gpu_act.cu's Philox fill with the engine's stream (two
+ * elements per block, as src/ops/random.c draws them), so a seed gives the
+ * CPU's numbers for any launch shape; cast to the CPU's result dtype. */
+#include "gpu.h"
+#include "gpu_kern.h"
+#include "gpu_nn.h"
+#include "../core/rng.h"
+#include <math.h>
+#include <string.h>
+
+static int is_float_dt(cell_dtype dt) {
+  return dt == CELL_DTYPE_F32 || dt == CELL_DTYPE_F64 || dt == CELL_DTYPE_F16 || dt == CELL_DTYPE_BF16;
+}
+
+/* The broadcast shape of (na, a) and (nb, b): the CPU's ValueError. */
+static cell_status bshape(const char *op, int na, const int64_t *a, int nb, const int64_t *b, int *nd, int64_t *out) {
+  int n = na > nb ? na : nb;
+  for (int d = 0; d < n; d++) {
+    int ka = d - (n - na), kb = d - (n - nb);
+    int64_t x = ka < 0 ? 1 : a[ka], y = kb < 0 ? 1 : b[kb];
+    if (x != y && x != 1 && y != 1) {
+      char ba[256], bb[256];
+      return cell_error(CELL_ERR_VALUE, "%s: shapes %s and %s cannot be broadcast", op, cell_shape_str(na, a, ba, sizeof ba),
+                        cell_shape_str(nb, b, bb, sizeof bb));
+    }
+    out[d] = x == 1 ? y : x;
+  }
+  *nd = n;
+  return CELL_OK;
+}
+
+/* The first element of v (n float64 on g) outside [lo, hi] into *val;
+ * *found 0 when there is none. */
+static cell_status first_outside(gpu_ctx *g, const cell_tensor *v, double lo, double hi, int *found, double *val) {
+  *found = 0;
+  int64_t n = gpu_numel(v), one = 1;
+  if (n == 0) return CELL_OK;
+  cell_tensor *bad;
+  CELL_TRY(gpu_new_tensor(g, CELL_DTYPE_I64, 1, &one, &bad));
+  unsigned long long none = ~0ull, at = 0;
+  cell_status s = gpu_fill(g, gpu_data(bad), 8, &none, 8);
+  if (s == CELL_OK) s = gpu_launch(gpuk_first_outside(g->stream, gpu_data(v), n, lo, hi, gpu_data(bad)), "range check");
+  if (s == CELL_OK) s = gpu_copy_d2h(g, &at, gpu_data(bad), 8);
+  if (s == CELL_OK && at != ~0ull && at >= 1 && (int64_t)at <= n) {
+    *found = 1;
+    s = gpu_copy_d2h(g, val, (const double *)gpu_data(v) + (at - 1), 8);
+  }
+  cell_tensor_release(bad);
+  return s;
+}
+
+/* A float64 fill of shape (nd, shape) from the stream (pa / pb as the
+ * kernel takes them), cast to dt. */
+static cell_status fill(gpu_ctx *g, const char *op, int kind, double ps, const cell_tensor *pa, const cell_tensor *pb,
+                        int nd, const int64_t *shape, cell_dtype dt, cell_tensor **out) {
+  cell_tensor *v = NULL, *r = NULL;
+  cell_status s = gpu_new_tensor(g, CELL_DTYPE_F64, nd, shape, &v);
+  int64_t n = s == CELL_OK ? gpu_numel(v) : 0;
+  if (s == CELL_OK && n > 0) {
+    uint64_t seed, first = cell_rng_reserve((uint64_t)(n + 1) / 2, &seed);
+    s = gpu_launch(gpuk_rand(g->stream, kind, seed, first, ps, 0, 0, pa ? gpu_data(pa) : NULL,
+                             pb ? gpu_data(pb) : NULL, gpu_data(v), NULL, n),
+                   op);
+  }
+  if (s == CELL_OK) s = gpu_contig_as(v, dt, &r);
+  if (v) cell_tensor_release(v);
+  if (s != CELL_OK) {
+    if (r) cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
+}
+
+cell_status gpu_bernoulli(const cell_tensor *x, const cell_tensor *p, double ps, cell_tensor **out) {
+  if (!x || !out) return cell_error(CELL_ERR_VALUE, "bernoulli: NULL argument");
+  if (!gpu_dtype_copyable(x->dtype))
+    return cell_error(CELL_ERR_NOTIMPL, "bernoulli of %s is not supported on device GPU", cell_dtype_name(x->dtype));
+  gpu_ctx *g = gpu_ctx_of(x);
+  cell_tensor *pd = NULL;
+  if (p) {
+    if (!is_float_dt(p->dtype))
+      return cell_error(CELL_ERR_TYPE, "bernoulli: probabilities must be a float tensor, got %s",
+                        cell_dtype_name(p->dtype));
+    int nd;
+    int64_t bs[CELL_MAX_DIMS];
+    CELL_TRY(bshape("bernoulli", p->ndim, p->shape, x->ndim, x->shape, &nd, bs));
+    int same = nd == x->ndim;
+    for (int d = 0; same && d < nd; d++) same = bs[d] == x->shape[d];
+    if (!same) {
+      char s1[96], s2[96];
+      return cell_error(CELL_ERR_VALUE, "bernoulli: probabilities of shape %s do not broadcast to the input's shape %s",
+                        cell_shape_str(p->ndim, p->shape, s1, sizeof s1), cell_shape_str(x->ndim, x->shape, s2, sizeof s2));
+    }
+    CELL_TRY(gpu_spread(p, CELL_DTYPE_F64, x->ndim, x->shape, &pd));
+    int found;
+    double bad = 0;
+    cell_status s = first_outside(g, pd, 0, 1, &found, &bad);
+    if (s == CELL_OK && found)
+      s = cell_error(CELL_ERR_VALUE, "bernoulli: every probability must lie in [0, 1], got %g", bad);
+    if (s != CELL_OK) {
+      cell_tensor_release(pd);
+      return s;
+    }
+  } else if (!(ps >= 0 && ps <= 1)) {
+    return cell_error(CELL_ERR_VALUE, "bernoulli: p must lie in [0, 1], got %g", ps);
+  }
+  cell_status s = fill(g, "bernoulli", GPUK_RAND_BERNOULLI, ps, pd, NULL, x->ndim, x->shape, x->dtype, out);
+  if (pd) cell_tensor_release(pd);
+  return s;
+}
+
+cell_status gpu_normal(int ndim, const int64_t *shape, const cell_tensor *mean, const cell_tensor *std,
+                       cell_tensor **out) {
+  if (!mean || !std || !out || (ndim > 0 && !shape)) return cell_error(CELL_ERR_VALUE, "normal: NULL argument");
+  if (ndim < 0 || ndim > CELL_MAX_DIMS) return cell_error(CELL_ERR_VALUE, "normal: %d dimensions given", ndim);
+  for (int d = 0; d < ndim; d++)
+    if (shape[d] < 0)
+      return cell_error(CELL_ERR_VALUE, "normal: sizes must be non-negative, got %lld", (long long)shape[d]);
+  if (!is_float_dt(mean->dtype) || !is_float_dt(std->dtype))
+    return cell_error(CELL_ERR_TYPE, "normal: mean and stddev must be float, got %s and %s",
+                      cell_dtype_name(mean->dtype), cell_dtype_name(std->dtype));
+  int n1, n2;
+  int64_t s1[CELL_MAX_DIMS], s2[CELL_MAX_DIMS];
+  CELL_TRY(bshape("normal", ndim, shape, mean->ndim, mean->shape, &n1, s1));
+  CELL_TRY(bshape("normal", n1, s1, std->ndim, std->shape, &n2, s2));
+  cell_dtype dt = cell_dtype_promote(mean->dtype, std->dtype);
+  gpu_ctx *g = gpu_ctx_of(mean);
+  cell_tensor *m = NULL, *sd = NULL;
+  cell_status s = gpu_spread(mean, CELL_DTYPE_F64, n2, s2, &m);
+  if (s == CELL_OK) s = gpu_spread(std, CELL_DTYPE_F64, n2, s2, &sd);
+  if (s == CELL_OK) {
+    int found;
+    double bad = 0;
+    s = first_outside(g, sd, 0, INFINITY, &found, &bad);
+    if (s == CELL_OK && found) s = cell_error(CELL_ERR_VALUE, "normal: stddev must be at least 0 everywhere, got %g", bad);
+  }
+  if (s == CELL_OK) s = fill(g, "normal", GPUK_RAND_NORMAL, 0, m, sd, n2, s2, dt, out);
+  cell_tensor *tmp[2] = {m, sd};
+  gpu_release_all(tmp, 2);
+  return s;
+}
