@@ -2,6 +2,7 @@
 -- every fused activation of cell.ops (forward and gradient), softplus,
 -- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits,
 -- interpolate, unfold / fold, nonzero / masked_select / masked_scatter,
+-- conv3d / conv_transpose3d,
 -- the random fills (rand, randn, randint, bernoulli, normal: the CPU's
 -- numbers for one seed)
 -- and integer arithmetic with a number on uint8 / int8 / int16 tensors;
@@ -454,6 +455,79 @@ case("bernoulli and normal refuse probabilities outside [0, 1] and negative devi
   ok, gerr = pcall(cell.ops.normal, G(m), G(sd))
   assert.is_false(ok)
   assert.is_truthy(msg(gerr):find("ValueError: normal", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+end)
+
+local conv3d_cases = {
+  { { 2, 4, 5, 6, 5 }, { 6, 4, 3, 2, 3 }, {} },
+  { { 2, 4, 5, 6, 5 }, { 6, 2, 2, 3, 2 }, { stride = { 2, 1, 2 }, padding = { 1, 0, 2 }, groups = 2 } },
+  { { 1, 3, 7, 5, 6 }, { 4, 3, 3, 3, 2 }, { dilation = { 2, 1, 2 }, padding = 1 } },
+  { { 1, 2, 5, 4, 6 }, { 3, 2, 2, 3, 3 }, { pad_mode = "same" } },
+}
+for _, dt in ipairs { "float32", "float64", "float16" } do
+  case(("conv3d and conv_transpose3d %s: stride, padding, dilation, groups, bias, strided, gradients"):format(dt),
+    function()
+      local t = dt == "float64" and 1e-12 or (dt == "float32" and 1e-5 or 4e-3)
+      for _, c in ipairs(conv3d_cases) do
+        local x = cell.randn(c[1]):astype(cell[dt])
+        local w = cell.randn(c[2]):astype(cell[dt])
+        local b = cell.randn({ c[2][1] }):astype(cell[dt])
+        local xs = x:transpose(3, 5):contiguous():transpose(3, 5)
+        local o = c[3]
+        close(cell.ops.conv3d(G(xs), G(w), G(b), o), cell.ops.conv3d(xs, w, b, o), t, t)
+        close(cell.ops.conv3d(G(x), G(w), o), cell.ops.conv3d(x, w, o), t, t)
+        if dt ~= "float16" then
+          local y = cell.ops.conv3d(x, w, b, o)
+          local r = cell.randn(y.shape):astype(cell[dt])
+          local f = function(u, v, bb) return (cell.ops.conv3d(u, v, bb, o) * r):sum() end
+          local gf = function(u, v, bb) return (cell.ops.conv3d(u, v, bb, o) * G(r)):sum() end
+          local function grads(fn, ...)
+            local g = { cell.grad(fn, { grad_position = { 1, 2, 3 } })(...) }
+            if #g == 1 and getmetatable(g[1]) == nil then g = g[1] end
+            return g
+          end
+          local gg, cg = grads(gf, G(x), G(w), G(b)), grads(f, x, w, b)
+          for i = 1, 3 do close(gg[i], cg[i], t * 10, t * 10) end
+        end
+        if not o.pad_mode then
+          -- the transposed convolution with the same weight read as (in, out / groups, ...)
+          local groups = o.groups or 1
+          local tw = cell.randn({ c[2][1], c[2][2], c[2][3], c[2][4], c[2][5] }):astype(cell[dt])
+          local tb = cell.randn({ c[2][2] * groups }):astype(cell[dt])
+          local to = { stride = o.stride, dilation = o.dilation, groups = groups }
+          if o.stride then to.output_padding = { 1, 0, 0 } end
+          local tx = cell.randn({ 2, c[2][1], 3, 4, 3 }):astype(cell[dt])
+          close(cell.ops.conv_transpose3d(G(tx), G(tw), G(tb), to), cell.ops.conv_transpose3d(tx, tw, tb, to), t, t)
+          if dt ~= "float16" then
+            local y = cell.ops.conv_transpose3d(tx, tw, tb, to)
+            local r = cell.randn(y.shape):astype(cell[dt])
+            local f = function(u, v, bb) return (cell.ops.conv_transpose3d(u, v, bb, to) * r):sum() end
+            local gf = function(u, v, bb) return (cell.ops.conv_transpose3d(u, v, bb, to) * G(r)):sum() end
+            local function grads(fn, ...)
+              local g = { cell.grad(fn, { grad_position = { 1, 2, 3 } })(...) }
+              if #g == 1 and getmetatable(g[1]) == nil then g = g[1] end
+              return g
+            end
+            local gg, cg = grads(gf, G(tx), G(tw), G(tb)), grads(f, tx, tw, tb)
+            for i = 1, 3 do close(gg[i], cg[i], t * 10, t * 10) end
+          end
+        end
+      end
+    end)
+end
+
+case("conv3d errors are the CPU's", function()
+  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  local x, w = cell.randn { 1, 3, 4, 4, 4 }, cell.randn { 2, 2, 3, 3, 3 }
+  local _, cerr = pcall(cell.ops.conv3d, x, w)
+  local ok, gerr = pcall(cell.ops.conv3d, G(x), G(w))
+  assert.is_false(ok)
+  assert.is_truthy(msg(gerr):find("ValueError: ", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+  local big = cell.randn { 2, 3, 5, 5, 5 }
+  _, cerr = pcall(cell.ops.conv3d, x, big)
+  ok, gerr = pcall(cell.ops.conv3d, G(x), G(big))
+  assert.is_false(ok)
   assert.are.equal(msg(cerr), msg(gerr))
 end)
 

@@ -352,6 +352,24 @@ int gpuk_nonzero(void *stream, gpuk_layout L, const long long *f, const long lon
 int gpuk_masked(void *stream, int es, int scatter, const long long *f, const long long *pos, const void *a,
                 const void *src, void *out, int64_t n);
 
+/* --- gpu_conv3d.cu: conv3d forward, input and weight gradients (direct kernels) ------- */
+
+/* src/ops/conv.h's cell_conv3d_geom: input (n, c, d, h, w), o output
+ * channels, the kernel, groups, stride and dilation (depth, height,
+ * width), padding (front, back, top, bottom, left, right), the output. */
+typedef struct gpuk_c3_geom {
+  int64_t n, c, d, h, w, o, kd, kh, kw, groups, s[3], dl[3], pd[6], od, oh, ow;
+} gpuk_c3_geom;
+enum { GPUK_C3_FWD = 0, GPUK_C3_DATA = 1, GPUK_C3_WEIGHT = 2 };
+/* GPUK_C3_FWD: out (n, o, od, oh, ow) = p0 (the input) conv p1 (the
+ * weight) + b (per o; may be NULL); GPUK_C3_DATA: out (n, c, d, h, w) =
+ * the adjoint applied to p0 (n, o, od, oh, ow) with weight p1, + b (per
+ * c; may be NULL); GPUK_C3_WEIGHT: out (the weight's shape) = the weight
+ * gradient of p0 (the output gradient) and p1 (the input). Every element
+ * of out written; contiguous, dt float32 or float64. */
+int gpuk_conv3d(void *stream, int dt, int which, gpuk_c3_geom G, const void *p0, const void *p1, const void *b,
+                void *out);
+
 #ifdef __cplusplus
 }
 #endif

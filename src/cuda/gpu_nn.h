@@ -196,4 +196,18 @@ cell_status gpu_masked_select(const cell_tensor *a, const cell_tensor *mask, cel
 cell_status gpu_masked_scatter(const cell_tensor *a, const cell_tensor *mask, const cell_tensor *src,
                                cell_tensor **out);
 
+/* gpu_conv3d.c: conv3d and conv_transpose3d, forward and backward. */
+cell_status gpu_conv3d(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b, const int64_t *stride,
+                       const int64_t *padding, const int64_t *dilation, int64_t groups, cell_tensor **out);
+cell_status gpu_conv3d_backward(const cell_tensor *gy, const cell_tensor *x, const cell_tensor *w, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation, int64_t groups, cell_tensor **gx,
+                                cell_tensor **gw, cell_tensor **gb);
+cell_status gpu_conv_transpose3d(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b, const int64_t *stride,
+                                 const int64_t *padding, const int64_t *output_padding, const int64_t *dilation,
+                                 int64_t groups, cell_tensor **out);
+cell_status gpu_conv_transpose3d_backward(const cell_tensor *gy, const cell_tensor *x, const cell_tensor *w,
+                                          const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
+                                          const int64_t *dilation, int64_t groups, cell_tensor **gx, cell_tensor **gw,
+                                          cell_tensor **gb);
+
 #endif

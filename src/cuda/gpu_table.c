@@ -25,7 +25,8 @@
  * roll / diag / eye / dot / rand / randn / randint rows (gpu_act.c),
  * bce_with_logits (gpu_bce.c), interpolate (gpu_interp.c), unfold / fold
  * (gpu_fold.c), nonzero / masked_select / masked_scatter (gpu_masked.c)
- * and bernoulli / normal (gpu_random.c). Arithmetic promotes mixed dtypes as the CPU does and runs
+ * bernoulli / normal (gpu_random.c) and conv3d / conv_transpose3d
+ * (gpu_conv3d.c, direct kernels). Arithmetic promotes mixed dtypes as the CPU does and runs
  * float16 / bfloat16 through float32. supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
@@ -567,6 +568,10 @@ void gpu_kernels_init(void) {
   gpu_kernels.masked_scatter = gpu_masked_scatter;
   gpu_kernels.bernoulli = gpu_bernoulli;
   gpu_kernels.normal = gpu_normal;
+  gpu_kernels.conv3d = gpu_conv3d;
+  gpu_kernels.conv3d_backward = gpu_conv3d_backward;
+  gpu_kernels.conv_transpose3d = gpu_conv_transpose3d;
+  gpu_kernels.conv_transpose3d_backward = gpu_conv_transpose3d_backward;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -654,6 +659,10 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_masked_scatter: /* a, mask, src */
   case CELL_KID_bernoulli: /* x (its shape and dtype), p (may be NULL) */
   case CELL_KID_normal: /* mean, std */
+  case CELL_KID_conv3d: /* x, w, b (the kernel checks for floats) */
+  case CELL_KID_conv3d_backward: /* gy, x, w */
+  case CELL_KID_conv_transpose3d:
+  case CELL_KID_conv_transpose3d_backward:
     for (int i = 0; i < nt; i++)
       if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
     return nt > 0 && ts[0];
