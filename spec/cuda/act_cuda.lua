@@ -2,7 +2,7 @@
 -- every fused activation of cell.ops (forward and gradient), softplus,
 -- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits,
 -- interpolate, unfold / fold, nonzero / masked_select / masked_scatter,
--- conv3d / conv_transpose3d,
+-- conv3d / conv_transpose3d, cumprod's gradient,
 -- the random fills (rand, randn, randint, bernoulli, normal: the CPU's
 -- numbers for one seed)
 -- and integer arithmetic with a number on uint8 / int8 / int16 tensors;
@@ -530,6 +530,24 @@ case("conv3d errors are the CPU's", function()
   assert.is_false(ok)
   assert.are.equal(msg(cerr), msg(gerr))
 end)
+
+for _, dt in ipairs { "float32", "float64" } do
+  case(("cumprod's gradient %s along every dim, with zeros, strided"):format(dt), function()
+    local x = cell.randn({ 4, 5, 6 }):astype(cell[dt])
+    x[2][3][4] = 0
+    x[3][1][2] = 0
+    x[3][1][5] = 0
+    x[1][4][1] = 0
+    local t = dt == "float64" and 1e-12 or 1e-5
+    for _, a in ipairs { x, x:transpose(1, 3) } do
+      local w = cell.randn(a.shape):astype(cell[dt])
+      for dim = 1, 3 do
+        local f = function(u, v) return (u:cumprod(dim) * v):sum() end
+        close(cell.grad(f, 1)(G(a), G(w)), cell.grad(f, 1)(a, w), t, t)
+      end
+    end
+  end)
+end
 
 describe("cell.cuda activations, logsumexp, roll, diag, eye, dot and random fills on the GPU", function()
   if not cuda.is_available() then

@@ -5,7 +5,8 @@
  * (rows from gpu_rows, one block per row), roll (an index remap), diag and
  * eye (strided copies and puts), dot (a product then a sum) and the random
  * fills rand / randn / randint (the engine's Philox stream: a seed gives
- * the CPU's numbers for any launch shape). src/ops's checks and messages. */
+ * the CPU's numbers for any launch shape) and cumprod's gradient.
+ * src/ops's checks and messages. */
 #include "gpu.h"
 #include "gpu_kern.h"
 #include "gpu_nn.h"
@@ -397,4 +398,37 @@ cell_status gpu_randint(int64_t low, int64_t high, cell_dtype dt, int ndim, cons
                       (long long)low, (long long)high, cell_dtype_name(dt), (long long)lo_ok, (long long)hi_ok);
   return random_fill("randint", GPUK_RAND_INT, 0, (long long)low, (unsigned long long)((uint64_t)high - (uint64_t)low),
                      dt, ndim, shape, out);
+}
+
+/* --- cumprod's gradient --------------------------------------------------------------------- */
+
+cell_status gpu_cumprod_backward(const cell_tensor *g, const cell_tensor *x, int dim, cell_tensor **gx) {
+  if (!g || !x || !gx) return cell_error(CELL_ERR_VALUE, "cumprod_backward: NULL argument");
+  if (dim < 0 || dim >= (x->ndim ? x->ndim : 1))
+    return cell_error(CELL_ERR_INDEX, "cumprod_backward: dimension %d out of range for a %d-D tensor", dim, x->ndim);
+  int same = g->ndim == x->ndim;
+  for (int d = 0; same && d < x->ndim; d++) same = g->shape[d] == x->shape[d];
+  if (!same) {
+    char b1[256], b2[256];
+    return cell_error(CELL_ERR_RUNTIME, "cumprod_backward: gradient of shape %s for an input of shape %s",
+                      cell_shape_str(g->ndim, g->shape, b1, sizeof b1), cell_shape_str(x->ndim, x->shape, b2, sizeof b2));
+  }
+  if (!gpu_dtype_copyable(x->dtype) || !gpu_dtype_copyable(g->dtype))
+    return cell_error(CELL_ERR_NOTIMPL, "cumprod_backward of %s is not supported on device GPU", cell_dtype_name(x->dtype));
+  cell_dtype rt = is_float_dt(x->dtype) ? x->dtype : CELL_DTYPE_F32;
+  int64_t outer = 1, len = x->ndim ? x->shape[dim] : 1, inner = 1;
+  for (int d = 0; d < dim && d < x->ndim; d++) outer *= x->shape[d];
+  for (int d = dim + 1; d < x->ndim; d++) inner *= x->shape[d];
+  gpu_ctx *c = gpu_ctx_of(x);
+  cell_tensor *xc = NULL, *gc = NULL, *o = NULL, *r = NULL;
+  cell_status s = gpu_contig_as(x, CELL_DTYPE_F64, &xc);
+  if (s == CELL_OK) s = gpu_contig_as(g, CELL_DTYPE_F64, &gc);
+  if (s == CELL_OK) s = gpu_new_tensor(c, CELL_DTYPE_F64, x->ndim, x->shape, &o);
+  if (s == CELL_OK)
+    s = gpu_launch(gpuk_cumprod_backward(c->stream, gpu_data(xc), gpu_data(gc), gpu_data(o), outer, len, inner),
+                   "cumprod_backward");
+  if (s == CELL_OK) s = gpu_contig_as(o, rt, &r);
+  cell_tensor *tmp[3] = {xc, gc, o};
+  gpu_release_all(tmp, 3);
+  return finish(s, r, gx);
 }

@@ -6,7 +6,8 @@
 // dimension) and the random fills rand / randn / randint / normal /
 // bernoulli (the engine's
 // Philox stream, gpu_philox.h: element j's value depends on (seed, first,
-// j) only, so any launch shape gives the CPU's numbers). Raw pointers and
+// j) only, so any launch shape gives the CPU's numbers) and cumprod's
+// gradient (one thread per line). Raw pointers and
 // counts only (gpu_kern.h).
 #include "gpu_kern.h"
 #include "gpu_philox.h"
@@ -232,6 +233,41 @@ __global__ void outside_k(const double *x, int64_t n, double lo, double hi, unsi
     if (!(x[i] >= lo && x[i] <= hi)) atomicMin(bad, (unsigned long long)(i + 1));
 }
 
+// cumprod's gradient along the middle dim of contiguous float64 (outer,
+// len, inner), one thread per line, src/ops/scan.c's formula (exact with
+// zeros: before the first zero z a reversed sum of g y / x, at z the
+// product before it times the sum of g times the products after it, 0
+// past it). gx is the line's scratch too.
+__global__ void cumprod_bw_k(const double *x, const double *g, double *gx, int64_t outer, int64_t n, int64_t inner) {
+  GRID_STRIDE(q, outer * inner) {
+    int64_t base = (q / inner) * n * inner + q % inner;
+    const double *xv = x + base, *gv = g + base;
+    double *o = gx + base;
+    int64_t z = 0;
+    while (z < n && xv[z * inner] != 0) z++;
+    double y = 1;
+    for (int64_t i = 0; i < z; i++) {
+      y *= xv[i * inner];
+      o[i * inner] = gv[i * inner] * y;
+    }
+    double acc = 0;
+    for (int64_t i = z - 1; i >= 0; i--) {
+      acc += o[i * inner];
+      o[i * inner] = acc / xv[i * inner];
+    }
+    if (z < n) {
+      double pre = 1, p = 1, sum = 0;
+      for (int64_t i = 0; i < z; i++) pre *= xv[i * inner];
+      for (int64_t j = z; j < n; j++) {
+        if (j > z) p *= xv[j * inner];
+        sum += gv[j * inner] * p;
+      }
+      o[z * inner] = pre * sum;
+      for (int64_t j = z + 1; j < n; j++) o[j * inner] = 0;
+    }
+  }
+}
+
 template <typename T>
 int pointwise_as(cudaStream_t st, int op, double k0, double k1, double k2, const void *x, const void *g, void *out,
                  int64_t n) {
@@ -296,5 +332,12 @@ extern "C" int gpuk_bce(void *stream, int backward, const double *x, const doubl
                         int64_t n) {
   if (n <= 0) return 0;
   bce_k<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(backward, x, y, w, pw, g, k, o0, o1, o2, o3, n);
+  return last();
+}
+
+extern "C" int gpuk_cumprod_backward(void *stream, const double *x, const double *g, double *gx, int64_t outer,
+                                     int64_t len, int64_t inner) {
+  if (outer * inner <= 0 || len <= 0) return 0;
+  cumprod_bw_k<<<blocks_for(outer * inner), kThreads, 0, (cudaStream_t)stream>>>(x, g, gx, outer, len, inner);
   return last();
 }

@@ -301,6 +301,10 @@ enum { GPUK_RAND_UNIFORM = 0, GPUK_RAND_NORMAL = 1, GPUK_RAND_INT = 2, GPUK_RAND
 int gpuk_rand(void *stream, int kind, unsigned long long seed, unsigned long long first, double scale,
               long long low, unsigned long long range, const double *pa, const double *pb, double *fo,
               long long *io, int64_t n);
+/* gx = cumprod's gradient along the middle dim of contiguous float64
+ * (outer, len, inner) x and g (src/ops/scan.c's formula, exact with zeros). */
+int gpuk_cumprod_backward(void *stream, const double *x, const double *g, double *gx, int64_t outer, int64_t len,
+                          int64_t inner);
 /* *bad (set to ~0 first) = 1 + the first i with x[i] outside [lo, hi]
  * (NaN counts as outside). */
 int gpuk_first_outside(void *stream, const double *x, int64_t n, double lo, double hi, unsigned long long *bad);

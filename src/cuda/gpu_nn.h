@@ -165,6 +165,7 @@ cell_status gpu_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **ou
 cell_status gpu_rand(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 cell_status gpu_randn(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
 cell_status gpu_randint(int64_t low, int64_t high, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
+cell_status gpu_cumprod_backward(const cell_tensor *g, const cell_tensor *x, int dim, cell_tensor **gx);
 /* gpu_random.c: bernoulli and normal (tensors of probabilities, means and
  * deviations). */
 cell_status gpu_bernoulli(const cell_tensor *x, const cell_tensor *p, double ps, cell_tensor **out);

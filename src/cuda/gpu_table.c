@@ -572,6 +572,7 @@ void gpu_kernels_init(void) {
   gpu_kernels.conv3d_backward = gpu_conv3d_backward;
   gpu_kernels.conv_transpose3d = gpu_conv_transpose3d;
   gpu_kernels.conv_transpose3d_backward = gpu_conv_transpose3d_backward;
+  gpu_kernels.cumprod_backward = gpu_cumprod_backward;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -663,6 +664,7 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_conv3d_backward: /* gy, x, w */
   case CELL_KID_conv_transpose3d:
   case CELL_KID_conv_transpose3d_backward:
+  case CELL_KID_cumprod_backward: /* g, x: any real dtypes (through float64) */
     for (int i = 0; i < nt; i++)
       if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
     return nt > 0 && ts[0];
