@@ -2,7 +2,7 @@
 -- every fused activation of cell.ops (forward and gradient), softplus,
 -- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits,
 -- interpolate, unfold / fold, nonzero / masked_select / masked_scatter,
--- conv3d / conv_transpose3d, cumprod's gradient,
+-- conv3d / conv_transpose3d, cumprod's gradient, median,
 -- the random fills (rand, randn, randint, bernoulli, normal: the CPU's
 -- numbers for one seed)
 -- and integer arithmetic with a number on uint8 / int8 / int16 tensors;
@@ -548,6 +548,47 @@ for _, dt in ipairs { "float32", "float64" } do
     end
   end)
 end
+
+for _, dt in ipairs { "float32", "float64", "int64", "uint8", "float16", "int32" } do
+  case(("median %s along every dim, keepdim, ties, strided"):format(dt), function()
+    local a = cell.randint(0, 4, { 4, 5, 6 }):astype(cell[dt]) -- many ties
+    for _, x in ipairs { a, a:transpose(1, 3) } do
+      for dim = 1, 3 do
+        local gv, gi = G(x):median(dim)
+        local cv, ci = x:median(dim)
+        close(gv, cv, 0, 0)
+        close(gi, ci, 0, 0)
+        gv, gi = G(x):median(dim, true)
+        cv, ci = x:median(dim, true)
+        close(gv, cv, 0, 0)
+        close(gi, ci, 0, 0)
+      end
+    end
+  end)
+end
+
+case("median of lines with NaN, of a 0-D tensor, its gradient, and the CPU's error for an empty dim", function()
+  local x = cell.tensor { { 1, 0 / 0, 3, 0 / 0 }, { 4, 2, 9, 1 }, { 0 / 0, 5, 5, 5 } }
+  local gv, gi = G(x):median(2)
+  local cv, ci = x:median(2)
+  close(gv, cv, 0, 0)
+  close(gi, ci, 0, 0)
+  local z = cell.tensor(3.5)
+  gv, gi = G(z):median(1)
+  cv, ci = z:median(1)
+  close(gv, cv, 0, 0)
+  close(gi, ci, 0, 0)
+  local a, w = cell.randn { 4, 7 }, cell.randn { 4 }
+  local f = function(u, v) return (u:median(2) * v):sum() end
+  close(cell.grad(f, 1)(G(a), G(w)), cell.grad(f, 1)(a, w), 0, 0)
+  local e = cell.zeros { 3, 0 }
+  local _, cerr = pcall(function() return e:median(2) end)
+  local ok, gerr = pcall(function() return G(e):median(2) end)
+  assert.is_false(ok)
+  local function msg(m) return (tostring(m):gsub("^.-:%d+: ", "")) end
+  assert.is_truthy(msg(gerr):find("IndexError: median", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+end)
 
 describe("cell.cuda activations, logsumexp, roll, diag, eye, dot and random fills on the GPU", function()
   if not cuda.is_available() then

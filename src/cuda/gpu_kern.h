@@ -252,6 +252,13 @@ int gpuk_sort(void *stream, int es, int is_int, int flip, const void *x, const v
               int64_t inner, int64_t k, unsigned long long *K, long long *P, unsigned long long *K2, long long *P2,
               void *vals, long long *idx, long long base);
 
+/* median from sorted lines (vals es-byte elements, idx their indices, both
+ * (outer, len, inner)): ov, oi (outer inner each) = the element at
+ * (len - 1) / 2, or the line's first NaN when vf (the sorted values as
+ * float64; NULL for integers) ends with one. */
+int gpuk_median_pick(void *stream, int es, const void *vals, const double *vf, const long long *idx, void *ov,
+                     long long *oi, int64_t outer, int64_t len, int64_t inner);
+
 /* --- gpu_optim.cu: the fused steps of optim_step (not Lamb, LARS) --------------------- */
 
 /* The kinds (cell_optim_kind's values). */

@@ -125,6 +125,8 @@ cell_status gpu_sort(const cell_tensor *a, int dim, int descending, int64_t inde
                      cell_tensor **indices);
 cell_status gpu_topk(const cell_tensor *a, int64_t k, int dim, int largest, int sorted, int64_t index_base,
                      cell_tensor **values, cell_tensor **indices);
+cell_status gpu_median(const cell_tensor *a, int dim, int keepdim, int64_t index_base, cell_tensor **values,
+                       cell_tensor **indices);
 
 /* gpu_optim.c: the fused steps of optim_step (RMSProp, Adagrad, ...; not Lamb, LARS). */
 cell_status gpu_optim_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *s0, cell_tensor *s1,

@@ -573,6 +573,7 @@ void gpu_kernels_init(void) {
   gpu_kernels.conv_transpose3d = gpu_conv_transpose3d;
   gpu_kernels.conv_transpose3d_backward = gpu_conv_transpose3d_backward;
   gpu_kernels.cumprod_backward = gpu_cumprod_backward;
+  gpu_kernels.median = gpu_median;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -676,6 +677,7 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
     }
   case CELL_KID_sort: /* any real dtype: keys from a float64 or int64 copy */
   case CELL_KID_topk:
+  case CELL_KID_median:
   case CELL_KID_var: /* any real dtype, gathered as float64 */
   case CELL_KID_norm:
   case CELL_KID_cumsum:
