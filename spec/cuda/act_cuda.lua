@@ -1,13 +1,12 @@
--- cell.cuda's activation rows and their neighbours against the CPU's:
--- every fused activation of cell.ops (forward and gradient), softplus,
--- nan_to_num, logsumexp, roll, diag, eye, dot, bce_with_logits,
--- interpolate, unfold / fold, nonzero / masked_select / masked_scatter,
--- conv3d / conv_transpose3d, cumprod's gradient, median,
--- the random fills (rand, randn, randint, bernoulli, normal: the CPU's
--- numbers for one seed)
--- and integer arithmetic with a number on uint8 / int8 / int16 tensors;
--- per dtype and for strided inputs. Runs only where
--- cell.cuda.is_available(); elsewhere it prints how many it skipped.
+-- cell.cuda's rows beyond the first rounds against the CPU's: every fused
+-- activation of cell.ops (forward and gradient), softplus, nan_to_num,
+-- logsumexp, roll, diag, eye, dot, bce_with_logits, interpolate, unfold /
+-- fold, nonzero / masked_select / masked_scatter, conv3d /
+-- conv_transpose3d, cumprod's gradient, median, the random fills (rand,
+-- randn, randint, bernoulli, normal, multinomial: the CPU's numbers for one
+-- seed) and integer arithmetic on uint8 / int8 / int16 tensors; per dtype
+-- and for strided inputs. Runs only where cell.cuda.is_available();
+-- elsewhere it prints how many it skipped.
 local cell = require "cell"
 local cuda = require "cell.cuda"
 
@@ -587,6 +586,37 @@ case("median of lines with NaN, of a 0-D tensor, its gradient, and the CPU's err
   assert.is_false(ok)
   local function msg(m) return (tostring(m):gsub("^.-:%d+: ", "")) end
   assert.is_truthy(msg(gerr):find("IndexError: median", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+end)
+
+case("multinomial on the GPU: the CPU's draws for one seed, with and without replacement", function()
+  local p = cell.rand({ 5, 9 }):astype(cell.float64)
+  p[2][4] = 0
+  p[3][1] = 0
+  for _, c in ipairs {
+    { p, 6, true },
+    { p, 7, false },
+    { p:select(1, 2), 20, true },
+    { p:transpose(1, 2):contiguous():transpose(1, 2):astype(cell.float32), 4, false },
+  } do
+    cell.set_seed(5)
+    local cv = cell.ops.multinomial(c[1], c[2], c[3])
+    cell.set_seed(5)
+    local gv = cell.ops.multinomial(G(c[1]), c[2], c[3])
+    assert.are.equal("GPU:0", gv.device)
+    close(gv, cv, 0, 0)
+  end
+  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  local bad = cell.tensor { { 0.2, -1, 0.5 } }
+  local _, cerr = pcall(cell.ops.multinomial, bad, 1)
+  local ok, gerr = pcall(cell.ops.multinomial, G(bad), 1)
+  assert.is_false(ok)
+  assert.is_truthy(msg(gerr):find("ValueError: multinomial", 1, true), msg(gerr))
+  assert.are.equal(msg(cerr), msg(gerr))
+  local few = cell.tensor { { 0.2, 0, 0.5 } }
+  _, cerr = pcall(cell.ops.multinomial, few, 3, false)
+  ok, gerr = pcall(cell.ops.multinomial, G(few), 3, false)
+  assert.is_false(ok)
   assert.are.equal(msg(cerr), msg(gerr))
 end)
 

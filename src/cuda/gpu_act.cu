@@ -268,6 +268,58 @@ __global__ void cumprod_bw_k(const double *x, const double *g, double *gx, int64
   }
 }
 
+// multinomial, one thread per row of k float64 weights w (checked by the
+// host), its cdf scratch of k: src/ops/random.c's draws (sample t of row i
+// from Philox block first + i num_samples + t), with replacement by a
+// search of the cumulative weights, without by a walk over the weights
+// left.
+__global__ void multinomial_k(const double *w, double *cdf, long long *o, int64_t rows, int64_t k, int64_t ns,
+                              int replacement, unsigned long long seed, unsigned long long first, long long base) {
+  GRID_STRIDE(i, rows) {
+    const double *wr = w + i * k;
+    double *c = cdf + i * k;
+    uint32_t b[4];
+    if (replacement) {
+      double acc = 0;
+      for (int64_t j = 0; j < k; j++) c[j] = acc += wr[j];
+      for (int64_t t = 0; t < ns; t++) {
+        gpu_philox_block(seed, first + (uint64_t)(i * ns + t), b);
+        double u = u01(b[0], b[1]) * acc;
+        int64_t lo = 0, hi = k - 1;
+        while (lo < hi) {
+          int64_t mid = lo + (hi - lo) / 2;
+          if (c[mid] > u) hi = mid;
+          else lo = mid + 1;
+        }
+        while (lo > 0 && wr[lo] == 0) lo--;
+        o[i * ns + t] = lo + base;
+      }
+    } else {
+      double left = 0;
+      for (int64_t j = 0; j < k; j++) left += c[j] = wr[j];
+      for (int64_t t = 0; t < ns; t++) {
+        gpu_philox_block(seed, first + (uint64_t)(i * ns + t), b);
+        double u = u01(b[0], b[1]) * left, acc = 0;
+        int64_t pick = -1;
+        for (int64_t j = 0; j < k; j++) {
+          if (c[j] <= 0) continue;
+          pick = j;
+          acc += c[j];
+          if (acc > u) break;
+        }
+        o[i * ns + t] = pick + base;
+        if (pick < 0) continue; // the host's checks leave enough positive weights
+        left -= c[pick];
+        c[pick] = 0;
+        if (!(left > 0)) {
+          left = 0;
+          for (int64_t j = 0; j < k; j++) left += c[j];
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 int pointwise_as(cudaStream_t st, int op, double k0, double k1, double k2, const void *x, const void *g, void *out,
                  int64_t n) {
@@ -339,5 +391,14 @@ extern "C" int gpuk_cumprod_backward(void *stream, const double *x, const double
                                      int64_t len, int64_t inner) {
   if (outer * inner <= 0 || len <= 0) return 0;
   cumprod_bw_k<<<blocks_for(outer * inner), kThreads, 0, (cudaStream_t)stream>>>(x, g, gx, outer, len, inner);
+  return last();
+}
+
+extern "C" int gpuk_multinomial(void *stream, const double *w, double *cdf, long long *o, int64_t rows, int64_t k,
+                                int64_t ns, int replacement, unsigned long long seed, unsigned long long first,
+                                long long base) {
+  if (rows <= 0 || k <= 0 || ns <= 0) return 0;
+  multinomial_k<<<blocks_for(rows), kThreads, 0, (cudaStream_t)stream>>>(w, cdf, o, rows, k, ns, replacement, seed,
+                                                                        first, base);
   return last();
 }

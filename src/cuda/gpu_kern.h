@@ -308,6 +308,12 @@ enum { GPUK_RAND_UNIFORM = 0, GPUK_RAND_NORMAL = 1, GPUK_RAND_INT = 2, GPUK_RAND
 int gpuk_rand(void *stream, int kind, unsigned long long seed, unsigned long long first, double scale,
               long long low, unsigned long long range, const double *pa, const double *pb, double *fo,
               long long *io, int64_t n);
+/* multinomial: ns draws per row of k float64 weights w (valid: checked
+ * by the caller) into o (rows ns int64, + base), src/ops/random.c's
+ * draws from Philox block first + row ns + t; cdf: rows k doubles of
+ * scratch. */
+int gpuk_multinomial(void *stream, const double *w, double *cdf, long long *o, int64_t rows, int64_t k, int64_t ns,
+                     int replacement, unsigned long long seed, unsigned long long first, long long base);
 /* gx = cumprod's gradient along the middle dim of contiguous float64
  * (outer, len, inner) x and g (src/ops/scan.c's formula, exact with zeros). */
 int gpuk_cumprod_backward(void *stream, const double *x, const double *g, double *gx, int64_t outer, int64_t len,

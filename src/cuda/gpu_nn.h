@@ -173,6 +173,8 @@ cell_status gpu_cumprod_backward(const cell_tensor *g, const cell_tensor *x, int
 cell_status gpu_bernoulli(const cell_tensor *x, const cell_tensor *p, double ps, cell_tensor **out);
 cell_status gpu_normal(int ndim, const int64_t *shape, const cell_tensor *mean, const cell_tensor *std,
                        cell_tensor **out);
+cell_status gpu_multinomial(const cell_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
+                            cell_tensor **out);
 
 /* gpu_bce.c: bce_with_logits and its backward. */
 cell_status gpu_bce_with_logits(const cell_tensor *x, const cell_tensor *y, const cell_tensor *weight,

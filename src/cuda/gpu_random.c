@@ -1,14 +1,17 @@
-/* gpu_random.c - the GPU table's bernoulli and normal: the probabilities,
- * means and deviations broadcast to the output as float64, checked on the
- * device (the first value outside its range read back for the CPU's
- * message), then gpu_act.cu's Philox fill with the engine's stream (two
- * elements per block, as src/ops/random.c draws them), so a seed gives the
- * CPU's numbers for any launch shape; cast to the CPU's result dtype. */
+/* gpu_random.c - the GPU table's bernoulli, normal and multinomial:
+ * bernoulli's probabilities and normal's means and deviations broadcast to
+ * the output as float64 and checked on the device (the first value outside
+ * its range read back for the CPU's message), then gpu_act.cu's Philox
+ * fill with the engine's stream (two elements per block, as
+ * src/ops/random.c draws them), so a seed gives the CPU's numbers for any
+ * launch shape; cast to the CPU's result dtype. multinomial checks its
+ * weights on a host copy, then draws one row per thread. */
 #include "gpu.h"
 #include "gpu_kern.h"
 #include "gpu_nn.h"
 #include "../core/rng.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int is_float_dt(cell_dtype dt) {
@@ -142,4 +145,87 @@ cell_status gpu_normal(int ndim, const int64_t *shape, const cell_tensor *mean, 
   cell_tensor *tmp[2] = {m, sd};
   gpu_release_all(tmp, 2);
   return s;
+}
+
+/* multinomial: the weights copied to the host for src/ops/random.c's row
+ * checks (and messages), then one thread per row draws. */
+cell_status gpu_multinomial(const cell_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
+                            cell_tensor **out) {
+  if (!probs || !out) return cell_error(CELL_ERR_VALUE, "multinomial: NULL argument");
+  char sb[96];
+  if (probs->ndim != 1 && probs->ndim != 2)
+    return cell_error(CELL_ERR_VALUE, "multinomial: probabilities must be 1-D or 2-D, got shape %s",
+                      cell_shape_str(probs->ndim, probs->shape, sb, sizeof sb));
+  if (!is_float_dt(probs->dtype))
+    return cell_error(CELL_ERR_TYPE, "multinomial: probabilities must be a float tensor, got %s",
+                      cell_dtype_name(probs->dtype));
+  int64_t k = probs->shape[probs->ndim - 1], rows = probs->ndim == 2 ? probs->shape[0] : 1;
+  if (k == 0)
+    return cell_error(CELL_ERR_VALUE, "multinomial: the probabilities of shape %s have no category to sample",
+                      cell_shape_str(probs->ndim, probs->shape, sb, sizeof sb));
+  if (num_samples < 1)
+    return cell_error(CELL_ERR_VALUE, "multinomial: num_samples must be at least 1, got %lld", (long long)num_samples);
+  if (!replacement && num_samples > k)
+    return cell_error(CELL_ERR_VALUE, "multinomial: cannot draw %lld samples without replacement from %lld categories",
+                      (long long)num_samples, (long long)k);
+  if (rows > 0 && num_samples > INT64_MAX / 4 / rows)
+    return cell_error(CELL_ERR_VALUE, "multinomial: %lld rows of %lld samples is too large", (long long)rows,
+                      (long long)num_samples);
+  int64_t oshape[2] = {rows, num_samples}, total = rows * num_samples;
+  const int64_t *os = probs->ndim == 2 ? oshape : oshape + 1;
+  gpu_ctx *g = gpu_ctx_of(probs);
+  cell_tensor *p = NULL, *cdf = NULL, *r = NULL;
+  double *host = NULL;
+  cell_status s = gpu_contig_as(probs, CELL_DTYPE_F64, &p);
+  if (s == CELL_OK) s = gpu_new_tensor(g, CELL_DTYPE_I64, probs->ndim, os, &r);
+  if (s == CELL_OK && rows * k > 0) {
+    host = malloc(sizeof(double) * (size_t)(rows * k));
+    if (!host) s = cell_error(CELL_ERR_MEMORY, "multinomial: out of memory for %lld probabilities", (long long)(rows * k));
+    if (s == CELL_OK) s = gpu_copy_d2h(g, host, gpu_data(p), sizeof(double) * (size_t)(rows * k));
+  }
+  for (int64_t i = 0; s == CELL_OK && i < rows; i++) {
+    double sum = 0;
+    int64_t nonzero = 0;
+    for (int64_t j = 0; j < k; j++) {
+      double v = host[i * k + j];
+      if (!(v >= 0) || isinf(v)) {
+        s = cell_error(CELL_ERR_VALUE,
+                       "multinomial: row %lld of the probabilities holds %g: every probability must be finite and at "
+                       "least 0",
+                       (long long)(i + index_base), v);
+        break;
+      }
+      sum += v;
+      nonzero += v > 0;
+    }
+    if (s != CELL_OK) break;
+    if (!(sum > 0) || isinf(sum))
+      s = cell_error(CELL_ERR_VALUE,
+                     "multinomial: row %lld of the probabilities sums to %g: the sum must be positive and finite",
+                     (long long)(i + index_base), sum);
+    else if (!replacement && nonzero < num_samples)
+      s = cell_error(CELL_ERR_VALUE,
+                     "multinomial: row %lld has %lld categories of nonzero probability, too few for %lld samples "
+                     "without replacement",
+                     (long long)(i + index_base), (long long)nonzero, (long long)num_samples);
+  }
+  free(host);
+  if (s == CELL_OK && total > 0) {
+    int64_t m = rows * k;
+    s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &m, &cdf);
+    if (s == CELL_OK) {
+      uint64_t seed, first = cell_rng_reserve((uint64_t)total, &seed);
+      s = gpu_launch(gpuk_multinomial(g->stream, gpu_data(p), gpu_data(cdf), gpu_data(r), rows, k, num_samples,
+                                      replacement, seed, first, (long long)index_base),
+                     "multinomial");
+    }
+  }
+  cell_tensor *tmp[2] = {p, cdf};
+  gpu_release_all(tmp, 2);
+  if (s != CELL_OK) {
+    if (r) cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
 }

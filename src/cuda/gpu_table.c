@@ -574,6 +574,7 @@ void gpu_kernels_init(void) {
   gpu_kernels.conv_transpose3d_backward = gpu_conv_transpose3d_backward;
   gpu_kernels.cumprod_backward = gpu_cumprod_backward;
   gpu_kernels.median = gpu_median;
+  gpu_kernels.multinomial = gpu_multinomial;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -661,6 +662,7 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_masked_scatter: /* a, mask, src */
   case CELL_KID_bernoulli: /* x (its shape and dtype), p (may be NULL) */
   case CELL_KID_normal: /* mean, std */
+  case CELL_KID_multinomial: /* probs (the kernel checks for floats) */
   case CELL_KID_conv3d: /* x, w, b (the kernel checks for floats) */
   case CELL_KID_conv3d_backward: /* gy, x, w */
   case CELL_KID_conv_transpose3d:
