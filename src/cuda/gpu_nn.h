@@ -153,7 +153,8 @@ cell_status gpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_sha
                                     int count_include_pad, cell_dtype dt, cell_tensor **gx);
 
 /* gpu_act.c: activations, softplus, nan_to_num, logsumexp, roll, diag, eye,
- * dot and the random fills (the kernel rows of the same names). */
+ * dot, cumprod's gradient; gpu_random.c: rand, randn, randint (the kernel
+ * rows of the same names). */
 cell_status gpu_activation(const cell_tensor *x, int kind, double p0, double p1, cell_tensor **out);
 cell_status gpu_activation_backward(const cell_tensor *g, const cell_tensor *x, int kind, double p0, double p1,
                                     cell_tensor **gx);

@@ -1,4 +1,5 @@
-/* gpu_random.c - the GPU table's bernoulli, normal and multinomial:
+/* gpu_random.c - the GPU table's random rows: rand, randn, randint (made
+ * on the current GPU), bernoulli, normal and multinomial.
  * bernoulli's probabilities and normal's means and deviations broadcast to
  * the output as float64 and checked on the device (the first value outside
  * its range read back for the CPU's message), then gpu_act.cu's Philox
@@ -13,6 +14,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+static cell_status finish(cell_status s, cell_tensor *r, cell_tensor **out) {
+  if (s != CELL_OK) {
+    if (r) cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
+}
 
 static int is_float_dt(cell_dtype dt) {
   return dt == CELL_DTYPE_F32 || dt == CELL_DTYPE_F64 || dt == CELL_DTYPE_F16 || dt == CELL_DTYPE_BF16;
@@ -228,4 +238,89 @@ cell_status gpu_multinomial(const cell_tensor *probs, int64_t num_samples, int r
   }
   *out = r;
   return CELL_OK;
+}
+
+/* --- random fills ------------------------------------------------------------------------- */
+
+/* Mantissa bits (with the implicit one) of a float dtype. */
+static int float_digits(cell_dtype dt) {
+  switch (dt) {
+  case CELL_DTYPE_F64: return 53;
+  case CELL_DTYPE_F32: return 24;
+  case CELL_DTYPE_F16: return 11;
+  case CELL_DTYPE_BF16: return 8;
+  default: return 0;
+  }
+}
+
+/* A tensor of dt and shape on the current GPU from the engine's stream
+ * (counters reserved once the checks have passed, two elements a block). */
+static cell_status random_fill(const char *op, int kind, double scale, long long low, unsigned long long range,
+                               cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+  if (!out || (ndim > 0 && !shape)) return cell_error(CELL_ERR_VALUE, "%s: NULL argument", op);
+  if ((unsigned)dt >= CELL_DTYPE_COUNT) return cell_error(CELL_ERR_TYPE, "%s: unknown dtype %d", op, (int)dt);
+  if (ndim < 0 || ndim > CELL_MAX_DIMS) return cell_error(CELL_ERR_VALUE, "%s: %d dimensions given", op, ndim);
+  for (int d = 0; d < ndim; d++)
+    if (shape[d] < 0)
+      return cell_error(CELL_ERR_VALUE, "%s: sizes must be non-negative, got %lld", op, (long long)shape[d]);
+  if (!gpu_dtype_copyable(dt))
+    return cell_error(CELL_ERR_NOTIMPL, "%s of %s is not supported on device GPU", op, cell_dtype_name(dt));
+  gpu_ctx *g = gpu_ctx_current();
+  if (!g) return cell_error(CELL_ERR_RUNTIME, "%s: the current device is not a GPU", op);
+  cell_dtype st = kind == GPUK_RAND_INT ? CELL_DTYPE_I64 : CELL_DTYPE_F64;
+  cell_tensor *v = NULL, *r = NULL;
+  cell_status s = gpu_new_tensor(g, st, ndim, shape, &v);
+  if (s == CELL_OK) {
+    int64_t n = gpu_numel(v);
+    uint64_t seed, first = cell_rng_reserve((uint64_t)(n + 1) / 2, &seed);
+    s = gpu_launch(gpuk_rand(g->stream, kind, seed, first, scale, low, range, NULL, NULL,
+                             st == CELL_DTYPE_F64 ? (double *)gpu_data(v) : NULL,
+                             st == CELL_DTYPE_I64 ? (long long *)gpu_data(v) : NULL, n),
+                   op);
+  }
+  if (s == CELL_OK) s = gpu_contig_as(v, dt, &r);
+  if (v) cell_tensor_release(v);
+  return finish(s, r, out);
+}
+
+static cell_status check_float(const char *op, cell_dtype dt) {
+  if (!is_float_dt(dt))
+    return cell_error(CELL_ERR_TYPE, "%s: dtype must be a floating type, got %s", op, cell_dtype_name(dt));
+  return CELL_OK;
+}
+
+cell_status gpu_rand(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+  if ((unsigned)dt < CELL_DTYPE_COUNT) CELL_TRY(check_float("rand", dt));
+  return random_fill("rand", GPUK_RAND_UNIFORM, ldexp(1.0, float_digits(dt)), 0, 0, dt, ndim, shape, out);
+}
+
+cell_status gpu_randn(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+  if ((unsigned)dt < CELL_DTYPE_COUNT) CELL_TRY(check_float("randn", dt));
+  return random_fill("randn", GPUK_RAND_NORMAL, 0, 0, 0, dt, ndim, shape, out);
+}
+
+cell_status gpu_randint(int64_t low, int64_t high, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out) {
+  if (dt == CELL_DTYPE_BOOL)
+    return cell_error(CELL_ERR_TYPE, "randint: dtype must be an integer or floating type, got %s", cell_dtype_name(dt));
+  if (high <= low)
+    return cell_error(CELL_ERR_VALUE, "randint: high must be greater than low, got low=%lld, high=%lld",
+                      (long long)low, (long long)high);
+  int64_t lo_ok, hi_ok;
+  switch (dt) {
+  case CELL_DTYPE_I8: lo_ok = INT8_MIN, hi_ok = INT8_MAX; break;
+  case CELL_DTYPE_U8: lo_ok = 0, hi_ok = UINT8_MAX; break;
+  case CELL_DTYPE_I16: lo_ok = INT16_MIN, hi_ok = INT16_MAX; break;
+  case CELL_DTYPE_I32: lo_ok = INT32_MIN, hi_ok = INT32_MAX; break;
+  case CELL_DTYPE_I64: lo_ok = INT64_MIN, hi_ok = INT64_MAX; break;
+  default: /* floats: integers are exact up to 2^digits */
+    hi_ok = (int64_t)1 << float_digits(dt);
+    lo_ok = -hi_ok;
+    break;
+  }
+  if (low < lo_ok || high - 1 > hi_ok)
+    return cell_error(CELL_ERR_VALUE,
+                      "randint: range [%lld, %lld) does not fit in %s (values must lie in [%lld, %lld])",
+                      (long long)low, (long long)high, cell_dtype_name(dt), (long long)lo_ok, (long long)hi_ok);
+  return random_fill("randint", GPUK_RAND_INT, 0, (long long)low, (unsigned long long)((uint64_t)high - (uint64_t)low),
+                     dt, ndim, shape, out);
 }
