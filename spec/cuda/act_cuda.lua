@@ -2,9 +2,9 @@
 -- activation of cell.ops (forward and gradient), softplus, nan_to_num,
 -- logsumexp, roll, diag, eye, dot, bce_with_logits, interpolate, unfold /
 -- fold, nonzero / masked_select / masked_scatter, conv3d /
--- conv_transpose3d, cumprod's gradient, median, the random fills (rand,
--- randn, randint, bernoulli, normal, multinomial: the CPU's numbers for one
--- seed) and integer arithmetic on uint8 / int8 / int16 tensors; per dtype
+-- conv_transpose3d, cumprod's gradient, median, unique, the random fills
+-- (rand, randn, randint, bernoulli, normal, multinomial: the CPU's numbers
+-- for one seed) and integer arithmetic on uint8 / int8 / int16 tensors; per dtype
 -- and for strided inputs. Runs only where cell.cuda.is_available();
 -- elsewhere it prints how many it skipped.
 local cell = require "cell"
@@ -618,6 +618,34 @@ case("multinomial on the GPU: the CPU's draws for one seed, with and without rep
   ok, gerr = pcall(cell.ops.multinomial, G(few), 3, false)
   assert.is_false(ok)
   assert.are.equal(msg(cerr), msg(gerr))
+end)
+
+for _, dt in ipairs { "float32", "float64", "int64", "uint8", "bool", "float16", "int32" } do
+  case(("unique %s: values, inverse and counts, strided"):format(dt), function()
+    local a = cell.randint(-2, 3, { 4, 5, 3 }):astype(cell[dt])
+    for _, x in ipairs { a, a:transpose(1, 3) } do
+      local gu, gi, gc = G(x):unique { return_inverse = true, return_counts = true }
+      local cu, ci, cc = x:unique { return_inverse = true, return_counts = true }
+      close(gu, cu, 0, 0)
+      close(gi, ci, 0, 0)
+      close(gc, cc, 0, 0)
+    end
+  end)
+end
+
+case("unique of NaN, -0 and +0, big int64, an empty and a 0-D tensor", function()
+  for _, x in ipairs {
+    cell.tensor { 0 / 0, 1, -0.0, 0, 0 / 0, 1 },
+    cell.tensor({ 9007199254740993, 9007199254740992, 9007199254740993 }, cell.int64),
+    cell.zeros { 0 },
+    cell.tensor(4),
+  } do
+    local gu, gi, gc = G(x):unique { return_inverse = true, return_counts = true }
+    local cu, ci, cc = x:unique { return_inverse = true, return_counts = true }
+    close(gu, cu, 0, 0)
+    close(gi, ci, 0, 0)
+    close(gc, cc, 0, 0)
+  end
 end)
 
 describe("cell.cuda activations, logsumexp, roll, diag, eye, dot and random fills on the GPU", function()

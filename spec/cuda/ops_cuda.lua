@@ -202,7 +202,6 @@ case("declined kernels raise NotImplementedError, no CPU fallback", function()
   for _, f in ipairs {
     function() return g:sin() end,
     function() return g:pow(g) end,
-    function() return g:unique() end,
   } do
     local ok, err = pcall(f)
     assert.is_false(ok)

@@ -329,6 +329,15 @@ int gpuk_first_outside(void *stream, const double *x, int64_t n, double lo, doub
 int gpuk_bce(void *stream, int backward, const double *x, const double *y, const double *w, const double *pw,
              const double *g, double k, double *o0, double *o1, double *o2, double *o3, int64_t n);
 
+/* unique over n sorted elements: f = 1 where a group starts (keys: int64
+ * ki, or float64 kf when ki is NULL; NaN starts a group of its own). */
+int gpuk_unique_starts(void *stream, const long long *ki, const double *kf, long long *f, int64_t n);
+/* From the starts' prefix sum pos: out[g] = group g's first sorted value
+ * (es-byte sv), inv[idx[i]] = i's group + base (inv may be NULL), cnt[g]
+ * += 1 per element (zeroed by the caller; may be NULL). */
+int gpuk_unique(void *stream, int es, const void *sv, const long long *idx, const long long *pos, void *out,
+                long long *inv, unsigned long long *cnt, long long base, int64_t n);
+
 /* --- gpu_interp.cu: interpolate (nearest, linear, bilinear, bicubic) ------------------- */
 
 /* planes of h x w to oh x ow; kh, kw taps per output row / column; chans

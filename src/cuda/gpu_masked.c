@@ -3,7 +3,8 @@
  * order): the selection flags of a float64 copy, their prefix sum
  * (gpu_stats.cu's scan, one line), the count read back to the host (a
  * synchronisation: the output's size depends on it), then one kernel
- * moving the selected elements (gpu_masked.cu). Every dtype. */
+ * moving the selected elements (gpu_masked.cu); unique (groups of the
+ * sorted input, found the same way). Every dtype. */
 #include "gpu.h"
 #include "gpu_kern.h"
 #include "gpu_nn.h"
@@ -155,5 +156,56 @@ cell_status gpu_masked_scatter(const cell_tensor *a, const cell_tensor *mask, co
     return s;
   }
   *out = r;
+  return CELL_OK;
+}
+
+/* unique: a stable sort of the flattened input (gpu_sort), the group
+ * starts and their prefix sum (the group count read back), then one
+ * kernel writing the values, the inverse and the counts. */
+cell_status gpu_unique(const cell_tensor *a, int64_t index_base, cell_tensor **out, cell_tensor **inverse,
+                       cell_tensor **counts) {
+  if (!a || !out) return cell_error(CELL_ERR_VALUE, "unique: NULL argument");
+  gpu_ctx *g = gpu_ctx_of(a);
+  int64_t n = gpu_numel(a), groups = 0;
+  cell_tensor *c = NULL, *flat = NULL, *sv = NULL, *si = NULL, *key = NULL, *f = NULL, *pos = NULL;
+  cell_tensor *u = NULL, *inv = NULL, *cnt = NULL;
+  int isf = cell_dtype_is_float(a->dtype);
+  cell_status s = gpu_contiguous(a, &c);
+  if (s == CELL_OK) s = gpu_reshape(c, 1, &n, &flat);
+  if (s == CELL_OK && n > 0) s = gpu_sort(flat, 0, 0, 0, &sv, &si);
+  if (s == CELL_OK && n > 0) s = gpu_contig_as(sv, isf ? CELL_DTYPE_F64 : CELL_DTYPE_I64, &key);
+  if (s == CELL_OK && n > 0) s = gpu_new_tensor(g, CELL_DTYPE_I64, 1, &n, &f);
+  if (s == CELL_OK && n > 0) s = gpu_new_tensor(g, CELL_DTYPE_I64, 1, &n, &pos);
+  if (s == CELL_OK && n > 0)
+    s = gpu_launch(gpuk_unique_starts(g->stream, isf ? NULL : gpu_data(key), isf ? gpu_data(key) : NULL, gpu_data(f), n),
+                   "unique");
+  if (s == CELL_OK && n > 0) s = gpu_launch(gpuk_scan(g->stream, 1, 0, 0, gpu_data(f), gpu_data(pos), 1, n, 1), "unique");
+  if (s == CELL_OK && n > 0) {
+    long long last = 0;
+    s = gpu_copy_d2h(g, &last, (long long *)gpu_data(pos) + (n - 1), 8);
+    groups = last;
+  }
+  if (s == CELL_OK) s = gpu_new_tensor(g, a->dtype, 1, &groups, &u);
+  if (s == CELL_OK && inverse) s = gpu_new_tensor(g, CELL_DTYPE_I64, a->ndim, a->shape, &inv);
+  if (s == CELL_OK && counts) s = gpu_new_tensor(g, CELL_DTYPE_I64, 1, &groups, &cnt);
+  if (s == CELL_OK && cnt && groups > 0) {
+    unsigned char zero = 0;
+    s = gpu_fill(g, gpu_data(cnt), (size_t)groups * 8, &zero, 1);
+  }
+  if (s == CELL_OK && n > 0)
+    s = gpu_launch(gpuk_unique(g->stream, (int)cell_dtype_size(a->dtype), gpu_data(sv), gpu_data(si), gpu_data(pos),
+                               gpu_data(u), inv ? gpu_data(inv) : NULL, cnt ? gpu_data(cnt) : NULL,
+                               (long long)index_base, n),
+                   "unique");
+  cell_tensor *tmp[7] = {c, flat, sv, si, key, f, pos};
+  gpu_release_all(tmp, 7);
+  if (s != CELL_OK) {
+    cell_tensor *r[3] = {u, inv, cnt};
+    gpu_release_all(r, 3);
+    return s;
+  }
+  *out = u;
+  if (inverse) *inverse = inv;
+  if (counts) *counts = cnt;
   return CELL_OK;
 }

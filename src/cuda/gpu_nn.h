@@ -201,6 +201,8 @@ cell_status gpu_nonzero(const cell_tensor *a, int64_t index_base, cell_tensor **
 cell_status gpu_masked_select(const cell_tensor *a, const cell_tensor *mask, cell_tensor **out);
 cell_status gpu_masked_scatter(const cell_tensor *a, const cell_tensor *mask, const cell_tensor *src,
                                cell_tensor **out);
+cell_status gpu_unique(const cell_tensor *a, int64_t index_base, cell_tensor **out, cell_tensor **inverse,
+                       cell_tensor **counts);
 
 /* gpu_conv3d.c: conv3d and conv_transpose3d, forward and backward. */
 cell_status gpu_conv3d(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b, const int64_t *stride,

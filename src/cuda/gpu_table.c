@@ -575,6 +575,7 @@ void gpu_kernels_init(void) {
   gpu_kernels.cumprod_backward = gpu_cumprod_backward;
   gpu_kernels.median = gpu_median;
   gpu_kernels.multinomial = gpu_multinomial;
+  gpu_kernels.unique = gpu_unique;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -680,6 +681,7 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_sort: /* any real dtype: keys from a float64 or int64 copy */
   case CELL_KID_topk:
   case CELL_KID_median:
+  case CELL_KID_unique:
   case CELL_KID_var: /* any real dtype, gathered as float64 */
   case CELL_KID_norm:
   case CELL_KID_cumsum:
