@@ -2,11 +2,11 @@
 -- activation of cell.ops (forward and gradient), softplus, nan_to_num,
 -- logsumexp, roll, diag, eye, dot, bce_with_logits, interpolate, unfold /
 -- fold, nonzero / masked_select / masked_scatter, conv3d /
--- conv_transpose3d, cumprod's gradient, median, unique, the random fills
--- (rand, randn, randint, bernoulli, normal, multinomial: the CPU's numbers
--- for one seed) and integer arithmetic on uint8 / int8 / int16 tensors; per dtype
--- and for strided inputs. Runs only where cell.cuda.is_available();
--- elsewhere it prints how many it skipped.
+-- conv_transpose3d, cumprod's gradient, median, unique, ctc_loss, the
+-- random fills (rand, randn, randint, bernoulli, normal, multinomial: the
+-- CPU's numbers for one seed) and integer arithmetic on uint8 / int8 /
+-- int16 tensors; per dtype and for strided inputs. Runs only where
+-- cell.cuda.is_available(); elsewhere it prints how many it skipped.
 local cell = require "cell"
 local cuda = require "cell.cuda"
 
@@ -645,6 +645,44 @@ case("unique of NaN, -0 and +0, big int64, an empty and a 0-D tensor", function(
     close(gu, cu, 0, 0)
     close(gi, ci, 0, 0)
     close(gc, cc, 0, 0)
+  end
+end)
+
+for _, dt in ipairs { "float32", "float64" } do
+  case(("ctc_loss %s: padded and concatenated targets, reductions, zero_infinity, gradients"):format(dt), function()
+    local lp = cell.ops.log_softmax(cell.randn({ 7, 3, 5 }):astype(cell[dt]), 3)
+    local il = cell.tensor({ 7, 6, 3 }, cell.int64)
+    local tp = cell.tensor({ { 2, 3, 3 }, { 4, 2, 1 }, { 2, 2, 2 } }, cell.int64)
+    local tlp = cell.tensor({ 3, 2, 3 }, cell.int64) -- the last: too long for 3 steps (inf)
+    local tc = cell.tensor({ 2, 3, 3, 4, 2, 5 }, cell.int64)
+    local tlc = cell.tensor({ 3, 2, 1 }, cell.int64)
+    local t = dt == "float64" and 1e-10 or 1e-5
+    for _, c in ipairs { { tp, tlp }, { tc, tlc } } do
+      for _, o in ipairs { { reduction = "none" }, { reduction = "sum", zero_infinity = true }, { reduction = "mean", zero_infinity = true } } do
+        local cv = cell.ops.ctc_loss(lp, c[1], il, c[2], o)
+        local gv = cell.ops.ctc_loss(G(lp), G(c[1]), G(il), G(c[2]), o)
+        close(gv, cv, t, t)
+        if o.zero_infinity then
+          local f = function(x, a, b, d) return cell.ops.ctc_loss(x, a, b, d, o):sum() end
+          close(cell.grad(f, 1)(G(lp), G(c[1]), G(il), G(c[2])), cell.grad(f, 1)(lp, c[1], il, c[2]), t, t)
+        end
+      end
+    end
+  end)
+end
+
+case("ctc_loss with a blank target or a bad length is the CPU's error", function()
+  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  local lp = cell.ops.log_softmax(cell.randn { 4, 2, 3 }, 3)
+  local il = cell.tensor({ 4, 4 }, cell.int64)
+  for _, c in ipairs {
+    { cell.tensor({ { 1, 2 }, { 2, 2 } }, cell.int64), cell.tensor({ 2, 2 }, cell.int64) },
+    { cell.tensor({ { 2, 2 }, { 2, 3 } }, cell.int64), cell.tensor({ 2, 3 }, cell.int64) },
+  } do
+    local _, cerr = pcall(cell.ops.ctc_loss, lp, c[1], il, c[2])
+    local ok, gerr = pcall(cell.ops.ctc_loss, G(lp), G(c[1]), G(il), G(c[2]))
+    assert.is_false(ok)
+    assert.are.equal(msg(cerr), msg(gerr))
   end
 end)
 

@@ -396,6 +396,22 @@ enum { GPUK_C3_FWD = 0, GPUK_C3_DATA = 1, GPUK_C3_WEIGHT = 2 };
 int gpuk_conv3d(void *stream, int dt, int which, gpuk_c3_geom G, const void *p0, const void *p1, const void *b,
                 void *out);
 
+/* --- gpu_ctc.cu: the CTC loss, one thread per sample ---------------------------------- */
+
+/* T steps, N samples, C classes (blank 0-based), SP = 2 max(target
+ * length) + 1. */
+typedef struct gpuk_ctc_args {
+  int64_t T, N, C, SP, blank;
+  int zero_infinity;
+} gpuk_ctc_args;
+/* lp (T, N, C) float64 log-probabilities; tg the targets (0-based, sample
+ * n's from toff[n]), il / tl the lengths (valid: checked by the caller);
+ * alpha, beta: N T SP doubles of scratch, g: N C; gall (T, N, C, zeroed by
+ * the caller) = the gradient, lv (N) = the losses. */
+int gpuk_ctc(void *stream, gpuk_ctc_args A, const double *lp, const long long *tg, const long long *il,
+             const long long *tl, const long long *toff, double *alpha, double *beta, double *g, double *gall,
+             double *lv);
+
 #ifdef __cplusplus
 }
 #endif

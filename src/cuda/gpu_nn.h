@@ -218,4 +218,9 @@ cell_status gpu_conv_transpose3d_backward(const cell_tensor *gy, const cell_tens
                                           const int64_t *dilation, int64_t groups, cell_tensor **gx, cell_tensor **gw,
                                           cell_tensor **gb);
 
+/* gpu_ctc.c: the CTC loss and its gradient. */
+cell_status gpu_ctc_loss(const cell_tensor *log_probs, const cell_tensor *targets, const cell_tensor *input_lengths,
+                         const cell_tensor *target_lengths, int64_t blank, int64_t index_base, int zero_infinity,
+                         cell_tensor **loss, cell_tensor **grad);
+
 #endif

@@ -25,8 +25,9 @@
  * roll / diag / eye / dot / rand / randn / randint rows (gpu_act.c),
  * bce_with_logits (gpu_bce.c), interpolate (gpu_interp.c), unfold / fold
  * (gpu_fold.c), nonzero / masked_select / masked_scatter (gpu_masked.c)
- * bernoulli / normal (gpu_random.c) and conv3d / conv_transpose3d
- * (gpu_conv3d.c, direct kernels). Arithmetic promotes mixed dtypes as the CPU does and runs
+ * the random rows (gpu_random.c), conv3d / conv_transpose3d (gpu_conv3d.c,
+ * direct kernels), median / unique (gpu_sort.c, gpu_masked.c) and
+ * ctc_loss (gpu_ctc.c). Arithmetic promotes mixed dtypes as the CPU does and runs
  * float16 / bfloat16 through float32. supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
@@ -576,6 +577,7 @@ void gpu_kernels_init(void) {
   gpu_kernels.median = gpu_median;
   gpu_kernels.multinomial = gpu_multinomial;
   gpu_kernels.unique = gpu_unique;
+  gpu_kernels.ctc_loss = gpu_ctc_loss;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -664,6 +666,7 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_bernoulli: /* x (its shape and dtype), p (may be NULL) */
   case CELL_KID_normal: /* mean, std */
   case CELL_KID_multinomial: /* probs (the kernel checks for floats) */
+  case CELL_KID_ctc_loss: /* log_probs, targets, input_lengths, target_lengths */
   case CELL_KID_conv3d: /* x, w, b (the kernel checks for floats) */
   case CELL_KID_conv3d_backward: /* gy, x, w */
   case CELL_KID_conv_transpose3d:
