@@ -16,6 +16,12 @@ enum { GPUK_EQ = 7, GPUK_NE = 8, GPUK_LT = 9, GPUK_LE = 10, GPUK_GT = 11, GPUK_G
 /* Unary op codes (cell_unop values). */
 enum { GPUK_ABS = 0, GPUK_NEG = 1, GPUK_EXP = 2, GPUK_LOG = 3, GPUK_SQRT = 5, GPUK_TANH = 9,
        GPUK_SIGMOID = 10, GPUK_RELU = 11, GPUK_GELU = 12, GPUK_SILU = 13 };
+/* The float math ops computed in double and rounded once (the CPU's
+ * double libm calls): cell_unop's log1p, rsqrt, sin, cos, floor, ceil,
+ * round, sign, erf ... reciprocal. */
+enum { GPUK_LOG1P = 4, GPUK_RSQRT = 6, GPUK_SIN = 7, GPUK_COS = 8, GPUK_FLOOR = 14, GPUK_CEIL = 15, GPUK_ROUND = 16,
+       GPUK_SIGN = 17, GPUK_ERF = 19, GPUK_ERFC, GPUK_TAN, GPUK_ATAN, GPUK_ASIN, GPUK_ACOS, GPUK_SINH, GPUK_COSH,
+       GPUK_LOG2, GPUK_LOG10, GPUK_EXP2, GPUK_EXPM1, GPUK_SQUARE, GPUK_RECIPROCAL };
 
 /* out[i] = a[i] op b[i] over n contiguous elements of dt (float32,
  * float64, int32, int64; out may be a). */

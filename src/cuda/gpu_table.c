@@ -43,6 +43,18 @@ _Static_assert((int)GPUK_ADD == (int)CELL_OP_ADD && (int)GPUK_SUB == (int)CELL_O
                    (int)GPUK_DIV == (int)CELL_OP_DIV && (int)GPUK_MAXIMUM == (int)CELL_OP_MAXIMUM &&
                    (int)GPUK_MINIMUM == (int)CELL_OP_MINIMUM,
                "gpu_kern.h's binary codes are cell_binop's");
+_Static_assert((int)GPUK_LOG1P == (int)CELL_OP_LOG1P && (int)GPUK_RSQRT == (int)CELL_OP_RSQRT &&
+                   (int)GPUK_SIN == (int)CELL_OP_SIN && (int)GPUK_COS == (int)CELL_OP_COS &&
+                   (int)GPUK_FLOOR == (int)CELL_OP_FLOOR && (int)GPUK_CEIL == (int)CELL_OP_CEIL &&
+                   (int)GPUK_ROUND == (int)CELL_OP_ROUND && (int)GPUK_SIGN == (int)CELL_OP_SIGN &&
+                   (int)GPUK_ERF == (int)CELL_OP_ERF && (int)GPUK_ERFC == (int)CELL_OP_ERFC &&
+                   (int)GPUK_TAN == (int)CELL_OP_TAN && (int)GPUK_ATAN == (int)CELL_OP_ATAN &&
+                   (int)GPUK_ASIN == (int)CELL_OP_ASIN && (int)GPUK_ACOS == (int)CELL_OP_ACOS &&
+                   (int)GPUK_SINH == (int)CELL_OP_SINH && (int)GPUK_COSH == (int)CELL_OP_COSH &&
+                   (int)GPUK_LOG2 == (int)CELL_OP_LOG2 && (int)GPUK_LOG10 == (int)CELL_OP_LOG10 &&
+                   (int)GPUK_EXP2 == (int)CELL_OP_EXP2 && (int)GPUK_EXPM1 == (int)CELL_OP_EXPM1 &&
+                   (int)GPUK_SQUARE == (int)CELL_OP_SQUARE && (int)GPUK_RECIPROCAL == (int)CELL_OP_RECIPROCAL,
+               "gpu_kern.h's math codes are cell_unop's");
 _Static_assert((int)GPUK_ABS == (int)CELL_OP_ABS && (int)GPUK_NEG == (int)CELL_OP_NEG && (int)GPUK_EXP == (int)CELL_OP_EXP &&
                    (int)GPUK_LOG == (int)CELL_OP_LOG && (int)GPUK_SQRT == (int)CELL_OP_SQRT && (int)GPUK_TANH == (int)CELL_OP_TANH &&
                    (int)GPUK_SIGMOID == (int)CELL_OP_SIGMOID && (int)GPUK_RELU == (int)CELL_OP_RELU &&
@@ -358,10 +370,10 @@ static cell_status k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int
                     cell_binop_name(op));
 }
 
+/* Every cell_unop with a float result of a float input (not logical_not,
+ * isnan, isinf, isfinite: bool results). */
 static int unary_ok(cell_unop op) {
-  return op == CELL_OP_ABS || op == CELL_OP_NEG || op == CELL_OP_EXP || op == CELL_OP_LOG ||
-         op == CELL_OP_SQRT || op == CELL_OP_TANH || op == CELL_OP_SIGMOID || op == CELL_OP_RELU ||
-         op == CELL_OP_GELU || op == CELL_OP_SILU;
+  return (int)op >= 0 && op <= CELL_OP_RECIPROCAL && op != CELL_OP_LOGICAL_NOT;
 }
 
 /* float32 / float64 as themselves, float16 / bfloat16 through float32. */
