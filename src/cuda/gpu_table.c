@@ -4,9 +4,9 @@
  * (cuBLAS, float32 / float64, contiguous), binary
  * add, sub, mul, div, maximum, minimum (any layout, broadcasting; in
  * place: a contiguous left operand) and the comparisons (any real
- * dtypes, to bool: gpu_grad.c), the same with a scalar and the unary abs,
- * neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, silu (float dtypes, any
- * layout) as CUDA kernels, full and fill_ (float32, float64, int32, int64,
+ * dtypes, to bool: gpu_grad.c), the same with a scalar (uint8, int8,
+ * int16 through int64) and the unary ops with a float result (abs ... silu
+ * and the float math in double; float dtypes, any layout) as CUDA kernels, full and fill_ (float32, float64, int32, int64,
  * contiguous), and the rows of
  * gpu_nn.c: clone, contiguous and astype (every real dtype, any layout:
  * casts float16 / bfloat16 / float32 / float64 / integers), reductions
