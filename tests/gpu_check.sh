@@ -4,8 +4,10 @@
 # "cuda", tests/cuda/load_cuda.c: it must register GPU:0), run its specs
 # (which must find the GPU: a run where cell.cuda.is_available() is false
 # fails here rather than skipping): the cross-device suite of
-# spec/cuda/ops_cuda.lua, nn_cuda.lua, index_cuda.lua and stats_cuda.lua
-# compares every GPU kernel with the CPU's per dtype (float32, float64;
+# spec/cuda/ops_cuda.lua, nn_cuda.lua, index_cuda.lua, stats_cuda.lua and
+# act_cuda.lua (activations, logsumexp, roll, diag, eye, dot,
+# bce_with_logits, interpolate, unfold / fold, the masked rows, conv3d and
+# its transpose, random fills: the CPU's values for one seed) compares every GPU kernel with the CPU's per dtype (float32, float64;
 # float16 / bfloat16 arithmetic and casts; the integers) and for strided
 # and broadcast inputs, and the gradients of softmax, layer norm,
 # embedding, dropout, cross-entropy, nll_loss, conv2d, batch norm,

@@ -6,11 +6,11 @@
  * kernels are queued on the device's one stream; cuBLAS runs gemm and
  * linear (gpu_blas.c) and cuDNN conv2d (gpu_dnn.c); the other kernels are
  * CUDA (gpu_ew.cu, gpu_nn.cu, gpu_loss.cu, gpu_cnn.cu, gpu_grad.cu,
- * gpu_attn.cu, gpu_index.cu, gpu_stats.cu, gpu_sort.cu, gpu_optim.cu,
+ * gpu_attn.cu, gpu_index.cu, gpu_stats.cu, gpu_sort.cu, gpu_optim.cu, gpu_act.cu,
  * sharing gpu_grid.cuh's launch helpers, reached through gpu_kern.h from
  * gpu_nn.c, gpu_loss.c, gpu_cnn.c, gpu_grad.c, gpu_attn.c, gpu_view.c,
  * gpu_index.c, gpu_shape.c, gpu_stats.c, gpu_sort.c, gpu_pwloss.c and
- * gpu_optim.c). Every kernel row
+ * gpu_optim.c, gpu_act.c, gpu_bce.c). Every kernel row
  * the module does not implement is declined by supports_op (gpu_table.c),
  * so the engine raises NotImplementedError rather than running it
  * anywhere else. */

@@ -1,7 +1,8 @@
 // gpu_ew.cu - the GPU module's CUDA kernels: elementwise binary (tensor and
 // tensor, tensor and scalar: + - * / maximum minimum) over contiguous
 // float32, float64, int32 and int64, unary ops (abs, neg, exp, log, sqrt,
-// tanh, sigmoid, relu, gelu, silu) over float32 and float64, and the
+// tanh, sigmoid, relu, gelu, silu, and the float math of cell_unop in
+// double) over float32 and float64, and the
 // pattern fill. Grid-stride loops, so
 // any n runs with a bounded grid; launches go on the caller's stream and
 // return the launch's error (an error inside a kernel shows at the next
@@ -36,11 +37,45 @@ template <typename T> __global__ void binary_scalar_k(int op, const T *a, T s, i
     out[i] = reversed ? bin<T>(op, s, a[i]) : bin<T>(op, a[i], s);
 }
 
-// Float unary ops (float's overloads of the math functions for float).
+// The float math ops in double (src/ops/unary.c calls the double libm
+// functions and rounds once); sign(NaN) is 0, round is half to even.
+__device__ double math_d(int op, double x) {
+  switch (op) {
+  case GPUK_LOG1P: return log1p(x);
+  case GPUK_RSQRT: return 1.0 / sqrt(x);
+  case GPUK_SIN: return sin(x);
+  case GPUK_COS: return cos(x);
+  case GPUK_FLOOR: return floor(x);
+  case GPUK_CEIL: return ceil(x);
+  case GPUK_ROUND: return rint(x);
+  case GPUK_SIGN: return (double)((x > 0) - (x < 0));
+  case GPUK_ERF: return erf(x);
+  case GPUK_ERFC: return erfc(x);
+  case GPUK_TAN: return tan(x);
+  case GPUK_ATAN: return atan(x);
+  case GPUK_ASIN: return asin(x);
+  case GPUK_ACOS: return acos(x);
+  case GPUK_SINH: return sinh(x);
+  case GPUK_COSH: return cosh(x);
+  case GPUK_LOG2: return log2(x);
+  case GPUK_LOG10: return log10(x);
+  case GPUK_EXP2: return exp2(x);
+  case GPUK_EXPM1: return expm1(x);
+  case GPUK_SQUARE: return x * x;
+  default: return 1.0 / x; // reciprocal
+  }
+}
+
+// Float unary ops (float's overloads of the math functions for float; the
+// math ops of math_d in double).
 template <typename T> __global__ void unary_k(int op, const T *a, T *out, int64_t n) {
   GRID_STRIDE(i, n) {
     T x = a[i], r;
     switch (op) {
+    case GPUK_LOG1P: case GPUK_RSQRT: case GPUK_SIN: case GPUK_COS: case GPUK_FLOOR: case GPUK_CEIL:
+    case GPUK_ROUND: case GPUK_SIGN: case GPUK_ERF: case GPUK_ERFC: case GPUK_TAN: case GPUK_ATAN: case GPUK_ASIN:
+    case GPUK_ACOS: case GPUK_SINH: case GPUK_COSH: case GPUK_LOG2: case GPUK_LOG10: case GPUK_EXP2:
+    case GPUK_EXPM1: case GPUK_SQUARE: case GPUK_RECIPROCAL: r = (T)math_d(op, (double)x); break;
     case GPUK_ABS: r = fabs(x); break;
     case GPUK_NEG: r = -x; break;
     case GPUK_EXP: r = exp(x); break;

@@ -16,6 +16,12 @@ enum { GPUK_EQ = 7, GPUK_NE = 8, GPUK_LT = 9, GPUK_LE = 10, GPUK_GT = 11, GPUK_G
 /* Unary op codes (cell_unop values). */
 enum { GPUK_ABS = 0, GPUK_NEG = 1, GPUK_EXP = 2, GPUK_LOG = 3, GPUK_SQRT = 5, GPUK_TANH = 9,
        GPUK_SIGMOID = 10, GPUK_RELU = 11, GPUK_GELU = 12, GPUK_SILU = 13 };
+/* The float math ops computed in double and rounded once (the CPU's
+ * double libm calls): cell_unop's log1p, rsqrt, sin, cos, floor, ceil,
+ * round, sign, erf ... reciprocal. */
+enum { GPUK_LOG1P = 4, GPUK_RSQRT = 6, GPUK_SIN = 7, GPUK_COS = 8, GPUK_FLOOR = 14, GPUK_CEIL = 15, GPUK_ROUND = 16,
+       GPUK_SIGN = 17, GPUK_ERF = 19, GPUK_ERFC, GPUK_TAN, GPUK_ATAN, GPUK_ASIN, GPUK_ACOS, GPUK_SINH, GPUK_COSH,
+       GPUK_LOG2, GPUK_LOG10, GPUK_EXP2, GPUK_EXPM1, GPUK_SQUARE, GPUK_RECIPROCAL };
 
 /* out[i] = a[i] op b[i] over n contiguous elements of dt (float32,
  * float64, int32, int64; out may be a). */
@@ -252,6 +258,13 @@ int gpuk_sort(void *stream, int es, int is_int, int flip, const void *x, const v
               int64_t inner, int64_t k, unsigned long long *K, long long *P, unsigned long long *K2, long long *P2,
               void *vals, long long *idx, long long base);
 
+/* median from sorted lines (vals es-byte elements, idx their indices, both
+ * (outer, len, inner)): ov, oi (outer inner each) = the element at
+ * (len - 1) / 2, or the line's first NaN when vf (the sorted values as
+ * float64; NULL for integers) ends with one. */
+int gpuk_median_pick(void *stream, int es, const void *vals, const double *vf, const long long *idx, void *ov,
+                     long long *oi, int64_t outer, int64_t len, int64_t inner);
+
 /* --- gpu_optim.cu: the fused steps of optim_step (not Lamb, LARS) --------------------- */
 
 /* The kinds (cell_optim_kind's values). */
@@ -269,6 +282,141 @@ typedef struct gpuk_optim_args {
  * gradient g and the states s0..s2 (each may be NULL: reads 0, not written). */
 int gpuk_optim(void *stream, int dt, gpuk_optim_args c, void *p, const void *g, void *s0, void *s1, void *s2,
                int64_t n);
+
+/* --- gpu_act.cu: pointwise ops with parameters, logsumexp, roll, random fills ---------- */
+
+/* gpuk_pointwise's codes: cell_act.h's kinds 0..11 (forward), the same
+ * plus GPUK_PW_ACT_GRAD (g times the derivative), softplus (k0 beta, k1
+ * threshold) and nan_to_num (k0, k1, k2: the replacements of NaN, +inf,
+ * -inf). */
+enum { GPUK_PW_ACT_GRAD = 16, GPUK_PW_SOFTPLUS = 32, GPUK_PW_NAN_TO_NUM = 33 };
+/* out = op(x) or g op'(x) over n contiguous elements of dt (float32 or
+ * float64; g NULL for the forward ones), computed in double. */
+int gpuk_pointwise(void *stream, int dt, int op, double k0, double k1, double k2, const void *x, const void *g,
+                   void *out, int64_t n);
+/* out[r] = logsumexp of contiguous row r of len (dt float32 or float64). */
+int gpuk_logsumexp(void *stream, int dt, const void *x, void *out, int64_t rows, int64_t len);
+/* roll's shift per dimension (0 <= shift < size). */
+typedef struct gpuk_roll_args {
+  int64_t shift[GPUK_MAX_DIMS];
+} gpuk_roll_args;
+/* out (n contiguous es-byte elements over L.shape) = in rolled: element
+ * (i_d) of out is in's (i_d - shift_d mod size_d), in's strides L.stride. */
+int gpuk_roll(void *stream, int es, gpuk_layout L, gpuk_roll_args R, const void *in, void *out, int64_t n);
+/* The random fills' kinds. */
+enum { GPUK_RAND_UNIFORM = 0, GPUK_RAND_NORMAL = 1, GPUK_RAND_INT = 2, GPUK_RAND_BERNOULLI = 3 };
+/* n draws of the engine's Philox stream from block first under seed (two
+ * elements per block, as src/ops/create.c and random.c): uniform
+ * floor(u scale) / scale, normal (Box-Muller; pa, pb non-NULL: pa + pb z,
+ * the means and deviations per element) and bernoulli (u < pa[j], or <
+ * scale when pa is NULL: 1 or 0) into fo (float64), integer low + the high
+ * 64 bits of r range into io (int64). */
+int gpuk_rand(void *stream, int kind, unsigned long long seed, unsigned long long first, double scale,
+              long long low, unsigned long long range, const double *pa, const double *pb, double *fo,
+              long long *io, int64_t n);
+/* multinomial: ns draws per row of k float64 weights w (valid: checked
+ * by the caller) into o (rows ns int64, + base), src/ops/random.c's
+ * draws from Philox block first + row ns + t; cdf: rows k doubles of
+ * scratch. */
+int gpuk_multinomial(void *stream, const double *w, double *cdf, long long *o, int64_t rows, int64_t k, int64_t ns,
+                     int replacement, unsigned long long seed, unsigned long long first, long long base);
+/* gx = cumprod's gradient along the middle dim of contiguous float64
+ * (outer, len, inner) x and g (src/ops/scan.c's formula, exact with zeros). */
+int gpuk_cumprod_backward(void *stream, const double *x, const double *g, double *gx, int64_t outer, int64_t len,
+                          int64_t inner);
+/* *bad (set to ~0 first) = 1 + the first i with x[i] outside [lo, hi]
+ * (NaN counts as outside). */
+int gpuk_first_outside(void *stream, const double *x, int64_t n, double lo, double hi, unsigned long long *bad);
+
+/* bce_with_logits over n contiguous float64 elements (w, pw: NULL for
+ * ones): the per-element loss into o0 (backward 0), else k g (g NULL:
+ * ones) times the gradients of x, y, weight, pos_weight into o0..o3
+ * (each may be NULL). */
+int gpuk_bce(void *stream, int backward, const double *x, const double *y, const double *w, const double *pw,
+             const double *g, double k, double *o0, double *o1, double *o2, double *o3, int64_t n);
+
+/* unique over n sorted elements: f = 1 where a group starts (keys: int64
+ * ki, or float64 kf when ki is NULL; NaN starts a group of its own). */
+int gpuk_unique_starts(void *stream, const long long *ki, const double *kf, long long *f, int64_t n);
+/* From the starts' prefix sum pos: out[g] = group g's first sorted value
+ * (es-byte sv), inv[idx[i]] = i's group + base (inv may be NULL), cnt[g]
+ * += 1 per element (zeroed by the caller; may be NULL). */
+int gpuk_unique(void *stream, int es, const void *sv, const long long *idx, const long long *pos, void *out,
+                long long *inv, unsigned long long *cnt, long long base, int64_t n);
+
+/* --- gpu_interp.cu: interpolate (nearest, linear, bilinear, bicubic) ------------------- */
+
+/* planes of h x w to oh x ow; kh, kw taps per output row / column; chans
+ * and gs (the output gradient's strides of N, C, H, W): the backward's. */
+typedef struct gpuk_interp {
+  int64_t planes, chans, h, w, oh, ow, gs[4];
+  int kh, kw;
+} gpuk_interp;
+/* Forward (in: contiguous planes; out: contiguous) or backward (in: the
+ * output gradient through A.gs; out: gx, zeroed by the caller, added to
+ * atomically), dt float32 or float64. hi / hw: oh kh positions and
+ * weights (row-major per output row), wi / ww: ow kw. */
+int gpuk_interpolate(void *stream, int dt, int backward, gpuk_interp A, const long long *hi, const double *hw,
+                     const long long *wi, const double *ww, const void *in, void *out);
+
+/* --- gpu_fold.cu: unfold (im2col) and fold (col2im) ------------------------------------- */
+
+/* n samples of c channels of h x w, a kh x kw window (stride, top / left
+ * padding, dilation) giving oh x ow blocks. */
+typedef struct gpuk_fold_geom {
+  int64_t n, c, h, w, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow;
+} gpuk_fold_geom;
+/* unfold (fold 0): x (n, c, h, w) to out (n, c kh kw, oh ow); fold: x
+ * (n, c kh kw, oh ow) to out (n, c, h, w), every element written;
+ * contiguous, dt float32 or float64. */
+int gpuk_fold(void *stream, int dt, int fold, gpuk_fold_geom G, const void *x, void *out);
+
+/* --- gpu_masked.cu: nonzero, masked_select, masked_scatter ------------------------------ */
+
+/* f[i] = x[i] != 0 (int64 0 / 1) over n float64 elements. */
+int gpuk_flags(void *stream, const double *x, long long *f, int64_t n);
+/* nonzero: for each i with f[i], row pos[i] - 1 of out (L.ndim int64
+ * columns) = i's index over L.shape, plus base. */
+int gpuk_nonzero(void *stream, gpuk_layout L, const long long *f, const long long *pos, long long *out,
+                 long long base, int64_t n);
+/* es-byte elements: masked_select (scatter 0: out[pos[i] - 1] = a[i] where
+ * f[i]) or masked_scatter (out[i] = f[i] ? src[pos[i] - 1] : a[i]). */
+int gpuk_masked(void *stream, int es, int scatter, const long long *f, const long long *pos, const void *a,
+                const void *src, void *out, int64_t n);
+
+/* --- gpu_conv3d.cu: conv3d forward, input and weight gradients (direct kernels) ------- */
+
+/* src/ops/conv.h's cell_conv3d_geom: input (n, c, d, h, w), o output
+ * channels, the kernel, groups, stride and dilation (depth, height,
+ * width), padding (front, back, top, bottom, left, right), the output. */
+typedef struct gpuk_c3_geom {
+  int64_t n, c, d, h, w, o, kd, kh, kw, groups, s[3], dl[3], pd[6], od, oh, ow;
+} gpuk_c3_geom;
+enum { GPUK_C3_FWD = 0, GPUK_C3_DATA = 1, GPUK_C3_WEIGHT = 2 };
+/* GPUK_C3_FWD: out (n, o, od, oh, ow) = p0 (the input) conv p1 (the
+ * weight) + b (per o; may be NULL); GPUK_C3_DATA: out (n, c, d, h, w) =
+ * the adjoint applied to p0 (n, o, od, oh, ow) with weight p1, + b (per
+ * c; may be NULL); GPUK_C3_WEIGHT: out (the weight's shape) = the weight
+ * gradient of p0 (the output gradient) and p1 (the input). Every element
+ * of out written; contiguous, dt float32 or float64. */
+int gpuk_conv3d(void *stream, int dt, int which, gpuk_c3_geom G, const void *p0, const void *p1, const void *b,
+                void *out);
+
+/* --- gpu_ctc.cu: the CTC loss, one thread per sample ---------------------------------- */
+
+/* T steps, N samples, C classes (blank 0-based), SP = 2 max(target
+ * length) + 1. */
+typedef struct gpuk_ctc_args {
+  int64_t T, N, C, SP, blank;
+  int zero_infinity;
+} gpuk_ctc_args;
+/* lp (T, N, C) float64 log-probabilities; tg the targets (0-based, sample
+ * n's from toff[n]), il / tl the lengths (valid: checked by the caller);
+ * alpha, beta: N T SP doubles of scratch, g: N C; gall (T, N, C, zeroed by
+ * the caller) = the gradient, lv (N) = the losses. */
+int gpuk_ctc(void *stream, gpuk_ctc_args A, const double *lp, const long long *tg, const long long *il,
+             const long long *tl, const long long *toff, double *alpha, double *beta, double *g, double *gall,
+             double *lv);
 
 #ifdef __cplusplus
 }

@@ -125,6 +125,8 @@ cell_status gpu_sort(const cell_tensor *a, int dim, int descending, int64_t inde
                      cell_tensor **indices);
 cell_status gpu_topk(const cell_tensor *a, int64_t k, int dim, int largest, int sorted, int64_t index_base,
                      cell_tensor **values, cell_tensor **indices);
+cell_status gpu_median(const cell_tensor *a, int dim, int keepdim, int64_t index_base, cell_tensor **values,
+                       cell_tensor **indices);
 
 /* gpu_optim.c: the fused steps of optim_step (RMSProp, Adagrad, ...; not Lamb, LARS). */
 cell_status gpu_optim_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *s0, cell_tensor *s1,
@@ -149,5 +151,76 @@ cell_status gpu_avg_pool2d(const cell_tensor *x, const int64_t *kernel, const in
 cell_status gpu_avg_pool2d_backward(const cell_tensor *gy, const int64_t *in_shape, const int64_t *kernel,
                                     const int64_t *stride, const int64_t *padding, int ceil_mode,
                                     int count_include_pad, cell_dtype dt, cell_tensor **gx);
+
+/* gpu_act.c: activations, softplus, nan_to_num, logsumexp, roll, diag, eye,
+ * dot, cumprod's gradient; gpu_random.c: rand, randn, randint (the kernel
+ * rows of the same names). */
+cell_status gpu_activation(const cell_tensor *x, int kind, double p0, double p1, cell_tensor **out);
+cell_status gpu_activation_backward(const cell_tensor *g, const cell_tensor *x, int kind, double p0, double p1,
+                                    cell_tensor **gx);
+cell_status gpu_nan_to_num(const cell_tensor *a, double nan, double posinf, double neginf, cell_tensor **out);
+cell_status gpu_softplus(const cell_tensor *a, double beta, double threshold, cell_tensor **out);
+cell_status gpu_logsumexp(const cell_tensor *a, int ndims, const int *dims, int keepdim, cell_tensor **out);
+cell_status gpu_roll(const cell_tensor *a, int n, const int64_t *shifts, const int *dims, cell_tensor **out);
+cell_status gpu_diag(const cell_tensor *a, int64_t offset, int64_t rows, int64_t cols, cell_tensor **out);
+cell_status gpu_eye(int64_t n, int64_t m, cell_dtype dt, cell_tensor **out);
+cell_status gpu_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor **out);
+cell_status gpu_rand(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
+cell_status gpu_randn(cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
+cell_status gpu_randint(int64_t low, int64_t high, cell_dtype dt, int ndim, const int64_t *shape, cell_tensor **out);
+cell_status gpu_cumprod_backward(const cell_tensor *g, const cell_tensor *x, int dim, cell_tensor **gx);
+/* gpu_random.c: bernoulli and normal (tensors of probabilities, means and
+ * deviations). */
+cell_status gpu_bernoulli(const cell_tensor *x, const cell_tensor *p, double ps, cell_tensor **out);
+cell_status gpu_normal(int ndim, const int64_t *shape, const cell_tensor *mean, const cell_tensor *std,
+                       cell_tensor **out);
+cell_status gpu_multinomial(const cell_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
+                            cell_tensor **out);
+
+/* gpu_bce.c: bce_with_logits and its backward. */
+cell_status gpu_bce_with_logits(const cell_tensor *x, const cell_tensor *y, const cell_tensor *weight,
+                                const cell_tensor *pos_weight, cell_reduction red, cell_tensor **out);
+cell_status gpu_bce_with_logits_backward(const cell_tensor *gr, const cell_tensor *x, const cell_tensor *y,
+                                         const cell_tensor *weight, const cell_tensor *pos_weight, cell_reduction red,
+                                         cell_tensor **gx, cell_tensor **gy, cell_tensor **gw, cell_tensor **gpw);
+
+/* gpu_interp.c: interpolate and its backward. */
+cell_status gpu_interpolate(const cell_tensor *x, int mode, int align_corners, const int64_t *size,
+                            const double *scales, cell_tensor **out);
+cell_status gpu_interpolate_backward(const cell_tensor *gr, int mode, int align_corners, int ndim,
+                                     const int64_t *in_shape, const double *scales, cell_dtype dt, cell_tensor **gx);
+
+/* gpu_fold.c: unfold (im2col) and fold (col2im). */
+cell_status gpu_unfold(const cell_tensor *x, const int64_t *kernel, const int64_t *dilation, const int64_t *padding,
+                       const int64_t *stride, cell_tensor **out);
+cell_status gpu_fold(const cell_tensor *x, const int64_t *output_size, const int64_t *kernel, const int64_t *dilation,
+                     const int64_t *padding, const int64_t *stride, cell_tensor **out);
+
+/* gpu_masked.c: nonzero, masked_select, masked_scatter. */
+cell_status gpu_nonzero(const cell_tensor *a, int64_t index_base, cell_tensor **out);
+cell_status gpu_masked_select(const cell_tensor *a, const cell_tensor *mask, cell_tensor **out);
+cell_status gpu_masked_scatter(const cell_tensor *a, const cell_tensor *mask, const cell_tensor *src,
+                               cell_tensor **out);
+cell_status gpu_unique(const cell_tensor *a, int64_t index_base, cell_tensor **out, cell_tensor **inverse,
+                       cell_tensor **counts);
+
+/* gpu_conv3d.c: conv3d and conv_transpose3d, forward and backward. */
+cell_status gpu_conv3d(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b, const int64_t *stride,
+                       const int64_t *padding, const int64_t *dilation, int64_t groups, cell_tensor **out);
+cell_status gpu_conv3d_backward(const cell_tensor *gy, const cell_tensor *x, const cell_tensor *w, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation, int64_t groups, cell_tensor **gx,
+                                cell_tensor **gw, cell_tensor **gb);
+cell_status gpu_conv_transpose3d(const cell_tensor *x, const cell_tensor *w, const cell_tensor *b, const int64_t *stride,
+                                 const int64_t *padding, const int64_t *output_padding, const int64_t *dilation,
+                                 int64_t groups, cell_tensor **out);
+cell_status gpu_conv_transpose3d_backward(const cell_tensor *gy, const cell_tensor *x, const cell_tensor *w,
+                                          const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
+                                          const int64_t *dilation, int64_t groups, cell_tensor **gx, cell_tensor **gw,
+                                          cell_tensor **gb);
+
+/* gpu_ctc.c: the CTC loss and its gradient. */
+cell_status gpu_ctc_loss(const cell_tensor *log_probs, const cell_tensor *targets, const cell_tensor *input_lengths,
+                         const cell_tensor *target_lengths, int64_t blank, int64_t index_base, int zero_infinity,
+                         cell_tensor **loss, cell_tensor **grad);
 
 #endif

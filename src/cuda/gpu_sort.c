@@ -2,7 +2,8 @@
  * indices): src/ops/sort.c's checks, order and outputs (values of the
  * input's dtype, int64 indices counted from index_base), through
  * gpu_sort.cu's one-thread-per-line merge sort. The input is made
- * contiguous, with a float64 (float dtypes) or int64 copy for the keys. */
+ * contiguous, with a float64 (float dtypes) or int64 copy for the keys.
+ * median picks the lower median (or a line's first NaN) from the sort. */
 #include "gpu.h"
 #include "gpu_kern.h"
 #include "gpu_nn.h"
@@ -69,4 +70,46 @@ cell_status gpu_topk(const cell_tensor *a, int64_t k, int dim, int largest, int 
                       (long long)k, dim, (long long)len, cell_shape_str(a->ndim, a->shape, b, sizeof b));
   }
   return run_sort("topk", a, dim, largest != 0, k, index_base, values, indices);
+}
+
+/* median: the stable ascending sort of each line, then the lower median
+ * (or the line's first NaN) picked from it. */
+cell_status gpu_median(const cell_tensor *a, int dim, int keepdim, int64_t index_base, cell_tensor **values,
+                       cell_tensor **indices) {
+  if (!a || !values || !indices) return cell_error(CELL_ERR_VALUE, "median: NULL argument");
+  CELL_TRY(check_dim("median", dim, a->ndim));
+  int nd = a->ndim;
+  int64_t len = nd ? a->shape[dim] : 1, outer = 1, inner = 1, shape[CELL_MAX_DIMS];
+  if (len == 0) {
+    char b[256];
+    return cell_error(CELL_ERR_INDEX, "median: dimension %d of the input (shape %s) has size 0: no median", dim,
+                      cell_shape_str(a->ndim, a->shape, b, sizeof b));
+  }
+  int on = 0;
+  for (int d = 0; d < nd; d++) {
+    if (d < dim) outer *= a->shape[d];
+    if (d > dim) inner *= a->shape[d];
+    if (d != dim) shape[on++] = a->shape[d];
+    else if (keepdim) shape[on++] = 1;
+  }
+  gpu_ctx *g = gpu_ctx_of(a);
+  cell_tensor *sv = NULL, *si = NULL, *vf = NULL, *v = NULL, *ix = NULL;
+  cell_status s = run_sort("median", a, dim, 0, len, index_base, &sv, &si);
+  if (s == CELL_OK && cell_dtype_is_float(a->dtype)) s = gpu_contig_as(sv, CELL_DTYPE_F64, &vf);
+  if (s == CELL_OK) s = gpu_new_tensor(g, a->dtype, on, shape, &v);
+  if (s == CELL_OK) s = gpu_new_tensor(g, CELL_DTYPE_I64, on, shape, &ix);
+  if (s == CELL_OK)
+    s = gpu_launch(gpuk_median_pick(g->stream, (int)cell_dtype_size(a->dtype), gpu_data(sv), vf ? gpu_data(vf) : NULL,
+                                    gpu_data(si), gpu_data(v), gpu_data(ix), outer, len, inner),
+                   "median");
+  cell_tensor *tmp[3] = {sv, si, vf};
+  gpu_release_all(tmp, 3);
+  if (s != CELL_OK) {
+    if (v) cell_tensor_release(v);
+    if (ix) cell_tensor_release(ix);
+    return s;
+  }
+  *values = v;
+  *indices = ix;
+  return CELL_OK;
 }

@@ -71,6 +71,24 @@ __global__ void sort_k(int es, int is_int, int flip, const void *x, const void *
   }
 }
 
+// median from a line's stable ascending sort (vals, idx: (outer, len,
+// inner)): the element at (len - 1) / 2, or, when the line holds a NaN
+// (vf non-NULL: the sorted values as float64; NaNs sort last), the first
+// NaN (the earliest by index: the stable order keeps them so), as
+// src/ops/sort.c's median_line picks.
+__global__ void median_k(int es, const void *vals, const double *vf, const long long *idx, void *ov, long long *oi,
+                         int64_t outer, int64_t len, int64_t inner) {
+  GRID_STRIDE(q, outer * inner) {
+    int64_t first = (q / inner) * len * inner + q % inner, p = (len - 1) / 2;
+    if (vf && vf[first + (len - 1) * inner] != vf[first + (len - 1) * inner]) {
+      p = len - 1;
+      while (p > 0 && vf[first + (p - 1) * inner] != vf[first + (p - 1) * inner]) p--;
+    }
+    move_el(es, ov, q, vals, first + p * inner);
+    oi[q] = idx[first + p * inner];
+  }
+}
+
 } // namespace
 
 extern "C" int gpuk_sort(void *stream, int es, int is_int, int flip, const void *x, const void *kx, int64_t outer,
@@ -79,5 +97,13 @@ extern "C" int gpuk_sort(void *stream, int es, int is_int, int flip, const void 
   if (outer * inner <= 0 || len <= 0) return 0;
   sort_k<<<blocks_for(outer * inner), kThreads, 0, (cudaStream_t)stream>>>(es, is_int, flip, x, kx, outer, len, inner,
                                                                           k, K, P, K2, P2, vals, idx, base);
+  return last();
+}
+
+extern "C" int gpuk_median_pick(void *stream, int es, const void *vals, const double *vf, const long long *idx, void *ov,
+                                long long *oi, int64_t outer, int64_t len, int64_t inner) {
+  if (outer * inner <= 0 || len <= 0) return 0;
+  median_k<<<blocks_for(outer * inner), kThreads, 0, (cudaStream_t)stream>>>(es, vals, vf, idx, ov, oi, outer, len,
+                                                                            inner);
   return last();
 }

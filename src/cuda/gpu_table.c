@@ -4,9 +4,9 @@
  * (cuBLAS, float32 / float64, contiguous), binary
  * add, sub, mul, div, maximum, minimum (any layout, broadcasting; in
  * place: a contiguous left operand) and the comparisons (any real
- * dtypes, to bool: gpu_grad.c), the same with a scalar and the unary abs,
- * neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, silu (float dtypes, any
- * layout) as CUDA kernels, full and fill_ (float32, float64, int32, int64,
+ * dtypes, to bool: gpu_grad.c), the same with a scalar (uint8, int8,
+ * int16 through int64) and the unary ops with a float result (abs ... silu
+ * and the float math in double; float dtypes, any layout) as CUDA kernels, full and fill_ (float32, float64, int32, int64,
  * contiguous), and the rows of
  * gpu_nn.c: clone, contiguous and astype (every real dtype, any layout:
  * casts float16 / bfloat16 / float32 / float64 / integers), reductions
@@ -20,8 +20,14 @@
  * (float32 / float64), where / masked_fill / pad / cat / stack and the
  * indexing rows (gpu_index.c), flip / tile / repeat_interleave / triangle
  * (gpu_shape.c), var / norm / the scans / arange / linspace (gpu_stats.c),
- * sort / topk (gpu_sort.c), mse / l1 (gpu_pwloss.c) and optim_step
- * (gpu_optim.c). Arithmetic promotes mixed dtypes as the CPU does and runs
+ * sort / topk (gpu_sort.c), mse / l1 (gpu_pwloss.c), optim_step
+ * (gpu_optim.c), the activations / softplus / nan_to_num / logsumexp /
+ * roll / diag / eye / dot / rand / randn / randint rows (gpu_act.c),
+ * bce_with_logits (gpu_bce.c), interpolate (gpu_interp.c), unfold / fold
+ * (gpu_fold.c), nonzero / masked_select / masked_scatter (gpu_masked.c)
+ * the random rows (gpu_random.c), conv3d / conv_transpose3d (gpu_conv3d.c,
+ * direct kernels), median / unique (gpu_sort.c, gpu_masked.c) and
+ * ctc_loss (gpu_ctc.c). Arithmetic promotes mixed dtypes as the CPU does and runs
  * float16 / bfloat16 through float32. supports_op declines every
  * other row and every other dtype or layout, so the engine raises
  * NotImplementedError ("<op> is not supported on device GPU:0"); a row
@@ -37,6 +43,18 @@ _Static_assert((int)GPUK_ADD == (int)CELL_OP_ADD && (int)GPUK_SUB == (int)CELL_O
                    (int)GPUK_DIV == (int)CELL_OP_DIV && (int)GPUK_MAXIMUM == (int)CELL_OP_MAXIMUM &&
                    (int)GPUK_MINIMUM == (int)CELL_OP_MINIMUM,
                "gpu_kern.h's binary codes are cell_binop's");
+_Static_assert((int)GPUK_LOG1P == (int)CELL_OP_LOG1P && (int)GPUK_RSQRT == (int)CELL_OP_RSQRT &&
+                   (int)GPUK_SIN == (int)CELL_OP_SIN && (int)GPUK_COS == (int)CELL_OP_COS &&
+                   (int)GPUK_FLOOR == (int)CELL_OP_FLOOR && (int)GPUK_CEIL == (int)CELL_OP_CEIL &&
+                   (int)GPUK_ROUND == (int)CELL_OP_ROUND && (int)GPUK_SIGN == (int)CELL_OP_SIGN &&
+                   (int)GPUK_ERF == (int)CELL_OP_ERF && (int)GPUK_ERFC == (int)CELL_OP_ERFC &&
+                   (int)GPUK_TAN == (int)CELL_OP_TAN && (int)GPUK_ATAN == (int)CELL_OP_ATAN &&
+                   (int)GPUK_ASIN == (int)CELL_OP_ASIN && (int)GPUK_ACOS == (int)CELL_OP_ACOS &&
+                   (int)GPUK_SINH == (int)CELL_OP_SINH && (int)GPUK_COSH == (int)CELL_OP_COSH &&
+                   (int)GPUK_LOG2 == (int)CELL_OP_LOG2 && (int)GPUK_LOG10 == (int)CELL_OP_LOG10 &&
+                   (int)GPUK_EXP2 == (int)CELL_OP_EXP2 && (int)GPUK_EXPM1 == (int)CELL_OP_EXPM1 &&
+                   (int)GPUK_SQUARE == (int)CELL_OP_SQUARE && (int)GPUK_RECIPROCAL == (int)CELL_OP_RECIPROCAL,
+               "gpu_kern.h's math codes are cell_unop's");
 _Static_assert((int)GPUK_ABS == (int)CELL_OP_ABS && (int)GPUK_NEG == (int)CELL_OP_NEG && (int)GPUK_EXP == (int)CELL_OP_EXP &&
                    (int)GPUK_LOG == (int)CELL_OP_LOG && (int)GPUK_SQRT == (int)CELL_OP_SQRT && (int)GPUK_TANH == (int)CELL_OP_TANH &&
                    (int)GPUK_SIGMOID == (int)CELL_OP_SIGMOID && (int)GPUK_RELU == (int)CELL_OP_RELU &&
@@ -168,10 +186,12 @@ static int is_half_dt(cell_dtype dt) { return dt == CELL_DTYPE_F16 || dt == CELL
 /* The dtype the kernels compute result dtype rt in: rt itself for
  * float32, float64, int32 and int64; float32 for float16 and bfloat16
  * (rounded to rt once at the end: exact for + - * / and maximum /
- * minimum, float32 having more than twice their precision); -1 for the
- * rest (declined). */
+ * minimum, float32 having more than twice their precision); int64 for
+ * uint8, int8 and int16 (wrapped to rt at the end: the CPU computes them
+ * in int64 with wrap-around too); -1 for the rest (declined). */
 static int kernel_dtype(cell_dtype rt) {
   if (is_float_dt(rt) || rt == CELL_DTYPE_I32 || rt == CELL_DTYPE_I64) return (int)rt;
+  if (rt == CELL_DTYPE_U8 || rt == CELL_DTYPE_I8 || rt == CELL_DTYPE_I16) return (int)CELL_DTYPE_I64;
   return is_half_dt(rt) ? (int)CELL_DTYPE_F32 : -1;
 }
 
@@ -294,6 +314,16 @@ static cell_status compare_scalar(cell_binop op, const cell_tensor *t, double s,
   return st;
 }
 
+/* s as the CPU's scalar tensor of dtype rt holds it (binary.c's
+ * make_scalar: stored in rt, so an integer wraps: uint8 maximum with 300
+ * compares with 44). */
+static double scalar_as(cell_dtype rt, double s) {
+  if (cell_dtype_is_float(rt)) return s;
+  unsigned char buf[8];
+  cell_element_set_f64(rt, buf, s);
+  return (double)cell_element_get_i64(rt, buf);
+}
+
 static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s, int s_is_float, int reversed,
                                    cell_tensor **out) {
   if (is_compare(op)) return compare_scalar(op, t, s, s_is_float, reversed, out);
@@ -302,6 +332,7 @@ static cell_status k_binary_scalar(cell_binop op, const cell_tensor *t, double s
   if (op == CELL_OP_DIV && !cell_dtype_is_float(rt)) rt = CELL_DTYPE_F32;
   int kt = kernel_dtype(rt);
   if (kt < 0) return declined(cell_binop_name(op));
+  s = scalar_as(rt, s);
   gpu_ctx *g = gpu_ctx_of(t);
   cell_tensor *tc, *o;
   CELL_TRY(spread(t, (cell_dtype)kt, t->ndim, t->shape, &tc));
@@ -333,15 +364,16 @@ static cell_status k_binary_scalar_(cell_binop op, cell_tensor *t, double s, int
     return st;
   }
   gpu_ctx *g = gpu_ctx_of(t);
+  s = scalar_as(rt, s);
   cell_tensor_bump(t);
   return gpu_launch(gpuk_binary_scalar(g->stream, kt, (int)op, gpu_data(t), s, 0, gpu_data(t), gpu_numel(t)),
                     cell_binop_name(op));
 }
 
+/* Every cell_unop with a float result of a float input (not logical_not,
+ * isnan, isinf, isfinite: bool results). */
 static int unary_ok(cell_unop op) {
-  return op == CELL_OP_ABS || op == CELL_OP_NEG || op == CELL_OP_EXP || op == CELL_OP_LOG ||
-         op == CELL_OP_SQRT || op == CELL_OP_TANH || op == CELL_OP_SIGMOID || op == CELL_OP_RELU ||
-         op == CELL_OP_GELU || op == CELL_OP_SILU;
+  return (int)op >= 0 && op <= CELL_OP_RECIPROCAL && op != CELL_OP_LOGICAL_NOT;
 }
 
 /* float32 / float64 as themselves, float16 / bfloat16 through float32. */
@@ -526,6 +558,38 @@ void gpu_kernels_init(void) {
   gpu_kernels.sgd_step = gpu_sgd_step;
   gpu_kernels.adam_step = gpu_adam_step;
   gpu_kernels.optim_step = gpu_optim_step;
+  gpu_kernels.activation = gpu_activation;
+  gpu_kernels.activation_backward = gpu_activation_backward;
+  gpu_kernels.nan_to_num = gpu_nan_to_num;
+  gpu_kernels.softplus = gpu_softplus;
+  gpu_kernels.logsumexp = gpu_logsumexp;
+  gpu_kernels.roll = gpu_roll;
+  gpu_kernels.diag = gpu_diag;
+  gpu_kernels.eye = gpu_eye;
+  gpu_kernels.dot = gpu_dot;
+  gpu_kernels.rand = gpu_rand;
+  gpu_kernels.randn = gpu_randn;
+  gpu_kernels.randint = gpu_randint;
+  gpu_kernels.bce_with_logits = gpu_bce_with_logits;
+  gpu_kernels.bce_with_logits_backward = gpu_bce_with_logits_backward;
+  gpu_kernels.interpolate = gpu_interpolate;
+  gpu_kernels.interpolate_backward = gpu_interpolate_backward;
+  gpu_kernels.unfold = gpu_unfold;
+  gpu_kernels.fold = gpu_fold;
+  gpu_kernels.nonzero = gpu_nonzero;
+  gpu_kernels.masked_select = gpu_masked_select;
+  gpu_kernels.masked_scatter = gpu_masked_scatter;
+  gpu_kernels.bernoulli = gpu_bernoulli;
+  gpu_kernels.normal = gpu_normal;
+  gpu_kernels.conv3d = gpu_conv3d;
+  gpu_kernels.conv3d_backward = gpu_conv3d_backward;
+  gpu_kernels.conv_transpose3d = gpu_conv_transpose3d;
+  gpu_kernels.conv_transpose3d_backward = gpu_conv_transpose3d_backward;
+  gpu_kernels.cumprod_backward = gpu_cumprod_backward;
+  gpu_kernels.median = gpu_median;
+  gpu_kernels.multinomial = gpu_multinomial;
+  gpu_kernels.unique = gpu_unique;
+  gpu_kernels.ctc_loss = gpu_ctc_loss;
 }
 
 static int all_of(int nt, const cell_tensor *const *ts, cell_dtype dt) {
@@ -590,9 +654,49 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_full: /* no tensor: made on the current GPU */
   case CELL_KID_arange:
   case CELL_KID_linspace:
+  case CELL_KID_eye:
+  case CELL_KID_rand:
+  case CELL_KID_randn:
+  case CELL_KID_randint:
     return 1;
+  case CELL_KID_activation: /* x: any dtype (the kernel raises the CPU's TypeError for the rest) */
+  case CELL_KID_activation_backward: /* g, x */
+  case CELL_KID_softplus:
+  case CELL_KID_nan_to_num:
+  case CELL_KID_logsumexp:
+  case CELL_KID_roll:
+  case CELL_KID_diag:
+  case CELL_KID_bce_with_logits: /* x, y, weight, pos_weight (the kernel checks for floats) */
+  case CELL_KID_bce_with_logits_backward: /* g, x, y, weight, pos_weight */
+  case CELL_KID_interpolate: /* x (the kernel checks for floats) */
+  case CELL_KID_interpolate_backward: /* g */
+  case CELL_KID_unfold: /* x (the kernel checks for floats) */
+  case CELL_KID_fold:
+  case CELL_KID_nonzero: /* a: every dtype */
+  case CELL_KID_masked_select: /* a, mask (the kernel checks the mask is bool) */
+  case CELL_KID_masked_scatter: /* a, mask, src */
+  case CELL_KID_bernoulli: /* x (its shape and dtype), p (may be NULL) */
+  case CELL_KID_normal: /* mean, std */
+  case CELL_KID_multinomial: /* probs (the kernel checks for floats) */
+  case CELL_KID_ctc_loss: /* log_probs, targets, input_lengths, target_lengths */
+  case CELL_KID_conv3d: /* x, w, b (the kernel checks for floats) */
+  case CELL_KID_conv3d_backward: /* gy, x, w */
+  case CELL_KID_conv_transpose3d:
+  case CELL_KID_conv_transpose3d_backward:
+  case CELL_KID_cumprod_backward: /* g, x: any real dtypes (through float64) */
+    for (int i = 0; i < nt; i++)
+      if (ts[i] && !gpu_dtype_copyable(ts[i]->dtype)) return 0;
+    return nt > 0 && ts[0];
+  case CELL_KID_dot: /* a, b: float32 / float64 (the kernel refuses bool with the CPU's TypeError) */
+    if (nt != 2 || !ts[0] || !ts[1]) return 0;
+    {
+      cell_dtype dt = cell_dtype_promote(ts[0]->dtype, ts[1]->dtype);
+      return dt == CELL_DTYPE_F32 || dt == CELL_DTYPE_F64 || dt == CELL_DTYPE_BOOL;
+    }
   case CELL_KID_sort: /* any real dtype: keys from a float64 or int64 copy */
   case CELL_KID_topk:
+  case CELL_KID_median:
+  case CELL_KID_unique:
   case CELL_KID_var: /* any real dtype, gathered as float64 */
   case CELL_KID_norm:
   case CELL_KID_cumsum:

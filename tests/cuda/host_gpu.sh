@@ -5,7 +5,7 @@
 # block per launch), linked against fake CUDA runtime, cuBLAS and cuDNN
 # calls on host memory (tests/cuda/host_gpu/fake_*.c), into
 # $BUILD/host_gpu/cell/cuda.so; then runs spec/cuda/ops_cuda.lua,
-# nn_cuda.lua, index_cuda.lua and stats_cuda.lua (or the spec files
+# nn_cuda.lua, index_cuda.lua, stats_cuda.lua and act_cuda.lua (or the spec files
 # given) against it, where a "GPU" is now available. This exercises
 # the module's host code (argument order of every launch, shapes, dtypes,
 # gathers, errors) and the kernels' arithmetic against the CPU; it cannot
@@ -37,4 +37,4 @@ $CC -shared -o "$out/libcell_cuda.so" -Wl,-soname,libcell_cuda.so -Wl,-z,nodelet
 $CC -shared -o "$out/cell/cuda.so" -Wl,-z,nodelete "$B/$LUA/src/cuda/lcuda.o" "$out/libcell_cuda.so" "$B/libcell.so" \
   -Wl,-rpath,"$PWD/$out:$PWD/$B" -lpthread
 LUA_PATH="lua/?.lua;lua/?/init.lua;spec/?.lua;spec/?/init.lua;;" LUA_CPATH="$out/?.so;$B/$LUA/?.so;;" \
-  CELL_TEST_DEVICE=1 "$LUA" /usr/bin/busted ${*:-spec/cuda/ops_cuda.lua spec/cuda/nn_cuda.lua spec/cuda/index_cuda.lua spec/cuda/stats_cuda.lua}
+  CELL_TEST_DEVICE=1 "$LUA" /usr/bin/busted ${*:-spec/cuda/ops_cuda.lua spec/cuda/nn_cuda.lua spec/cuda/index_cuda.lua spec/cuda/stats_cuda.lua spec/cuda/act_cuda.lua}

@@ -1,0 +1,278 @@
+/* gpu_interp.c - the GPU table's interpolate and its backward (nearest,
+ * linear, bilinear, bicubic over 3-D (N, C, L) and 4-D (N, C, H, W)
+ * inputs). The two axes' tables (input positions and weights per output
+ * position) are made on the host with src/ops/interpolate.c's coordinate
+ * rules (float32 coordinates for every dtype but float64; nearest in
+ * float32 always), copied to the device, and gpu_interp.cu sums each
+ * output's window (backward: adds each gradient back, atomically).
+ * float16 / bfloat16 compute in float32. The CPU's checks and messages. */
+#include "gpu.h"
+#include "gpu_kern.h"
+#include "gpu_nn.h"
+#include "cell_sample.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  int k;         /* taps per output position */
+  int64_t n;     /* output positions */
+  long long *idx; /* n * k input positions */
+  double *w;     /* n * k weights */
+} axis_tab;
+
+#define SCALE_OF(T, in, out, align, sc) \
+  ((align) ? ((out) > 1 ? (T)((in) - 1) / (T)((out) - 1) : (T)0) : ((sc) > 0 ? (T)(1.0 / (sc)) : (T)(in) / (T)(out)))
+
+static double cubic1(double x, double a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
+static double cubic2(double x, double a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
+static int64_t clampi(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
+
+/* interpolate.c's make_tab. */
+static cell_status make_tab(int mode, int align, int64_t in, int64_t out, double sc, int f32, axis_tab *t) {
+  t->k = mode == CELL_INTERP_NEAREST ? 1 : mode == CELL_INTERP_BICUBIC ? 4 : 2;
+  t->n = out;
+  t->idx = malloc(sizeof(long long) * (size_t)(out * t->k + 1));
+  t->w = malloc(sizeof(double) * (size_t)(out * t->k + 1));
+  if (!t->idx || !t->w) return cell_error(CELL_ERR_MEMORY, "interpolate: out of memory");
+  for (int64_t o = 0; o < out; o++) {
+    long long *ix = t->idx + o * t->k;
+    double *w = t->w + o * t->k;
+    if (mode == CELL_INTERP_NEAREST) {
+      int64_t src;
+      if (out == in)
+        src = o;
+      else if (out == 2 * in)
+        src = o >> 1;
+      else {
+        float s = sc > 0 ? (float)(1.0 / sc) : (float)in / (float)out;
+        src = (int64_t)floorf((float)o * s);
+        if (src > in - 1) src = in - 1;
+      }
+      ix[0] = src;
+      w[0] = 1;
+      continue;
+    }
+    double real, lambda;
+    int cubic = mode == CELL_INTERP_BICUBIC;
+    if (f32) {
+      float s = SCALE_OF(float, in, out, align, sc);
+      float r = align ? s * (float)o : s * ((float)o + 0.5f) - 0.5f;
+      if (!align && !cubic && r < 0) r = 0;
+      float fl = cubic ? floorf(r) : (float)(int64_t)r;
+      lambda = (double)(r - fl);
+      real = fl;
+    } else {
+      double s = SCALE_OF(double, in, out, align, sc);
+      double r = align ? s * (double)o : s * ((double)o + 0.5) - 0.5;
+      if (!align && !cubic && r < 0) r = 0;
+      double fl = cubic ? floor(r) : (double)(int64_t)r;
+      lambda = r - fl;
+      real = fl;
+    }
+    int64_t i0 = (int64_t)real;
+    if (!cubic) {
+      ix[0] = i0;
+      ix[1] = i0 < in - 1 ? i0 + 1 : i0;
+      w[0] = 1 - lambda;
+      w[1] = lambda;
+    } else {
+      const double a = -0.75;
+      w[0] = cubic2(lambda + 1, a);
+      w[1] = cubic1(lambda, a);
+      w[2] = cubic1(1 - lambda, a);
+      w[3] = cubic2(2 - lambda, a);
+      for (int q = 0; q < 4; q++) ix[q] = clampi(i0 - 1 + q, in - 1);
+    }
+  }
+  return CELL_OK;
+}
+
+static const char *mode_name(int mode) {
+  switch (mode) {
+  case CELL_INTERP_NEAREST: return "nearest";
+  case CELL_INTERP_LINEAR: return "linear";
+  case CELL_INTERP_BILINEAR: return "bilinear";
+  case CELL_INTERP_BICUBIC: return "bicubic";
+  default: return "?";
+  }
+}
+
+/* interpolate.c's check. */
+static cell_status check(int mode, int ndim, const int64_t *in_shape, const int64_t *osz) {
+  char sb[96];
+  if (mode < CELL_INTERP_NEAREST || mode > CELL_INTERP_BICUBIC)
+    return cell_error(CELL_ERR_VALUE, "interpolate: unknown mode %d", mode);
+  if (ndim != 3 && ndim != 4)
+    return cell_error(CELL_ERR_VALUE, "interpolate: input must be 3-D (N, C, L) or 4-D (N, C, H, W), got shape %s",
+                      cell_shape_str(ndim, in_shape, sb, sizeof sb));
+  if ((ndim == 3 && (mode == CELL_INTERP_BILINEAR || mode == CELL_INTERP_BICUBIC)) ||
+      (ndim == 4 && mode == CELL_INTERP_LINEAR))
+    return cell_error(CELL_ERR_VALUE, "interpolate: mode '%s' needs a %s input, got shape %s", mode_name(mode),
+                      mode == CELL_INTERP_LINEAR ? "3-D (N, C, L)" : "4-D (N, C, H, W)",
+                      cell_shape_str(ndim, in_shape, sb, sizeof sb));
+  for (int d = 0; d < ndim - 2; d++) {
+    if (osz[d] < 1 || osz[d] > ((int64_t)1 << 31))
+      return cell_error(CELL_ERR_VALUE, "interpolate: output sizes must be positive, got %lld for input %s",
+                        (long long)osz[d], cell_shape_str(ndim, in_shape, sb, sizeof sb));
+    if (in_shape[2 + d] < 1)
+      return cell_error(CELL_ERR_VALUE, "interpolate: input sizes must be positive past the channels, got %s",
+                        cell_shape_str(ndim, in_shape, sb, sizeof sb));
+  }
+  return CELL_OK;
+}
+
+/* The tables of a call on the device: one int64 tensor (H positions, then
+ * W's) and one float64 tensor (the weights, the same order). */
+typedef struct {
+  cell_tensor *idx, *w;
+  int kh, kw;
+  int64_t nh;
+} dev_tabs;
+
+static cell_status upload(gpu_ctx *g, const axis_tab *th, const axis_tab *tw, dev_tabs *d) {
+  int64_t mh = th->n * th->k, mw = tw->n * tw->k, m = mh + mw;
+  d->idx = d->w = NULL;
+  d->kh = th->k;
+  d->kw = tw->k;
+  d->nh = mh;
+  cell_status s = gpu_new_tensor(g, CELL_DTYPE_I64, 1, &m, &d->idx);
+  if (s == CELL_OK) s = gpu_new_tensor(g, CELL_DTYPE_F64, 1, &m, &d->w);
+  if (s == CELL_OK) s = gpu_copy_h2d(g, gpu_data(d->idx), th->idx, (size_t)mh * 8);
+  if (s == CELL_OK) s = gpu_copy_h2d(g, (char *)gpu_data(d->idx) + mh * 8, tw->idx, (size_t)mw * 8);
+  if (s == CELL_OK) s = gpu_copy_h2d(g, gpu_data(d->w), th->w, (size_t)mh * 8);
+  if (s == CELL_OK) s = gpu_copy_h2d(g, (char *)gpu_data(d->w) + mh * 8, tw->w, (size_t)mw * 8);
+  return s;
+}
+
+/* Tables for (in_shape -> osz) uploaded to g. */
+static cell_status make_dev_tabs(gpu_ctx *g, int mode, int align, int ndim, const int64_t *in_shape,
+                                 const int64_t *osz, const double *scales, int f32, dev_tabs *d) {
+  axis_tab th = {0, 0, NULL, NULL}, tw = {0, 0, NULL, NULL};
+  int sp = ndim - 2;
+  cell_status s = sp == 2 ? make_tab(mode, align, in_shape[2], osz[0], scales ? scales[0] : 0, f32, &th)
+                          : make_tab(CELL_INTERP_NEAREST, 0, 1, 1, 0, f32, &th);
+  if (s == CELL_OK)
+    s = make_tab(mode, align, in_shape[ndim - 1], osz[sp - 1], scales ? scales[sp - 1] : 0, f32, &tw);
+  d->idx = d->w = NULL;
+  if (s == CELL_OK) s = upload(g, &th, &tw, d);
+  free(th.idx);
+  free(th.w);
+  free(tw.idx);
+  free(tw.w);
+  return s;
+}
+
+static cell_status run(gpu_ctx *g, cell_dtype ct, int backward, gpuk_interp A, const dev_tabs *d, const void *in,
+                       void *out, const char *op) {
+  const long long *idx = gpu_data(d->idx);
+  const double *w = gpu_data(d->w);
+  return gpu_launch(gpuk_interpolate(g->stream, (int)ct, backward, A, idx, w, idx + d->nh, w + d->nh, in, out), op);
+}
+
+static int is_float_dt(cell_dtype dt) {
+  return dt == CELL_DTYPE_F32 || dt == CELL_DTYPE_F64 || dt == CELL_DTYPE_F16 || dt == CELL_DTYPE_BF16;
+}
+
+cell_status gpu_interpolate(const cell_tensor *x, int mode, int align_corners, const int64_t *size,
+                            const double *scales, cell_tensor **out) {
+  if (!x || !size || !out) return cell_error(CELL_ERR_VALUE, "interpolate: NULL argument");
+  CELL_TRY(check(mode, x->ndim, x->shape, size));
+  if (!is_float_dt(x->dtype))
+    return cell_error(CELL_ERR_TYPE, "interpolate: input must be a float tensor, got %s", cell_dtype_name(x->dtype));
+  int nd = x->ndim;
+  int64_t oshape[4] = {x->shape[0], x->shape[1], size[0], nd == 4 ? size[1] : 0};
+  cell_dtype ct = x->dtype == CELL_DTYPE_F64 ? CELL_DTYPE_F64 : CELL_DTYPE_F32;
+  gpu_ctx *g = gpu_ctx_of(x);
+  cell_tensor *xc = NULL, *y = NULL, *r = NULL;
+  dev_tabs d = {NULL, NULL, 0, 0, 0};
+  cell_status s = gpu_new_tensor(g, ct, nd, oshape, &y);
+  if (s == CELL_OK && gpu_numel(y) > 0) {
+    s = gpu_contig_as(x, ct, &xc);
+    if (s == CELL_OK) s = make_dev_tabs(g, mode, align_corners, nd, x->shape, size, scales, ct != CELL_DTYPE_F64, &d);
+    if (s == CELL_OK) {
+      gpuk_interp A;
+      memset(&A, 0, sizeof A);
+      A.planes = x->shape[0] * x->shape[1];
+      A.chans = x->shape[1];
+      A.h = nd == 4 ? x->shape[2] : 1;
+      A.w = x->shape[nd - 1];
+      A.oh = nd == 4 ? size[0] : 1;
+      A.ow = size[nd - 3];
+      A.kh = d.kh;
+      A.kw = d.kw;
+      s = run(g, ct, 0, A, &d, gpu_data(xc), gpu_data(y), "interpolate");
+    }
+  }
+  if (s == CELL_OK) s = gpu_contig_as(y, x->dtype, &r);
+  cell_tensor *tmp[4] = {xc, y, d.idx, d.w};
+  gpu_release_all(tmp, 4);
+  if (s != CELL_OK) {
+    if (r) cell_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CELL_OK;
+}
+
+cell_status gpu_interpolate_backward(const cell_tensor *gr, int mode, int align_corners, int ndim,
+                                     const int64_t *in_shape, const double *scales, cell_dtype dt, cell_tensor **gx) {
+  if (!gr || !in_shape || !gx) return cell_error(CELL_ERR_VALUE, "interpolate backward: NULL argument");
+  if (ndim != 3 && ndim != 4) return cell_error(CELL_ERR_VALUE, "interpolate backward: input must be 3-D or 4-D");
+  if (gr->ndim != ndim || gr->shape[0] != in_shape[0] || gr->shape[1] != in_shape[1]) {
+    char s1[96], s2[96];
+    return cell_error(CELL_ERR_VALUE, "interpolate backward: the output gradient %s does not match input %s",
+                      cell_shape_str(gr->ndim, gr->shape, s1, sizeof s1), cell_shape_str(ndim, in_shape, s2, sizeof s2));
+  }
+  CELL_TRY(check(mode, ndim, in_shape, gr->shape + 2));
+  if (!is_float_dt(dt) || !is_float_dt(gr->dtype))
+    return cell_error(CELL_ERR_NOTIMPL, "interpolate backward of %s is not supported on device GPU",
+                      cell_dtype_name(dt));
+  cell_dtype ct = dt == CELL_DTYPE_F64 ? CELL_DTYPE_F64 : CELL_DTYPE_F32;
+  gpu_ctx *g = gpu_ctx_of(gr);
+  cell_tensor *gc = NULL, *acc = NULL, *r = NULL;
+  dev_tabs d = {NULL, NULL, 0, 0, 0};
+  cell_status s = gpu_new_tensor(g, ct, ndim, in_shape, &acc);
+  if (s == CELL_OK) {
+    unsigned char zero = 0;
+    s = gpu_fill(g, gpu_data(acc), (size_t)gpu_numel(acc) * cell_dtype_size(ct), &zero, 1);
+  }
+  if (s == CELL_OK && gpu_numel(acc) > 0 && gpu_numel(gr) > 0) {
+    /* the gradient in the compute dtype, its layout kept when it is one
+     * already (a sum's gradient arrives as a broadcast view) */
+    if (gr->dtype == ct) {
+      cell_tensor_retain((cell_tensor *)gr);
+      gc = (cell_tensor *)gr;
+    } else {
+      s = gpu_contig_as(gr, ct, &gc);
+    }
+    if (s == CELL_OK)
+      s = make_dev_tabs(g, mode, align_corners, ndim, in_shape, gr->shape + 2, scales, ct != CELL_DTYPE_F64, &d);
+    if (s == CELL_OK) {
+      gpuk_interp A;
+      memset(&A, 0, sizeof A);
+      A.planes = in_shape[0] * in_shape[1];
+      A.chans = in_shape[1];
+      A.h = ndim == 4 ? in_shape[2] : 1;
+      A.w = in_shape[ndim - 1];
+      A.oh = ndim == 4 ? gr->shape[2] : 1;
+      A.ow = gr->shape[ndim - 1];
+      A.kh = d.kh;
+      A.kw = d.kw;
+      A.gs[0] = gc->stride[0];
+      A.gs[1] = gc->stride[1];
+      A.gs[2] = ndim == 4 ? gc->stride[2] : 0;
+      A.gs[3] = gc->stride[ndim - 1];
+      s = run(g, ct, 1, A, &d, gpu_data(gc), gpu_data(acc), "interpolate backward");
+    }
+  }
+  if (s == CELL_OK) s = gpu_contig_as(acc, dt, &r);
+  cell_tensor *tmp[4] = {gc, acc, d.idx, d.w};
+  gpu_release_all(tmp, 4);
+  if (s != CELL_OK) {
+    if (r) cell_tensor_release(r);
+    return s;
+  }
+  *gx = r;
+  return CELL_OK;
+}
