@@ -11,7 +11,8 @@
 local cell = require "cell"
 local cuda = require "cell.cuda"
 
-local close = require("cuda.compare").close
+local C = require "cuda.compare"
+local close = C.close
 
 local function G(t) return t:move_to("GPU") end
 
@@ -720,14 +721,5 @@ case("the gradients of sin, cos, log1p, rsqrt, square and reciprocal on the GPU;
 end)
 
 describe("cell.cuda activations, logsumexp, roll, diag, eye, dot and random fills on the GPU", function()
-  if not cuda.is_available() then
-    it("is skipped: no GPU", function()
-      print(("\ncuda: skipped %d specs: no GPU (%s)"):format(#cases, cuda.unavailable_reason()))
-      assert.is_true(#cases > 0)
-      assert.is_string(cuda.unavailable_reason())
-    end)
-    return
-  end
-  before_each(function() cell.set_seed(99) end)
-  for _, c in ipairs(cases) do it(c.name, c.f) end
+  C.run(cases, 99, "specs", it, before_each)
 end)

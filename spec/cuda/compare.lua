@@ -1,5 +1,5 @@
--- compare.lua - the GPU specs' comparison of a GPU result with the CPU's
--- (spec/cuda/ops_cuda.lua, nn_cuda.lua; not a spec itself).
+-- compare.lua - the GPU specs' comparison of a GPU result with the CPU's,
+-- and their runner (spec/cuda/*_cuda.lua; not a spec itself).
 local luassert = require "luassert"
 
 local M = {}
@@ -30,6 +30,24 @@ function M.close(gpu, cpu, rtol, atol)
       assert(math.abs(a - b) <= atol + rtol * math.abs(b), ("element %d: GPU %.17g, CPU %.17g"):format(i, a, b))
     end
   end
+end
+
+--- Inside a describe: one `it` per case ({name =, f =}), each after
+-- cell.set_seed(seed); without a GPU, one `it` that prints how many specs
+-- `what` skipped (and why) instead of passing silently. The spec passes
+-- its `it` and `before_each` (busted gives them to spec files only).
+function M.run(cases, seed, what, it, before_each)
+  local cell, cuda = require "cell", require "cell.cuda"
+  if not cuda.is_available() then
+    it("is skipped: no GPU", function()
+      print(("\ncuda: skipped %d %s: no GPU (%s)"):format(#cases, what or "specs", cuda.unavailable_reason()))
+      luassert.is_true(#cases > 0)
+      luassert.is_string(cuda.unavailable_reason())
+    end)
+    return
+  end
+  before_each(function() cell.set_seed(seed) end)
+  for _, c in ipairs(cases) do it(c.name, c.f) end
 end
 
 return M

@@ -18,7 +18,8 @@ local ops = cell.ops
 local nn = cell.nn
 local OI = require "cell.ops_internal"
 
-local close = require("cuda.compare").close
+local C = require "cuda.compare"
+local close = C.close
 
 local function G(t) return t:move_to("GPU") end
 
@@ -726,14 +727,5 @@ case("Lamb declines its step (NotImplementedError), parameters unchanged", funct
 end)
 
 describe("cell.cuda's nn kernels on the GPU", function()
-  if not cuda.is_available() then
-    it("is skipped: no GPU", function()
-      print(("\ncuda: skipped %d nn specs: no GPU (%s)"):format(#cases, cuda.unavailable_reason()))
-      assert.is_true(#cases > 0)
-      assert.is_string(cuda.unavailable_reason())
-    end)
-    return
-  end
-  before_each(function() cell.set_seed(4321) end)
-  for _, c in ipairs(cases) do it(c.name, c.f) end
+  C.run(cases, 4321, "nn specs", it, before_each)
 end)

@@ -6,7 +6,8 @@
 local cell = require "cell"
 local cuda = require "cell.cuda"
 
-local close = require("cuda.compare").close
+local C = require "cuda.compare"
+local close = C.close
 
 local cases = {}
 local function case(name, f) cases[#cases + 1] = { name = name, f = f } end
@@ -273,14 +274,5 @@ case("an allocation past the device's memory is a MemoryError naming the size an
 end)
 
 describe("cell.cuda on the GPU", function()
-  if not cuda.is_available() then
-    it("is skipped: no GPU", function()
-      print(("\ncuda: skipped %d specs: no GPU (%s)"):format(#cases, cuda.unavailable_reason()))
-      assert.is_true(#cases > 0)
-      assert.is_string(cuda.unavailable_reason())
-    end)
-    return
-  end
-  before_each(function() cell.set_seed(1234) end)
-  for _, c in ipairs(cases) do it(c.name, c.f) end
+  C.run(cases, 1234, "specs", it, before_each)
 end)

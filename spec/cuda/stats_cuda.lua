@@ -7,7 +7,8 @@
 local cell = require "cell"
 local cuda = require "cell.cuda"
 
-local close = require("cuda.compare").close
+local C = require "cuda.compare"
+local close = C.close
 
 local function G(t) return t:move_to("GPU") end
 
@@ -221,14 +222,5 @@ case("SmoothL1Loss, HuberLoss, KLDivLoss and BCELoss on the GPU, with gradients"
 end)
 
 describe("cell.cuda statistics and scans on the GPU", function()
-  if not cuda.is_available() then
-    it("is skipped: no GPU", function()
-      print(("\ncuda: skipped %d specs: no GPU (%s)"):format(#cases, cuda.unavailable_reason()))
-      assert.is_true(#cases > 0)
-      assert.is_string(cuda.unavailable_reason())
-    end)
-    return
-  end
-  before_each(function() cell.set_seed(99) end)
-  for _, c in ipairs(cases) do it(c.name, c.f) end
+  C.run(cases, 99, "specs", it, before_each)
 end)
