@@ -248,6 +248,27 @@ static void pack_b_transposed(const uint16_t *bt, int64_t ld, int64_t k, int64_t
   }
 }
 
+/* The packed operands' workspace, kept per calling thread between calls
+ * (up to WS_KEEP bytes): a fresh block for every product was mapped and
+ * its pages zeroed by the kernel each time (a twentieth of the tiny GPT's
+ * mixed-precision step). A product calls no other one while it holds it. */
+#define WS_KEEP ((size_t)32 << 20)
+static __thread uint32_t *ws_buf;
+static __thread size_t ws_size;
+static uint32_t *bf16_workspace(size_t bytes) {
+  if (bytes > WS_KEEP) return malloc(bytes);
+  if (bytes > ws_size) {
+    free(ws_buf);
+    ws_size = 0;
+    ws_buf = malloc(bytes);
+    if (ws_buf) ws_size = bytes;
+  }
+  return ws_buf;
+}
+static void bf16_workspace_done(uint32_t *p) {
+  if (p != ws_buf) free(p);
+}
+
 /* C = A B with bfloat16 A, B and C, or float32 C when cf is not NULL (then
  * cf replaces g->c, with g's strides counted in floats). ep, when not NULL,
  * adds its row bias before the rounding and splits C's columns (see
@@ -256,7 +277,7 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
   int64_t m = g->m, n = g->n, k = g->k;
   int64_t kp = (k + 1) / 2, panels = (n + NR - 1) / NR, rblocks = (m + MR - 1) / MR;
   size_t bytes = sizeof(uint32_t) * (size_t)(rblocks * kp * MR + panels * kp * NR);
-  uint32_t *ap = malloc(bytes);
+  uint32_t *ap = bf16_workspace(bytes);
   if (!ap) return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate %lld bytes of bfloat16 workspace", (long long)bytes);
   uint32_t *bp = ap + rblocks * kp * MR;
   const uint16_t *A = (const uint16_t *)g->a, *B = (const uint16_t *)g->b;
@@ -362,7 +383,7 @@ static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_e
     }
   }
   }
-  free(ap);
+  bf16_workspace_done(ap);
   return CELL_OK;
 }
 

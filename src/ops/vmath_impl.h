@@ -402,16 +402,64 @@ VM_FN float vm_phi_f(float x, float *density) {
   *density = 0.398942280f * vm_expf_fast(-q); /* phi(x) = exp(-x^2 / 2) / sqrt(2 pi) */
   return a < 1 ? small : big;
 }
+/* Phi's polynomial branch alone (|z| < 1), and phi: the expressions
+ * vm_phi_f uses there. */
+VM_FN float vm_phi_small_f(float x) {
+  float z = x * 0.707106781f, a = __builtin_fabsf(z), q = a * a;
+  float p = -9.68973845989906154e-06f;
+  p = p * q + 1.12747369623546664e-04f;
+  p = p * q - 8.48543877307673879e-04f;
+  p = p * q + 5.22113868553001053e-03f;
+  p = p * q - 2.68654755108659396e-02f;
+  p = p * q + 1.12837834438098375e-01f;
+  p = p * q - 3.76126385528226359e-01f;
+  p = p * q + 1.12837916708010422e+00f;
+  return 0.5f + 0.5f * __builtin_copysignf(a * p, z);
+}
+VM_FN float vm_density_f(float x) {
+  float z = x * 0.707106781f, a = __builtin_fabsf(z);
+  return 0.398942280f * vm_expf_fast(-(a * a));
+}
+/* As gelu_f32: a block takes the polynomial throughout (no exp, no
+ * division in the forward; one exp in the gradient), then the tail's
+ * elements take vm_phi_f's full form and are put back. Every element gets
+ * vm_phi_f's value (the same expressions, the same selection). */
 static VM_ATTR void gelu_fast_f32(float *y, const float *px, int64_t n) {
-  VM_SIMD for (int64_t i = 0; i < n; i++) {
-    float x = px[i], d;
-    y[i] = x * vm_phi_f(x, &d);
+  int idx[VM_GELU_BLK];
+  float xt[VM_GELU_BLK];
+  for (int64_t i0 = 0; i0 < n; i0 += VM_GELU_BLK) {
+    int64_t m = n - i0 < VM_GELU_BLK ? n - i0 : VM_GELU_BLK;
+    const float *xs = px + i0;
+    float *ys = y + i0;
+    int nt = vm_gelu_tail(xs, NULL, m, idx, xt, NULL); /* before y, which may be px, is written */
+    VM_SIMD for (int64_t i = 0; i < m; i++) {
+      float x = xs[i];
+      ys[i] = x * vm_phi_small_f(x);
+    }
+    VM_SIMD for (int k = 0; k < nt; k++) {
+      float x = xt[k], d;
+      xt[k] = x * vm_phi_f(x, &d);
+    }
+    for (int k = 0; k < nt; k++) ys[idx[k]] = xt[k];
   }
 }
 static VM_ATTR void gelu_grad_fast_f32(float *r, const float *pg, const float *px, int64_t n) {
-  VM_SIMD for (int64_t i = 0; i < n; i++) {
-    float x = px[i], d, ph = vm_phi_f(x, &d);
-    r[i] = pg[i] * (ph + x * d);
+  int idx[VM_GELU_BLK];
+  float xt[VM_GELU_BLK], gt[VM_GELU_BLK];
+  for (int64_t i0 = 0; i0 < n; i0 += VM_GELU_BLK) {
+    int64_t m = n - i0 < VM_GELU_BLK ? n - i0 : VM_GELU_BLK;
+    const float *xs = px + i0, *gs = pg + i0;
+    float *rs = r + i0;
+    int nt = vm_gelu_tail(xs, gs, m, idx, xt, gt);
+    VM_SIMD for (int64_t i = 0; i < m; i++) {
+      float x = xs[i];
+      rs[i] = gs[i] * (vm_phi_small_f(x) + x * vm_density_f(x));
+    }
+    VM_SIMD for (int k = 0; k < nt; k++) {
+      float x = xt[k], d, ph = vm_phi_f(x, &d);
+      xt[k] = gt[k] * (ph + x * d);
+    }
+    for (int k = 0; k < nt; k++) rs[idx[k]] = xt[k];
   }
 }
 
