@@ -396,34 +396,71 @@ static int bf16_block(const cell_gemm *g, float *cf, const cell_bf16_epilogue *e
  * then sharing the packed operands put three barriers in each (a thread
  * the OS ran late held up the other at every one), and each thread packs
  * only the other operand twice (at most 1 / (MR or NR) of its work). */
-static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_epilogue *ep) {
+/* Thread t's share of a team of `team` for C = A B: a block of C's
+ * longer side (whole products owned by thread `owner` when split is 0).
+ * 0 on success, -1 when the workspace cannot be had. */
+static int bf16_share(const cell_gemm *g, float *cf, const cell_bf16_epilogue *ep, int split, int owner, int64_t t,
+                      int64_t team) {
   int64_t m = g->m, n = g->n;
-  int nt = bf16_par(m, n, g->k) && !omp_in_parallel() ? (int)cell_ctx()->num_threads : 1;
+  if (!split) return t == owner ? bf16_block(g, cf, ep, 0, m, 0, n) : 0;
+  int by_rows = (m + MR - 1) / MR >= (n + NR - 1) / NR;
+  int64_t units = by_rows ? (m + MR - 1) / MR : (n + NR - 1) / NR, unit = by_rows ? MR : NR;
+  int64_t lo = units * t / team * unit, hi = units * (t + 1) / team * unit;
+  if (by_rows) {
+    if (hi > m) hi = m;
+    return lo < hi ? bf16_block(g, cf, ep, lo, hi, 0, n) : 0;
+  }
+  if (hi > n) hi = n;
+  return lo < hi ? bf16_block(g, cf, ep, 0, m, lo, hi) : 0;
+}
+
+static cell_status bf16_failed(const cell_gemm *g) {
+  return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate the bfloat16 workspace for a %lld x %lld x %lld product",
+                    (long long)g->m, (long long)g->n, (long long)g->k);
+}
+
+/* C = A B with bfloat16 A, B and C, or float32 C when cf is not NULL (then
+ * cf replaces g->c, with g's strides counted in floats). ep, when not NULL,
+ * adds its row bias before the rounding and splits C's columns (see
+ * backend.h). On the team (a product worth two threads), C's longer side
+ * is cut into one block per thread, each packed and computed by its thread
+ * alone: one fork and one join per product, where packing on the team
+ * then sharing the packed operands put three barriers in each (a thread
+ * the OS ran late held up the other at every one), and each thread packs
+ * only the other operand twice (at most 1 / (MR or NR) of its work). */
+static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_epilogue *ep) {
+  int64_t nt = bf16_par(g->m, g->n, g->k) && !omp_in_parallel() ? cell_ctx()->num_threads : 1;
   int failed = 0;
   if (nt < 2) {
-    failed = bf16_block(g, cf, ep, 0, m, 0, n);
+    failed = bf16_block(g, cf, ep, 0, g->m, 0, g->n);
   } else {
-    int by_rows = (m + MR - 1) / MR >= (n + NR - 1) / NR;
-    int64_t units = by_rows ? (m + MR - 1) / MR : (n + NR - 1) / NR, unit = by_rows ? MR : NR;
-    if (nt > units) nt = (int)units;
-#pragma omp parallel num_threads(nt) reduction(| : failed)
-    {
-      int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-      int64_t u0 = units * t / team, u1 = units * (t + 1) / team;
-      int64_t lo = u0 * unit, hi = u1 * unit;
-      if (by_rows) {
-        if (hi > m) hi = m;
-        if (lo < hi) failed |= bf16_block(g, cf, ep, lo, hi, 0, n) != 0;
-      } else {
-        if (hi > n) hi = n;
-        if (lo < hi) failed |= bf16_block(g, cf, ep, 0, m, lo, hi) != 0;
-      }
-    }
+#pragma omp parallel num_threads((int)nt) reduction(| : failed)
+    failed |= bf16_share(g, cf, ep, 1, 0, omp_get_thread_num(), omp_get_num_threads()) != 0;
   }
-  if (failed)
-    return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate the bfloat16 workspace for a %lld x %lld x %lld product",
-                      (long long)m, (long long)n, (long long)g->k);
-  return CELL_OK;
+  return failed ? bf16_failed(g) : CELL_OK;
+}
+
+cell_status cell_bf16_gemm_pair(const cell_gemm *g1, const cell_gemm *g2) {
+  if (!bf16_supports(g1) || !bf16_supports(g2)) {
+    CELL_TRY(cell_gemm_run(g1));
+    return cell_gemm_run(g2);
+  }
+  int64_t nt = cell_ctx()->num_threads;
+  int s1 = bf16_par(g1->m, g1->n, g1->k), s2 = bf16_par(g2->m, g2->n, g2->k);
+  int64_t w1 = g1->m * g1->n * g1->k, w2 = g2->m * g2->n * g2->k;
+  if (nt < 2 || omp_in_parallel() || w1 + w2 < BF16_PAR_WORK) {
+    CELL_TRY(bf16_gemm_to(g1, NULL, NULL));
+    return bf16_gemm_to(g2, NULL, NULL);
+  }
+  int f1 = 0, f2 = 0;
+#pragma omp parallel num_threads((int)nt) reduction(| : f1, f2)
+  {
+    int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
+    f1 |= bf16_share(g1, NULL, NULL, s1 && team > 1, 0, t, team) != 0;
+    f2 |= bf16_share(g2, NULL, NULL, s2 && team > 1, (int)(team - 1), t, team) != 0;
+  }
+  if (f1) return bf16_failed(g1);
+  return f2 ? bf16_failed(g2) : CELL_OK;
 }
 
 static cell_status bf16_gemm(const cell_gemm *g) { return bf16_gemm_to(g, NULL, NULL); }
@@ -463,6 +500,10 @@ cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
   (void)g;
   (void)c;
   return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+}
+cell_status cell_bf16_gemm_pair(const cell_gemm *g1, const cell_gemm *g2) {
+  CELL_TRY(cell_gemm_run(g1));
+  return cell_gemm_run(g2);
 }
 cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue *ep) {
   (void)g;
