@@ -143,3 +143,44 @@ describe("bfloat16 GELU around its branch boundary", function()
     end
   end)
 end)
+
+describe("bfloat16 max_pool2d (on bfloat16 as it lies)", function()
+  -- the maxima are inputs and a position's gradient one float32 sum
+  -- rounded once: the float32 computation rounded, exactly
+  it("selects and scatters as float32 does, 2 x 2 windows and others, strided, with NaN, at 1 and 2 threads", function()
+    cell.set_seed(44)
+    math.randomseed(44)
+    local cases = { { k = 2 }, { k = 2, stride = 2, ceil_mode = true }, { k = 3, stride = 2, padding = 1 },
+      { k = 3, stride = 1 }, { k = 2, dilation = 2 }, { k = { 2, 3 }, stride = { 2, 1 } } }
+    for _, c in ipairs(cases) do
+      for _ = 1, 2 do
+        local N, C, Hh, W = math.random(1, 3), math.random(1, 4), math.random(5, 33), math.random(5, 33)
+        local x = cell.randn({ N, C, Hh, W }):astype(bf)
+        if math.random() < 0.5 then x = cell.randn({ N, C, W, Hh }):astype(bf):transpose(3, 4) end -- strided
+        x[1][1][2][2] = 0 / 0
+        x[N][C][Hh][W] = 1 / 0
+        local opts = { stride = c.stride, padding = c.padding, dilation = c.dilation, ceil_mode = c.ceil_mode,
+          return_indices = true }
+        local y32, i32 = cell.ops.max_pool2d(x:astype(cell.float32), c.k, opts)
+        local gy = cell.randn(y32.shape):astype(bf)
+        local g32 = cell.grad(function(t) return (cell.ops.max_pool2d(t, c.k, opts) * gy:astype(cell.float32)):sum() end)(
+          x:astype(cell.float32)):astype(bf)
+        for _, n in ipairs({ 1, 2 }) do
+          local r = T.at(n, function()
+            local y, i = cell.ops.max_pool2d(x, c.k, opts)
+            local g = cell.grad(function(t) return (cell.ops.max_pool2d(t, c.k, opts) * gy):sum() end)(x)
+            return { y, i, g }
+          end)
+          local what = ("k %s %dx%dx%dx%d"):format(tostring(c.k), N, C, Hh, W)
+          assert.are.equal(bf, r[1].dtype, what)
+          assert.are.equal(bf, r[3].dtype, what)
+          assert.is_true(r[2]:eq(i32):all():item(), what .. ": indices differ")
+          local y, want = r[1]:astype(f64), y32:astype(f64)
+          local eq = y:eq(want):logical_or(y:isnan():logical_and(want:isnan()))
+          assert.is_true(eq:all():item(), what .. ": maxima differ")
+          same(g32, r[3], what .. " gradient")
+        end
+      end
+    end
+  end)
+end)
