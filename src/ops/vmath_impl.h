@@ -375,35 +375,7 @@ VM_GRAD_F32(silu_grad_f32, g * vm_silu_grad(x))
  * Recipes' erfcc: fractional error below 1.2e-7), so both tails keep their
  * relative accuracy. Within a few float32 ulp of x Phi(x) where that is
  * normal; 0 where exp(-z^2) is subnormal (|x| > 13.2, left tail). */
-VM_FN float vm_phi_f(float x, float *density) {
-  float z = x * 0.707106781f, a = __builtin_fabsf(z), q = a * a;
-  float p = -9.68973845989906154e-06f;
-  p = p * q + 1.12747369623546664e-04f;
-  p = p * q - 8.48543877307673879e-04f;
-  p = p * q + 5.22113868553001053e-03f;
-  p = p * q - 2.68654755108659396e-02f;
-  p = p * q + 1.12837834438098375e-01f;
-  p = p * q - 3.76126385528226359e-01f;
-  p = p * q + 1.12837916708010422e+00f;
-  float small = 0.5f + 0.5f * __builtin_copysignf(a * p, z);
-  float t = 1.0f / (1.0f + 0.5f * a);
-  float r = 0.17087277f;
-  r = r * t - 0.82215223f;
-  r = r * t + 1.48851587f;
-  r = r * t - 1.13520398f;
-  r = r * t + 0.27886807f;
-  r = r * t - 0.18628806f;
-  r = r * t + 0.09678418f;
-  r = r * t + 0.37409196f;
-  r = r * t + 1.00002368f;
-  r = r * t - 1.26551223f;
-  float c = 0.5f * t * vm_expf_fast(r - q);
-  float big = z > 0 ? 1.0f - c : c;
-  *density = 0.398942280f * vm_expf_fast(-q); /* phi(x) = exp(-x^2 / 2) / sqrt(2 pi) */
-  return a < 1 ? small : big;
-}
-/* Phi's polynomial branch alone (|z| < 1), and phi: the expressions
- * vm_phi_f uses there. */
+/* Phi's polynomial branch (|z| < 1). */
 VM_FN float vm_phi_small_f(float x) {
   float z = x * 0.707106781f, a = __builtin_fabsf(z), q = a * a;
   float p = -9.68973845989906154e-06f;
@@ -416,14 +388,40 @@ VM_FN float vm_phi_small_f(float x) {
   p = p * q + 1.12837916708010422e+00f;
   return 0.5f + 0.5f * __builtin_copysignf(a * p, z);
 }
+/* Phi by erfc's rational form and exp (|z| >= 1). */
+VM_FN float vm_phi_big_f(float x) {
+  float z = x * 0.707106781f, a = __builtin_fabsf(z), q = a * a;
+  float t = 1.0f / (1.0f + 0.5f * a);
+  float r = 0.17087277f;
+  r = r * t - 0.82215223f;
+  r = r * t + 1.48851587f;
+  r = r * t - 1.13520398f;
+  r = r * t + 0.27886807f;
+  r = r * t - 0.18628806f;
+  r = r * t + 0.09678418f;
+  r = r * t + 0.37409196f;
+  r = r * t + 1.00002368f;
+  r = r * t - 1.26551223f;
+  float c = 0.5f * t * vm_expf_fast(r - q);
+  return z > 0 ? 1.0f - c : c;
+}
+/* Phi, the branch chosen by |z| (both computed: a vector's lanes differ). */
+VM_FN float vm_phi_f(float x) {
+  float a = __builtin_fabsf(x * 0.707106781f);
+  float small = vm_phi_small_f(x), big = vm_phi_big_f(x);
+  return a < 1 ? small : big;
+}
+/* phi(x) = exp(-x^2 / 2) / sqrt(2 pi). */
 VM_FN float vm_density_f(float x) {
   float z = x * 0.707106781f, a = __builtin_fabsf(z);
   return 0.398942280f * vm_expf_fast(-(a * a));
 }
 /* As gelu_f32: a block takes the polynomial throughout (no exp, no
  * division in the forward; one exp in the gradient), then the tail's
- * elements take vm_phi_f's full form and are put back. Every element gets
- * vm_phi_f's value (the same expressions, the same selection). */
+ * elements take the full form and are put back: every element gets
+ * vm_phi_f's value (the same expressions, the same selection). The
+ * functions return one value each (no pointer out), so that the tail's
+ * loop vectorises too. */
 static VM_ATTR void gelu_fast_f32(float *y, const float *px, int64_t n) {
   int idx[VM_GELU_BLK];
   float xt[VM_GELU_BLK];
@@ -437,8 +435,8 @@ static VM_ATTR void gelu_fast_f32(float *y, const float *px, int64_t n) {
       ys[i] = x * vm_phi_small_f(x);
     }
     VM_SIMD for (int k = 0; k < nt; k++) {
-      float x = xt[k], d;
-      xt[k] = x * vm_phi_f(x, &d);
+      float x = xt[k];
+      xt[k] = x * vm_phi_f(x);
     }
     for (int k = 0; k < nt; k++) ys[idx[k]] = xt[k];
   }
@@ -456,8 +454,8 @@ static VM_ATTR void gelu_grad_fast_f32(float *r, const float *pg, const float *p
       rs[i] = gs[i] * (vm_phi_small_f(x) + x * vm_density_f(x));
     }
     VM_SIMD for (int k = 0; k < nt; k++) {
-      float x = xt[k], d, ph = vm_phi_f(x, &d);
-      xt[k] = gt[k] * (ph + x * d);
+      float x = xt[k];
+      xt[k] = gt[k] * (vm_phi_f(x) + x * vm_density_f(x));
     }
     for (int k = 0; k < nt; k++) rs[idx[k]] = xt[k];
   }
