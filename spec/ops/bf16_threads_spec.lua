@@ -1,11 +1,13 @@
 -- bf16_threads_spec.lua - the bfloat16 kernels at 1 and at 2 threads: the
 -- gemm cut into one block per thread (rows or columns, whichever side of C
 -- is longer), a Dense layer's two gradient products in one fork, attention
--- over heads views (its results keep the heads layout), and GELU around the
--- polynomial/tail boundary. Each result is the same at 1 and 2 threads (an
--- element sums its products in the same order however C is cut) and
--- within bfloat16 tolerance of float64: half a step of the result plus
--- float32 accumulation (1e-5 of the sum of |a||b|).
+-- over heads views (its results keep the heads layout), GELU around the
+-- polynomial/tail boundary, max_pool2d and batch_norm on narrow inputs as
+-- they lie. Each result is the same at 1 and 2 threads (an element sums in
+-- the same order however the work is cut) and within bfloat16 tolerance of
+-- float64 (half a step of the result plus float32 accumulation, 1e-5 of
+-- the sum of |a||b|), or, for the pools and batch_norm, exactly float32's
+-- result rounded once.
 local H = require "helpers"
 local T = require "helpers.threads"
 local cell = H.cell
@@ -179,6 +181,46 @@ describe("bfloat16 max_pool2d (on bfloat16 as it lies)", function()
           local eq = y:eq(want):logical_or(y:isnan():logical_and(want:isnan()))
           assert.is_true(eq:all():item(), what .. ": maxima differ")
           same(g32, r[3], what .. " gradient")
+        end
+      end
+    end
+  end)
+end)
+
+describe("batch_norm on bfloat16 and float16 inputs (float32 gamma and beta)", function()
+  -- computed as float32's path on the widened input: its results rounded
+  -- once, exactly (output, input gradient; gamma and beta gradients equal)
+  it("gives float32's results rounded, training and not, at 1 and 2 threads", function()
+    cell.set_seed(45)
+    math.randomseed(45)
+    local f32 = cell.float32
+    for _, dt in ipairs({ bf, cell.float16 }) do
+      for _, shp in ipairs({ { 4, 3, 5, 5 }, { 32, 8, 16, 16 }, { 3, 5, 7, 1 }, { 2, 4, 1, 9 } }) do
+        for _, training in ipairs({ true, false }) do
+          local C = shp[2]
+          local x = cell.randn(shp):astype(dt)
+          if math.random() < 0.5 then x = cell.randn({ shp[1], C, shp[4], shp[3] }):astype(dt):transpose(3, 4) end
+          local w, b, gy = cell.rand({ C }) + 0.5, cell.randn({ C }), cell.randn(shp):astype(dt)
+          local rm0, rv0 = cell.randn({ C }) * 0.1, cell.rand({ C }) + 0.5
+          local opts = { training = training, momentum = 0.1, eps = 1e-5 }
+          local function run(xx, g)
+            local rm, rv = rm0:clone(), rv0:clone()
+            local y = cell.ops.batch_norm(xx, rm, rv, w, b, opts)
+            local grads = cell.grad(function(a, ww, bb)
+              return (cell.ops.batch_norm(a, rm0:clone(), rv0:clone(), ww, bb, opts):astype(f32) * g:astype(f32)):sum()
+            end, { 1, 2, 3 })(xx, w, b)
+            return { y, grads[1], grads[2], grads[3], rm, rv }
+          end
+          local want = run(x:astype(f32), gy)
+          for _, n in ipairs({ 1, 2 }) do
+            local got = T.at(n, function() return run(x, gy) end)
+            local what = ("%s %s training=%s, %d threads"):format(tostring(dt), H.shape_str(shp), tostring(training), n)
+            assert.are.equal(dt, got[1].dtype, what)
+            assert.are.equal(dt, got[2].dtype, what)
+            same(want[1]:astype(dt), got[1], what .. " output")
+            same(want[2]:astype(dt), got[2], what .. " input gradient")
+            for i = 3, 6 do same(want[i], got[i], what .. " result " .. i) end
+          end
         end
       end
     end
