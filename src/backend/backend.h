@@ -47,6 +47,12 @@ typedef struct cell_bf16_epilogue {
   const float *col_bias;
 } cell_bf16_epilogue;
 cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue *ep);
+/* Two independent products with bfloat16 C (a linear layer's input and
+ * weight gradients) in one fork: each thread takes its share of the first,
+ * then of the second, with no barrier between (a product too small to
+ * split goes whole to one thread). Each through cell_gemm_run where the
+ * AVX512-BF16 kernel does not take it. */
+cell_status cell_bf16_gemm_pair(const cell_gemm *g1, const cell_gemm *g2);
 
 /* The first registered backend that accepts g (the CPU one accepts all). */
 const cell_backend *cell_backend_for_gemm(const cell_gemm *g);

@@ -23,6 +23,7 @@
 #include "../core/dtype.h"
 #include "../core/iter.h"
 #include <cblas.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,122 +249,218 @@ static void pack_b_transposed(const uint16_t *bt, int64_t ld, int64_t k, int64_t
   }
 }
 
+/* The packed operands' workspace, kept per calling thread between calls
+ * (up to WS_KEEP bytes): a fresh block for every product was mapped and
+ * its pages zeroed by the kernel each time (a twentieth of the tiny GPT's
+ * mixed-precision step). A product calls no other one while it holds it. */
+#define WS_KEEP ((size_t)32 << 20)
+static __thread uint32_t *ws_buf;
+static __thread size_t ws_size;
+static uint32_t *bf16_workspace(size_t bytes) {
+  if (bytes > WS_KEEP) return malloc(bytes);
+  if (bytes > ws_size) {
+    free(ws_buf);
+    ws_size = 0;
+    ws_buf = malloc(bytes);
+    if (ws_buf) ws_size = bytes;
+  }
+  return ws_buf;
+}
+static void bf16_workspace_done(uint32_t *p) {
+  if (p != ws_buf) free(p);
+}
+
+/* Rows i0 .. i0 + rows - 1 (rows <= MR) of A as one packed block: pair p,
+ * row r holds A[i][2p], A[i][2p+1] (zeros past the edges). */
+static void pack_a_block(const cell_gemm *g, int64_t i0, int64_t rows, int64_t kp, uint32_t *blk) {
+  int64_t k = g->k;
+  const uint16_t *A = (const uint16_t *)g->a;
+  uint16_t *dst = (uint16_t *)(void *)blk;
+  if (g->a_rs == 1 && g->a_cs != 1 && rows == MR) { /* A^T stored: pair p = two stored rows, interleaved */
+    for (int64_t p = 0; p < k / 2; p++)
+      interleave(A + 2 * p * g->a_cs + i0, A + (2 * p + 1) * g->a_cs + i0, dst + p * MR * 2, MR);
+    if (k & 1)
+      for (int r = 0; r < MR; r++) {
+        dst[((k >> 1) * MR + r) * 2] = A[(k - 1) * g->a_cs + i0 + r];
+        dst[((k >> 1) * MR + r) * 2 + 1] = 0;
+      }
+    return;
+  }
+  if (g->a_cs == 1 && rows == MR) { /* rows of pairs: 32-bit words, MR of them side by side per pair */
+    const uint16_t *r0 = A + i0 * g->a_rs;
+    int64_t p = 0;
+    for (; p + 16 <= k / 2; p += 16) pack_a_rows16(r0, g->a_rs, p, blk);
+    for (; p < k / 2; p++)
+      for (int r = 0; r < MR; r++) memcpy(blk + p * MR + r, r0 + r * g->a_rs + 2 * p, sizeof(uint32_t));
+    if (k & 1)
+      for (int r = 0; r < MR; r++) {
+        dst[((k >> 1) * MR + r) * 2] = r0[r * g->a_rs + k - 1];
+        dst[((k >> 1) * MR + r) * 2 + 1] = 0;
+      }
+    return;
+  }
+  for (int r = 0; r < MR; r++) {
+    if (r >= rows) {
+      for (int64_t p = 0; p < kp; p++) dst[(p * MR + r) * 2] = dst[(p * MR + r) * 2 + 1] = 0;
+      continue;
+    }
+    const uint16_t *src = A + (i0 + r) * g->a_rs;
+    if (g->a_cs == 1) { /* a row's pairs are 32-bit words already */
+      pairs_to_panel(src, k, blk + r, MR);
+      if (k & 1) dst[((k >> 1) * MR + r) * 2] = src[k - 1];
+    } else {
+      for (int64_t q = 0; q < k; q++) dst[((q >> 1) * MR + r) * 2 + (q & 1)] = src[q * g->a_cs];
+    }
+    if (k & 1) dst[((k >> 1) * MR + r) * 2 + 1] = 0;
+  }
+}
+
+/* Columns j0 .. j0 + cols - 1 (cols <= NR) of B as one panel: pair p,
+ * column j holds B[2p][j], B[2p+1][j] (zeros past the edges). */
+static void pack_b_panel(const cell_gemm *g, int64_t j0, int64_t cols, int64_t kp, uint32_t *panel) {
+  int64_t k = g->k;
+  const uint16_t *B = (const uint16_t *)g->b;
+  uint16_t *dst = (uint16_t *)(void *)panel;
+  if (g->b_rs == 1 && g->b_cs != 1) { /* B^T stored (a weight gradient's columns) */
+    pack_b_transposed(B + j0 * g->b_cs, g->b_cs, k, cols, kp, panel);
+    return;
+  }
+  for (int64_t p = 0; p < kp; p++) {
+    const uint16_t *r0 = B + (2 * p) * g->b_rs + j0 * g->b_cs;
+    const uint16_t *r1 = 2 * p + 1 < k ? r0 + g->b_rs : NULL;
+    uint16_t *d = dst + p * NR * 2;
+    int64_t j = 0, bcs = g->b_cs;
+    if (r1 && bcs == 1) {
+      interleave(r0, r1, d, cols);
+      j = cols;
+    } else {
+      for (j = 0; j < cols; j++) {
+        d[2 * j] = r0[j * bcs];
+        d[2 * j + 1] = r1 ? r1[j * bcs] : 0;
+      }
+    }
+    for (; j < NR; j++) d[2 * j] = d[2 * j + 1] = 0;
+  }
+}
+
+/* The block of C at rows i0 .. i1 - 1 and columns j0 .. j1 - 1 (i0 a
+ * multiple of MR, j0 of NR) on the calling thread: its rows of A and its
+ * columns of B packed into the thread's workspace, then its tiles, B panel
+ * outer and row blocks inner (one B panel stays in cache while the packed
+ * rows pass over it). With a float32 C and a long k (a weight gradient's k
+ * is the batch's positions), k goes in blocks of KC pairs, each block's
+ * tiles added to C: the panels' blocks stay in cache instead of streaming
+ * whole panels. 0 on success, -1 when the workspace cannot be had. */
+static int bf16_block(const cell_gemm *g, float *cf, const cell_bf16_epilogue *ep, int64_t i0, int64_t i1,
+                      int64_t j0, int64_t j1) {
+  int64_t kp = (g->k + 1) / 2, panels = (j1 - j0 + NR - 1) / NR, rblocks = (i1 - i0 + MR - 1) / MR;
+  size_t bytes = sizeof(uint32_t) * (size_t)(rblocks * kp * MR + panels * kp * NR);
+  uint32_t *ap = bf16_workspace(bytes);
+  if (!ap) return -1;
+  uint32_t *bp = ap + rblocks * kp * MR;
+  for (int64_t rb = 0; rb < rblocks; rb++) {
+    int64_t i = i0 + rb * MR;
+    pack_a_block(g, i, i1 - i < MR ? i1 - i : MR, kp, ap + rb * kp * MR);
+  }
+  for (int64_t q = 0; q < panels; q++) {
+    int64_t j = j0 + q * NR;
+    pack_b_panel(g, j, j1 - j < NR ? j1 - j : NR, kp, bp + q * kp * NR);
+  }
+  const int64_t kc = cf && kp > 2 * KC ? KC : kp;
+  uint16_t *C = (uint16_t *)g->c;
+  for (int64_t p0 = 0; p0 < kp; p0 += kc) {
+    int64_t pn = kp - p0 < kc ? kp - p0 : kc;
+    for (int64_t q = 0; q < panels; q++)
+      for (int64_t rb = 0; rb < rblocks; rb++) {
+        int64_t i = i0 + rb * MR, j = j0 + q * NR;
+        int rows = (int)(i1 - i < MR ? i1 - i : MR), cols = (int)(j1 - j < NR ? j1 - j : NR);
+        int64_t at = i * g->c_rs + j * g->c_cs;
+        if (ep && ep->col_split > 0)
+          at = (j / ep->col_split) * ep->split_stride + i * g->c_rs + (j % ep->col_split) * g->c_cs;
+        const float *bias = ep && ep->row_bias ? ep->row_bias + i : NULL;
+        const float *cbias = ep && ep->col_bias ? ep->col_bias + j : NULL;
+        bf16_tile(rows, cols, pn, ap + rb * kp * MR + p0 * MR, bp + q * kp * NR + p0 * NR, bias, cbias, p0 > 0,
+                  cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs, g->c_cs);
+      }
+  }
+  bf16_workspace_done(ap);
+  return 0;
+}
+
 /* C = A B with bfloat16 A, B and C, or float32 C when cf is not NULL (then
  * cf replaces g->c, with g's strides counted in floats). ep, when not NULL,
  * adds its row bias before the rounding and splits C's columns (see
- * backend.h). */
+ * backend.h). On the team (a product worth two threads), C's longer side
+ * is cut into one block per thread, each packed and computed by its thread
+ * alone: one fork and one join per product, where packing on the team
+ * then sharing the packed operands put three barriers in each (a thread
+ * the OS ran late held up the other at every one), and each thread packs
+ * only the other operand twice (at most 1 / (MR or NR) of its work). */
+/* Thread t's share of a team of `team` for C = A B: a block of C's
+ * longer side (whole products owned by thread `owner` when split is 0).
+ * 0 on success, -1 when the workspace cannot be had. */
+static int bf16_share(const cell_gemm *g, float *cf, const cell_bf16_epilogue *ep, int split, int owner, int64_t t,
+                      int64_t team) {
+  int64_t m = g->m, n = g->n;
+  if (!split) return t == owner ? bf16_block(g, cf, ep, 0, m, 0, n) : 0;
+  int by_rows = (m + MR - 1) / MR >= (n + NR - 1) / NR;
+  int64_t units = by_rows ? (m + MR - 1) / MR : (n + NR - 1) / NR, unit = by_rows ? MR : NR;
+  int64_t lo = units * t / team * unit, hi = units * (t + 1) / team * unit;
+  if (by_rows) {
+    if (hi > m) hi = m;
+    return lo < hi ? bf16_block(g, cf, ep, lo, hi, 0, n) : 0;
+  }
+  if (hi > n) hi = n;
+  return lo < hi ? bf16_block(g, cf, ep, 0, m, lo, hi) : 0;
+}
+
+static cell_status bf16_failed(const cell_gemm *g) {
+  return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate the bfloat16 workspace for a %lld x %lld x %lld product",
+                    (long long)g->m, (long long)g->n, (long long)g->k);
+}
+
+/* C = A B with bfloat16 A, B and C, or float32 C when cf is not NULL (then
+ * cf replaces g->c, with g's strides counted in floats). ep, when not NULL,
+ * adds its row bias before the rounding and splits C's columns (see
+ * backend.h). On the team (a product worth two threads), C's longer side
+ * is cut into one block per thread, each packed and computed by its thread
+ * alone: one fork and one join per product, where packing on the team
+ * then sharing the packed operands put three barriers in each (a thread
+ * the OS ran late held up the other at every one), and each thread packs
+ * only the other operand twice (at most 1 / (MR or NR) of its work). */
 static cell_status bf16_gemm_to(const cell_gemm *g, float *cf, const cell_bf16_epilogue *ep) {
-  int64_t m = g->m, n = g->n, k = g->k;
-  int64_t kp = (k + 1) / 2, panels = (n + NR - 1) / NR, rblocks = (m + MR - 1) / MR;
-  size_t bytes = sizeof(uint32_t) * (size_t)(rblocks * kp * MR + panels * kp * NR);
-  uint32_t *ap = malloc(bytes);
-  if (!ap) return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate %lld bytes of bfloat16 workspace", (long long)bytes);
-  uint32_t *bp = ap + rblocks * kp * MR;
-  const uint16_t *A = (const uint16_t *)g->a, *B = (const uint16_t *)g->b;
-  /* One team for the packing and the tiles (each loop split statically,
-   * a barrier between them) when the product is worth two threads: the
-   * tiny GPT's 512 x 64 x 64 products ran on one thread under the old
-   * per-loop bars (one fork per loop, 4M multiply-adds to split). */
-  const int par = bf16_par(m, n, k);
-  const int64_t kc = cf && kp > 2 * KC ? KC : kp;
-  uint16_t *C = (uint16_t *)g->c;
-#pragma omp parallel if (par)
+  int64_t nt = bf16_par(g->m, g->n, g->k) && !omp_in_parallel() ? cell_ctx()->num_threads : 1;
+  int failed = 0;
+  if (nt < 2) {
+    failed = bf16_block(g, cf, ep, 0, g->m, 0, g->n);
+  } else {
+#pragma omp parallel num_threads((int)nt) reduction(| : failed)
+    failed |= bf16_share(g, cf, ep, 1, 0, omp_get_thread_num(), omp_get_num_threads()) != 0;
+  }
+  return failed ? bf16_failed(g) : CELL_OK;
+}
+
+cell_status cell_bf16_gemm_pair(const cell_gemm *g1, const cell_gemm *g2) {
+  if (!bf16_supports(g1) || !bf16_supports(g2)) {
+    CELL_TRY(cell_gemm_run(g1));
+    return cell_gemm_run(g2);
+  }
+  int64_t nt = cell_ctx()->num_threads;
+  int s1 = bf16_par(g1->m, g1->n, g1->k), s2 = bf16_par(g2->m, g2->n, g2->k);
+  int64_t w1 = g1->m * g1->n * g1->k, w2 = g2->m * g2->n * g2->k;
+  if (nt < 2 || omp_in_parallel() || w1 + w2 < BF16_PAR_WORK) {
+    CELL_TRY(bf16_gemm_to(g1, NULL, NULL));
+    return bf16_gemm_to(g2, NULL, NULL);
+  }
+  int f1 = 0, f2 = 0;
+#pragma omp parallel num_threads((int)nt) reduction(| : f1, f2)
   {
-  /* A: row block rb, pair p, row r holds A[i][2p], A[i][2p+1] (zeros past the edges) */
-#pragma omp for schedule(static)
-  for (int64_t rb = 0; rb < rblocks; rb++) {
-    uint16_t *dst = (uint16_t *)(ap + rb * kp * MR);
-    int64_t i0 = rb * MR, rows = m - i0 < MR ? m - i0 : MR;
-    if (g->a_rs == 1 && g->a_cs != 1 && rows == MR) { /* A^T stored: pair p = two stored rows, interleaved */
-      for (int64_t p = 0; p < k / 2; p++)
-        interleave(A + 2 * p * g->a_cs + i0, A + (2 * p + 1) * g->a_cs + i0, dst + p * MR * 2, MR);
-      if (k & 1)
-        for (int r = 0; r < MR; r++) {
-          dst[((k >> 1) * MR + r) * 2] = A[(k - 1) * g->a_cs + i0 + r];
-          dst[((k >> 1) * MR + r) * 2 + 1] = 0;
-        }
-      continue;
-    }
-    if (g->a_cs == 1 && rows == MR) { /* rows of pairs: 32-bit words, MR of them side by side per pair */
-      uint32_t *d32 = (uint32_t *)(void *)dst;
-      const uint16_t *r0 = A + i0 * g->a_rs;
-      int64_t p = 0;
-      for (; p + 16 <= k / 2; p += 16) pack_a_rows16(r0, g->a_rs, p, d32);
-      for (; p < k / 2; p++)
-        for (int r = 0; r < MR; r++) memcpy(d32 + p * MR + r, r0 + r * g->a_rs + 2 * p, sizeof(uint32_t));
-      if (k & 1)
-        for (int r = 0; r < MR; r++) {
-          dst[((k >> 1) * MR + r) * 2] = r0[r * g->a_rs + k - 1];
-          dst[((k >> 1) * MR + r) * 2 + 1] = 0;
-        }
-      continue;
-    }
-    for (int r = 0; r < MR; r++) {
-      int64_t i = rb * MR + r;
-      if (i >= m) {
-        for (int64_t p = 0; p < kp; p++) dst[(p * MR + r) * 2] = dst[(p * MR + r) * 2 + 1] = 0;
-        continue;
-      }
-      const uint16_t *src = A + i * g->a_rs;
-      if (g->a_cs == 1) { /* a row's pairs are 32-bit words already */
-        uint32_t *d32 = (uint32_t *)(void *)dst;
-        pairs_to_panel(src, k, d32 + r, MR);
-        if (k & 1) dst[((k >> 1) * MR + r) * 2] = src[k - 1];
-      } else {
-        for (int64_t q = 0; q < k; q++) dst[((q >> 1) * MR + r) * 2 + (q & 1)] = src[q * g->a_cs];
-      }
-      if (k & 1) dst[((k >> 1) * MR + r) * 2 + 1] = 0;
-    }
+    int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
+    f1 |= bf16_share(g1, NULL, NULL, s1 && team > 1, 0, t, team) != 0;
+    f2 |= bf16_share(g2, NULL, NULL, s2 && team > 1, (int)(team - 1), t, team) != 0;
   }
-  /* B: panel q, pair p, column j (of NR) holds B[2p][j], B[2p+1][j] (zeros past the edges) */
-#pragma omp for schedule(static)
-  for (int64_t q = 0; q < panels; q++) {
-    uint16_t *dst = (uint16_t *)(bp + q * kp * NR);
-    int64_t j0 = q * NR, cols = n - j0 < NR ? n - j0 : NR;
-    if (g->b_rs == 1 && g->b_cs != 1) /* B^T stored (a weight gradient's columns) */
-      pack_b_transposed(B + j0 * g->b_cs, g->b_cs, k, cols, kp, (uint32_t *)(void *)dst);
-    else for (int64_t p = 0; p < kp; p++) {
-      const uint16_t *r0 = B + (2 * p) * g->b_rs + j0 * g->b_cs;
-      const uint16_t *r1 = 2 * p + 1 < k ? r0 + g->b_rs : NULL;
-      uint16_t *d = dst + p * NR * 2;
-      int64_t j = 0, bcs = g->b_cs;
-      if (r1 && bcs == 1) {
-        interleave(r0, r1, d, cols);
-        j = cols;
-      } else {
-        for (j = 0; j < cols; j++) {
-          d[2 * j] = r0[j * bcs];
-          d[2 * j + 1] = r1 ? r1[j * bcs] : 0;
-        }
-      }
-      for (; j < NR; j++) d[2 * j] = d[2 * j + 1] = 0;
-    }
-  }
-  /* B panel outer, row blocks inner: one B panel (kp x NR pairs) stays in
-   * cache while the row blocks (all of A, packed) pass over it; row blocks
-   * outer streamed all of B once per row block. */
-  /* With a float32 C and a long k (a weight gradient's k is the batch's
-   * positions), k in blocks of KC pairs, each block's tiles added to C:
-   * the panels' blocks stay in cache instead of streaming whole panels. */
-  for (int64_t p0 = 0; p0 < kp; p0 += kc) {
-    int64_t pn = kp - p0 < kc ? kp - p0 : kc;
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < rblocks * panels; t++) {
-      int64_t q = t / rblocks, rb = t % rblocks;
-      int64_t i0 = rb * MR, j0 = q * NR;
-      int rows = (int)(m - i0 < MR ? m - i0 : MR), cols = (int)(n - j0 < NR ? n - j0 : NR);
-      int64_t at = i0 * g->c_rs + j0 * g->c_cs;
-      if (ep && ep->col_split > 0)
-        at = (j0 / ep->col_split) * ep->split_stride + i0 * g->c_rs + (j0 % ep->col_split) * g->c_cs;
-      const float *bias = ep && ep->row_bias ? ep->row_bias + i0 : NULL;
-      const float *cbias = ep && ep->col_bias ? ep->col_bias + j0 : NULL;
-      bf16_tile(rows, cols, pn, ap + rb * kp * MR + p0 * MR, bp + q * kp * NR + p0 * NR, bias, cbias, p0 > 0,
-                cf ? NULL : C + at, cf ? cf + at : NULL, g->c_rs, g->c_cs);
-    }
-  }
-  }
-  free(ap);
-  return CELL_OK;
+  if (f1) return bf16_failed(g1);
+  return f2 ? bf16_failed(g2) : CELL_OK;
 }
 
 static cell_status bf16_gemm(const cell_gemm *g) { return bf16_gemm_to(g, NULL, NULL); }
@@ -403,6 +500,10 @@ cell_status cell_bf16_gemm_f32(const cell_gemm *g, float *c) {
   (void)g;
   (void)c;
   return cell_error(CELL_ERR_RUNTIME, "matmul: the AVX512-BF16 gemm is not available here");
+}
+cell_status cell_bf16_gemm_pair(const cell_gemm *g1, const cell_gemm *g2) {
+  CELL_TRY(cell_gemm_run(g1));
+  return cell_gemm_run(g2);
 }
 cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue *ep) {
   (void)g;

@@ -378,7 +378,7 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
   const cell_tensor *gv = NULL, *xv = NULL;
   cell_tensor *gown = NULL, *xown = NULL, *rx = NULL, *rw = NULL, *rb = NULL;
   int64_t m, grs, gcs, xrs = k, xcs = 1;
-  int fused = 0;
+  int fused = 0, paired = 0;
   cell_status s = rows_of(g, &gv, &gown, &m, &grs, &gcs);
   if (s == CELL_OK && gw) s = rows_of(x, &xv, &xown, &m, &xrs, &xcs);
   if (s == CELL_OK && (gx || gw) && m > 0 && n > 0 && k > 0 && !narrow_dtype(dt) && cell_ctx()->num_threads > 1) {
@@ -409,7 +409,18 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
       fused = 1;
     }
   }
-  if (s == CELL_OK && gx && !fused) {
+  if (s == CELL_OK && gx && gw && dt == CELL_DTYPE_BF16 && m > 0 && n > 0 && k > 0 && cell_bf16_gemm_native()) {
+    /* bfloat16: both products in one fork (lowp.c) */
+    s = cell_tensor_new_contig(dt, x->ndim, x->shape, &rx);
+    if (s == CELL_OK) s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
+    cell_gemm gmx = {dt, m, k, n, cell_tensor_base(gv), grs, gcs, cell_tensor_base(w), w->stride[0], w->stride[1],
+                     rx ? cell_tensor_base(rx) : NULL, k, 1};
+    cell_gemm gmw = {dt, n, k, m, cell_tensor_base(gv), gcs, grs, cell_tensor_base(xv), xrs, xcs,
+                     rw ? cell_tensor_base(rw) : NULL, k, 1};
+    if (s == CELL_OK) s = cell_bf16_gemm_pair(&gmx, &gmw);
+    paired = 1;
+  }
+  if (s == CELL_OK && gx && !fused && !paired) {
     s = cell_tensor_new_contig(dt, x->ndim, x->shape, &rx);
     if (s == CELL_OK && (m == 0 || k == 0)) {
       /* nothing to write */
@@ -421,7 +432,7 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
       s = cell_gemm_run(&gm);
     }
   }
-  if (s == CELL_OK && gw && !fused) {
+  if (s == CELL_OK && gw && !fused && !paired) {
     s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
     if (s == CELL_OK && (n == 0 || k == 0)) {
       /* empty */

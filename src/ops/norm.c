@@ -325,7 +325,8 @@ cell_status cell_cpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean,
   cell_tensor *xc = NULL, *y = NULL, *mean = NULL, *var = NULL;
   cell_status s = cell_nn_doubles("batch_norm", weight, g.c, 1.0, &blk[0]);
   if (s == CELL_OK) s = cell_nn_doubles("batch_norm", bias, g.c, 0.0, &blk[1]);
-  if (s == CELL_OK && x->dtype == CELL_DTYPE_F32)
+  int narrow = x->dtype == CELL_DTYPE_BF16 || x->dtype == CELL_DTYPE_F16; /* computed as float32 (bn_lowp.c) */
+  if (s == CELL_OK && (x->dtype == CELL_DTYPE_F32 || narrow))
     s = cell_nn_doubles("batch_norm", NULL, g.n * g.c + 1, 0.0, &blk[2]);
   if (s == CELL_OK) s = cell_k_contiguous(x, &xc);
   if (s == CELL_OK) s = cell_tensor_new_contig(x->dtype, x->ndim, x->shape, &y);
@@ -345,6 +346,9 @@ cell_status cell_cpu_batch_norm(const cell_tensor *x, cell_tensor *running_mean,
   if (dt == CELL_DTYPE_F32) {
     bn_f32_forward(&g, (const float *)(const void *)xb, (float *)(void *)yb, mv, vv, w, b, training,
                    eps, blk[2], bn_parallel(&g));
+  } else if (narrow) {
+    cell_bn_lowp_forward(dt, g.n, g.c, g.inner, (const uint16_t *)(const void *)xb, (uint16_t *)(void *)yb, mv, vv,
+                         w, b, training, eps, blk[2], bn_parallel(&g));
   } else {
     CELL_FOR_DYNAMIC(bn_parallel(&g) && g.c > 1, int64_t, c, g.c, {
       if (training) {
@@ -429,7 +433,8 @@ cell_status cell_cpu_batch_norm_backward(const cell_tensor *g, const cell_tensor
   cell_tensor *gc = NULL, *xc = NULL, *rx = NULL, *rw = NULL, *rb = NULL;
   double *rs = NULL; /* float32's per-row sums and per-channel factors */
   cell_status s = cell_nn_doubles("batch_norm backward", weight, geo.c, 1.0, &w);
-  if (s == CELL_OK && g->dtype == CELL_DTYPE_F32 && x->dtype == CELL_DTYPE_F32)
+  int narrow = g->dtype == x->dtype && (x->dtype == CELL_DTYPE_BF16 || x->dtype == CELL_DTYPE_F16); /* bn_lowp.c */
+  if (s == CELL_OK && ((g->dtype == CELL_DTYPE_F32 && x->dtype == CELL_DTYPE_F32) || narrow))
     s = cell_nn_doubles("batch_norm backward", NULL, 2 * geo.n * geo.c + 3 * geo.c + 1, 0.0, &rs);
   if (s == CELL_OK) s = cell_k_contiguous(g, &gc);
   if (s == CELL_OK) s = cell_k_contiguous(x, &xc);
@@ -448,6 +453,10 @@ cell_status cell_cpu_batch_norm_backward(const cell_tensor *g, const cell_tensor
     float *of = (float *)(void *)obase;
     if (f32)
       bn_f32_backward(&geo, gf, xf, of, mv, vv, w, eps, training, wv, bv, rs, bn_parallel(&geo));
+    else if (narrow)
+      cell_bn_lowp_backward(xdt, geo.n, geo.c, geo.inner, (const uint16_t *)(const void *)gbase,
+                            (const uint16_t *)(const void *)xbase, (uint16_t *)(void *)obase, mv, vv, w, eps, training,
+                            wv, bv, rs, bn_parallel(&geo));
     else
       CELL_FOR_DYNAMIC(bn_parallel(&geo) && geo.c > 1, int64_t, c, geo.c, {
         double sg = 0, sgx = 0, is = 1.0 / sqrt(vv[c] + eps);

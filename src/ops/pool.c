@@ -14,6 +14,7 @@
 #include "ops.h"
 #include "kernel_list.h"
 #include "nn.h"
+#include "pool_bf16.h"
 #include <stdio.h>
 
 /* Whether a pool over this much work (window elements) is worth threads: a
@@ -340,11 +341,15 @@ cell_status cell_cpu_max_pool2d(const cell_tensor *x, const int64_t *kernel, con
   CELL_TRY(cell_nn_check_input("max_pool2d", x));
   cell_dtype ct = cell_conv_compute_dtype(x->dtype);
   int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
+  if (x->dtype == CELL_DTYPE_BF16) ct = CELL_DTYPE_BF16; /* selected as it lies (pool_bf16.c) */
   cell_tensor *xc = NULL, *r = NULL, *id = NULL;
-  cell_status s = cell_conv_operand(x, ct, &xc);
+  cell_status s = ct == CELL_DTYPE_BF16 ? cell_k_contiguous(x, &xc) : cell_conv_operand(x, ct, &xc);
   if (s == CELL_OK) s = cell_tensor_new_contig(ct, 4, shape, &r);
   if (s == CELL_OK) s = cell_tensor_new_contig(CELL_DTYPE_I64, 4, shape, &id);
-  if (s == CELL_OK)
+  if (s == CELL_OK && ct == CELL_DTYPE_BF16)
+    cell_bf16_max_pool_fwd(&g, (const uint16_t *)(const void *)cell_tensor_base(xc),
+                           (uint16_t *)(void *)cell_tensor_base(r), (int64_t *)(void *)cell_tensor_base(id));
+  else if (s == CELL_OK)
     DISPATCH(ct, max_fwd, &g, (const void *)cell_tensor_base(xc), (void *)cell_tensor_base(r),
              (int64_t *)(void *)cell_tensor_base(id));
   cell_tensor_release(xc);
@@ -377,16 +382,21 @@ cell_status cell_cpu_max_pool2d_backward(const cell_tensor *gy, const cell_tenso
   cell_dtype ct = cell_conv_compute_dtype(dt);
   int64_t planes = in_shape[0] * in_shape[1], HW = in_shape[2] * in_shape[3];
   int64_t OP = gy->shape[2] * gy->shape[3];
+  if (dt == CELL_DTYPE_BF16 && gy->dtype == CELL_DTYPE_BF16 && cell_bf16_max_pool_bwd_fits(HW)) ct = CELL_DTYPE_BF16;
   cell_tensor *gyc = NULL, *ic = NULL, *r = NULL;
-  cell_status s = cell_conv_operand(gy, ct, &gyc);
+  cell_status s = ct == CELL_DTYPE_BF16 ? cell_k_contiguous(gy, &gyc) : cell_conv_operand(gy, ct, &gyc);
   if (s == CELL_OK) s = cell_k_contiguous(indices, &ic);
   if (s == CELL_OK) s = cell_tensor_new_contig(ct, 4, in_shape, &r);
   if (s == CELL_OK) {
     /* Positions come from our own forward; a corrupt one would write out of bounds. */
     const int64_t *id = (const int64_t *)(const void *)cell_tensor_base(ic);
     int64_t bad = -1;
-    DISPATCH(ct, max_bwd, planes, HW, OP, (const void *)cell_tensor_base(gyc), id,
-             (void *)cell_tensor_base(r), &bad);
+    if (ct == CELL_DTYPE_BF16)
+      cell_bf16_max_pool_bwd(planes, HW, OP, (const uint16_t *)(const void *)cell_tensor_base(gyc), id,
+                             (uint16_t *)(void *)cell_tensor_base(r), &bad);
+    else
+      DISPATCH(ct, max_bwd, planes, HW, OP, (const void *)cell_tensor_base(gyc), id,
+               (void *)cell_tensor_base(r), &bad);
     if (bad != -1)
       s = cell_error(CELL_ERR_VALUE, "max_pool2d backward: index %lld is outside the %lld "
                                      "positions of an input plane",

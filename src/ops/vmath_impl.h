@@ -375,7 +375,8 @@ VM_GRAD_F32(silu_grad_f32, g * vm_silu_grad(x))
  * Recipes' erfcc: fractional error below 1.2e-7), so both tails keep their
  * relative accuracy. Within a few float32 ulp of x Phi(x) where that is
  * normal; 0 where exp(-z^2) is subnormal (|x| > 13.2, left tail). */
-VM_FN float vm_phi_f(float x, float *density) {
+/* Phi's polynomial branch (|z| < 1). */
+VM_FN float vm_phi_small_f(float x) {
   float z = x * 0.707106781f, a = __builtin_fabsf(z), q = a * a;
   float p = -9.68973845989906154e-06f;
   p = p * q + 1.12747369623546664e-04f;
@@ -385,7 +386,11 @@ VM_FN float vm_phi_f(float x, float *density) {
   p = p * q + 1.12837834438098375e-01f;
   p = p * q - 3.76126385528226359e-01f;
   p = p * q + 1.12837916708010422e+00f;
-  float small = 0.5f + 0.5f * __builtin_copysignf(a * p, z);
+  return 0.5f + 0.5f * __builtin_copysignf(a * p, z);
+}
+/* Phi by erfc's rational form and exp (|z| >= 1). */
+VM_FN float vm_phi_big_f(float x) {
+  float z = x * 0.707106781f, a = __builtin_fabsf(z), q = a * a;
   float t = 1.0f / (1.0f + 0.5f * a);
   float r = 0.17087277f;
   r = r * t - 0.82215223f;
@@ -398,20 +403,61 @@ VM_FN float vm_phi_f(float x, float *density) {
   r = r * t + 1.00002368f;
   r = r * t - 1.26551223f;
   float c = 0.5f * t * vm_expf_fast(r - q);
-  float big = z > 0 ? 1.0f - c : c;
-  *density = 0.398942280f * vm_expf_fast(-q); /* phi(x) = exp(-x^2 / 2) / sqrt(2 pi) */
+  return z > 0 ? 1.0f - c : c;
+}
+/* Phi, the branch chosen by |z| (both computed: a vector's lanes differ). */
+VM_FN float vm_phi_f(float x) {
+  float a = __builtin_fabsf(x * 0.707106781f);
+  float small = vm_phi_small_f(x), big = vm_phi_big_f(x);
   return a < 1 ? small : big;
 }
+/* phi(x) = exp(-x^2 / 2) / sqrt(2 pi). */
+VM_FN float vm_density_f(float x) {
+  float z = x * 0.707106781f, a = __builtin_fabsf(z);
+  return 0.398942280f * vm_expf_fast(-(a * a));
+}
+/* As gelu_f32: a block takes the polynomial throughout (no exp, no
+ * division in the forward; one exp in the gradient), then the tail's
+ * elements take the full form and are put back: every element gets
+ * vm_phi_f's value (the same expressions, the same selection). The
+ * functions return one value each (no pointer out), so that the tail's
+ * loop vectorises too. */
 static VM_ATTR void gelu_fast_f32(float *y, const float *px, int64_t n) {
-  VM_SIMD for (int64_t i = 0; i < n; i++) {
-    float x = px[i], d;
-    y[i] = x * vm_phi_f(x, &d);
+  int idx[VM_GELU_BLK];
+  float xt[VM_GELU_BLK];
+  for (int64_t i0 = 0; i0 < n; i0 += VM_GELU_BLK) {
+    int64_t m = n - i0 < VM_GELU_BLK ? n - i0 : VM_GELU_BLK;
+    const float *xs = px + i0;
+    float *ys = y + i0;
+    int nt = vm_gelu_tail(xs, NULL, m, idx, xt, NULL); /* before y, which may be px, is written */
+    VM_SIMD for (int64_t i = 0; i < m; i++) {
+      float x = xs[i];
+      ys[i] = x * vm_phi_small_f(x);
+    }
+    VM_SIMD for (int k = 0; k < nt; k++) {
+      float x = xt[k];
+      xt[k] = x * vm_phi_f(x);
+    }
+    for (int k = 0; k < nt; k++) ys[idx[k]] = xt[k];
   }
 }
 static VM_ATTR void gelu_grad_fast_f32(float *r, const float *pg, const float *px, int64_t n) {
-  VM_SIMD for (int64_t i = 0; i < n; i++) {
-    float x = px[i], d, ph = vm_phi_f(x, &d);
-    r[i] = pg[i] * (ph + x * d);
+  int idx[VM_GELU_BLK];
+  float xt[VM_GELU_BLK], gt[VM_GELU_BLK];
+  for (int64_t i0 = 0; i0 < n; i0 += VM_GELU_BLK) {
+    int64_t m = n - i0 < VM_GELU_BLK ? n - i0 : VM_GELU_BLK;
+    const float *xs = px + i0, *gs = pg + i0;
+    float *rs = r + i0;
+    int nt = vm_gelu_tail(xs, gs, m, idx, xt, gt);
+    VM_SIMD for (int64_t i = 0; i < m; i++) {
+      float x = xs[i];
+      rs[i] = gs[i] * (vm_phi_small_f(x) + x * vm_density_f(x));
+    }
+    VM_SIMD for (int k = 0; k < nt; k++) {
+      float x = xt[k];
+      xt[k] = gt[k] * (vm_phi_f(x) + x * vm_density_f(x));
+    }
+    for (int k = 0; k < nt; k++) rs[idx[k]] = xt[k];
   }
 }
 
