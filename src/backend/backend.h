@@ -54,6 +54,13 @@ cell_status cell_bf16_gemm_epilogue(const cell_gemm *g, const cell_bf16_epilogue
  * AVX512-BF16 kernel does not take it. */
 cell_status cell_bf16_gemm_pair(const cell_gemm *g1, const cell_gemm *g2);
 
+/* C += A B, C's values kept (BLAS's beta = 1), for a product the BLAS
+ * backend takes as one gemm call (cell_blas_gemm_acc_ok: float32/float64,
+ * at least 2 rows and 2 columns, not split over threads); the fused linear
+ * layer's bias, written into C first, then costs no pass of its own. */
+int cell_blas_gemm_acc_ok(const cell_gemm *g);
+void cell_blas_gemm_acc(const cell_gemm *g);
+
 /* The first registered backend that accepts g (the CPU one accepts all). */
 const cell_backend *cell_backend_for_gemm(const cell_gemm *g);
 cell_status cell_gemm_run(const cell_gemm *g);

@@ -70,22 +70,26 @@ static int gemv(const cell_gemm *g) {
   return 0;
 }
 
-static cell_status blas_gemm_one(const cell_gemm *g) {
+/* C = A B + beta C as one BLAS call (beta 0: C is only written). */
+static void blas_gemm_beta(const cell_gemm *g, double beta) {
   CBLAS_TRANSPOSE ta, tb;
   int64_t lda, ldb;
-  if (gemv(g)) return CELL_OK;
   layout(g->m, g->k, g->a_rs, g->a_cs, &ta, &lda);
   layout(g->k, g->n, g->b_rs, g->b_cs, &tb, &ldb);
   int ldc = (int)(g->m > 1 ? g->c_rs : g->n);
   if (ldc < g->n) ldc = (int)g->n;
   if (g->dtype == CELL_DTYPE_F32)
     cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0f,
-                (const float *)g->a, (int)lda, (const float *)g->b, (int)ldb, 0.0f,
+                (const float *)g->a, (int)lda, (const float *)g->b, (int)ldb, (float)beta,
                 (float *)g->c, ldc);
   else
     cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0,
-                (const double *)g->a, (int)lda, (const double *)g->b, (int)ldb, 0.0,
+                (const double *)g->a, (int)lda, (const double *)g->b, (int)ldb, beta,
                 (double *)g->c, ldc);
+}
+
+static cell_status blas_gemm_one(const cell_gemm *g) {
+  if (!gemv(g)) blas_gemm_beta(g, 0.0);
   return CELL_OK;
 }
 
@@ -134,6 +138,13 @@ void cell_gemm_split_part(const cell_gemm *g, int64_t parts, int64_t q, cell_gem
     h->c = g->c + *lo * g->c_cs * es;
   }
 }
+
+int cell_blas_gemm_acc_ok(const cell_gemm *g) {
+  return g->m >= 2 && g->n >= 2 && cell_backend_for_gemm(g) == &cell_backend_blas &&
+         cell_gemm_split_parts(g, cell_ctx()->num_threads) == 1;
+}
+
+void cell_blas_gemm_acc(const cell_gemm *g) { blas_gemm_beta(g, 1.0); }
 
 static cell_status blas_gemm(const cell_gemm *g) {
   int64_t parts = cell_gemm_split_parts(g, cell_ctx()->num_threads);

@@ -98,6 +98,22 @@ static cell_status rows_of(const cell_tensor *x, const cell_tensor **v, cell_ten
     });                                                                      \
   } while (0)
 
+/* Each row of y [m, n] set to the bias (before the product is added to
+ * it); rows split over threads as ADD_ROWS's. */
+#define FILL_ROWS(T)                                                         \
+  do {                                                                       \
+    const T *bb = (const T *)bp;                                             \
+    int par = m > 1 && m * n >= CELL_ITER_GRAIN && cell_ctx()->num_threads > 1; \
+    CELL_FOR(par, int64_t, i, m, {                                           \
+      T *yr = (T *)y + i * n;                                                \
+      if (bs == 1) {                                                         \
+        memcpy(yr, bb, sizeof(T) * (size_t)n);                               \
+      } else {                                                               \
+        for (int64_t j = 0; j < n; j++) yr[j] = bb[j * bs];                  \
+      }                                                                      \
+    });                                                                      \
+  } while (0)
+
 /* The bfloat16 product with the bias added to the float32 sums in the
  * gemm's epilogue, each output rounded once. */
 static cell_status bf16_biased(const cell_gemm *g, const cell_tensor *b) {
@@ -311,6 +327,19 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
         if (parts > 1) {
           s = fused_forward(&g, parts, b ? cell_tensor_base(b) : NULL, b ? b->stride[0] : 0);
           b = NULL; /* added by each part */
+        } else if (b && cell_blas_gemm_acc_ok(&g)) {
+          /* the bias rows written first, the product added to them (BLAS's
+           * beta = 1): one write pass instead of BLAS zeroing y and a
+           * second pass adding the bias (a tiny GPT's step, 1 thread: the
+           * add pass and most of OpenBLAS's memset gone) */
+          const char *bp = cell_tensor_base(b);
+          int64_t bs = b->stride[0];
+          if (x->dtype == CELL_DTYPE_F32)
+            FILL_ROWS(float);
+          else
+            FILL_ROWS(double);
+          cell_blas_gemm_acc(&g);
+          b = NULL;
         } else {
           s = cell_gemm_run(&g);
         }
