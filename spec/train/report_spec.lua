@@ -94,6 +94,10 @@ describe("train.ReportCallback", function()
     local model = train.Model(net, nn.MSELoss(), nn.SGD(net:trainable_params(), 0.1))
     assert.are.equal("TypeError: For 'Model.train', the option 'report' must be a path (a string), but got number.",
       err(function() model:train(1, { { cell.ones({ 1, 2 }), cell.ones({ 1, 2 }) } }, { report = 3 }) end))
+    local rc = train.RunContext { epoch_num = 1, cur_step_num = 0 }
+    assert.are.equal("RuntimeError: For 'ReportCallback', html: nothing is recorded before training begins",
+      err(function() train.ReportCallback("r.html"):html(rc) end))
+    H.expect_error(function() train.ReportCallback("r.html"):html(cell.ones({ 2 })) end, "TypeError", "run_context")
   end)
 
   if CHROMIUM then

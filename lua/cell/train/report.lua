@@ -310,8 +310,13 @@ function ReportCallback:on_train_epoch_end(run_context)
   end
 end
 
---- The report's HTML.
+--- The report's HTML, from what the callback has recorded since training
+-- began (cb: the run context's parameters).
 function ReportCallback:html(cb)
+  cb = callbacks.args_of("html", cb)
+  if rawget(self, "_loss") == nil then
+    raise("RuntimeError: For 'ReportCallback', html: nothing is recorded before training begins")
+  end
   local out = { "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
     "<title>" .. esc(self.title) .. "</title>", "<style>" .. STYLE .. "</style></head><body>",
     "<h1>" .. esc(self.title) .. "</h1>" }
