@@ -10,6 +10,7 @@
 #include "gpu_kern.h"
 #include "gpu_nn.h"
 #include "cell_sample.h"
+#include "../ops/interp_taps.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,69 +22,18 @@ typedef struct {
   double *w;     /* n * k weights */
 } axis_tab;
 
-#define SCALE_OF(T, in, out, align, sc) \
-  ((align) ? ((out) > 1 ? (T)((in) - 1) / (T)((out) - 1) : (T)0) : ((sc) > 0 ? (T)(1.0 / (sc)) : (T)(in) / (T)(out)))
-
-static double cubic1(double x, double a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
-static double cubic2(double x, double a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
-static int64_t clampi(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
-
-/* interpolate.c's make_tab. */
+/* interpolate.c's make_tab (cell_interp_point), the positions as long long
+ * for the kernels. */
 static cell_status make_tab(int mode, int align, int64_t in, int64_t out, double sc, int f32, axis_tab *t) {
-  t->k = mode == CELL_INTERP_NEAREST ? 1 : mode == CELL_INTERP_BICUBIC ? 4 : 2;
+  t->k = cell_interp_taps(mode);
   t->n = out;
   t->idx = malloc(sizeof(long long) * (size_t)(out * t->k + 1));
   t->w = malloc(sizeof(double) * (size_t)(out * t->k + 1));
   if (!t->idx || !t->w) return cell_error(CELL_ERR_MEMORY, "interpolate: out of memory");
   for (int64_t o = 0; o < out; o++) {
-    long long *ix = t->idx + o * t->k;
-    double *w = t->w + o * t->k;
-    if (mode == CELL_INTERP_NEAREST) {
-      int64_t src;
-      if (out == in)
-        src = o;
-      else if (out == 2 * in)
-        src = o >> 1;
-      else {
-        float s = sc > 0 ? (float)(1.0 / sc) : (float)in / (float)out;
-        src = (int64_t)floorf((float)o * s);
-        if (src > in - 1) src = in - 1;
-      }
-      ix[0] = src;
-      w[0] = 1;
-      continue;
-    }
-    double real, lambda;
-    int cubic = mode == CELL_INTERP_BICUBIC;
-    if (f32) {
-      float s = SCALE_OF(float, in, out, align, sc);
-      float r = align ? s * (float)o : s * ((float)o + 0.5f) - 0.5f;
-      if (!align && !cubic && r < 0) r = 0;
-      float fl = cubic ? floorf(r) : (float)(int64_t)r;
-      lambda = (double)(r - fl);
-      real = fl;
-    } else {
-      double s = SCALE_OF(double, in, out, align, sc);
-      double r = align ? s * (double)o : s * ((double)o + 0.5) - 0.5;
-      if (!align && !cubic && r < 0) r = 0;
-      double fl = cubic ? floor(r) : (double)(int64_t)r;
-      lambda = r - fl;
-      real = fl;
-    }
-    int64_t i0 = (int64_t)real;
-    if (!cubic) {
-      ix[0] = i0;
-      ix[1] = i0 < in - 1 ? i0 + 1 : i0;
-      w[0] = 1 - lambda;
-      w[1] = lambda;
-    } else {
-      const double a = -0.75;
-      w[0] = cubic2(lambda + 1, a);
-      w[1] = cubic1(lambda, a);
-      w[2] = cubic1(1 - lambda, a);
-      w[3] = cubic2(2 - lambda, a);
-      for (int q = 0; q < 4; q++) ix[q] = clampi(i0 - 1 + q, in - 1);
-    }
+    int64_t ix[4];
+    cell_interp_point(mode, align, in, out, sc, f32, o, ix, t->w + o * t->k);
+    for (int q = 0; q < t->k; q++) t->idx[o * t->k + q] = (long long)ix[q];
   }
   return CELL_OK;
 }

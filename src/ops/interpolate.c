@@ -18,6 +18,7 @@
  * the output gradient through its strides and does the W pass as a gather
  * over the transposed table. Where that scratch would dwarf the input and
  * output, the direct K x K loop runs instead. */
+#include "interp_taps.h"
 #include "../core/iter.h"
 #include "conv.h"
 #include "kernels.h"
@@ -44,24 +45,10 @@ typedef struct {
   double *w;      /* n * k weights */
 } axis_tab;
 
-static int taps(int mode) {
-  return mode == CELL_INTERP_NEAREST ? 1 : mode == CELL_INTERP_BICUBIC ? 4 : 2;
-}
-
-/* PyTorch's area_pixel_compute_scale / compute_scales_value in type T. */
-#define SCALE_OF(T, in, out, align, sc)                                                    \
-  ((align) ? ((out) > 1 ? (T)((in) - 1) / (T)((out) - 1) : (T)0)                           \
-           : ((sc) > 0 ? (T)(1.0 / (sc)) : (T)(in) / (T)(out)))
-
-static double cubic1(double x, double a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
-static double cubic2(double x, double a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
-
-static int64_t clampi(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
-
 /* The table of one axis (in -> out) for mode; f32 picks float32 coordinates. */
 static cell_status make_tab(int mode, int align, int64_t in, int64_t out, double sc, int f32,
                             axis_tab *t) {
-  t->k = taps(mode);
+  t->k = cell_interp_taps(mode);
   t->n = out;
   t->idx = malloc(sizeof(int64_t) * (size_t)(out * t->k + 1));
   t->w = malloc(sizeof(double) * (size_t)(out * t->k + 1));
@@ -72,57 +59,8 @@ static cell_status make_tab(int mode, int align, int64_t in, int64_t out, double
     t->w = NULL;
     return cell_error(CELL_ERR_MEMORY, "interpolate: out of memory");
   }
-  for (int64_t o = 0; o < out; o++) {
-    int64_t *ix = t->idx + o * t->k;
-    double *w = t->w + o * t->k;
-    if (mode == CELL_INTERP_NEAREST) {
-      int64_t src;
-      if (out == in)
-        src = o;
-      else if (out == 2 * in)
-        src = o >> 1;
-      else {
-        float s = sc > 0 ? (float)(1.0 / sc) : (float)in / (float)out;
-        src = (int64_t)floorf((float)o * s);
-        if (src > in - 1) src = in - 1;
-      }
-      ix[0] = src;
-      w[0] = 1;
-      continue;
-    }
-    double real, lambda;
-    int cubic = mode == CELL_INTERP_BICUBIC;
-    if (f32) {
-      float s = SCALE_OF(float, in, out, align, sc);
-      float r = align ? s * (float)o : s * ((float)o + 0.5f) - 0.5f;
-      if (!align && !cubic && r < 0) r = 0;
-      real = r;
-      float fl = cubic ? floorf(r) : (float)(int64_t)r;
-      lambda = (double)(r - fl);
-      real = fl;
-    } else {
-      double s = SCALE_OF(double, in, out, align, sc);
-      double r = align ? s * (double)o : s * ((double)o + 0.5) - 0.5;
-      if (!align && !cubic && r < 0) r = 0;
-      double fl = cubic ? floor(r) : (double)(int64_t)r;
-      lambda = r - fl;
-      real = fl;
-    }
-    int64_t i0 = (int64_t)real;
-    if (!cubic) {
-      ix[0] = i0;
-      ix[1] = i0 < in - 1 ? i0 + 1 : i0;
-      w[0] = 1 - lambda;
-      w[1] = lambda;
-    } else {
-      const double a = -0.75;
-      w[0] = cubic2(lambda + 1, a);
-      w[1] = cubic1(lambda, a);
-      w[2] = cubic1(1 - lambda, a);
-      w[3] = cubic2(2 - lambda, a);
-      for (int q = 0; q < 4; q++) ix[q] = clampi(i0 - 1 + q, in - 1);
-    }
-  }
+  for (int64_t o = 0; o < out; o++)
+    cell_interp_point(mode, align, in, out, sc, f32, o, t->idx + o * t->k, t->w + o * t->k);
   return CELL_OK;
 }
 
