@@ -11,6 +11,7 @@
 #include "gpu_kern.h"
 #include "gpu_nn.h"
 #include "../core/rng.h"
+#include "../ops/multinomial_check.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,32 +194,7 @@ cell_status gpu_multinomial(const cell_tensor *probs, int64_t num_samples, int r
     if (!host) s = cell_error(CELL_ERR_MEMORY, "multinomial: out of memory for %lld probabilities", (long long)(rows * k));
     if (s == CELL_OK) s = gpu_copy_d2h(g, host, gpu_data(p), sizeof(double) * (size_t)(rows * k));
   }
-  for (int64_t i = 0; s == CELL_OK && i < rows; i++) {
-    double sum = 0;
-    int64_t nonzero = 0;
-    for (int64_t j = 0; j < k; j++) {
-      double v = host[i * k + j];
-      if (!(v >= 0) || isinf(v)) {
-        s = cell_error(CELL_ERR_VALUE,
-                       "multinomial: row %lld of the probabilities holds %g: every probability must be finite and at "
-                       "least 0",
-                       (long long)(i + index_base), v);
-        break;
-      }
-      sum += v;
-      nonzero += v > 0;
-    }
-    if (s != CELL_OK) break;
-    if (!(sum > 0) || isinf(sum))
-      s = cell_error(CELL_ERR_VALUE,
-                     "multinomial: row %lld of the probabilities sums to %g: the sum must be positive and finite",
-                     (long long)(i + index_base), sum);
-    else if (!replacement && nonzero < num_samples)
-      s = cell_error(CELL_ERR_VALUE,
-                     "multinomial: row %lld has %lld categories of nonzero probability, too few for %lld samples "
-                     "without replacement",
-                     (long long)(i + index_base), (long long)nonzero, (long long)num_samples);
-  }
+  if (s == CELL_OK) s = cell_multinomial_check(host, rows, k, num_samples, replacement, index_base); /* k = 0: no reads */
   free(host);
   if (s == CELL_OK && total > 0) {
     int64_t m = rows * k;

@@ -12,6 +12,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "kernel_list.h"
+#include "multinomial_check.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -95,33 +96,7 @@ cell_status cell_cpu_multinomial(const cell_tensor *probs, int64_t num_samples, 
   if (s == CELL_OK) s = cell_tensor_new_contig(CELL_DTYPE_I64, probs->ndim, os, &r);
   /* every row checked before a counter is reserved */
   const double *pd = s == CELL_OK ? (const double *)cell_tensor_base(p) : NULL;
-  for (int64_t i = 0; s == CELL_OK && i < rows; i++) {
-    double sum = 0;
-    int64_t nonzero = 0;
-    for (int64_t j = 0; j < k; j++) {
-      double v = pd[i * k + j];
-      if (!(v >= 0) || isinf(v)) {
-        s = cell_error(CELL_ERR_VALUE,
-                       "multinomial: row %lld of the probabilities holds %g: every probability "
-                       "must be finite and at least 0",
-                       (long long)(i + index_base), v);
-        break;
-      }
-      sum += v;
-      nonzero += v > 0;
-    }
-    if (s != CELL_OK) break;
-    if (!(sum > 0) || isinf(sum))
-      s = cell_error(CELL_ERR_VALUE,
-                     "multinomial: row %lld of the probabilities sums to %g: the sum must be "
-                     "positive and finite",
-                     (long long)(i + index_base), sum);
-    else if (!replacement && nonzero < num_samples)
-      s = cell_error(CELL_ERR_VALUE,
-                     "multinomial: row %lld has %lld categories of nonzero probability, too few "
-                     "for %lld samples without replacement",
-                     (long long)(i + index_base), (long long)nonzero, (long long)num_samples);
-  }
+  if (s == CELL_OK) s = cell_multinomial_check(pd, rows, k, num_samples, replacement, index_base);
   double *scratch = NULL;
   if (s == CELL_OK && total > 0) {
     scratch = malloc(sizeof(double) * (size_t)k * (size_t)(rows < 64 ? rows : 64) + 1);
