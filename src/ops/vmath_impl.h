@@ -39,15 +39,8 @@ VM_FN double vm_pow2(double k) {
   return vm_double((int64_t)((uint64_t)(vm_bits(k + VM_SHIFT) - VM_SHIFT_BITS + 1023) << 52));
 }
 
-/* exp: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by Taylor to r^11
- * (relative error below 1e-14), times 2^n in two halves so that results
- * in the subnormal range round once. */
-VM_FN double vm_exp(double x) {
-  x = x > 709.8 ? 709.8 : x;
-  x = x < -746.0 ? -746.0 : x;
-  double n = (x * 1.4426950408889634 + VM_SHIFT) - VM_SHIFT;
-  double r = x - n * VM_LN2_HI;
-  r = r - n * VM_LN2_LO;
+/* exp(r) for |r| <= ln2 / 2: its Taylor series to r^11 (Horner). */
+VM_FN double vm_exp_taylor(double r) {
   double p = 1.0 / 39916800;
   p = p * r + 1.0 / 3628800;
   p = p * r + 1.0 / 362880;
@@ -60,6 +53,19 @@ VM_FN double vm_exp(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
+  return p;
+}
+
+/* exp: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by Taylor to r^11
+ * (relative error below 1e-14), times 2^n in two halves so that results
+ * in the subnormal range round once. */
+VM_FN double vm_exp(double x) {
+  x = x > 709.8 ? 709.8 : x;
+  x = x < -746.0 ? -746.0 : x;
+  double n = (x * 1.4426950408889634 + VM_SHIFT) - VM_SHIFT;
+  double r = x - n * VM_LN2_HI;
+  r = r - n * VM_LN2_LO;
+  double p = vm_exp_taylor(r);
   double n1 = (n * 0.5 + VM_SHIFT) - VM_SHIFT, n2 = n - n1;
   return p * vm_pow2(n1) * vm_pow2(n2);
 }
@@ -331,18 +337,7 @@ VM_FN double vm_gelu_grad_small(double x) {
   double n = (u * 1.4426950408889634 + VM_SHIFT) - VM_SHIFT;
   double rr = u - n * VM_LN2_HI;
   rr = rr - n * VM_LN2_LO;
-  double p = 1.0 / 39916800;
-  p = p * rr + 1.0 / 3628800;
-  p = p * rr + 1.0 / 362880;
-  p = p * rr + 1.0 / 40320;
-  p = p * rr + 1.0 / 5040;
-  p = p * rr + 1.0 / 720;
-  p = p * rr + 1.0 / 120;
-  p = p * rr + 1.0 / 24;
-  p = p * rr + 1.0 / 6;
-  p = p * rr + 0.5;
-  p = p * rr + 1.0;
-  p = p * rr + 1.0;
+  double p = vm_exp_taylor(rr);
   double e = p * vm_pow2(n);
   double small = 0.5 + 0.5 * __builtin_copysign(vm_erf_small(a, a * a), z);
   return small + x * 0.39894228040143267794 * e;
