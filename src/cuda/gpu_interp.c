@@ -38,40 +38,6 @@ static cell_status make_tab(int mode, int align, int64_t in, int64_t out, double
   return CELL_OK;
 }
 
-static const char *mode_name(int mode) {
-  switch (mode) {
-  case CELL_INTERP_NEAREST: return "nearest";
-  case CELL_INTERP_LINEAR: return "linear";
-  case CELL_INTERP_BILINEAR: return "bilinear";
-  case CELL_INTERP_BICUBIC: return "bicubic";
-  default: return "?";
-  }
-}
-
-/* interpolate.c's check. */
-static cell_status check(int mode, int ndim, const int64_t *in_shape, const int64_t *osz) {
-  char sb[96];
-  if (mode < CELL_INTERP_NEAREST || mode > CELL_INTERP_BICUBIC)
-    return cell_error(CELL_ERR_VALUE, "interpolate: unknown mode %d", mode);
-  if (ndim != 3 && ndim != 4)
-    return cell_error(CELL_ERR_VALUE, "interpolate: input must be 3-D (N, C, L) or 4-D (N, C, H, W), got shape %s",
-                      cell_shape_str(ndim, in_shape, sb, sizeof sb));
-  if ((ndim == 3 && (mode == CELL_INTERP_BILINEAR || mode == CELL_INTERP_BICUBIC)) ||
-      (ndim == 4 && mode == CELL_INTERP_LINEAR))
-    return cell_error(CELL_ERR_VALUE, "interpolate: mode '%s' needs a %s input, got shape %s", mode_name(mode),
-                      mode == CELL_INTERP_LINEAR ? "3-D (N, C, L)" : "4-D (N, C, H, W)",
-                      cell_shape_str(ndim, in_shape, sb, sizeof sb));
-  for (int d = 0; d < ndim - 2; d++) {
-    if (osz[d] < 1 || osz[d] > ((int64_t)1 << 31))
-      return cell_error(CELL_ERR_VALUE, "interpolate: output sizes must be positive, got %lld for input %s",
-                        (long long)osz[d], cell_shape_str(ndim, in_shape, sb, sizeof sb));
-    if (in_shape[2 + d] < 1)
-      return cell_error(CELL_ERR_VALUE, "interpolate: input sizes must be positive past the channels, got %s",
-                        cell_shape_str(ndim, in_shape, sb, sizeof sb));
-  }
-  return CELL_OK;
-}
-
 /* The tables of a call on the device: one int64 tensor (H positions, then
  * W's) and one float64 tensor (the weights, the same order). */
 typedef struct {
@@ -127,7 +93,7 @@ static int is_float_dt(cell_dtype dt) {
 cell_status gpu_interpolate(const cell_tensor *x, int mode, int align_corners, const int64_t *size,
                             const double *scales, cell_tensor **out) {
   if (!x || !size || !out) return cell_error(CELL_ERR_VALUE, "interpolate: NULL argument");
-  CELL_TRY(check(mode, x->ndim, x->shape, size));
+  CELL_TRY(cell_interp_check(mode, x->ndim, x->shape, size));
   if (!is_float_dt(x->dtype))
     return cell_error(CELL_ERR_TYPE, "interpolate: input must be a float tensor, got %s", cell_dtype_name(x->dtype));
   int nd = x->ndim;
@@ -174,7 +140,7 @@ cell_status gpu_interpolate_backward(const cell_tensor *gr, int mode, int align_
     return cell_error(CELL_ERR_VALUE, "interpolate backward: the output gradient %s does not match input %s",
                       cell_shape_str(gr->ndim, gr->shape, s1, sizeof s1), cell_shape_str(ndim, in_shape, s2, sizeof s2));
   }
-  CELL_TRY(check(mode, ndim, in_shape, gr->shape + 2));
+  CELL_TRY(cell_interp_check(mode, ndim, in_shape, gr->shape + 2));
   if (!is_float_dt(dt) || !is_float_dt(gr->dtype))
     return cell_error(CELL_ERR_NOTIMPL, "interpolate backward of %s is not supported on device GPU",
                       cell_dtype_name(dt));

@@ -1,6 +1,7 @@
-/* interp_taps.h - the input positions and weights of one output position
- * of interpolate along one axis (PyTorch's coordinate rules), shared by the
- * CPU kernels (interpolate.c) and the GPU module's tables (src/cuda). */
+/* interp_taps.h - interpolate's argument checks and the input positions and
+ * weights of one output position along one axis (PyTorch's coordinate
+ * rules), shared by the CPU kernels (interpolate.c) and the GPU module
+ * (src/cuda/gpu_interp.c), so both raise the same errors. */
 #ifndef CELL_OPS_INTERP_TAPS_H
 #define CELL_OPS_INTERP_TAPS_H
 
@@ -76,5 +77,47 @@ static inline void cell_interp_point(int mode, int align, int64_t in, int64_t ou
     for (int q = 0; q < 4; q++) ix[q] = cell_interp_clamp(i0 - 1 + q, in - 1);
   }
 }
+
+/* The name of an interpolation mode, for messages. */
+static inline const char *cell_interp_mode_name(int mode) {
+  switch (mode) {
+  case CELL_INTERP_NEAREST: return "nearest";
+  case CELL_INTERP_LINEAR: return "linear";
+  case CELL_INTERP_BILINEAR: return "bilinear";
+  case CELL_INTERP_BICUBIC: return "bicubic";
+  default: return "?";
+  }
+}
+
+/* interpolate's checks, forward and backward, on the CPU and the GPU: the
+ * mode fits the rank, the sizes are positive (or zero only where the
+ * input's is). */
+static inline cell_status cell_interp_check(int mode, int ndim, const int64_t *in_shape, const int64_t *osz) {
+  char sb[96];
+  if (mode < CELL_INTERP_NEAREST || mode > CELL_INTERP_BICUBIC)
+    return cell_error(CELL_ERR_VALUE, "interpolate: unknown mode %d", mode);
+  if (ndim != 3 && ndim != 4)
+    return cell_error(CELL_ERR_VALUE,
+                      "interpolate: input must be 3-D (N, C, L) or 4-D (N, C, H, W), got shape %s",
+                      cell_shape_str(ndim, in_shape, sb, sizeof sb));
+  if ((ndim == 3 && (mode == CELL_INTERP_BILINEAR || mode == CELL_INTERP_BICUBIC)) ||
+      (ndim == 4 && mode == CELL_INTERP_LINEAR))
+    return cell_error(CELL_ERR_VALUE,
+                      "interpolate: mode '%s' needs a %s input, got shape %s", cell_interp_mode_name(mode),
+                      mode == CELL_INTERP_LINEAR ? "3-D (N, C, L)" : "4-D (N, C, H, W)",
+                      cell_shape_str(ndim, in_shape, sb, sizeof sb));
+  for (int d = 0; d < ndim - 2; d++) {
+    if (osz[d] < 1 || osz[d] > ((int64_t)1 << 31))
+      return cell_error(CELL_ERR_VALUE,
+                        "interpolate: output sizes must be positive, got %lld for input %s",
+                        (long long)osz[d], cell_shape_str(ndim, in_shape, sb, sizeof sb));
+    if (in_shape[2 + d] < 1)
+      return cell_error(CELL_ERR_VALUE,
+                        "interpolate: input sizes must be positive past the channels, got %s",
+                        cell_shape_str(ndim, in_shape, sb, sizeof sb));
+  }
+  return CELL_OK;
+}
+
 
 #endif

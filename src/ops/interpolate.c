@@ -312,45 +312,6 @@ SEP_LOOPS(double, f64)
 #define DISPATCH(ct, fn, ...) \
   ((ct) == CELL_DTYPE_F64 ? fn##_f64(__VA_ARGS__) : fn##_f32(__VA_ARGS__))
 
-static const char *mode_name(int mode) {
-  switch (mode) {
-  case CELL_INTERP_NEAREST: return "nearest";
-  case CELL_INTERP_LINEAR: return "linear";
-  case CELL_INTERP_BILINEAR: return "bilinear";
-  case CELL_INTERP_BICUBIC: return "bicubic";
-  default: return "?";
-  }
-}
-
-/* Checks shared by both directions: the mode fits the rank, the sizes are
- * positive (or zero only where the input's is). */
-static cell_status check(int mode, int ndim, const int64_t *in_shape, const int64_t *osz) {
-  char sb[96];
-  if (mode < CELL_INTERP_NEAREST || mode > CELL_INTERP_BICUBIC)
-    return cell_error(CELL_ERR_VALUE, "interpolate: unknown mode %d", mode);
-  if (ndim != 3 && ndim != 4)
-    return cell_error(CELL_ERR_VALUE,
-                      "interpolate: input must be 3-D (N, C, L) or 4-D (N, C, H, W), got shape %s",
-                      cell_shape_str(ndim, in_shape, sb, sizeof sb));
-  if ((ndim == 3 && (mode == CELL_INTERP_BILINEAR || mode == CELL_INTERP_BICUBIC)) ||
-      (ndim == 4 && mode == CELL_INTERP_LINEAR))
-    return cell_error(CELL_ERR_VALUE,
-                      "interpolate: mode '%s' needs a %s input, got shape %s", mode_name(mode),
-                      mode == CELL_INTERP_LINEAR ? "3-D (N, C, L)" : "4-D (N, C, H, W)",
-                      cell_shape_str(ndim, in_shape, sb, sizeof sb));
-  for (int d = 0; d < ndim - 2; d++) {
-    if (osz[d] < 1 || osz[d] > ((int64_t)1 << 31))
-      return cell_error(CELL_ERR_VALUE,
-                        "interpolate: output sizes must be positive, got %lld for input %s",
-                        (long long)osz[d], cell_shape_str(ndim, in_shape, sb, sizeof sb));
-    if (in_shape[2 + d] < 1)
-      return cell_error(CELL_ERR_VALUE,
-                        "interpolate: input sizes must be positive past the channels, got %s",
-                        cell_shape_str(ndim, in_shape, sb, sizeof sb));
-  }
-  return CELL_OK;
-}
-
 /* The two axis tables of a call (H of a 3-D input: the identity of size 1). */
 static cell_status tabs(int mode, int align, int ndim, const int64_t *in_shape,
                         const int64_t *osz, const double *scales, int f32, axis_tab *th,
@@ -372,7 +333,7 @@ static cell_status tabs(int mode, int align, int ndim, const int64_t *in_shape,
 cell_status cell_cpu_interpolate(const cell_tensor *x, int mode, int align_corners,
                                  const int64_t *size, const double *scales, cell_tensor **out) {
   if (!x || !size || !out) return cell_error(CELL_ERR_VALUE, "interpolate: NULL argument");
-  CELL_TRY(check(mode, x->ndim, x->shape, size));
+  CELL_TRY(cell_interp_check(mode, x->ndim, x->shape, size));
   if (!cell_dtype_is_float(x->dtype))
     return cell_error(CELL_ERR_TYPE, "interpolate: input must be a float tensor, got %s",
                       cell_dtype_name(x->dtype));
@@ -416,7 +377,7 @@ cell_status cell_cpu_interpolate_backward(const cell_tensor *g, int mode, int al
                       cell_shape_str(g->ndim, g->shape, s1, sizeof s1),
                       cell_shape_str(ndim, in_shape, s2, sizeof s2));
   }
-  CELL_TRY(check(mode, ndim, in_shape, g->shape + 2));
+  CELL_TRY(cell_interp_check(mode, ndim, in_shape, g->shape + 2));
   cell_dtype ct = cell_conv_compute_dtype(dt);
   cell_tensor *gc = NULL, *r = NULL;
   if (cell_shape_numel(ndim, in_shape) == 0 || cell_shape_numel(g->ndim, g->shape) == 0) {
