@@ -17,7 +17,8 @@
 # CELL_BENCH_ONLY (default: all but torch) and CELL_BENCH_ITERS pass on to
 # run.sh; CELL_BENCH_KEEP=1 keeps the temporary folder (builds, each run's
 # lines) and prints where it is. Run it on a quiet machine: it measures
-# time. Exits 1 when a revision does not build or a benchmark fails.
+# time. Exits 1 when a revision does not build or a benchmark fails (a
+# benchmark script the old revision lacks is skipped, not a failure).
 set -u
 
 if [ $# -ne 2 ]; then
