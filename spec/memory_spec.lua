@@ -3,6 +3,7 @@
 -- collectgarbage(), t:free() releases at once, and the allocator's
 -- statistics (cell.memory_stats) are consistent.
 local cell = require "cell"
+local H = require "helpers"
 
 local MiB = 1024 * 1024
 
@@ -43,13 +44,12 @@ describe("memory", function()
   -- against 150 KB in steady state. A fresh interpreter, since this one
   -- has long finished loading.
   it("a fresh process's first temporaries are collected as soon as later ones (Lua 5.4)", function()
-    local lua = os.getenv("CELL_LUA") or "lua5.4"
+    local lua = os.getenv("CELL_LUA") or H.LUA
     local script = "local cell = require 'cell' local a, b = cell.rand({1000}), cell.rand({1000}) "
       .. "local c for _ = 1, 400 do c = a + b end print(_VERSION, cell.memory_stats().peak, "
-      .. "collectgarbage('count') and (_VERSION == 'Lua 5.4' and collectgarbage('incremental')))"
-    local f = assert(io.popen(lua .. " -e \"" .. script .. "\" 2>&1"))
-    local out = f:read("*a")
-    f:close()
+      .. "_VERSION == 'Lua 5.4' and collectgarbage('incremental'))"
+    local out, err, rc = H.run(lua .. " -e \"" .. script .. "\"")
+    assert.are.equal(0, rc, err)
     local version, peak, mode = out:match("^(Lua [%d.]+)\t([%d.]+)\t(%S+)")
     assert.is_truthy(version, out)
     if version == "Lua 5.4" then

@@ -113,6 +113,8 @@ end
 -- left alone.
 if _VERSION == "Lua 5.4" and collectgarbage("incremental") == "generational" then
   collectgarbage("generational")
+  -- the pause may have left a debt as low as minus the heap; twice the heap
+  -- makes it positive, so this step runs, and it is a minor collection
   collectgarbage("step", 2 * math.ceil(collectgarbage("count")))
 end
 
