@@ -123,7 +123,7 @@ CUDA_LUA_OBJ = $(BUILD)/$(LUA)/src/cuda/lcuda.o $(if $(NCCL_H),$(BUILD)/$(LUA)/s
 CUDA_LIB_OBJ = $(filter-out $(CUDA_LUA_OBJ),$(CUDA_OBJ))
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++ $(if $(NCCL_H),-lnccl,)
 
-.PHONY: all cuda test-cuda bench-cuda test ctest test-mpi bench-mpi test-device spec asan tsan tsan-spec tsan-spec-only fuzz bench install uninstall deps clean demo rock-check embed bench-embed docs FORCE
+.PHONY: all cuda test-cuda bench-cuda test ctest test-mpi bench-mpi test-device spec asan tsan tsan-spec tsan-spec-only fuzz bench install uninstall deps bench-deps clean demo rock-check embed bench-embed docs FORCE
 
 all: $(LIBCELL_A) $(LIBCELL_SO) $(MODULE) $(OMPENV_MODULE) $(COMM_MODULE) $(CELL_BIN) $(LIBCELL_LUA) $(EMBED_GAME) $(EMBED_HOST) $(TEST_STATES)
 
@@ -498,8 +498,12 @@ DEPS += clang libclang-rt-dev libomp-dev
 DEPS += chromium
 # cell.dataset.vision: PNG and JPEG decoding.
 DEPS += libpng-dev libjpeg62-turbo-dev
-deps:
-	@missing=""; for p in $(DEPS); do \
+# make bench's PyTorch side (bench/torch/, run by Debian's /usr/bin/python3);
+# make bench leaves its lines out where these are missing.
+BENCH_DEPS = python3-torch python3-numpy
+# Installs the Debian packages $(1) that are not installed yet.
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -507,7 +511,12 @@ deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	else echo "deps: all installed"; fi
+	else echo "$(2): all installed"; fi
+endef
+deps:
+	$(call install_missing,$(DEPS),deps)
+bench-deps:
+	$(call install_missing,$(BENCH_DEPS),bench-deps)
 
 # The rock builds offline into a temporary tree and loads from it.
 rock-check:
