@@ -68,8 +68,8 @@ cell_status cell_gemm_run(const cell_gemm *g);
 /* How the BLAS backend splits a medium product over nt threads: the number
  * of parts (1: one call, not split; always 1 inside a parallel region or
  * when another backend takes g), and part q of parts as a product of its
- * own (*h: rows lo .. lo + len - 1 of C when C has at least as many rows
- * as columns, else those columns; len may be 0). Ops that fork once for
+ * own (*h: rows lo .. lo + len - 1 of C; len may be 0; blas.c says where
+ * the cuts fall, and why only there). Ops that fork once for
  * several products run the parts themselves (cell_gemm_run on a part runs
  * on the calling thread). */
 int64_t cell_gemm_split_parts(const cell_gemm *g, int64_t nt);

@@ -129,55 +129,95 @@ static void blas_warm(void) {
   free(c);
 }
 
+static void blas_gemm_beta_alone(const cell_gemm *g, double beta);
+
 static cell_status blas_gemm_one(const cell_gemm *g) {
-  if (!gemv(g)) blas_gemm_beta(g, 0.0);
+  if (!gemv(g)) blas_gemm_beta_alone(g, 0.0);
   return CELL_OK;
 }
 
-/* Medium products split over the team by the longer of C's two sides,
- * each part one OpenBLAS call (which runs single-threaded inside a
- * parallel region): from 2^18 multiply-adds (OpenBLAS's own bar for
- * threads) to 2^26, where its threaded driver takes over again. Below
- * 2^26 that driver shares packed panels between threads through
- * busy-wait flags and sched_yield, and a thread the OS runs late holds
- * up the other at every panel; split parts share nothing (each packs its
- * own copy of the other operand: at most 1/GEMM_SPLIT_MIN of its work).
- * Each element of C sums its k products in the same blocks as the whole
- * product would; only a part small enough for OpenBLAS's small-matrix
- * kernel (where the whole was not) may round differently. */
+/* Products from 2^18 multiply-adds (OpenBLAS's own bar for threads) split
+ * over the team by rows of C, each part one OpenBLAS call (which runs
+ * single-threaded inside a parallel region). OpenBLAS's threaded driver
+ * shares packed panels between threads through busy-wait flags and
+ * sched_yield, and a thread the OS runs late holds up the other at every
+ * panel; split parts share nothing (each packs its own copy of B).
+ *
+ * A split must not change a single bit of C, whatever the team's size:
+ * OpenBLAS's kernels round an element differently by where it falls in
+ * their tiles. The Zen/Haswell float32 kernel takes C's rows (row-major)
+ * 12 at a time and the remainder 8, 4, 2, 1 at a time: an element moved
+ * from a tile of 12 to one of 4 changed in its last bit. So rows split at
+ * multiples of 48 (every tile width up to 16 divides it), and the last part
+ * is at least 2 rows (one row would go to gemv). C's columns are not split:
+ * their tiles start where OpenBLAS's blocks of them do, which it chooses by
+ * rules of its own (on Zen, columns 120 to 135 of a 229-column C changed
+ * when it was cut at 128; so did a 64-column one cut at 32). A product
+ * that does not split (fewer than 96 rows) is computed by one thread, not
+ * by OpenBLAS's team, whose own split rounds differently, up to 2^26
+ * multiply-adds; past that OpenBLAS threads it, and only its last bits may
+ * depend on the team's size. */
 #define GEMM_SPLIT_LO ((int64_t)1 << 18)
 #define GEMM_SPLIT_HI ((int64_t)1 << 26)
-#define GEMM_SPLIT_MIN 32
+#define SPLIT_ROW_ALIGN 48
+
+static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/* The length of each of `parts` pieces of a side, a multiple of `align`. */
+static int64_t split_piece(int64_t side, int64_t parts, int64_t align) {
+  return round_up((side + parts - 1) / parts, align);
+}
+
+static double gemm_work(const cell_gemm *g) {
+  return (double)g->m * (double)g->n * (double)g->k; /* each side fits 32 bits, not their product */
+}
 
 int64_t cell_gemm_split_parts(const cell_gemm *g, int64_t nt) {
   if (nt < 2 || omp_in_parallel() || cell_backend_for_gemm(g) != &cell_backend_blas) return 1;
-  double work = (double)g->m * (double)g->n * (double)g->k; /* each side fits 32 bits, not their product */
-  int64_t side = g->m >= g->n ? g->m : g->n;
-  if (work < (double)GEMM_SPLIT_LO || work > (double)GEMM_SPLIT_HI || side < GEMM_SPLIT_MIN * nt || g->m < 2 ||
-      g->n < 2)
-    return 1;
-  int64_t part = ((side + nt - 1) / nt + 15) / 16 * 16;
-  blas_warm(); /* before the parts' region (the callers fork for them) */
-  return (side + part - 1) / part;
+  if (gemm_work(g) < (double)GEMM_SPLIT_LO || g->n < 2) return 1;
+  /* the most parts, up to nt, that cell_gemm_split_part's cut (from the
+   * number of parts alone) makes exactly, the last at least 2 rows */
+  for (int64_t p = nt; p >= 2; p--) {
+    int64_t piece = split_piece(g->m, p, SPLIT_ROW_ALIGN);
+    if ((g->m + piece - 1) / piece == p && g->m - (p - 1) * piece >= 2) {
+      blas_warm(); /* before the parts' region (the callers fork for them) */
+      return p;
+    }
+  }
+  return 1;
 }
 
 void cell_gemm_split_part(const cell_gemm *g, int64_t parts, int64_t q, cell_gemm *h, int64_t *lo, int64_t *len) {
-  int by_rows = g->m >= g->n;
-  int64_t side = by_rows ? g->m : g->n, es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
-  int64_t part = (side + parts - 1) / parts;
-  part = (part + 15) / 16 * 16;
+  int64_t es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
+  int64_t part = split_piece(g->m, parts, SPLIT_ROW_ALIGN);
   *h = *g;
   *lo = q * part;
-  *len = side - *lo < part ? side - *lo : part;
+  *len = g->m - *lo < part ? g->m - *lo : part;
   if (*len < 0) *len = 0;
-  if (by_rows) { /* rows lo.. of A and C */
-    h->m = *len;
-    h->a = g->a + *lo * g->a_rs * es;
-    h->c = g->c + *lo * g->c_rs * es;
-  } else { /* columns lo.. of B and C */
-    h->n = *len;
-    h->b = g->b + *lo * g->b_cs * es;
-    h->c = g->c + *lo * g->c_cs * es;
+  h->m = *len; /* rows lo.. of A and C */
+  h->a = g->a + *lo * g->a_rs * es;
+  h->c = g->c + *lo * g->c_rs * es;
+}
+
+/* One call on this thread alone where OpenBLAS would otherwise thread it
+ * (a product of 2^18 to 2^26 multiply-adds that does not split): inside a
+ * parallel region OpenBLAS runs single-threaded; one thread of a team of
+ * two makes the call while the other waits. */
+static int gemm_needs_one_thread(const cell_gemm *g) {
+  double w = gemm_work(g);
+  return cell_ctx()->num_threads > 1 && !omp_in_parallel() && w >= (double)GEMM_SPLIT_LO &&
+         w <= (double)GEMM_SPLIT_HI;
+}
+
+static void blas_gemm_beta_alone(const cell_gemm *g, double beta) {
+  if (!gemm_needs_one_thread(g)) {
+    blas_gemm_beta(g, beta);
+    return;
+  }
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    blas_gemm_beta(g, beta);
   }
 }
 
@@ -188,7 +228,7 @@ int cell_blas_gemm_acc_ok(const cell_gemm *g) {
 
 void cell_blas_gemm_acc(const cell_gemm *g) {
   blas_warm();
-  blas_gemm_beta(g, 1.0);
+  blas_gemm_beta_alone(g, 1.0);
 }
 
 static cell_status blas_gemm(const cell_gemm *g) {

@@ -22,7 +22,6 @@
 #include "backend.h"
 #include "../core/dtype.h"
 #include "../core/iter.h"
-#include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +63,14 @@ static cell_status lowp_gemm_f32(const cell_gemm *g) {
   CELL_FOR(lowp_par(k * n), int64_t, p, k, {
     for (int64_t j = 0; j < n; j++) b[p * n + j] = lowp_load(dt, B[p * g->b_rs + j * g->b_cs]);
   });
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n, 0.0f,
-              c, (int)n);
+  /* through the float32 backends, which split it over the team without
+   * changing a bit of it (blas.c) */
+  cell_gemm gf = {CELL_DTYPE_F32, m, n, k, (const char *)a, k, 1, (const char *)b, n, 1, (char *)c, n, 1};
+  cell_status st = cell_gemm_run(&gf);
+  if (st != CELL_OK) {
+    free(a);
+    return st;
+  }
   uint16_t *C = (uint16_t *)g->c;
   CELL_FOR(lowp_par(m * n), int64_t, i, m, {
     for (int64_t j = 0; j < n; j++) C[i * g->c_rs + j * g->c_cs] = lowp_store(dt, c[i * n + j]);

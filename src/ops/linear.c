@@ -187,19 +187,16 @@ enum { COL_BLK = 256 };
     });                                                                       \
   } while (0)
 
-/* Rows r0 .. r1 - 1, columns c0 .. c1 - 1 of y [., n] plus the bias. */
-#define ADD_BLOCK(T)                                                         \
+/* Rows r0 .. r1 - 1, columns c0 .. c1 - 1 of y [., n] set to the bias. */
+#define SET_BLOCK(T)                                                         \
   do {                                                                       \
     const T *bb = (const T *)bp;                                             \
     for (int64_t i = r0; i < r1; i++) {                                      \
       T *yr = (T *)y + i * n;                                                \
-      if (bs == 1) {                                                         \
-        CELL_NN_SIMD for (int64_t j = c0; j < c1; j++) yr[j] += bb[j];       \
-      } else {                                                               \
-        for (int64_t j = c0; j < c1; j++) yr[j] += bb[j * bs];               \
-      }                                                                      \
+      for (int64_t j = c0; j < c1; j++) yr[j] = bb[j * bs];                  \
     }                                                                        \
   } while (0)
+
 
 /* One fork for a whole fused-linear call whose products split over
  * threads (cell_gemm_split_parts; float32 and float64, C contiguous):
@@ -236,13 +233,17 @@ static cell_status fused_backward(fused_bwd *f) {
   f->st = CELL_OK;
   _Pragma("omp parallel")
   {
-    if (f->gx) {
-      _Pragma("omp for schedule(static) nowait")
-      for (int64_t q = 0; q < f->px; q++) run_part(f->gx, f->px, q, &f->st);
-    }
-    if (f->gw) {
-      _Pragma("omp for schedule(static) nowait")
-      for (int64_t q = 0; q < f->pw; q++) run_part(f->gw, f->pw, q, &f->st);
+    /* one list of tasks: a product that does not split first (the
+     * largest task), then the parts, handed out as threads come free; a
+     * product of 2^18 or more that does not split has fewer than 96 rows
+     * (blas.c), such as a small layer's weight gradient */
+    int64_t px = f->gx ? f->px : 0, pw = f->gw ? f->pw : 0;
+    const cell_gemm *first = px == 1 ? f->gx : f->gw, *second = px == 1 ? f->gw : f->gx;
+    int64_t pf = px == 1 ? px : pw, ps = px == 1 ? pw : px;
+    _Pragma("omp for schedule(dynamic, 1) nowait")
+    for (int64_t q = 0; q < pf + ps; q++) {
+      if (q < pf) run_part(first, pf, q, &f->st);
+      else run_part(second, ps, q - pf, &f->st);
     }
     if (f->gp) {
       const char *gp = f->gp;
@@ -263,7 +264,6 @@ static cell_status fused_backward(fused_bwd *f) {
 
 static cell_status fused_forward(const cell_gemm *g, int64_t parts, const char *bp, int64_t bs) {
   cell_status st = CELL_OK;
-  int by_rows = g->m >= g->n;
   char *y = g->c;
   int64_t n = g->n;
   _Pragma("omp parallel for schedule(static)")
@@ -271,17 +271,19 @@ static cell_status fused_forward(const cell_gemm *g, int64_t parts, const char *
     cell_gemm h;
     int64_t lo, len;
     cell_gemm_split_part(g, parts, q, &h, &lo, &len);
-    if (len > 0) {
+    if (len > 0 && bp) {
+      /* the bias written first and the part's product added to it, as the
+       * unsplit call does: the same sums, rounded the same way */
+      int64_t r0 = lo, r1 = lo + len, c0 = 0, c1 = n; /* the part's rows */
+      if (g->dtype == CELL_DTYPE_F32)
+        SET_BLOCK(float);
+      else
+        SET_BLOCK(double);
+      cell_blas_gemm_acc(&h);
+    } else if (len > 0) {
       cell_status s = cell_gemm_run(&h);
       if (s != CELL_OK) {
         _Pragma("omp critical(cell_linear_status)") st = s;
-      } else if (bp) {
-        int64_t r0 = by_rows ? lo : 0, r1 = by_rows ? lo + len : g->m;
-        int64_t c0 = by_rows ? 0 : lo, c1 = by_rows ? n : lo + len;
-        if (g->dtype == CELL_DTYPE_F32)
-          ADD_BLOCK(float);
-        else
-          ADD_BLOCK(double);
       }
     }
   }
@@ -418,7 +420,9 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
     cell_gemm gmw = {dt, n, k, m, cell_tensor_base(gv), gcs, grs,
                      xv ? cell_tensor_base(xv) : NULL, xrs, xcs, NULL, k, 1};
     int64_t px = gx ? cell_gemm_split_parts(&gmx, nt) : 0, pw = gw ? cell_gemm_split_parts(&gmw, nt) : 0;
-    if ((!gx || px > 1) && (!gw || pw > 1)) {
+    /* also two products that do not split but are worth a thread each */
+    int pair = gx && gw && (double)m * (double)n * (double)k >= 131072.0;
+    if (px > 1 || pw > 1 || pair) {
       if (gx) s = cell_tensor_new_contig(dt, x->ndim, x->shape, &rx);
       if (s == CELL_OK && gw) s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
       if (s == CELL_OK && gb) s = cell_tensor_new_contig(dt, 1, &n, &rb);
