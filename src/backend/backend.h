@@ -17,6 +17,7 @@ typedef struct cell_gemm {
   int64_t b_rs, b_cs;
   char *c;
   int64_t c_rs, c_cs;
+  int part; /* a part of a split product (cell_gemm_split_part): computed as it is */
 } cell_gemm;
 
 typedef struct cell_backend {

@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <omp.h>
 #include "../core/iter.h"
+#include "../core/alloc.h"
 #include <stdlib.h>
 
 /* Below this many multiply-adds the call overhead of BLAS dominates. */
@@ -172,9 +173,20 @@ static double gemm_work(const cell_gemm *g) {
   return (double)g->m * (double)g->n * (double)g->k; /* each side fits 32 bits, not their product */
 }
 
+/* A wide product (fewer than 96 rows of C, at least 96 columns, 2^18
+ * multiply-adds or more: an LSTM's gates for a batch of 16, a small
+ * layer's weight gradient) cannot split by rows, and must not by columns
+ * (above). At every thread count it is computed as its transpose instead,
+ * C^T = B^T A^T into a scratch of n x m, whose rows split, then copied
+ * into C: the same bits on one thread as on several. */
+static int gemm_wide(const cell_gemm *g) {
+  return !g->part && g->m < 2 * SPLIT_ROW_ALIGN && g->n >= 2 * SPLIT_ROW_ALIGN && g->m >= 2 &&
+         gemm_work(g) >= (double)GEMM_SPLIT_LO;
+}
+
 int64_t cell_gemm_split_parts(const cell_gemm *g, int64_t nt) {
   if (nt < 2 || omp_in_parallel() || cell_backend_for_gemm(g) != &cell_backend_blas) return 1;
-  if (gemm_work(g) < (double)GEMM_SPLIT_LO || g->n < 2) return 1;
+  if (gemm_work(g) < (double)GEMM_SPLIT_LO || g->n < 2 || gemm_wide(g)) return 1;
   /* the most parts, up to nt, that cell_gemm_split_part's cut (from the
    * number of parts alone) makes exactly, the last at least 2 rows */
   for (int64_t p = nt; p >= 2; p--) {
@@ -194,6 +206,7 @@ void cell_gemm_split_part(const cell_gemm *g, int64_t parts, int64_t q, cell_gem
   *lo = q * part;
   *len = g->m - *lo < part ? g->m - *lo : part;
   if (*len < 0) *len = 0;
+  h->part = parts > 1; /* one part is the whole product */
   h->m = *len; /* rows lo.. of A and C */
   h->a = g->a + *lo * g->a_rs * es;
   h->c = g->c + *lo * g->c_rs * es;
@@ -222,7 +235,7 @@ static void blas_gemm_beta_alone(const cell_gemm *g, double beta) {
 }
 
 int cell_blas_gemm_acc_ok(const cell_gemm *g) {
-  return g->m >= 2 && g->n >= 2 && cell_backend_for_gemm(g) == &cell_backend_blas &&
+  return g->m >= 2 && g->n >= 2 && cell_backend_for_gemm(g) == &cell_backend_blas && !gemm_wide(g) &&
          cell_gemm_split_parts(g, cell_ctx()->num_threads) == 1;
 }
 
@@ -231,8 +244,7 @@ void cell_blas_gemm_acc(const cell_gemm *g) {
   blas_gemm_beta_alone(g, 1.0);
 }
 
-static cell_status blas_gemm(const cell_gemm *g) {
-  blas_warm();
+static cell_status blas_gemm_split(const cell_gemm *g) {
   int64_t parts = cell_gemm_split_parts(g, cell_ctx()->num_threads);
   if (parts < 2) return blas_gemm_one(g);
   CELL_FOR(1, int64_t, q, parts, {
@@ -242,6 +254,36 @@ static cell_status blas_gemm(const cell_gemm *g) {
     if (len > 0) blas_gemm_one(&h);
   });
   return CELL_OK;
+}
+
+static cell_status blas_gemm_wide(const cell_gemm *g) {
+  int64_t m = g->m, n = g->n, es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
+  char *t = cell_alloc((size_t)(m * n * es));
+  if (!t) return cell_error(CELL_ERR_MEMORY, "matmul: cannot allocate %lld bytes of scratch", (long long)(m * n * es));
+  cell_gemm tg = {g->dtype, n, m, g->k, g->b, g->b_cs, g->b_rs, g->a, g->a_cs, g->a_rs, t, m, 1, 0};
+  cell_status s = blas_gemm_split(&tg);
+  if (s == CELL_OK) {
+    int par = cell_ctx()->num_threads > 1 && !omp_in_parallel() && m * n >= CELL_ITER_GRAIN;
+    CELL_FOR(par, int64_t, i, m, {
+      if (es == 4) {
+        float *cr = (float *)(void *)(g->c + i * g->c_rs * es);
+        const float *tc = (const float *)(void *)t + i;
+        for (int64_t j = 0; j < n; j++) cr[j * g->c_cs] = tc[j * m];
+      } else {
+        double *cr = (double *)(void *)(g->c + i * g->c_rs * es);
+        const double *tc = (const double *)(void *)t + i;
+        for (int64_t j = 0; j < n; j++) cr[j * g->c_cs] = tc[j * m];
+      }
+    });
+  }
+  cell_dealloc(t);
+  return s;
+}
+
+static cell_status blas_gemm(const cell_gemm *g) {
+  if (g->part) return blas_gemm_one(g); /* not split again, nor transposed */
+  blas_warm();
+  return gemm_wide(g) ? blas_gemm_wide(g) : blas_gemm_split(g);
 }
 
 const cell_backend cell_backend_blas = {"blas", CELL_DEVICE_CPU, blas_supports, blas_gemm};

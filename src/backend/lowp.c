@@ -65,7 +65,7 @@ static cell_status lowp_gemm_f32(const cell_gemm *g) {
   });
   /* through the float32 backends, which split it over the team without
    * changing a bit of it (blas.c) */
-  cell_gemm gf = {CELL_DTYPE_F32, m, n, k, (const char *)a, k, 1, (const char *)b, n, 1, (char *)c, n, 1};
+  cell_gemm gf = {CELL_DTYPE_F32, m, n, k, (const char *)a, k, 1, (const char *)b, n, 1, (char *)c, n, 1, 0};
   cell_status st = cell_gemm_run(&gf);
   if (st != CELL_OK) {
     free(a);

@@ -12,6 +12,6 @@ const cell_backend *cell_backend_for_gemm(const cell_gemm *g) {
 cell_status cell_gemm_run(const cell_gemm *g) { return cell_backend_for_gemm(g)->gemm(g); }
 
 const char *cell_gemm_backend_name(cell_dtype dt, int64_t m, int64_t n, int64_t k) {
-  cell_gemm g = {dt, m, n, k, NULL, k, 1, NULL, n, 1, NULL, n, 1};
+  cell_gemm g = {dt, m, n, k, NULL, k, 1, NULL, n, 1, NULL, n, 1, 0};
   return cell_backend_for_gemm(&g)->name;
 }

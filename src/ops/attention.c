@@ -251,7 +251,7 @@ static void forward_row(const geom *g, int64_t h, int64_t i, double *o, double *
 static cell_status dgemm(int64_t m, int64_t n, int64_t k, const double *a, int64_t a_rs, int64_t a_cs,
                          const double *b, int64_t b_rs, int64_t b_cs, double *c) {
   cell_gemm gm = {CELL_DTYPE_F64, m, n, k, (const char *)a, a_rs, a_cs, (const char *)b, b_rs, b_cs,
-                  (char *)c, n, 1};
+                  (char *)c, n, 1, 0};
   return cell_gemm_run(&gm);
 }
 
@@ -382,7 +382,7 @@ static cell_status new_like_heads(const cell_tensor *like, int nd, const int64_t
 static int sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_rs, int64_t a_cs, const float *b,
                  int64_t b_rs, int64_t b_cs, float *c, int64_t ldc) {
   cell_gemm gm = {CELL_DTYPE_F32, m, n, k, (const char *)a, a_rs, a_cs, (const char *)b, b_rs, b_cs,
-                  (char *)c, ldc, 1};
+                  (char *)c, ldc, 1, 0};
   return cell_gemm_run(&gm) == CELL_OK;
 }
 

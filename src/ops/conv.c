@@ -329,7 +329,7 @@ static int64_t chunk_samples(const cell_conv_geom *g) {
 cell_status cell_conv_gemm(cell_dtype ct, int64_t m, int64_t n, int64_t k, const void *a,
                            int64_t a_rs, int64_t a_cs, const void *b, int64_t b_rs, int64_t b_cs,
                            void *c, int64_t c_rs) {
-  cell_gemm gm = {ct, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, 1};
+  cell_gemm gm = {ct, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, 1, 0};
   return cell_gemm_run(&gm);
 }
 

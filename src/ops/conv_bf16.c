@@ -51,7 +51,7 @@ static void im2col_bf16(const cell_conv_geom *g, const uint16_t *x, int64_t n0, 
 
 int cell_conv_bf16_ok(const cell_conv_geom *g, cell_dtype xdt, cell_dtype wdt) {
   if (xdt != CELL_DTYPE_BF16 || wdt != CELL_DTYPE_BF16 || g->groups != 1) return 0;
-  cell_gemm probe = {CELL_DTYPE_BF16, g->o, g->oh * g->ow, g->c * g->kh * g->kw, NULL, 0, 1, NULL, 0, 1, NULL, 0, 1};
+  cell_gemm probe = {CELL_DTYPE_BF16, g->o, g->oh * g->ow, g->c * g->kh * g->kw, NULL, 0, 1, NULL, 0, 1, NULL, 0, 1, 0};
   return cell_backend_for_gemm(&probe) == &cell_backend_bf16;
 }
 
@@ -80,13 +80,13 @@ cell_status cell_conv_bf16_forward(const cell_conv_geom *g, const cell_tensor *x
     im2col_bf16(g, xo, n0, cnt, cols);
     if (P % 32 == 0) { /* the tiles write NCHW bfloat16, the bias added before the rounding */
       cell_gemm gd = {CELL_DTYPE_BF16, O, NP, K, (const char *)wo, K, 1, (const char *)cols, NP, 1,
-                      (char *)(yo + n0 * O * P), P, 1};
+                      (char *)(yo + n0 * O * P), P, 1, 0};
       cell_bf16_epilogue ep = {bias, P, O * P, NULL};
       s = cell_bf16_gemm_epilogue(&gd, &ep);
       if (s == CELL_OK && cell_ctx()->interrupt) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
       continue;
     }
-    cell_gemm gm = {CELL_DTYPE_BF16, O, NP, K, (const char *)wo, K, 1, (const char *)cols, NP, 1, NULL, NP, 1};
+    cell_gemm gm = {CELL_DTYPE_BF16, O, NP, K, (const char *)wo, K, 1, (const char *)cols, NP, 1, NULL, NP, 1, 0};
     s = cell_bf16_gemm_f32(&gm, m);
     if (s != CELL_OK) break;
     CELL_FOR(cell_conv_parallel(O * NP), int64_t, t, cnt * O, {
@@ -149,13 +149,13 @@ static cell_status bf16_backward_run(const cell_conv_geom *g, const uint16_t *yo
     if (gwo) { /* gW (+)= gy [O, NP] @ cols^T [NP, K] */
       im2col_bf16(g, xo, n0, cnt, cols);
       float *dst = n0 == 0 ? gwf : gwf + O * K;
-      cell_gemm gg = {CELL_DTYPE_BF16, O, K, NP, (const char *)gm, NP, 1, (const char *)cols, 1, NP, NULL, K, 1};
+      cell_gemm gg = {CELL_DTYPE_BF16, O, K, NP, (const char *)gm, NP, 1, (const char *)cols, 1, NP, NULL, K, 1, 0};
       s = cell_bf16_gemm_f32(&gg, dst);
       if (s == CELL_OK && n0 > 0)
         for (int64_t i = 0; i < O * K; i++) gwf[i] += dst[i];
     }
     if (gxo && s == CELL_OK) { /* gcols = W^T [K, O] @ gy [O, NP], folded back */
-      cell_gemm gg = {CELL_DTYPE_BF16, K, NP, O, (const char *)wo, 1, K, (const char *)gm, NP, 1, NULL, NP, 1};
+      cell_gemm gg = {CELL_DTYPE_BF16, K, NP, O, (const char *)wo, 1, K, (const char *)gm, NP, 1, NULL, NP, 1, 0};
       s = cell_bf16_gemm_f32(&gg, gcols);
       if (s == CELL_OK) {
         memset(gxf, 0, sizeof(float) * (size_t)(cnt * CHW));

@@ -23,7 +23,7 @@ static cell_status matmul_dtype(const char *op, const cell_tensor *a, const cell
 static cell_status gemm2d(const cell_tensor *a, const cell_tensor *b, char *c, int64_t m,
                           int64_t n, int64_t k, const int64_t *ast, const int64_t *bst,
                           const char *abase, const char *bbase) {
-  cell_gemm g = {a->dtype, m, n, k, abase, ast[0], ast[1], bbase, bst[0], bst[1], c, n, 1};
+  cell_gemm g = {a->dtype, m, n, k, abase, ast[0], ast[1], bbase, bst[0], bst[1], c, n, 1, 0};
   (void)b;
   return cell_gemm_run(&g);
 }
@@ -157,7 +157,7 @@ cell_status cell_cpu_dot(const cell_tensor *a, const cell_tensor *b, cell_tensor
   if (s == CELL_OK) s = cell_tensor_new_contig(dt, 0, NULL, &r);
   if (s == CELL_OK) {
     cell_gemm g = {dt, 1, 1, a->shape[0], cell_tensor_base(ca), 0, ca->stride[0],
-                   cell_tensor_base(cb), cb->stride[0], 0, cell_tensor_base(r), 1, 1};
+                   cell_tensor_base(cb), cb->stride[0], 0, cell_tensor_base(r), 1, 1, 0};
     s = cell_gemm_run(&g);
   }
   if (s != CELL_OK) return cell_release4(s, ca, cb, r, NULL);

@@ -144,7 +144,7 @@ static cell_status narrow_biased(const cell_gemm *g, const cell_tensor *b) {
   for (int64_t p = 0; p < k; p++)
     for (int64_t j = 0; j < n; j++) w[p * n + j] = (float)cell_load_f64(dt, B + p * g->b_rs + j * g->b_cs);
   for (int64_t j = 0; j < n; j++) fb[j] = (float)cell_load_f64(dt, bb + j * bs);
-  cell_gemm gf = {CELL_DTYPE_F32, m, n, k, (const char *)a, k, 1, (const char *)w, n, 1, (char *)c, n, 1};
+  cell_gemm gf = {CELL_DTYPE_F32, m, n, k, (const char *)a, k, 1, (const char *)w, n, 1, (char *)c, n, 1, 0};
   cell_status s = cell_gemm_run(&gf);
   uint16_t *C = (uint16_t *)(void *)g->c;
   for (int64_t i = 0; s == CELL_OK && i < m; i++)
@@ -317,7 +317,7 @@ cell_status cell_cpu_linear(const cell_tensor *x, const cell_tensor *w, const ce
     if (s == CELL_OK) {
       /* B = W^T: [k, n] read through W's strides. */
       cell_gemm g = {x->dtype, m, n, k, cell_tensor_base(xv), rs, cs,
-                     cell_tensor_base(w), w->stride[1], w->stride[0], y, n, 1};
+                     cell_tensor_base(w), w->stride[1], w->stride[0], y, n, 1, 0};
       if (b && x->dtype == CELL_DTYPE_BF16 && cell_bf16_gemm_native()) {
         s = bf16_biased(&g, b);
         b = NULL; /* added in the gemm's epilogue */
@@ -416,9 +416,9 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
     /* The products and the bias sums in one region when the products split. */
     int64_t nt = cell_ctx()->num_threads;
     cell_gemm gmx = {dt, m, k, n, cell_tensor_base(gv), grs, gcs, cell_tensor_base(w), w->stride[0], w->stride[1],
-                     NULL, k, 1};
+                     NULL, k, 1, 0};
     cell_gemm gmw = {dt, n, k, m, cell_tensor_base(gv), gcs, grs,
-                     xv ? cell_tensor_base(xv) : NULL, xrs, xcs, NULL, k, 1};
+                     xv ? cell_tensor_base(xv) : NULL, xrs, xcs, NULL, k, 1, 0};
     int64_t px = gx ? cell_gemm_split_parts(&gmx, nt) : 0, pw = gw ? cell_gemm_split_parts(&gmw, nt) : 0;
     /* also two products that do not split but are worth a thread each */
     int pair = gx && gw && (double)m * (double)n * (double)k >= 131072.0;
@@ -447,9 +447,9 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
     s = cell_tensor_new_contig(dt, x->ndim, x->shape, &rx);
     if (s == CELL_OK) s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
     cell_gemm gmx = {dt, m, k, n, cell_tensor_base(gv), grs, gcs, cell_tensor_base(w), w->stride[0], w->stride[1],
-                     rx ? cell_tensor_base(rx) : NULL, k, 1};
+                     rx ? cell_tensor_base(rx) : NULL, k, 1, 0};
     cell_gemm gmw = {dt, n, k, m, cell_tensor_base(gv), gcs, grs, cell_tensor_base(xv), xrs, xcs,
-                     rw ? cell_tensor_base(rw) : NULL, k, 1};
+                     rw ? cell_tensor_base(rw) : NULL, k, 1, 0};
     if (s == CELL_OK) s = cell_bf16_gemm_pair(&gmx, &gmw);
     paired = 1;
   }
@@ -461,7 +461,7 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
       s = cell_k_fill_(rx, 0);
     } else if (s == CELL_OK) { /* [m, k] = g [m, n] @ W [n, k] */
       cell_gemm gm = {dt, m, k, n, cell_tensor_base(gv), grs, gcs,
-                      cell_tensor_base(w), w->stride[0], w->stride[1], cell_tensor_base(rx), k, 1};
+                      cell_tensor_base(w), w->stride[0], w->stride[1], cell_tensor_base(rx), k, 1, 0};
       s = cell_gemm_run(&gm);
     }
   }
@@ -473,7 +473,7 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
       s = cell_k_fill_(rw, 0);
     } else if (s == CELL_OK) { /* [n, k] = g^T [n, m] @ x [m, k] */
       cell_gemm gm = {dt, n, k, m, cell_tensor_base(gv), gcs, grs,
-                      cell_tensor_base(xv), xrs, xcs, cell_tensor_base(rw), k, 1};
+                      cell_tensor_base(xv), xrs, xcs, cell_tensor_base(rw), k, 1, 0};
       s = cell_gemm_run(&gm);
     }
   }

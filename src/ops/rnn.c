@@ -33,7 +33,7 @@ static cell_status rnn_gemm(cell_dtype dt, int64_t m, int64_t n, int64_t k, cons
                             int64_t a_rs, int64_t a_cs, const void *b, int64_t b_rs, int64_t b_cs,
                             void *c) {
   cell_gemm g = {dt, m, n, k, (const char *)a, a_rs, a_cs, (const char *)b, b_rs, b_cs,
-                 (char *)c, n, 1};
+                 (char *)c, n, 1, 0};
   return cell_gemm_run(&g);
 }
 
