@@ -1,9 +1,9 @@
 -- threads_gemm_spec.lua - matrix products split over threads by rows of
--- the result at multiples of 48, each part one single-threaded OpenBLAS
--- call, and wide ones (under 96 rows, 96 columns or more) computed as
--- their transposes at every thread count (src/backend/blas.c; issue 15).
--- Over random shapes on both sides of the bars (2^18 multiply-adds, 96
--- rows), with operands plain and transposed: matmul and dense, and their
+-- the result at multiples of the BLAS kernel's tile width (12, 16 or 48),
+-- each part one single-threaded OpenBLAS call, and wide ones (too few rows
+-- to split) computed as their transposes at every thread count
+-- (src/backend/blas.c; issue 15). Over random shapes on both sides of the
+-- bars (2^18 multiply-adds, two tiles of rows), with operands plain and transposed: matmul and dense, and their
 -- gradients, at 2 threads are identical to 1 thread, bit for bit (OpenBLAS
 -- rounds an element by its place in its kernel's tiles: on AMD Zen cuts at
 -- multiples of 16 changed results), and agree with float64.

@@ -5,6 +5,7 @@
 #include "../core/iter.h"
 #include "../core/alloc.h"
 #include <stdlib.h>
+#include <string.h>
 
 /* Below this many multiply-adds the call overhead of BLAS dominates. */
 #define BLAS_MIN_WORK 4096
@@ -149,18 +150,37 @@ static cell_status blas_gemm_one(const cell_gemm *g) {
  * their tiles. The Zen/Haswell float32 kernel takes C's rows (row-major)
  * 12 at a time and the remainder 8, 4, 2, 1 at a time: an element moved
  * from a tile of 12 to one of 4 changed in its last bit. So rows split at
- * multiples of 48 (every tile width up to 16 divides it), and the last part
- * is at least 2 rows (one row would go to gemv). C's columns are not split:
+ * multiples of the tile width (row_align), and the last part is at least
+ * 2 rows (one row would go to gemv). C's columns are not split:
  * their tiles start where OpenBLAS's blocks of them do, which it chooses by
  * rules of its own (on Zen, columns 120 to 135 of a 229-column C changed
  * when it was cut at 128; so did a 64-column one cut at 32). A product
- * that does not split (fewer than 96 rows) is computed by one thread, not
+ * that does not split (too few rows) is computed by one thread, not
  * by OpenBLAS's team, whose own split rounds differently, up to 2^26
  * multiply-adds; past that OpenBLAS threads it, and only its last bits may
  * depend on the team's size. */
 #define GEMM_SPLIT_LO ((int64_t)1 << 18)
 #define GEMM_SPLIT_HI ((int64_t)1 << 26)
-#define SPLIT_ROW_ALIGN 48
+
+/* Where rows may be cut: the width of the kernel's tiles along C's rows
+ * for the cores whose kernels are known (Zen and Haswell: 12, then the
+ * remainder; the AVX-512 ones: 16), else 48, which both divide. */
+static int64_t row_align(void) {
+  static int64_t align;
+  int64_t a = __atomic_load_n(&align, __ATOMIC_RELAXED);
+  if (a == 0) {
+    const char *core = openblas_get_corename();
+    a = 48;
+    if (core && (strstr(core, "zen") || strstr(core, "Zen") || strstr(core, "haswell") || strstr(core, "Haswell")))
+      a = 12;
+    else if (core && (strstr(core, "skylakex") || strstr(core, "SkylakeX") || strstr(core, "cooperlake") ||
+                      strstr(core, "Cooperlake") || strstr(core, "sapphirerapids") || strstr(core, "SapphireRapids")))
+      a = 16;
+    __atomic_store_n(&align, a, __ATOMIC_RELAXED);
+  }
+  return a;
+}
+#define SPLIT_ROW_ALIGN row_align()
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -173,9 +193,9 @@ static double gemm_work(const cell_gemm *g) {
   return (double)g->m * (double)g->n * (double)g->k; /* each side fits 32 bits, not their product */
 }
 
-/* A wide product (fewer than 96 rows of C, at least 96 columns, 2^18
- * multiply-adds or more: an LSTM's gates for a batch of 16, a small
- * layer's weight gradient) cannot split by rows, and must not by columns
+/* A wide product (fewer than two tiles' rows of C, at least as many
+ * columns, 2^18 multiply-adds or more: an LSTM's gates for a batch of 16)
+ * cannot split by rows, and must not by columns
  * (above). At every thread count it is computed as its transpose instead,
  * C^T = B^T A^T into a scratch of n x m, whose rows split, then copied
  * into C: the same bits on one thread as on several. */
