@@ -6,6 +6,7 @@
 #include "../core/alloc.h"
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Below this many multiply-adds the call overhead of BLAS dominates. */
 #define BLAS_MIN_WORK 4096
@@ -166,16 +167,17 @@ static cell_status blas_gemm_one(const cell_gemm *g) {
  * for the cores whose kernels are known (Zen and Haswell: 12, then the
  * remainder; the AVX-512 ones: 16), else 48, which both divide. */
 static int64_t row_align(void) {
+  static const struct {
+    const char *core;
+    int64_t align;
+  } known[] = {{"zen", 12}, {"haswell", 12}, {"skylakex", 16}, {"cooperlake", 16}, {"sapphirerapids", 16}};
   static int64_t align;
   int64_t a = __atomic_load_n(&align, __ATOMIC_RELAXED);
   if (a == 0) {
     const char *core = openblas_get_corename();
     a = 48;
-    if (core && (strstr(core, "zen") || strstr(core, "Zen") || strstr(core, "haswell") || strstr(core, "Haswell")))
-      a = 12;
-    else if (core && (strstr(core, "skylakex") || strstr(core, "SkylakeX") || strstr(core, "cooperlake") ||
-                      strstr(core, "Cooperlake") || strstr(core, "sapphirerapids") || strstr(core, "SapphireRapids")))
-      a = 16;
+    for (size_t i = 0; core && i < sizeof known / sizeof known[0]; i++)
+      if (strncasecmp(core, known[i].core, strlen(known[i].core)) == 0) a = known[i].align;
     __atomic_store_n(&align, a, __ATOMIC_RELAXED);
   }
   return a;

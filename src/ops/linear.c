@@ -98,20 +98,24 @@ static cell_status rows_of(const cell_tensor *x, const cell_tensor **v, cell_ten
     });                                                                      \
   } while (0)
 
+/* Row i of y [., n] set to the bias (bp, stride bs). */
+#define FILL_ROW(T, i)                                                       \
+  do {                                                                       \
+    const T *bb = (const T *)bp;                                             \
+    T *yr = (T *)y + (i) * n;                                                \
+    if (bs == 1) {                                                           \
+      memcpy(yr, bb, sizeof(T) * (size_t)n);                                 \
+    } else {                                                                 \
+      for (int64_t j = 0; j < n; j++) yr[j] = bb[j * bs];                    \
+    }                                                                        \
+  } while (0)
+
 /* Each row of y [m, n] set to the bias (before the product is added to
  * it); rows split over threads as ADD_ROWS's. */
 #define FILL_ROWS(T)                                                         \
   do {                                                                       \
-    const T *bb = (const T *)bp;                                             \
     int par = m > 1 && m * n >= CELL_ITER_GRAIN && cell_ctx()->num_threads > 1; \
-    CELL_FOR(par, int64_t, i, m, {                                           \
-      T *yr = (T *)y + i * n;                                                \
-      if (bs == 1) {                                                         \
-        memcpy(yr, bb, sizeof(T) * (size_t)n);                               \
-      } else {                                                               \
-        for (int64_t j = 0; j < n; j++) yr[j] = bb[j * bs];                  \
-      }                                                                      \
-    });                                                                      \
+    CELL_FOR(par, int64_t, i, m, { FILL_ROW(T, i); });                       \
   } while (0)
 
 /* The bfloat16 product with the bias added to the float32 sums in the
@@ -187,17 +191,6 @@ enum { COL_BLK = 256 };
     });                                                                       \
   } while (0)
 
-/* Rows r0 .. r1 - 1, columns c0 .. c1 - 1 of y [., n] set to the bias. */
-#define SET_BLOCK(T)                                                         \
-  do {                                                                       \
-    const T *bb = (const T *)bp;                                             \
-    for (int64_t i = r0; i < r1; i++) {                                      \
-      T *yr = (T *)y + i * n;                                                \
-      for (int64_t j = c0; j < c1; j++) yr[j] = bb[j * bs];                  \
-    }                                                                        \
-  } while (0)
-
-
 /* One fork for a whole fused-linear call whose products split over
  * threads (cell_gemm_split_parts; float32 and float64, C contiguous):
  * forward, each thread takes its parts of the product and adds the bias
@@ -229,14 +222,19 @@ static void run_part(const cell_gemm *g, int64_t parts, int64_t q, cell_status *
   }
 }
 
+/* Two unsplit backward products fork, one to a thread, from this many
+ * multiply-adds each (half the bar at which a product splits, blas.c). */
+#define PAIR_WORK ((int64_t)1 << 17)
+
 static cell_status fused_backward(fused_bwd *f) {
   f->st = CELL_OK;
   _Pragma("omp parallel")
   {
     /* one list of tasks: a product that does not split first (the
      * largest task), then the parts, handed out as threads come free; a
-     * product of 2^18 or more that does not split has fewer than 96 rows
-     * (blas.c), such as a small layer's weight gradient */
+     * product of 2^18 or more that does not split has too few rows to cut
+     * at the BLAS kernel's tiles (blas.c), such as a small layer's weight
+     * gradient */
     int64_t px = f->gx ? f->px : 0, pw = f->gw ? f->pw : 0;
     const cell_gemm *first = px == 1 ? f->gx : f->gw, *second = px == 1 ? f->gw : f->gx;
     int64_t pf = px == 1 ? px : pw, ps = px == 1 ? pw : px;
@@ -274,11 +272,12 @@ static cell_status fused_forward(const cell_gemm *g, int64_t parts, const char *
     if (len > 0 && bp) {
       /* the bias written first and the part's product added to it, as the
        * unsplit call does: the same sums, rounded the same way */
-      int64_t r0 = lo, r1 = lo + len, c0 = 0, c1 = n; /* the part's rows */
-      if (g->dtype == CELL_DTYPE_F32)
-        SET_BLOCK(float);
-      else
-        SET_BLOCK(double);
+      for (int64_t i = lo; i < lo + len; i++) { /* the part's rows */
+        if (g->dtype == CELL_DTYPE_F32)
+          FILL_ROW(float, i);
+        else
+          FILL_ROW(double, i);
+      }
       cell_blas_gemm_acc(&h);
     } else if (len > 0) {
       cell_status s = cell_gemm_run(&h);
@@ -421,7 +420,7 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
                      xv ? cell_tensor_base(xv) : NULL, xrs, xcs, NULL, k, 1, 0};
     int64_t px = gx ? cell_gemm_split_parts(&gmx, nt) : 0, pw = gw ? cell_gemm_split_parts(&gmw, nt) : 0;
     /* also two products that do not split but are worth a thread each */
-    int pair = gx && gw && (double)m * (double)n * (double)k >= 131072.0;
+    int pair = gx && gw && (double)m * (double)n * (double)k >= (double)PAIR_WORK;
     if (px > 1 || pw > 1 || pair) {
       if (gx) s = cell_tensor_new_contig(dt, x->ndim, x->shape, &rx);
       if (s == CELL_OK && gw) s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
