@@ -276,7 +276,7 @@ test: all $(CTEST)
 	$(LAYOUT_NAMES_CHECK)
 	$(CTEST)
 	$(MAKE) --no-print-directory embed
-	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
+	$(SPEC_ENV) sh tests/specs.sh $(LUA_BIN)
 	@if [ -f $(CUDA_MODULE) ]; then $(SPEC_ENV) $(LUA_BIN) /usr/bin/busted --pattern=_cuda spec/cuda; fi
 	@if [ -n "$(COMM_MODULE)" ]; then $(MAKE) --no-print-directory test-mpi; \
 	else echo "test: skipped test-mpi: MPI not found (no mpicc): install libopenmpi-dev and openmpi-bin (make deps)"; fi
@@ -303,10 +303,10 @@ test-mpi: all
 DEVICE_SPECS ?= spec
 DEVICE_RUN = $(if $(filter spec spec/,$(DEVICE_SPECS)),spec,$(DEVICE_SPECS))
 test-device: all
-	$(SPEC_ENV) CELL_DEVICE=TEST $(LUA_BIN) /usr/bin/busted --exclude-tags=cpu $(DEVICE_RUN)
+	$(SPEC_ENV) CELL_DEVICE=TEST sh tests/specs.sh $(LUA_BIN) --exclude-tags=cpu $(DEVICE_RUN)
 
 spec: all
-	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
+	$(SPEC_ENV) sh tests/specs.sh $(LUA_BIN)
 
 # AddressSanitizer + UBSan over the C tests and the whole spec suite, with
 # leak detection in both. The Lua interpreter is not instrumented, so the
@@ -317,11 +317,11 @@ asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" all build-asan/test_engine
 	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 $(LSAN_ENV) build-asan/test_engine
-	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 $(LSAN_ENV) LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 $(LSAN_ENV) SPEC_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	  $(MAKE) --no-print-directory BUILD=build-asan spec-only
 
 spec-only:
-	$(SPEC_ENV) $(LUA_BIN) /usr/bin/busted
+	$(SPEC_ENV) sh tests/specs.sh $(LUA_BIN)
 
 # ThreadSanitizer over the C tests (tests/test_rng.c runs 4 generators on 4
 # threads at once, tests/test_autograd_threads.c 4 backward passes, the
@@ -375,7 +375,8 @@ tsan-spec-only:
 # the IDX reader behind a valid gzip layer, the PNG/JPEG decoders and the vision
 # transforms (fuzz_images). Each runs FUZZ_SECONDS, seeded
 # with the committed fixtures; new inputs go to build-fuzz/corpus-*, crashes
-# to build-fuzz/ (crash-*), and a crash fails the target.
+# to build-fuzz/ (crash-*), and a crash fails the target (tests/fuzz/run.sh).
+# The targets run a processor each, as many at once as there are.
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_TARGETS = safetensors idx idx_gz images
@@ -387,16 +388,7 @@ fuzz:
 	  $(FUZZ_CC) $(ALL_CFLAGS) -O1 -g -Isrc -fsanitize=fuzzer $(FUZZ_SAN) tests/fuzz/fuzz_$$t.c \
 	    -o build-fuzz/fuzz_$$t build-fuzz/libcell.a $(LIBS) || exit 1; \
 	done
-	for t in $(FUZZ_TARGETS); do \
-	  seeds=spec/fixtures/$$(echo $$t | sed 's/_gz$$//'); dict=; \
-	  [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
-	  mkdir -p build-fuzz/corpus-$$t; \
-	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
-	  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 build-fuzz/fuzz_$$t $$dict \
-	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build-fuzz/ \
-	    build-fuzz/corpus-$$t $$seeds 2>build-fuzz/fuzz_$$t.log || { tail -40 build-fuzz/fuzz_$$t.log; exit 1; }; \
-	  grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+.*DONE' build-fuzz/fuzz_$$t.log; \
-	done
+	printf '%s\n' $(FUZZ_TARGETS) | xargs -P $$(nproc) -I{} sh tests/fuzz/run.sh $(FUZZ_SECONDS) {}
 
 # bench/matmul.c calls the engine and OpenBLAS directly, without Lua.
 BENCH_MATMUL = $(BUILD)/bench_matmul
