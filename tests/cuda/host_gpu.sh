@@ -26,8 +26,12 @@ for f in src/cuda/*.cu; do
   { echo '#include "shim.h"'
     sed -E -e '/#include <cuda_runtime.h>|#include <cuda_fp16.h>|#include <cuda_bf16.h>/d' -e 's/<<<[^>]*>>>//g' "$f"
   } > "$out/$k.cpp"
-  $CXX -std=c++17 -O1 -fPIC -w -Itests/cuda/host_gpu -Isrc/cuda -I"$CUDA_HOME/include" -c "$out/$k.cpp" -o "$out/$k.o"
 done
+# The kernel files compile a processor each (xargs fails if any does).
+export CXX CUDA_HOME
+ls src/cuda/*.cu | sed 's|.*/||; s|\.cu$||' | xargs -P "$(nproc)" -I{} sh -c \
+  '$CXX -std=c++17 -O1 -fPIC -w -Itests/cuda/host_gpu -Isrc/cuda -I"$CUDA_HOME/include" -c "$1/$2.cpp" -o "$1/$2.o"' \
+  sh "$out" {}
 for f in fake_cuda fake_dnn; do
   $CC -std=gnu99 -O1 -fPIC -I"$CUDA_HOME/include" -c "tests/cuda/host_gpu/$f.c" -o "$out/$f.o"
 done
