@@ -36,6 +36,14 @@ for b in $ONLY; do
   case " $ALL " in *" $b "*) ;; *) echo "bench: unknown benchmark '$b' in CELL_BENCH_ONLY (known: $ALL)" >&2; exit 2 ;; esac
 done
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
+# Without PyTorch the reference side and every ratio are missing: said on
+# stderr (seen whatever is redirected), once, with the way to install it.
+no_torch() {
+  if [ -z "${torch_said:-}" ]; then
+    echo "bench: $PYTHON cannot import torch: PyTorch's side and the ratios are left out (make bench-deps installs Debian's python3-torch)" >&2
+    torch_said=1
+  fi
+}
 
 results="$BUILD/bench.txt"
 mkdir -p "$BUILD"
@@ -120,7 +128,7 @@ bench_all() {
     if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
       run "$PYTHON" bench/torch/models_bench.py
     else
-      echo "torch: not available, skipped" >&3
+      no_torch
     fi
   fi
   if want torch; then
@@ -140,7 +148,7 @@ bench_all() {
       fi
       if [ -d /usr/share/datasets/fashion-mnist ]; then run "$PYTHON" bench/torch/fashion_lenet.py 1; fi
     else
-      echo "torch: not available, skipped" >&3
+      no_torch
     fi
   fi
 }
