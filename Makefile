@@ -276,6 +276,7 @@ test: all $(CTEST)
 	$(LAYOUT_NAMES_CHECK)
 	$(CTEST)
 	$(MAKE) --no-print-directory embed
+	sh tests/specs_selftest.sh $(LUA_BIN)
 	$(SPEC_ENV) sh tests/specs.sh $(LUA_BIN)
 	@if [ -f $(CUDA_MODULE) ]; then $(SPEC_ENV) $(LUA_BIN) /usr/bin/busted --pattern=_cuda spec/cuda; fi
 	@if [ -n "$(COMM_MODULE)" ]; then $(MAKE) --no-print-directory test-mpi; \
