@@ -37,7 +37,9 @@ if [ "${1:-}" = --one ]; then
   line=$(printf '%-4s %6ss  %s  %s' "$mark" "$secs" "$f" "${sum%% :*}")
   echo "$line"
   echo "$line" >> "$work/results"
-  [ "$rc" -eq 0 ] || { echo "---- $f (exit $rc) ----"; cat "$log"; } >> "$work/failed"
+  # A failed file's log, whole, in a file of its own (two workers may fail
+  # at once); printed after every file has run.
+  [ "$rc" -eq 0 ] || { echo "---- $f (exit $rc) ----"; cat "$log"; } > "$log.failed"
   exit 0
 fi
 
@@ -83,7 +85,7 @@ began=$(date +%s)
 tr '\n' '\0' < "$work/queue" | xargs -0 -I{} -P "$jobs" sh "$0" --one "$lua" "$work" {} $opts
 wall=$(( $(date +%s) - began ))
 
-[ -f "$work/failed" ] && cat "$work/failed"
+for failed in "$work"/*.log.failed; do [ -f "$failed" ] && cat "$failed"; done
 touch "$work/results"
 awk -v n="$n" -v wall="$wall" -v jobs="$jobs" '
   { s += $4; f += $7; e += $10; p += $13 }
