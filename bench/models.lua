@@ -100,17 +100,14 @@ local prev = cell.get_num_threads()
 for _, name in ipairs(wanted) do
   cell.set_seed(1)
   local fn = builders[name]()
-  -- The thread counts take turns, a run of calls each, REPS times; each
-  -- keeps its best mean. Timed one after the other, a machine whose speed
-  -- drifts (a shared VM's moves by a third within a minute) would put its
-  -- drift into the scaling line; taking turns spreads it over both.
+  -- The thread counts take turns, a run of calls each (after bench_ms's
+  -- warm-up at that count), REPS times; each keeps its best mean. Timed
+  -- one after the other, a machine whose speed drifts (a shared VM's moves
+  -- by a third within a minute) would put its drift into the scaling line;
+  -- taking turns spreads it over both.
   local calls = name == "infer" and 2000 or CALLS
   local ms = {}
-  for _, th in ipairs(THREADS) do
-    cell.set_num_threads(th)
-    for _ = 1, 5 do fn() end
-    ms[th] = math.huge
-  end
+  for _, th in ipairs(THREADS) do ms[th] = math.huge end
   for _ = 1, REPS do
     for _, th in ipairs(THREADS) do
       cell.set_num_threads(th)

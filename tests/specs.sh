@@ -32,7 +32,11 @@ if [ "${1:-}" = --one ]; then
   rc=$?
   secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
   sum=$(grep -E '^[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" | tail -n 1)
-  if [ -z "$sum" ]; then sum="0 successes / 0 failures / 1 error / 0 pending"; rc=${rc#0}; rc=${rc:-1}; fi
+  # No summary: busted died (a crash, os.exit); an error even if it exited 0.
+  if [ -z "$sum" ]; then
+    sum="0 successes / 0 failures / 1 error / 0 pending"
+    [ "$rc" -ne 0 ] || rc=1
+  fi
   if [ "$rc" -eq 0 ]; then mark=ok; else mark=FAIL; fi
   line=$(printf '%-4s %6ss  %s  %s' "$mark" "$secs" "$f" "${sum%% :*}")
   echo "$line"
@@ -66,8 +70,8 @@ trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
 # The longest files first (15 to 40 s each on 2 cores; the rest take
-# under 10 s), so that no worker is left
-# with one of them at the end; the rest in name order.
+# under 10 s), so that no worker is left with one of them at the end; the
+# rest in name order.
 slow="spec/ops/threads_ew_spec.lua spec/hardening/misuse_spec.lua spec/ops/threads_rows_spec.lua
   spec/examples_spec.lua spec/ops/threads_linear_spec.lua spec/ops/threads_spec.lua spec/ops/threads_gemm_spec.lua"
 for r in $roots; do
