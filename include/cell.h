@@ -438,7 +438,9 @@ CELL_API const char *cell_shape_str(int ndim, const int64_t *shape, char *buf, s
 CELL_API size_t cell_tensor_owned_bytes(const cell_tensor *t);
 
 /* --- printing ---------------------------------------------------------------------- */
-/* MindSpore's repr: "Tensor(shape=[2, 3], dtype=Float32, value=\n[[...]])".
+/* MindSpore's repr: "Tensor(shape=[2, 3], dtype=Float32, value=\n[[...]])", a
+ * newline before the values of two or more dimensions and a space before
+ * those of one or none ("Tensor(shape=[3], dtype=Int64, value= [4, 5, 6])").
  * *out is a NUL-terminated string owned by the caller (free with free()). */
 CELL_API cell_status cell_tensor_format(const cell_tensor *t, char **out);
 

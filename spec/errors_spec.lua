@@ -82,7 +82,11 @@ local cases = {
   { "rand with an integer dtype", function() return cell.rand({ 2 }, cell.int32) end, "TypeError", "rand", "Int32" },
   { "an unknown dtype name", function() return v3():astype("float99") end, "TypeError", "float99" },
   { "astype of a number", function() return v3():astype(3) end, "TypeError", "dtype", "number" },
-  { "zeros with a table as dtype", function() return cell.zeros({ 2 }, {}) end, "TypeError", "dtype", "table" },
+  { "zeros with a list as dtype", function() return cell.zeros({ 2 }, { 1 }) end, "TypeError", "dtype", "number key" },
+  { "zeros with an unknown option", function() return cell.zeros({ 2 }, { dtyp = cell.int32 }) end, "TypeError",
+    "unexpected option 'dtyp'" },
+  { "zeros with a bad dtype option", function() return cell.zeros({ 2 }, { dtype = 3 }) end, "TypeError", "dtype" },
+  { "tensor from a table of keys", function() return cell.tensor({ a = 1 }) end, "TypeError", "sequence", "'a'" },
 
   -- bad argument types: TypeError naming what was given
   { "add of a string", function() return v3():add("x") end, "TypeError", "string" },

@@ -309,4 +309,13 @@ describe("cell.OrderedDict", function()
     d.a = 2
     assert.are.same({ "b", "a" }, d:keys())
   end)
+  it("#d and pairs(d) on Lua 5.4 (LuaJIT takes neither from a table's metatable)", function()
+    if #setmetatable({}, { __len = function() return 1 end }) ~= 1 then return end -- LuaJIT
+    local d = OrderedDict({ { "x", 1 }, { "y", 2 }, { "z", 3 } })
+    d.y = nil
+    assert.are.equal(2, #d)
+    local seen = {}
+    for k, v in pairs(d) do seen[#seen + 1] = k .. "=" .. v end
+    assert.are.same({ "x=1", "z=3" }, seen)
+  end)
 end)

@@ -23,6 +23,19 @@ local function m23() return cell.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }) end
 
 describe("cell.Parameter", function()
   describe("construction", function()
+    it("takes the whole call as one options table: Parameter{data =, name =, requires_grad =}", function()
+      local p = Parameter { data = cell.tensor({ 1, 2 }), name = "o", requires_grad = false }
+      assert.are.equal("o", p.name)
+      assert.is_false(p.requires_grad)
+      H.assert_values(p, { 1, 2 }, "float32")
+      local q = Parameter { default_input = 3, name = "k" } -- MindSpore's name for the data
+      assert.are.equal("k", q.name)
+      assert.are.equal(3, q:item())
+      assert.is_truthy(err(function() Parameter { data = 1, default_input = 2 } end):find("TypeError", 1, true))
+      assert.is_truthy(err(function() Parameter { data = 1, nme = "x" } end):find("unexpected keyword argument 'nme'",
+        1, true))
+    end)
+
     it("from a Tensor holds a copy of its values (as MindSpore's) and is a leaf of its own", function()
       local t = m23()
       local p = Parameter(t, "w")
@@ -508,8 +521,21 @@ describe("cell.Parameter", function()
       p:set_data(cell.ones({ 2 }), false)
       p:set_data(cell.ones({ 2 }) * 2, { slice_shape = false })
       H.assert_values(p, { 2, 2 }, "float32")
-      assert.are.equal("NotImplementedError: Parameter.set_data: slice_shape = true (parallel slices) is not supported",
-        err(function() p:set_data(cell.ones({ 2 }), { slice_shape = true }) end))
+      -- slice_shape = true skips the shape check (MindSpore's parallel slice): p takes the new shape
+      p:set_data(cell.tensor({ 1, 2, 3 }), { slice_shape = true })
+      assert.are.same({ 3 }, p.shape)
+      assert.is_true(p.sliced)
+      H.assert_values(p, { 1, 2, 3 }, "float32")
+      p:set_data(cell.tensor({ 4, 5, 6 }), false)
+      assert.is_false(p.sliced)
+      assert.are.equal("TypeError: Parameter.set_data: slice_shape must be a boolean, but got number",
+        err(function() p:set_data(cell.ones({ 3 }), 1) end))
+      local lazy = Parameter(cell.initializer("ones", { 2 }), "lazy")
+      lazy:set_data(cell.initializer("zeros", { 4 }), true)
+      assert.are.same({ 4 }, lazy.shape)
+      assert.is_true(lazy.has_init)
+      H.assert_values(lazy:init_data(), { 0, 0, 0, 0 }, "float32")
+      p = Parameter(cell.zeros({ 2 }), "p")
       assert.are.equal("TypeError: Parameter.set_data() got an unexpected keyword argument 'slice'; the options are "
         .. "slice_shape", err(function() p:set_data(cell.ones({ 2 }), { slice = true }) end))
       local q = Parameter(cell.initializer("ones", { 2 }), "q")
@@ -524,6 +550,9 @@ describe("cell.Parameter", function()
       assert.are.equal("TypeError: Parameter.clone() got an unexpected keyword argument 'prefix'; the options are "
         .. "init", err(function() p:clone({ prefix = "x" }) end))
       assert.is_false(p:requires_grad_({ requires_grad = false }).requires_grad)
+      local by_options = cell.ParameterTuple({ p }):clone({ prefix = "n", init = "zeros" })
+      assert.are.equal("n." .. p.name, by_options[1].name)
+      H.assert_values(by_options[1], cell.zeros(p.shape):totable(), "float32")
       local pt = cell.ParameterTuple({ p }):clone("m", { init = "ones" })
       assert.are.equal("m.p", pt[1].name)
       H.assert_values(pt[1], { 1, 1 }, "float32")

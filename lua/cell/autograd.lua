@@ -342,7 +342,7 @@ local function differentiate(fn, opts, with_value)
       if opts.has_aux then return { out, unpack(aux) }, grads end
       return res.n > 1 and { unpack(res, 1, res.n) } or out, grads
     end
-    if opts.has_aux then return grads, unpack(aux) end
+    if opts.has_aux then return grads, aux end -- MindSpore's (grads, (aux, ...))
     return grads
   end
 end

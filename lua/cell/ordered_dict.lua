@@ -207,6 +207,17 @@ function OrderedDict:len()
   return state(self).count
 end
 
+--- `#d` and `pairs(d)` on Lua 5.4: the number of entries, and the entries
+-- in insertion order (as d:items()). LuaJIT takes neither metamethod from a
+-- table's metatable: there `#d` is 0 and pairs walks the raw table, so
+-- portable code uses d:len() and d:items().
+function OrderedDict:__len()
+  return state(self).count
+end
+function OrderedDict:__pairs()
+  return self:items()
+end
+
 --- Whether `key` has an entry.
 function OrderedDict:contains(key)
   return state(self).val[key] ~= nil

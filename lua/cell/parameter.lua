@@ -133,11 +133,14 @@ end
 -- scalar is NaN for floating-point dtypes, so values read before init_data
 -- show as nan rather than passing for zeros. (A cell initialises its lazy
 -- parameters when it is called, as MindSpore's _init_check does.)
+local function lazy_fill(it)
+  local fill = it.dtype.is_floating_point and 0 / 0 or 0
+  return core.full({}, fill, it.dtype):expand(it.shape)
+end
 local function attach_lazy(it, attrs)
   rawset(attrs, "has_init", true)
   rawset(attrs, "init_mode", it)
-  local fill = it.dtype.is_floating_point and 0 / 0 or 0
-  return core._attach(core.full({}, fill, it.dtype):expand(it.shape), attrs)
+  return core._attach(lazy_fill(it), attrs)
 end
 
 --- The tensor (or InitTensor) behind `data`, for cell.Parameter; `adopt`
@@ -210,11 +213,27 @@ local function new_parameter(data, adopt, ...)
   return p
 end
 
---- cell.Parameter(data [, name [, requires_grad]]) or cell.Parameter(data,
--- {name =, requires_grad =}). `data`: a Tensor (its values copied), a number,
+--- cell.Parameter(data [, name [, requires_grad]]), cell.Parameter(data,
+-- {name =, requires_grad =}) or cell.Parameter{data =, name =, requires_grad =}
+-- (`default_input`, MindSpore's name, for `data`). `data`: a Tensor (its values copied), a number,
 -- a nested table, or an initializer from cell.initializer (lazy: no data
 -- until init_data()). `requires_grad` defaults to true.
-function M.Parameter(data, ...) return new_parameter(data, false, ...) end
+function M.Parameter(data, ...)
+  if select("#", ...) == 0 and type(data) == "table" and getmetatable(data) == nil and data[1] == nil
+      and (data.data ~= nil or data.default_input ~= nil) then
+    -- cell.Parameter{data = t, name = "w", requires_grad = false}: the whole call as one table
+    local opts, value = {}, data.data
+    if value == nil then value = data.default_input end
+    if data.data ~= nil and data.default_input ~= nil then
+      raise("TypeError: Parameter: give the data once, as data or as default_input")
+    end
+    for k, v in pairs(data) do
+      if k ~= "data" and k ~= "default_input" then opts[k] = v end
+    end
+    return new_parameter(value, false, opts)
+  end
+  return new_parameter(data, false, ...)
+end
 
 --- Parameter(t, ...) that takes the Tensor `t` itself rather than a copy,
 -- for cell's own callers that made `t` and keep no other reference to it
@@ -264,6 +283,7 @@ local REQUIRES_GRAD_ARGS = { "requires_grad" }
 local SET_DATA_ARGS = { "slice_shape" }
 local INIT_DATA_ARGS = { "layout", "set_sliced" }
 local CLONE_ARGS = { "init" }
+local TUPLE_CLONE_ARGS = { "prefix", "init" }
 local NO_ARGS = {}
 
 --- p:requires_grad_([requires_grad = true]) -> p, with the checks of
@@ -281,7 +301,7 @@ end
 
 --- set_data with errors at level `lvl`; `from_ckpt` lets a lazy Parameter
 -- take an initialized Tensor (MindSpore's Parameter.from_ckpt).
-local function set_data(self, attrs, data, lvl, from_ckpt)
+local function set_data(self, attrs, data, lvl, from_ckpt, slice_shape)
   local dtype = self.dtype
   local kind = type(data)
   if kind == "number" or kind == "boolean" then
@@ -303,20 +323,24 @@ local function set_data(self, attrs, data, lvl, from_ckpt)
       .. "initializer to replace its recipe."):format(tostring(rawget(attrs, "name"))))
   end
   local shape = self.shape
-  if not types.same_shape(shape, data.shape) then
+  local reshaped = not types.same_shape(shape, data.shape)
+  if reshaped and not slice_shape then
     raise(("ValueError: Can not change the shape of Parameter which has been initialized. "
       .. "Current shape is %s, and incoming is %s."):format(shape_tuple(shape), shape_tuple(data.shape)))
   end
   if data.dtype ~= dtype and RANK[dtype] < RANK[data.dtype] then conversion_error(dtype, data.dtype, lvl + 1) end
+  if slice_shape ~= nil then rawset(attrs, "sliced", slice_shape) end -- as MindSpore's self.sliced = slice_shape
   if init_mod.is_init_tensor(data) then
-    if rawget(attrs, "has_init") then -- both lazy: keep the new recipe
-      rawset(attrs, "init_mode", init_mod.retype(data, dtype))
+    if rawget(attrs, "has_init") then -- both lazy: keep the new recipe (and its shape)
+      local it = init_mod.retype(data, dtype)
+      rawset(attrs, "init_mode", it)
+      if reshaped then core._swap(self, lazy_fill(it)) end
       return self
     end
     data = data:init_data()
   end
-  if rawget(attrs, "has_init") then -- materialise, in storage of its own
-    local fresh = core.empty(shape, dtype)
+  if rawget(attrs, "has_init") or reshaped then -- materialise (or take the new shape), in storage of its own
+    local fresh = core.empty(data.shape, dtype)
     if data.device ~= fresh.device then data = data:move_to(fresh.device) end
     without_grad(Tensor.copy_, fresh, data)
     core._swap(self, fresh)
@@ -336,17 +360,16 @@ end
 -- storage stay). A lazy p (data still an initializer) takes only an
 -- initializer, which becomes its new recipe: a Tensor or a number is a
 -- TypeError, as in MindSpore (call p:init_data() first). slice_shape =
--- true (parallel slices) is not supported.
+-- true skips the shape check, as MindSpore's does for a parallel slice: p
+-- takes data's shape (in new storage; views of the old data keep it), and
+-- p.sliced is set to slice_shape.
 function P.set_data(self, data, ...)
   local attrs = attrs_of(self, "set_data", 3)
   local slice_shape = args.parse("Parameter.set_data", SET_DATA_ARGS, 2, select("#", ...), ...)
-  if slice_shape ~= nil and slice_shape ~= false then
-    if type(slice_shape) ~= "boolean" then
-      raise(("TypeError: Parameter.set_data: slice_shape must be a boolean, but got %s"):format(type_name(slice_shape)))
-    end
-    raise("NotImplementedError: Parameter.set_data: slice_shape = true (parallel slices) is not supported")
+  if slice_shape ~= nil and type(slice_shape) ~= "boolean" then
+    raise(("TypeError: Parameter.set_data: slice_shape must be a boolean, but got %s"):format(type_name(slice_shape)))
   end
-  local p = set_data(self, attrs, data, 3) -- not a tail call: the caller's frame must stay for errors
+  local p = set_data(self, attrs, data, 3, false, slice_shape) -- not a tail call: the caller's frame must stay for errors
   return p
 end
 
@@ -488,13 +511,13 @@ end
 
 local PREFIX_RE = "^\\w+[0-9a-zA-Z_./-]*$"
 
---- pt:clone(prefix [, init = "same"]) -> a ParameterTuple of clones named
--- prefix .. "." .. name. `prefix` must be word characters, then word
+--- pt:clone(prefix [, init = "same"]) or pt:clone{prefix =, init =} -> a
+-- ParameterTuple of clones named prefix .. "." .. name. `prefix` must be word characters, then word
 -- characters, dots, slashes or hyphens (MindSpore's check_str_by_regular).
 -- A Parameter that appears twice is cloned once and appears twice (MindSpore
 -- clones it twice, and then refuses the two clones' equal names).
-function ParameterTuple:clone(prefix, ...)
-  local init = args.parse("ParameterTuple.clone", CLONE_ARGS, 2, select("#", ...), ...)
+function ParameterTuple:clone(...)
+  local prefix, init = args.parse("ParameterTuple.clone", TUPLE_CLONE_ARGS, 2, select("#", ...), ...)
   if type(prefix) ~= "string" or not prefix:find("^[%w_][%w_%./%-]*$") then
     raise(("ValueError: The prefix %s is illegal, it must match the regular expression '%s'.")
       :format(type(prefix) == "string" and ("'" .. prefix .. "'") or ("of type " .. type_name(prefix)),

@@ -3,6 +3,10 @@
  *   Tensor(shape=[2, 2], dtype=Float32, value=
  *   [[1.0000, 2.0000],
  *    [3.0000, 4.0000]])
+ *   Tensor(shape=[3], dtype=Int64, value= [4, 5, 6])
+ *
+ * A newline precedes the values of two or more dimensions, a space those
+ * of one or none, as MindSpore's repr does.
  *
  * Floats print with "%.4f" when every finite non-zero |v| lies in
  * [1e-4, 1e8), else with "%.4e"; nan and infinities as "nan", "inf",
@@ -160,10 +164,10 @@ static cell_status format_host(const cell_tensor *t, char **out) {
     sb_puts(&b, " ");
     sb_puts(&b, buf);
   } else if (numel == 0) {
-    sb_puts(&b, "\n[]");
+    sb_puts(&b, t->ndim > 1 ? "\n[]" : " []");
   } else {
     for (st.pass = PASS_SCAN; st.pass < PASS_EMIT; st.pass++) visit(&st, 0, 0);
-    sb_puts(&b, "\n");
+    sb_puts(&b, t->ndim > 1 ? "\n" : " "); /* MindSpore: a newline before a matrix, else a space */
     visit(&st, 0, 0);
   }
   sb_puts(&b, ")");

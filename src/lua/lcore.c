@@ -272,7 +272,26 @@ cell_dtype lc_check_dtype(lua_State *L, int i) {
   return CELL_DTYPE_F32;
 }
 
+/* A dtype, or an options table {dtype = ...} in its place (MindSpore's
+ * keyword argument: cell.zeros({2}, {dtype = cell.int32})); absent: def. */
 cell_dtype lc_opt_dtype(lua_State *L, int i, cell_dtype def) {
+  if (lua_type(L, i) == LUA_TTABLE && !lua_getmetatable(L, i)) {
+    if (i < 0) i = lua_gettop(L) + i + 1;
+    lua_pushnil(L);
+    while (lua_next(L, i)) {
+      lua_pop(L, 1);
+      if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), "dtype") != 0) {
+        if (lua_type(L, -1) == LUA_TSTRING)
+          lc_argerror(L, i, "TypeError: unexpected option '%s': the only option here is dtype", lua_tostring(L, -1));
+        lc_argerror(L, i, "TypeError: expected a dtype or {dtype = ...}, got a table with a %s key",
+                    luaL_typename(L, -1));
+      }
+    }
+    lua_getfield(L, i, "dtype");
+    cell_dtype dt = lua_isnil(L, -1) ? def : lc_check_dtype(L, lua_gettop(L));
+    lua_pop(L, 1);
+    return dt;
+  }
   return lua_isnoneornil(L, i) ? def : lc_check_dtype(L, i);
 }
 

@@ -18,7 +18,19 @@ static int nested_shape(lua_State *L, int idx, int64_t *shape, bool *leaf_bool) 
       lc_error(L, "ValueError: tensor: nested tables deeper than %d levels", CELL_MAX_DIMS);
     int64_t n = (int64_t)lua_rawlen(L, -1);
     shape[ndim++] = n;
-    if (n == 0) break;
+    if (n == 0) {
+      /* {} is an empty tensor; a table of keys ({data = ...}) is no list */
+      lua_pushnil(L);
+      if (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) == LUA_TSTRING)
+          lc_error(L, "TypeError: tensor: expected a list of numbers (a sequence), got a table with key '%s'",
+                   lua_tostring(L, -1));
+        lc_error(L, "TypeError: tensor: expected a list of numbers (a sequence), got a table with a %s key",
+                 luaL_typename(L, -1));
+      }
+      break;
+    }
     lua_rawgeti(L, -1, 1);
     lua_remove(L, -2);
     if (lua_istable(L, -1)) continue;

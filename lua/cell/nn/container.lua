@@ -11,7 +11,8 @@
 -- table.remove), len and iter (`for i, c in seq:iter() do`). After insert
 -- and remove the numbered members are numbered again from "0" and, with
 -- auto_prefix, their parameters renamed to match, as MindSpore's CellList
--- does. (No __len: Lua 5.4 and LuaJIT share no __len on tables.)
+-- does. `#seq` counts the members on Lua 5.4; LuaJIT takes no __len from
+-- a table's metatable (`#seq` is 0 there), so portable code uses seq:len().
 --
 -- CellDict maps names to cells: d.name or d["name"] reads a member,
 -- d["name"] = c adds or replaces one, d["name"] = nil removes it; keys,
@@ -132,8 +133,10 @@ local function install_list_methods(C)
     if rawget(self, S).auto_prefix then v:update_parameters_name(prefix .. name .. ".") end
   end
 
-  --- The number of members.
+  --- The number of members; `#seq` too on Lua 5.4 (LuaJIT takes no __len
+  -- from a table's metatable: there `#seq` is 0, use seq:len()).
   function C:len() return #members(self) end
+  C.__len = C.len
 
   --- An iterator of (position, cell), for a generic `for`.
   function C:iter()
@@ -382,8 +385,9 @@ function CellDict:items()
   end
 end
 
---- The number of members.
+--- The number of members; `#d` too on Lua 5.4 (d:len() under LuaJIT).
 function CellDict:len() return #members(self) end
+CellDict.__len = CellDict.len
 
 --- Whether `key` names a member.
 function CellDict:contains(key) return rawget(self, S).cells.val[key] ~= nil end
