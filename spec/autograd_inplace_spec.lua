@@ -89,9 +89,9 @@ local refusals = {
   ["a view of a leaf changed in place"] = "RuntimeError: fill_: a view of a leaf Variable that "
     .. "requires grad is being used in an in-place operation (a Float64 tensor of shape [4]); change "
     .. "it under no_grad, or change a clone() of it",
-  ["an expanded view changed in place"] = "RuntimeError: mul_: a Float64 tensor of shape [3, 4] has "
-    .. "elements that share memory (an expanded view), so an in-place op on it cannot be "
-    .. "differentiated; change a clone() of it",
+  ["an expanded view changed in place"] = "RuntimeError: mul_: more than one element of a Float64 tensor of "
+    .. "shape [3, 4] refers to the same memory (an expanded view), so an in-place op would change it once per "
+    .. "element; change a clone() of it",
 }
 
 describe("in-place ops while recording", function()

@@ -87,6 +87,15 @@ local cases = {
     "unexpected option 'dtyp'" },
   { "zeros with a bad dtype option", function() return cell.zeros({ 2 }, { dtype = 3 }) end, "TypeError", "dtype" },
   { "tensor from a table of keys", function() return cell.tensor({ a = 1 }) end, "TypeError", "sequence", "'a'" },
+  { "permute with a repeated dimension, counted from 1", function() return cell.zeros({ 2, 3, 4 }):permute(1, 1, 2) end,
+    "ValueError", "permute: dimension 1 appears more than once" },
+  { "flatten with start after end, counted from 1", function() return cell.zeros({ 2, 3, 4 }):flatten(3, 1) end,
+    "ValueError", "flatten: start dimension 3 is after end dimension 1" },
+  { "stack of unequal shapes names the list's elements from 1", function()
+    return cell.stack({ cell.zeros({ 2 }), cell.zeros({ 3 }) }) end, "ValueError", "[2] (element 1) and [3] (element 2)" },
+  { "masked_fill with a mask that does not broadcast says masked_fill", function()
+    return cell.zeros({ 2, 3 }):masked_fill(cell.tensor({ true, false }), 1) end, "ValueError",
+    "masked_fill: shapes [2] and [2, 3] cannot be broadcast" },
 
   -- bad argument types: TypeError naming what was given
   { "add of a string", function() return v3():add("x") end, "TypeError", "string" },

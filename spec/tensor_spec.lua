@@ -42,6 +42,13 @@ describe("cell.tensor", function()
     assert.are.same({ true, false, true }, t:totable())
   end)
 
+  it("is bool only when every leaf is a boolean, whatever the order", function()
+    assert_values(cell.tensor({ true, 0.5 }), { 1, 0.5 }, "float32") -- was Bool {true, true}: 0.5 lost
+    assert_values(cell.tensor({ 1, true }), { 1, 1 }, "float32")
+    assert_values(cell.tensor({ { true }, { 0 } }), { { 1 }, { 0 } }, "float32")
+    assert.are.equal(cell.bool, cell.tensor({ { true }, { false } }).dtype)
+  end)
+
   it("takes a dtype", function()
     for _, name in ipairs(H.all_dtypes) do
       local t = cell.tensor({ { 0, 1 }, { 2, 3 } }, cell[name])
@@ -521,6 +528,16 @@ describe("tostring", function()
 end)
 
 describe("dtype conversion", function()
+  it("float to int32 and int64 saturates at the type's range; NaN gives 0", function()
+    local f = cell.tensor({ 0 / 0, 1 / 0, -1 / 0, 3e9, -3e9 }, cell.float64)
+    assert_values(f:int(), { 0, 2147483647, -2147483648, 2147483647, -2147483648 }, "int32")
+    if math.maxinteger then -- Lua 5.4: int64 values are exact Lua integers
+      assert.are.same({ 0, math.maxinteger, math.mininteger, 3000000000, -3000000000 }, f:long():totable())
+    end
+    -- integer to integer wraps, as PyTorch's
+    assert_values(cell.tensor({ 3000000000, -1 }, cell.int64):int(), { -1294967296, -1 }, "int32")
+  end)
+
   it("float to integers truncates toward zero", function()
     local f = cell.tensor({ 1.7, -2.2, 3.5, -0.5 })
     assert_values(f:astype(cell.int32), { 1, -2, 3, 0 }, "int32")
@@ -608,5 +625,38 @@ describe("cell.perf_counter", function()
     for i = 1, 1e6 do x = x + i end
     local t1 = cell.perf_counter()
     assert.is_true(t1 > t0 and t1 - t0 < 10)
+  end)
+end)
+
+describe("mistakes a PyTorch user would expect refused or kept", function()
+  it("an in-place op on an expanded view is a RuntimeError, recording or not (PyTorch's)", function()
+    local a = cell.tensor({ { 1 }, { 2 } }):expand({ 2, 3 })
+    for _, f in ipairs({ function() a:mul_(2) end, function() a:add_(1) end, function() a:exp_() end,
+      function() a:copy_(cell.ones({ 2, 3 })) end }) do
+      local ok, err = pcall(f)
+      assert.is_false(ok)
+      assert.is_truthy(tostring(err):find("RuntimeError: %a+_: more than one element of a Float32 tensor of shape %[2, 3%] "
+        .. "refers to the same memory"), tostring(err))
+    end
+    assert_values(cell.tensor({ { 1 }, { 2 } }), { { 1 }, { 2 } }, "float32")
+    assert_values(a:fill_(5), { { 5, 5, 5 }, { 5, 5, 5 } }, "float32") -- one value: well defined
+  end)
+
+  it("Tensor:gelu takes approximate as cell.ops.gelu does", function()
+    local x = cell.tensor({ -1.5, 0.5 })
+    -- torch.nn.functional.gelu(x, approximate="tanh"): [-0.10042843, 0.34571401]; exact: [-0.10021086, 0.34573120]
+    assert_close(x:gelu("tanh"), { -0.10042843, 0.34571401 }, 1e-6)
+    assert_close(x:gelu({ approximate = "tanh" }), { -0.10042843, 0.34571401 }, 1e-6)
+    assert_close(x:gelu(), { -0.10021086, 0.34573120 }, 1e-6)
+    assert_close(x:gelu("none"), { -0.10021086, 0.34573120 }, 1e-6)
+    assert.is_false(pcall(x.gelu, x, "foo"))
+    assert.is_false(pcall(x.gelu, x, { bogus = 1 }))
+  end)
+
+  it("cell.where of two integer numbers is int64, as PyTorch's", function()
+    local c = cell.tensor({ true, false })
+    assert_values(cell.where(c, 1, 2), { 1, 2 }, "int64")
+    assert_values(cell.where(c, 1.5, 2), { 1.5, 2 }, "float32")
+    assert_values(cell.where(c, cell.tensor({ 1, 1 }, cell.int32), 2), { 1, 2 }, "int32")
   end)
 end)

@@ -111,6 +111,14 @@ function M.install(Tensor, core)
     return require("cell.conv_ops")._pad_mode("pad", t, n, dims, mode)
   end
 
+  --- gelu([approximate = "none"]) or gelu{approximate =}: the engine's exact
+  -- GELU without arguments, else cell.ops.gelu (which checks them).
+  local c_gelu, ops_gelu = Tensor.gelu, core.nnops.gelu
+  function Tensor.gelu(t, ...)
+    if select("#", ...) == 0 then return c_gelu(t) end
+    return ops_gelu(t, ...)
+  end
+
   --- clamp([min] [, max]) or clamp{min =, max =}.
   function Tensor.clamp(t, min, max)
     if type(min) == "table" and getmetatable(min) == nil and max == nil then

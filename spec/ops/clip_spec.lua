@@ -155,6 +155,20 @@ describe("cell.ops.clip_by_value", function()
     H.assert_close(g, { 0, 1, 1, 1, 0 }, 0)
   end)
 
+  it("gradient with Tensor bounds: x's whole at a bound, a bound's only where x is past it (torch.clamp)", function()
+    -- torch.clamp(x, lo, hi).sum().backward() with x = [0, 1, 0.5, -1, 2], lo = 0, hi = 1:
+    -- x.grad [1, 1, 1, 0, 0], lo.grad [0, 0, 0, 1, 0], hi.grad [0, 0, 0, 0, 1]
+    local g = cell.grad(function(x, lo, hi) return x:clamp(lo, hi):sum() end, { 1, 2, 3 })(
+      cell.tensor({ 0, 1, 0.5, -1, 2 }), cell.zeros({ 5 }), cell.ones({ 5 }))
+    H.assert_close(g[1], { 1, 1, 1, 0, 0 }, 0)
+    H.assert_close(g[2], { 0, 0, 0, 1, 0 }, 0)
+    H.assert_close(g[3], { 0, 0, 0, 0, 1 }, 0)
+    local gm = cell.grad(function(x, hi) return cell.ops.clip_by_value(x, 1, hi):sum() end, { 1, 2 })(
+      cell.tensor({ 0.5, 2 }), cell.tensor({ 0, 0 })) -- min above max: max, and its gradient
+    H.assert_close(gm[1], { 0, 0 }, 0)
+    H.assert_close(gm[2], { 1, 1 }, 0)
+  end)
+
   it("misuse", function()
     H.expect_error(function() return cell.ops.clip_by_value(cell.ones({ 2 })) end, "ValueError",
       "clip_by_value", "cannot both be nil")

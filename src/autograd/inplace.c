@@ -389,7 +389,7 @@ static cell_status check(const ip_op *o, cell_tensor *t, bool *rec) {
                       "gradients are recorded is ambiguous; make the view and the change both "
                       "under no_grad, or both outside it",
                       name, describe(t, b, sizeof b));
-  if (overlaps(t))
+  if (overlaps(t)) /* a fill (the other kinds were refused before) */
     return cell_error(CELL_ERR_RUNTIME,
                       "%s_: %s has elements that share memory (an expanded view), so an in-place "
                       "op on it cannot be differentiated; change a clone() of it",
@@ -401,6 +401,16 @@ static cell_status inplace(const ip_op *o, cell_tensor *t) {
   if (!t || ((o->kind == IP_BINARY || o->kind == IP_COPY) && !o->other))
     return cell_error(CELL_ERR_VALUE, "%s_: NULL tensor", ip_name(o));
   bool rec = false;
+  /* An element shared by several positions (an expanded view) would be
+   * changed once per position: refused whatever the grad mode, as PyTorch
+   * does; a fill writes one value, which is well defined. */
+  if (o->kind != IP_FILL && overlaps(t)) {
+    char b[300];
+    return cell_error(CELL_ERR_RUNTIME,
+                      "%s_: more than one element of %s refers to the same memory (an expanded view), so "
+                      "an in-place op would change it once per element; change a clone() of it",
+                      ip_name(o), describe(t, b, sizeof b));
+  }
   /* tensors without autograd state record nothing (check's first case):
    * straight to the kernel, the cost of a plain in-place op */
   if (t->autograd || (o->other && o->other->autograd)) CELL_TRY(check(o, t, &rec));

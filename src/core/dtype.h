@@ -75,7 +75,9 @@ static inline int64_t cell_d2i64(double v) {
 }
 
 /* Element at p as double / as int64, and stores from them. Integer stores
- * wrap modulo 2^bits, as C casts through int64 do. */
+ * wrap modulo 2^bits, as C casts through int64 do; a double stored to int32
+ * or int64 saturates at the type's range (NaN gives 0), so +inf is never
+ * -1 nor 3e9 a negative number. */
 static inline double cell_load_f64(cell_dtype dt, const void *p) {
   switch (dt) {
   case CELL_DTYPE_F32: return *(const float *)p;
@@ -127,6 +129,12 @@ static inline void cell_store_f64(cell_dtype dt, void *p, double v) {
   case CELL_DTYPE_F16: *(uint16_t *)p = cell_float_to_half((float)v); break;
   case CELL_DTYPE_BF16: *(uint16_t *)p = cell_float_to_bf16((float)v); break;
   case CELL_DTYPE_BOOL: *(uint8_t *)p = v != 0; break;
+  case CELL_DTYPE_I32:
+    *(int32_t *)p = v != v                 ? 0
+                    : v >= 2147483647.0    ? INT32_MAX
+                    : v <= -2147483648.0   ? INT32_MIN
+                                           : (int32_t)v;
+    break;
   default: cell_store_i64(dt, p, cell_d2i64(v)); break;
   }
 }

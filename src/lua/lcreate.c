@@ -77,6 +77,23 @@ static void fill_nested(lua_State *L, int idx, int d, const cell_tensor *t, char
   }
 }
 
+/* Whether every leaf of the nested table at idx (ndim levels, the shape
+ * already checked by nested_shape's first path) is a boolean: a table whose
+ * first leaf is true but holds numbers too is float32, not bool, whatever
+ * the order ({true, 0.5} keeps its 0.5). Ragged tables stop here early and
+ * are refused by fill_nested. */
+static bool all_bool(lua_State *L, int idx, int d, int ndim) {
+  int64_t n = (int64_t)lua_rawlen(L, idx);
+  luaL_checkstack(L, 2, "tensor");
+  for (int64_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, (int)i);
+    bool ok = d + 1 < ndim ? lua_istable(L, -1) && all_bool(L, lua_gettop(L), d + 1, ndim) : lua_isboolean(L, -1);
+    lua_pop(L, 1);
+    if (!ok) return false;
+  }
+  return true;
+}
+
 static int l_tensor(lua_State *L) {
   cell_tensor *src = lc_test_tensor(L, 1);
   if (src) {
@@ -106,6 +123,7 @@ static int l_tensor(lua_State *L) {
   int64_t shape[CELL_MAX_DIMS];
   bool leaf_bool = false;
   int ndim = nested_shape(L, 1, shape, &leaf_bool);
+  if (leaf_bool) leaf_bool = all_bool(L, 1, 0, ndim);
   cell_dtype dt = lc_opt_dtype(L, 2, leaf_bool ? CELL_DTYPE_BOOL : CELL_DTYPE_F32);
   cell_tensor **out = lc_newtensor(L);
   if (cell_tensor_empty(dt, ndim, shape, out) != CELL_OK) return lc_raise(L);
@@ -239,6 +257,15 @@ static int join(lua_State *L, int stack) {
     lua_pop(L, 1);
   }
   int d = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, cell_tensor_ndim(ts[0]), stack);
+  for (int i = 1; stack && i < n; i++) /* said here with the list's 1-based positions */
+    if (!lc_shape_equal(cell_tensor_ndim(ts[0]), cell_tensor_shape(ts[0]), cell_tensor_ndim(ts[i]),
+                        cell_tensor_shape(ts[i]))) {
+      char b0[256], b1[256];
+      return lc_argerror(L, 1, "ValueError: stack: expects tensors of the same shape, got %s (element 1) and %s "
+                         "(element %d)",
+                         cell_shape_str(cell_tensor_ndim(ts[0]), cell_tensor_shape(ts[0]), b0, sizeof b0),
+                         cell_shape_str(cell_tensor_ndim(ts[i]), cell_tensor_shape(ts[i]), b1, sizeof b1), i + 1);
+    }
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, stack ? cell_op_stack(n, ts, d, out) : cell_op_cat(n, ts, d, out));
 }
@@ -249,6 +276,12 @@ static int l_stack(lua_State *L) { return join(L, 1); }
 static int l_where(lua_State *L) {
   cell_tensor *c = lc_check_tensor(L, 1);
   cell_tensor *ab[2];
+  /* two numbers: int64 when both are integers (PyTorch's, as cell.arange's
+   * rule), else float32 */
+  cell_dtype num_dt = lua_type(L, 2) == LUA_TNUMBER && lua_type(L, 3) == LUA_TNUMBER &&
+                              !lc_number_is_float(L, 2) && !lc_number_is_float(L, 3)
+                          ? CELL_DTYPE_I64
+                          : CELL_DTYPE_F32;
   for (int k = 0; k < 2; k++) {
     ab[k] = lc_test_tensor(L, 2 + k);
     if (!ab[k]) {
@@ -256,7 +289,7 @@ static int l_where(lua_State *L) {
         return lc_argerror(L, 2 + k, "TypeError: expected a Tensor or a number, got %s",
                            luaL_typename(L, 2 + k));
       bool b = lua_isboolean(L, 2 + k);
-      cell_dtype dt = b ? CELL_DTYPE_BOOL : CELL_DTYPE_F32;
+      cell_dtype dt = b ? CELL_DTYPE_BOOL : num_dt;
       cell_tensor *other = lc_test_tensor(L, 3 - k);
       if (other && !b) dt = cell_dtype_promote_scalar(cell_tensor_dtype(other), lc_number_is_float(L, 2 + k));
       cell_tensor **slot = lc_newtensor(L);

@@ -213,6 +213,9 @@ static int tensor_permute(lua_State *L) {
     } else {
       dims[k] = lc_check_dim(L, 2 + k, cell_tensor_ndim(t), 0);
     }
+    for (int j = 0; j < k; j++) /* said here, 1-based (the engine counts from 0) */
+      if (dims[j] == dims[k])
+        return lc_argerror(L, 2, "ValueError: permute: dimension %d appears more than once", dims[k] + 1);
   }
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_permute(t, dims, out));
@@ -236,6 +239,8 @@ static int tensor_flatten(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
   int s = lua_isnoneornil(L, 2) ? 0 : lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
   int e = lua_isnoneornil(L, 3) ? (cell_tensor_ndim(t) ? cell_tensor_ndim(t) - 1 : 0) : lc_check_dim(L, 3, cell_tensor_ndim(t), 0);
+  if (cell_tensor_ndim(t) && s > e) /* said here, 1-based (the engine counts from 0) */
+    return lc_argerror(L, 2, "ValueError: flatten: start dimension %d is after end dimension %d", s + 1, e + 1);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_flatten(t, s, e, out));
 }

@@ -414,6 +414,9 @@ cell_status cell_cpu_masked_fill(const cell_tensor *a, const cell_tensor *mask, 
   if (mask->dtype != CELL_DTYPE_BOOL)
     return cell_error(CELL_ERR_TYPE, "masked_fill: the mask must be a Bool tensor, got %s",
                       cell_dtype_name(mask->dtype));
+  int nd;
+  int64_t sh[CELL_MAX_DIMS];
+  CELL_TRY(cell_broadcast_shapes("masked_fill", mask->ndim, mask->shape, a->ndim, a->shape, &nd, sh));
   cell_tensor *v;
   CELL_TRY(cell_tensor_full(a->dtype, 0, NULL, value, &v));
   cell_status s = cell_k_where(mask, v, a, out);

@@ -142,9 +142,12 @@ local function clip_one(t, lo, hi)
     if lo ~= nil and hi ~= nil and lo > hi then return t:clamp(hi, hi) end -- MindSpore: max
     return t:clamp(lo, hi)
   end
+  -- where, not maximum/minimum: at a bound the gradient goes whole to x (a
+  -- tie in maximum splits it), to a bound only where x is past it, as
+  -- PyTorch's clamp gives it; where min > max, max wins
   local r = t
-  if lo ~= nil then r = r:maximum(lo) end
-  if hi ~= nil then r = r:minimum(hi) end
+  if lo ~= nil then r = core.where(r:lt(lo), lo, r) end
+  if hi ~= nil then r = core.where(r:gt(hi), hi, r) end
   return r
 end
 
