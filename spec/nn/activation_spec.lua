@@ -32,6 +32,16 @@ describe("activation cells", function()
       assert.are.equal("ValueError: For 'Softmax', the 'axis' is 1-based (or negative, -1 for the last), but got 0.",
         err(function() local s = nn.Softmax(0) return s end))
       H.expect_error(function() nn.LogSoftmax(1.5) end, "TypeError", "'axis' must be an integer")
+      -- a value that is not a number is named by its type, not printed (a table's address)
+      assert.are.equal("TypeError: For 'Softmax', the 'axis' must be an integer, but got table.",
+        err(function() local s = nn.Softmax({ 1, 2 }) return s end))
+      assert.are.equal("TypeError: For 'LogSoftmax', the 'axis' must be an integer, but got table.",
+        err(function() local s = nn.LogSoftmax({ 1, 2 }) return s end))
+      assert.are.equal("TypeError: For 'Softmax', the 'axis' must be an integer, but got Tensor.",
+        err(function() local s = nn.Softmax { axis = cell.tensor(1) } return s end))
+      assert.are.equal("TypeError: For 'LogSoftmax', the 'axis' must be an integer, but got 1.5.",
+        err(function() local s = nn.LogSoftmax(1.5) return s end))
+      H.expect_error(function() nn.Softmax(1 / 0) end, "TypeError", "'axis' must be an integer, but got")
       assert.are.equal("ValueError: For 'Softmax', the 'axis' (3) must be in range [-2, -1] or [1, 2] for an input "
         .. "of 2 dimensions.", err(function() local y = nn.Softmax(3)(x) return y end))
     end)

@@ -27,6 +27,24 @@ describe("nn.Flatten", function()
     H.assert_close(nn.Flatten(1, -1)(x), H.flatten(x:totable()))
   end)
 
+  it("gives a 0-D or 1-D input back as 1-D with the default dimensions, as MindSpore's ops.flatten", function()
+    -- MindSpore: start_dim == 1 and end_dim == -1 (2 and -1 here) on rank 0 or 1 is reshape(input, (-1,))
+    local v = cell.tensor({ 1, 2, 3 })
+    local y = nn.Flatten()(v)
+    H.assert_shape(y, { 3 })
+    H.assert_close(y, { 1, 2, 3 })
+    H.assert_shape(nn.Flatten { start_dim = 2, end_dim = -1 }(v), { 3 })
+    y = nn.Flatten()(cell.tensor(5))
+    H.assert_shape(y, { 1 })
+    H.assert_close(y, { 5 })
+    -- other dimensions are checked against max(rank, 1), and the result is 1-D
+    H.assert_shape(nn.Flatten(1, -1)(v), { 3 })
+    H.assert_shape(nn.Flatten(-1)(cell.tensor(5)), { 1 })
+    H.expect_error(function() nn.Flatten(3)(v) end, "ValueError", "must be in range [-1, -1] or [1, 1] for an input "
+      .. "of shape (3,)")
+    H.expect_error(function() nn.Flatten(2, 1)(v) end, "ValueError", "'start_dim' (2) and 'end_dim' (1)")
+  end)
+
   it("rejects bad dimensions, naming the input's shape", function()
     assert.are.equal("ValueError: For 'Flatten', 'start_dim' (4) and 'end_dim' (-1) must be in range [-3, -1] or "
       .. "[1, 3] for an input of shape (2, 3, 4).", err(function() local y = nn.Flatten(4)(x) return y end))

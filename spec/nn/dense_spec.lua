@@ -5,6 +5,8 @@ local H = require "helpers"
 local cell = H.cell
 local nn = cell.nn
 
+local function err(fn, ...) return H.caller_error("dense_spec%.lua", fn, ...) end
+
 describe("nn.Dense", function()
   it("has weight {out, in} and bias {out} with MindSpore's default bounds", function()
     cell.set_seed(3)
@@ -49,6 +51,17 @@ describe("nn.Dense", function()
 
   it("rejects bad arguments and inputs, naming the layer and the shapes", function()
     H.expect_error(function() nn.Dense(0, 2) end, "ValueError", "For 'Dense', the 'in_channels' must be a positive integer")
+    -- MindSpore's check_positive_int: a TypeError for what is not an integer, a ValueError for one below 1
+    assert.are.equal("TypeError: For 'Dense', the 'in_channels' must be an integer, but got string.",
+      err(function() local d = nn.Dense("a", 4) return d end))
+    assert.are.equal("TypeError: For 'Dense', the 'in_channels' must be an integer, but got 2.5.",
+      err(function() local d = nn.Dense(2.5, 4) return d end))
+    assert.are.equal("TypeError: For 'Dense', the 'out_channels' must be an integer, but got table.",
+      err(function() local d = nn.Dense(2, { 4 }) return d end))
+    H.expect_error(function() nn.Dense(2, 1 / 0) end, "TypeError", "the 'out_channels' must be an integer, but got")
+    H.expect_error(function() nn.Dense(2, nil) end, "TypeError", "the 'out_channels' must be an integer, but got nil")
+    assert.are.equal("ValueError: For 'Dense', the 'out_channels' must be a positive integer, but got -3.",
+      err(function() local d = nn.Dense(2, -3) return d end))
     H.expect_error(function() nn.Dense(2, 2, { has_bias = 1 }) end, "TypeError", "has_bias")
     H.expect_error(function() nn.Dense(2, 3, cell.ones({ 2, 2 })) end, "ValueError", "must be (3, 2), but got (2, 2)")
     H.expect_error(function() nn.Dense(2, 2, { activation = "nope" }) end, "KeyError", "Unknown activation 'nope'")

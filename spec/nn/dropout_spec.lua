@@ -1,5 +1,5 @@
 -- dropout_spec.lua - cell.nn.Dropout: MindSpore 2.x's p and deprecated
--- keep_prob, extend_repr, identity in inference, the drop rate, scaling
+-- keep_prob and dtype, extend_repr, identity in inference, the drop rate, scaling
 -- and seeding in training, and every error.
 local H = require "helpers"
 local cell = H.cell
@@ -61,6 +61,29 @@ describe("nn.Dropout", function()
       local g = cell.grad(function(a) return d(a):sum() end)(x)
       H.assert_close(g, y:totable())
     end)
+  end)
+
+  it("takes MindSpore's deprecated dtype, third, and ignores it (it must be a dtype)", function()
+    -- MindSpore 2.x: Dropout(keep_prob=None, p=None, dtype=mstype.float32); dtype only warns
+    assert.are.equal("Dropout(keep_prob=0.8)", tostring(nn.Dropout(0.8, nil, cell.float32)))
+    assert.are.equal("Dropout(p=0.2)", tostring(nn.Dropout(nil, 0.2, cell.float16)))
+    assert.are.equal("Dropout(p=0.2)", tostring(nn.Dropout { p = 0.2, dtype = cell.float64 }))
+    assert.are.equal("Dropout(p=0.5)", tostring(nn.Dropout { dtype = cell.float32 }))
+    assert.are.equal("Dropout(p=0.3)", tostring(nn.Dropout(nil, 0.3, { dtype = cell.float16 })))
+    assert.is_nil(nn.Dropout { dtype = cell.float16 }.dtype)
+    assert.are.same({}, nn.Dropout { dtype = cell.float16 }:state_dict():keys())
+    -- the output keeps the input's dtype, whatever dtype says
+    cell.set_seed(5)
+    local d = nn.Dropout(nil, 0.5, cell.float16):set_train()
+    local y = d(cell.ones({ 8 }, cell.float64))
+    assert.are.equal(cell.float64, y.dtype)
+    local x32 = cell.ones({ 8 })
+    assert.are.equal(x32, nn.Dropout(nil, 0.5, cell.float16)(x32))
+    assert.are.equal("TypeError: For 'Dropout', the 'dtype' must be a dtype (such as cell.float32), but got string.",
+      err(function() local e = nn.Dropout(0.9, nil, "float32") return e end))
+    H.expect_error(function() nn.Dropout { p = 0.1, dtype = 1 } end, "TypeError", "'dtype' must be a dtype", "number")
+    H.expect_error(function() nn.Dropout(0.9, nil, cell.float32, 1) end, "TypeError",
+      "takes at most 3 optional arguments, but 4 were given")
   end)
 
   it("rejects p outside [0, 1) and keep_prob outside (0, 1]", function()

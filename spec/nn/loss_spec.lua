@@ -79,12 +79,89 @@ describe("loss cells", function()
         err(function() local l = ce(logits, ids({ 1, 2, 3 })) return l end))
       H.expect_error(function() ce(logits, cell.ones({ 4, 2 })) end, "ValueError",
         "probability labels must have the logits' shape (4, 3), but got (4, 2)")
-      H.expect_error(function() ce(t({ 1, 2 }), ids({ 1 })) end, "ValueError", "{N, C} or {N, C, d...}", "(2,)")
+      H.expect_error(function() ce(t({ 1, 2 }), ids({ 1 })) end, "ValueError",
+        "class-id labels must be an integer Tensor of the logits' shape without the class dimension, () for logits "
+        .. "(2,), but got Int64 of shape (1,)")
+      H.expect_error(function() ce(t(1), ids(1)) end, "ValueError", "the logits must be {C}, {N, C} or {N, C, d...}",
+        "()")
       H.expect_error(function() ce(logits, ids({ 1, 2, 3, 4 })) end, "IndexError", "4")
       H.expect_error(function() ce(logits, ids({ 0, 1, 1, 1 })) end, "IndexError", "0")
       H.expect_error(function() nn.CrossEntropyLoss { weight = t({ 1, 2 }) }(logits, labels) end, "ValueError",
         "'weight' must have one value per class, shape (3,), but got (2,)")
       H.expect_error(function() ce("x", labels) end, "TypeError", "'logits' must be a Tensor, but got string")
+    end)
+  end)
+
+  -- Unbatched logits {C}: the class dimension is the first (MindSpore's and
+  -- PyTorch's rule for ndim 1), the label a 0-D class id or {C} probabilities.
+  -- Numbers from PyTorch 1.13 in float64, with 0-based class 2 for cell's 3:
+  --   x = torch.tensor([0.5, -1.0, 2.0, 0.1, 0.3], dtype=torch.float64)
+  --   w = torch.tensor([1, 2, 0.5, 1.5, 3], dtype=torch.float64)
+  --   p = torch.tensor([0.1, 0.2, 0.3, 0.2, 0.2], dtype=torch.float64)
+  --   F.cross_entropy(x, torch.tensor(2), reduction=r, weight=..., label_smoothing=...)
+  --   F.cross_entropy(x, p, ...); F.nll_loss(x, torch.tensor(2), ...); ignore_index=2
+  -- Each result has shape () whatever the reduction.
+  describe("unbatched {C} logits (CrossEntropyLoss and NLLLoss)", function()
+    local x = t({ 0.5, -1.0, 2.0, 0.1, 0.3 })
+    local w = t({ 1, 2, 0.5, 1.5, 3 })
+    local p = t({ 0.1, 0.2, 0.3, 0.2, 0.2 })
+    local c = ids(3)
+    -- {options, class-id result by reduction {mean, sum, none}, probabilities' result (the same for each)}
+    local cases = {
+      { {}, { 0.47322927861038616, 0.47322927861038616, 0.47322927861038616 }, 1.943229278610386 },
+      { { weight = w }, { 0.47322927861038616, 0.23661463930519308, 0.23661463930519308 }, 3.6735053818460988 },
+      { { label_smoothing = 0.1 }, { 0.6352292786103861, 0.6352292786103861, 0.6352292786103861 },
+        1.9582292786103863 },
+      { { weight = w, label_smoothing = 0.2 }, { 1.917450161198956, 0.958725080599478, 0.958725080599478 },
+        3.7082376746322026 },
+    }
+    local reductions = { "mean", "sum", "none" }
+
+    it("CrossEntropyLoss takes a 0-D class id or {C} probabilities, as PyTorch", function()
+      for _, case in ipairs(cases) do
+        for k, red in ipairs(reductions) do
+          local o = { reduction = red, weight = case[1].weight, label_smoothing = case[1].label_smoothing }
+          local what = red .. (o.weight and " weight" or "") .. (o.label_smoothing and " smoothing" or "")
+          local y = nn.CrossEntropyLoss(o)(x, c)
+          assert.are.same({}, y.shape, what)
+          H.assert_close(y, case[2][k], TOL, what)
+          H.assert_close(nn.CrossEntropyLoss(o)(x, p), case[3], TOL, what .. " probabilities")
+        end
+      end
+      H.assert_close(nn.CrossEntropyLoss()(x, cell.tensor(3, cell.int32)), 0.47322927861038616, TOL)
+      -- ignore_index: the mean over no sample is nan, the sum and none 0
+      H.assert_close(nn.CrossEntropyLoss { ignore_index = 3 }(x, c), 0 / 0)
+      H.assert_close(nn.CrossEntropyLoss { ignore_index = 3, reduction = "sum" }(x, c), 0)
+      H.assert_close(nn.CrossEntropyLoss { ignore_index = 3, reduction = "none" }(x, c), 0)
+      H.assert_close(nn.CrossEntropyLoss { ignore_index = 2 }(x, c), 0.47322927861038616, TOL)
+    end)
+
+    it("NLLLoss takes a 0-D class id, as PyTorch", function()
+      for _, red in ipairs(reductions) do
+        H.assert_close(nn.NLLLoss { reduction = red }(x, c), -2.0, TOL, red)
+        H.assert_close(nn.NLLLoss { reduction = red, weight = w }(x, c), red == "mean" and -2.0 or -1.0, TOL, red)
+      end
+      H.assert_close(nn.NLLLoss { ignore_index = 3 }(x, c), 0 / 0)
+      H.assert_close(nn.NLLLoss { ignore_index = 3, reduction = "sum" }(x, c), 0)
+    end)
+
+    it("gives the gradient softmax - onehot", function()
+      local g = cell.grad(function(a) return nn.CrossEntropyLoss()(a, ids(1)) end)(t({ 0, 0 }))
+      H.assert_close(g, { -0.5, 0.5 }, TOL)
+    end)
+
+    it("checks the labels and weight against the class dimension 1", function()
+      assert.are.equal("ValueError: For 'CrossEntropyLoss', class-id labels must be an integer Tensor of the logits' "
+        .. "shape without the class dimension, () for logits (5,), but got Int64 of shape (1,).",
+        err(function() local l = nn.CrossEntropyLoss()(x, ids({ 3 })) return l end))
+      H.expect_error(function() nn.CrossEntropyLoss()(x, t({ 0.5, 0.5 })) end, "ValueError",
+        "probability labels must have the logits' shape (5,), but got (2,)")
+      H.expect_error(function() nn.NLLLoss()(x, p) end, "TypeError",
+        "For 'NLLLoss', the labels must be an integer Tensor of class ids (1 to C), but got Float32")
+      H.expect_error(function() nn.NLLLoss { weight = t({ 1, 2 }) }(x, c) end, "ValueError",
+        "For 'NLLLoss', the 'weight' must have one value per class, shape (5,), but got (2,)")
+      H.expect_error(function() nn.CrossEntropyLoss()(x, ids(6)) end, "IndexError", "6")
+      H.expect_error(function() nn.NLLLoss()(x, ids(0)) end, "IndexError", "0")
     end)
   end)
 

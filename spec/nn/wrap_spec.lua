@@ -1,7 +1,7 @@
 -- wrap_spec.lua - nn.WithLossCell and nn.TrainOneStepCell: the loss they
 -- compute, one step against value_and_grad plus the optimizer done by
--- hand, sens, non-scalar losses, training modes, a tiny model trained to a
--- loss drop, and bad arguments.
+-- hand, sens, non-scalar losses, return_grad, training modes, a tiny model
+-- trained to a loss drop, and bad arguments.
 local H = require "helpers"
 local cell = H.cell
 local nn = cell.nn
@@ -91,6 +91,44 @@ describe("nn.TrainOneStepCell", function()
     H.assert_close(c.weight, d.weight:totable(), 1e-15)
   end)
 
+  it("with return_grad, returns the loss and an OrderedDict of parameter name -> gradient", function()
+    local a, b = dense({ { 0.5, -0.25 } }, { 0.1 }), dense({ { 0.5, -0.25 } }, { 0.1 })
+    local x, y = cell.tensor(X, cell.float64), cell.tensor(Y, cell.float64)
+    -- positional after sens, and as an option; the optimizer (with weight decay) must not change the gradients
+    local sa = nn.TrainOneStepCell(nn.WithLossCell(a, mse), nn.SGD(a:trainable_params(), 0.1, 0.9, 0, 0.01), 2, true)
+    assert.is_true(sa.return_grad)
+    local opt_b = nn.SGD(b:trainable_params(), 0.1, 0.9, 0, 0.01)
+    local vg = cell.value_and_grad(function() return mse(b(x), y) end, nil, b:trainable_params())
+    for _ = 1, 2 do
+      local loss, grads = sa(x, y)
+      local loss_b, gb = vg()
+      for i = 1, #gb do gb[i] = gb[i] * 2 end -- sens = 2 scales the gradients the optimizer gets
+      opt_b(gb)
+      H.assert_close(loss, loss_b:item(), 1e-15)
+      assert.are.equal(cell.OrderedDict, getmetatable(grads).__class)
+      assert.are.same({ "weight", "bias" }, grads:keys())
+      H.assert_close(grads.weight, gb[1]:totable(), 1e-15)
+      H.assert_close(grads.bias, gb[2]:totable(), 1e-15)
+      H.assert_close(a.weight, b.weight:totable(), 1e-15)
+    end
+    -- the names are the parameters' names, in the optimizer's order
+    local net = nn.SequentialCell { nn.Dense(2, 3), nn.ReLU(), nn.Dense(3, 1) }
+    local params = net:trainable_params()
+    local sb = nn.TrainOneStepCell(nn.WithLossCell(net, mse), nn.SGD({ params[3], params[4], params[1], params[2] }),
+      { return_grad = true })
+    local _, grads = sb(cell.ones({ 4, 2 }), cell.zeros({ 4, 1 }))
+    assert.are.same({ "0.weight", "0.bias", "2.weight", "2.bias" }, { params[1].name, params[2].name,
+      params[3].name, params[4].name })
+    assert.are.same({ "2.weight", "2.bias", "0.weight", "0.bias" }, grads:keys())
+    assert.are.same({ 1, 3 }, grads["2.weight"].shape)
+    assert.are.same({ 3 }, grads["0.bias"].shape)
+    -- without it, one value: the loss
+    local sc = nn.TrainOneStepCell(nn.WithLossCell(net, mse), nn.SGD(params), { sens = 1, return_grad = false })
+    assert.is_false(sc.return_grad)
+    assert.are.equal(1, select("#", sc(cell.ones({ 4, 2 }), cell.zeros({ 4, 1 }))))
+    assert.is_false(nn.TrainOneStepCell(nn.WithLossCell(net, mse), nn.SGD(params)).return_grad)
+  end)
+
   it("trains a small regression until the loss has dropped", function()
     cell.set_seed(7)
     local x = cell.randn({ 64, 3 })
@@ -114,6 +152,12 @@ describe("nn.TrainOneStepCell", function()
       err(function() nn.TrainOneStepCell(net, net) end))
     assert.are.equal("TypeError: For 'TrainOneStepCell', the 'sens' must be a finite number, but got string.",
       err(function() nn.TrainOneStepCell(net, opt, "x") end))
+    assert.are.equal("TypeError: For 'TrainOneStepCell', the 'return_grad' must be a boolean, but got number.",
+      err(function() nn.TrainOneStepCell(net, opt, 1, 1) end))
+    H.expect_error(function() nn.TrainOneStepCell(net, opt, { return_grad = "yes" }) end, "TypeError",
+      "'return_grad' must be a boolean, but got string")
+    H.expect_error(function() nn.TrainOneStepCell(net, opt, 1, true, 3) end, "TypeError",
+      "takes at most 2 optional arguments, but 3 were given")
     local Odd = nn.Cell:extend("Odd")
     function Odd:construct() return 3 end
     local odd = nn.TrainOneStepCell(Odd(), opt)

@@ -7,6 +7,7 @@ local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
 local ops = require "cell.ops"
 local args = require "cell.util.args"
+local T = require "cell.util.types"
 
 local M = {}
 
@@ -56,8 +57,9 @@ local function define_softmax(name, op_name)
   function C:init(...)
     local axis = args.parse(name, SOFTMAX_ARGS, 3, select("#", ...), ...)
     if axis == nil then axis = -1 end
-    if type(axis) ~= "number" or axis ~= math.floor(axis) then
-      raise(("TypeError: For '%s', the 'axis' must be an integer, but got %s."):format(name, tostring(axis)))
+    if not T.is_int(axis) then -- a wrong number as itself, anything else by its type name
+      raise(("TypeError: For '%s', the 'axis' must be an integer, but got %s.")
+        :format(name, type(axis) == "number" and T.num_str(axis) or T.type_name(axis)))
     end
     if axis == 0 then
       raise(("ValueError: For '%s', the 'axis' is 1-based (or negative, -1 for the last), but got 0."):format(name))

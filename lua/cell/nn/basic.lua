@@ -47,6 +47,11 @@ function Flatten:construct(x)
   if end_dim == nil then end_dim = self.end_dim end
   local shape = x.shape
   local r = #shape
+  -- MindSpore's ops.flatten: with the default dimensions (its start_dim = 1,
+  -- 2 here, and end_dim = -1) a 0-D or 1-D input is reshaped to 1-D, unchecked
+  if r <= 1 and start_dim == 2 and end_dim == -1 then return x:reshape({ -1 }) end
+  -- otherwise the dimensions are checked against max(rank, 1) and the result
+  -- is 1-D as well (a 0-D input as shape {1})
   if r == 0 then x, shape, r = x:reshape({ 1 }), { 1 }, 1 end
   local s = start_dim < 0 and start_dim + r + 1 or start_dim
   local e = end_dim < 0 and end_dim + r + 1 or end_dim

@@ -21,18 +21,14 @@ local Dense = Cell:extend("Dense")
 
 local OPTIONS = { "weight_init", "bias_init", "has_bias", "activation", "dtype" }
 
-local function check_positive_int(v, what, lvl)
-  if type(v) ~= "number" or v ~= math.floor(v) or v < 1 then
-    raise(("ValueError: For 'Dense', the '%s' must be a positive integer, but got %s."):format(what, tostring(v)))
-  end
-end
-
 --- Dense(in_channels, out_channels [, weight_init, bias_init, has_bias = true,
 -- activation, dtype = float32]) or Dense(in, out, {weight_init = , ...}).
 function Dense:init(in_channels, out_channels, ...)
   local weight_init, bias_init, has_bias, activation, dtype = A.args("Dense", OPTIONS, select("#", ...), ...)
-  check_positive_int(in_channels, "in_channels", 4)
-  check_positive_int(out_channels, "out_channels", 4)
+  -- MindSpore's check_positive_int: TypeError for a non-integer (a string,
+  -- 2.5), ValueError for an integer below 1
+  A.positive_int("Dense", "in_channels", in_channels, 3, true)
+  A.positive_int("Dense", "out_channels", out_channels, 3, true)
   if has_bias == nil then has_bias = true end
   if type(has_bias) ~= "boolean" then
     raise(("TypeError: For 'Dense', the 'has_bias' must be a boolean, but got %s."):format(T.type_name(has_bias)))

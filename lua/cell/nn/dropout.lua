@@ -4,11 +4,14 @@
 -- kept ones by 1 / (1 - p); in inference it returns its input.
 -- Dropout{p = 0.2} is the way to call it: as in MindSpore, the first
 -- positional argument is the deprecated keep_prob (the probability to keep),
--- so Dropout(0.8) keeps 80%. With neither, p = 0.5.
+-- so Dropout(0.8) keeps 80%. With neither, p = 0.5. The third argument,
+-- dtype, is MindSpore's deprecated one: it must be a dtype and is otherwise
+-- ignored, as MindSpore ignores it (the output has the input's dtype).
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local check_tensor = require("cell.errors").check_tensor
 local raise = require("cell.errors").raise
 local Cell = require "cell.nn.cell"
+local core = require "cell.core"
 local I = require "cell.nn.internal"
 local T = require "cell.util.types"
 local A = require "cell.nn.layer_args"
@@ -16,9 +19,15 @@ local ops = require "cell.ops"
 
 local Dropout = Cell:extend("Dropout")
 
---- Dropout([keep_prob, p]) or Dropout{p = , keep_prob = }.
+local OPTIONS = { "keep_prob", "p", "dtype" }
+
+--- Dropout([keep_prob, p, dtype]) or Dropout{p = , keep_prob = , dtype = }.
 function Dropout:init(...)
-  local keep_prob, p = A.args("Dropout", { "keep_prob", "p" }, select("#", ...), ...)
+  local keep_prob, p, dtype = A.args("Dropout", OPTIONS, select("#", ...), ...)
+  if dtype ~= nil and not core.is_dtype(dtype) then
+    raise(("TypeError: For 'Dropout', the 'dtype' must be a dtype (such as cell.float32), but got %s.")
+      :format(T.type_name(dtype)))
+  end
   if keep_prob ~= nil and p == nil then
     if type(keep_prob) ~= "number" then
       raise(("TypeError: For 'Dropout', the 'keep_prob' must be a number, but got %s."):format(T.type_name(keep_prob)))

@@ -56,10 +56,15 @@ function A.init_str(v)
   return A.value_str(v)
 end
 
---- Check a positive integer.
-function A.positive_int(cls, what, v, lvl)
-  if type(v) ~= "number" then
-    raise(("TypeError: For '%s', the '%s' must be an integer, but got %s."):format(cls, what, type_name(v)))
+--- Check a positive integer: a non-number is a TypeError, a number that is
+-- not a positive integer a ValueError; with `int_only`, a number that is not
+-- an integer (2.5, inf, nan) is a TypeError too, as MindSpore's
+-- Validator.check_positive_int types it (Python's float is not int) before
+-- it compares it (ValueError only for an integer below 1).
+function A.positive_int(cls, what, v, lvl, int_only)
+  if type(v) ~= "number" or (int_only and not is_int(v)) then
+    raise(("TypeError: For '%s', the '%s' must be an integer, but got %s.")
+      :format(cls, what, type(v) == "number" and T.num_str(v) or type_name(v)))
   end
   if not is_int(v) or v < 1 then
     raise(("ValueError: For '%s', the '%s' must be a positive integer, but got %s."):format(cls, what, T.num_str(v)))

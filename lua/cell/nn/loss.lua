@@ -5,7 +5,8 @@
 -- SoftmaxCrossEntropyWithLogits: "none", as MindSpore), "sum" or "none".
 --
 -- Class labels count from 1: an integer label c picks class c of the
--- logits' dimension 2 (a label outside 1..C is an IndexError). As in
+-- logits' dimension 2 (of dimension 1 for unbatched {C} logits, whose label
+-- is 0-D; a label outside 1..C is an IndexError). As in
 -- MindSpore, the samples labelled -100 are left out unless ignore_index
 -- names another label k (0 works too, as it is never a class). Options come
 -- as a trailing table
@@ -54,16 +55,21 @@ local function check_ignore(cls, v, lvl)
   return v
 end
 
---- Check class-id or probability labels against {N, C, d...} logits.
+--- Check class-id or probability labels against {N, C, d...} logits, or
+-- unbatched {C} logits (MindSpore's and PyTorch's class dimension is then
+-- the first): a 0-D class id or {C} probabilities.
 local function check_class_labels(cls, logits, labels, weight, allow_probs, lvl)
   local ls, ts = logits.shape, labels.shape
-  if #ls < 2 then
-    raise(("ValueError: For '%s', the logits must be {N, C} or {N, C, d...}, but got shape %s.")
+  if #ls < 1 then
+    raise(("ValueError: For '%s', the logits must be {C}, {N, C} or {N, C, d...}, but got shape %s.")
       :format(cls, shape_str(ls)))
   end
+  local cdim = #ls == 1 and 1 or 2
   if is_int_tensor(labels) then
-    local want = { ls[1] }
-    for i = 3, #ls do want[#want + 1] = ls[i] end
+    local want = {}
+    for i = 1, #ls do
+      if i ~= cdim then want[#want + 1] = ls[i] end
+    end
     if labels.dtype == core.bool or not T.same_shape(ts, want) then
       raise(("ValueError: For '%s', class-id labels must be an integer Tensor of the logits' shape without the "
         .. "class dimension, %s for logits %s, but got %s of shape %s."):format(cls, shape_str(want), shape_str(ls),
@@ -76,9 +82,9 @@ local function check_class_labels(cls, logits, labels, weight, allow_probs, lvl)
     raise(("ValueError: For '%s', probability labels must have the logits' shape %s, but got %s.")
       :format(cls, shape_str(ls), shape_str(ts)))
   end
-  if weight ~= nil and weight.shape[1] ~= ls[2] then
+  if weight ~= nil and weight.shape[1] ~= ls[cdim] then
     raise(("ValueError: For '%s', the 'weight' must have one value per class, shape (%d,), but got %s.")
-      :format(cls, ls[2], shape_str(weight.shape)))
+      :format(cls, ls[cdim], shape_str(weight.shape)))
   end
 end
 
@@ -113,7 +119,8 @@ M.CrossEntropyLoss = CrossEntropyLoss
 
 --- CrossEntropyLoss([weight, ignore_index, reduction = "mean", label_smoothing = 0])
 -- or CrossEntropyLoss{...}. Labels: class ids {N} (or {N, d...}), or class
--- probabilities of the logits' shape.
+-- probabilities of the logits' shape; unbatched {C} logits take a 0-D class
+-- id or {C} probabilities.
 function CrossEntropyLoss:init(...)
   local weight, ignore_index, reduction, label_smoothing =
     A.args("CrossEntropyLoss", { "weight", "ignore_index", "reduction", "label_smoothing" }, select("#", ...), ...)

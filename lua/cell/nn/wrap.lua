@@ -15,6 +15,7 @@ local Cell = require "cell.nn.cell"
 local I = require "cell.nn.internal"
 local T = require "cell.util.types"
 local args = require "cell.util.args"
+local OrderedDict = require "cell.ordered_dict"
 
 local type_name = T.type_name
 
@@ -58,16 +59,19 @@ function WithLossCell:backbone_network() return self._backbone end
 local TrainOneStepCell = Cell:extend("TrainOneStepCell")
 M.TrainOneStepCell = TrainOneStepCell
 
-local TRAIN_ARGS = { "sens" }
+local TRAIN_ARGS = { "sens", "return_grad" }
 
---- TrainOneStepCell(network, optimizer [, sens = 1]) (or {sens = }):
--- construct(...) runs network(...) (which returns the loss), takes the
--- gradients of the loss with respect to the optimizer's parameters, scaled
--- by sens (a non-scalar loss is differentiated as its sum, i.e. a sens of
--- ones), applies the optimizer and returns the loss. The network (and the
--- optimizer) are put in training mode.
+--- TrainOneStepCell(network, optimizer [, sens = 1, return_grad = false])
+-- (or {sens = , return_grad = }): construct(...) runs network(...) (which
+-- returns the loss), takes the gradients of the loss with respect to the
+-- optimizer's parameters, scaled by sens (a non-scalar loss is
+-- differentiated as its sum, i.e. a sens of ones), applies the optimizer
+-- and returns the loss; with return_grad, the loss and a cell.OrderedDict
+-- of parameter name -> gradient in the optimizer's parameter order
+-- (MindSpore 2.x's dict of the gradients the optimizer was given). The
+-- network (and the optimizer) are put in training mode.
 function TrainOneStepCell:init(network, optimizer, ...)
-  local sens = args.parse("TrainOneStepCell", TRAIN_ARGS, 3, select("#", ...), ...)
+  local sens, return_grad = args.parse("TrainOneStepCell", TRAIN_ARGS, 3, select("#", ...), ...)
   Cell.init(self, { auto_prefix = false })
   if not I.is_cell(network) then
     raise(("TypeError: For 'TrainOneStepCell', the 'network' must be a Cell, but got %s."):format(type_name(network)))
@@ -81,9 +85,15 @@ function TrainOneStepCell:init(network, optimizer, ...)
     raise(("TypeError: For 'TrainOneStepCell', the 'sens' must be a finite number, but got %s.")
       :format(type(sens) == "number" and tostring(sens) or type_name(sens)))
   end
+  if return_grad == nil then return_grad = false end
+  if type(return_grad) ~= "boolean" then
+    raise(("TypeError: For 'TrainOneStepCell', the 'return_grad' must be a boolean, but got %s.")
+      :format(type_name(return_grad)))
+  end
   self.network = network
   self.optimizer = optimizer
   self.sens = sens
+  self.return_grad = return_grad
   local weights = {}
   local params = optimizer.parameters
   for i = 1, #params do weights[i] = params[i] end
@@ -125,6 +135,14 @@ function TrainOneStepCell:construct(...)
     for i = 1, #grads do mul_(grads[i], sens) end
   end
   self.optimizer(grads)
+  if self.return_grad then
+    -- named as the parameters are named now (MindSpore reads the names when
+    -- it is made; they only differ if a parameter was renamed since)
+    local weights = self.weights
+    local named = OrderedDict()
+    for i = 1, #weights do named[weights[i].name] = grads[i] end
+    return loss, named
+  end
   return loss
 end
 
