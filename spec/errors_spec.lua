@@ -93,6 +93,12 @@ local cases = {
     "ValueError", "flatten: start dimension 3 is after end dimension 1" },
   { "stack of unequal shapes names the list's elements from 1", function()
     return cell.stack({ cell.zeros({ 2 }), cell.zeros({ 3 }) }) end, "ValueError", "[2] (element 1) and [3] (element 2)" },
+  { "Conv2d with a fractional channel count (MindSpore's check_positive_int: a TypeError)", function()
+    return cell.nn.Conv2d(2.5, 3, 3) end, "TypeError", "'in_channels' must be an integer, but got 2.5" },
+  { "Conv3d with a string channel count", function() return cell.nn.Conv3d(2, "4", 3) end, "TypeError",
+    "'out_channels' must be an integer" },
+  { "Embedding with a string size", function() return cell.nn.Embedding("a", 3) end, "TypeError",
+    "'vocab_size' must be an integer, but got string" },
   { "masked_fill with a mask that does not broadcast says masked_fill", function()
     return cell.zeros({ 2, 3 }):masked_fill(cell.tensor({ true, false }), 1) end, "ValueError",
     "masked_fill: shapes [2] and [2, 3] cannot be broadcast" },

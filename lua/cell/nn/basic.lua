@@ -84,8 +84,8 @@ local EMB_OPTIONS = { "use_one_hot", "embedding_table", "dtype", "padding_idx" }
 -- the same values and gradients as the lookup done here.
 function Embedding:init(vocab_size, embedding_size, ...)
   local use_one_hot, embedding_table, dtype, padding_idx = A.args("Embedding", EMB_OPTIONS, select("#", ...), ...)
-  A.positive_int("Embedding", "vocab_size", vocab_size, 3)
-  A.positive_int("Embedding", "embedding_size", embedding_size, 3)
+  A.positive_int("Embedding", "vocab_size", vocab_size, 3, true)
+  A.positive_int("Embedding", "embedding_size", embedding_size, 3, true)
   use_one_hot = A.bool("Embedding", "use_one_hot", use_one_hot, false, 3)
   if dtype == nil then dtype = core.int32 end
   if not core.is_dtype(dtype) or dtype.is_floating_point or dtype == core.bool then

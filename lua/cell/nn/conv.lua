@@ -51,8 +51,8 @@ local init_str = A.init_str
 function Conv2d:init(in_channels, out_channels, kernel_size, ...)
   local stride, pad_mode, padding, dilation, group, has_bias, weight_init, bias_init, data_format, dtype =
     A.args("Conv2d", OPTIONS, select("#", ...), ...)
-  A.positive_int("Conv2d", "in_channels", in_channels, 3)
-  A.positive_int("Conv2d", "out_channels", out_channels, 3)
+  A.positive_int("Conv2d", "in_channels", in_channels, 3, true)
+  A.positive_int("Conv2d", "out_channels", out_channels, 3, true)
   local k = A.int_tuple("Conv2d", "kernel_size", kernel_size, 2, 3)
   local s = A.int_tuple("Conv2d", "stride", stride == nil and 1 or stride, 2, 3)
   local d = A.int_tuple("Conv2d", "dilation", dilation == nil and 1 or dilation, 2, 3)

@@ -59,8 +59,8 @@ local function make(cls, nd, transposed)
     local v = { A.args(cls, names, select("#", ...), ...) }
     local o = {}
     for i, k in ipairs(names) do o[k] = v[i] end
-    A.positive_int(cls, "in_channels", in_channels, 3)
-    A.positive_int(cls, "out_channels", out_channels, 3)
+    A.positive_int(cls, "in_channels", in_channels, 3, true)
+    A.positive_int(cls, "out_channels", out_channels, 3, true)
     local k = A.int_tuple(cls, "kernel_size", kernel_size, nd, 3)
     local s = A.int_tuple(cls, "stride", o.stride == nil and 1 or o.stride, nd, 3)
     local d = A.int_tuple(cls, "dilation", o.dilation == nil and 1 or o.dilation, nd, 3)
