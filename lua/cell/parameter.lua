@@ -48,7 +48,26 @@ local NAME_MAX_LEN = 1024
 local P = {}
 --- The metatable of every Parameter's attrs table; core's binding reads its
 -- __index, __setattr and __tostring.
-local AttrsMT = { __index = P, __name = "Parameter" }
+local AttrsMT = { __name = "Parameter" }
+
+--- Tensor methods that read no values: a lazy Parameter stays lazy for them.
+local READS_NO_VALUES = { size = true, dim = true, numel = true, nelement = true, ndimension = true, stride = true,
+  is_contiguous = true, element_size = true, is_floating_point = true, data_ptr = true, register_hook = true,
+  requires_grad_ = true, is_leaf = true }
+
+--- A Parameter's fields and methods, then (nil) the Tensor's. A Tensor method
+-- that reads values, called on a lazy Parameter, draws its data first
+-- (init_data), as MindSpore's Tensor methods do (_init_check): its values
+-- are never the NaN placeholder.
+function AttrsMT.__index(attrs, k)
+  local v = P[k]
+  if v ~= nil then return v end
+  if rawget(attrs, "has_init") and type(k) == "string" and not READS_NO_VALUES[k]
+      and type(Tensor[k]) == "function" then
+    P.init_data(rawget(attrs, "data"))
+  end
+  return nil
+end
 --- The methods table, for the documentation lookup (cell.doc).
 M.methods = P
 
@@ -129,10 +148,13 @@ end
 -- Construction -------------------------------------------------------------------
 
 --- A lazy Parameter for InitTensor `it`: a zero-stride broadcast of one
--- scalar stands for the data (so no memory), until init_data swaps it. The
--- scalar is NaN for floating-point dtypes, so values read before init_data
--- show as nan rather than passing for zeros. (A cell initialises its lazy
--- parameters when it is called, as MindSpore's _init_check does.)
+-- scalar stands for the data (so no memory), until init_data swaps it. A
+-- cell initialises its lazy parameters when it is called, and a Tensor
+-- method that reads values (AttrsMT.__index) or p:value() when it is
+-- called on one, as MindSpore's _init_check does. An op that takes the
+-- Parameter as an argument (cell.ops.add(p, 1), p + 1) does not: the
+-- scalar is NaN for floating-point dtypes, so such values show as nan
+-- rather than passing for zeros.
 local function lazy_fill(it)
   local fill = it.dtype.is_floating_point and 0 / 0 or 0
   return core.full({}, fill, it.dtype):expand(it.shape)
@@ -402,7 +424,8 @@ end
 --- p:value() -> a plain Tensor with p's current value: a view of p, so
 -- gradients flow back to p.
 function P.value(self)
-  attrs_of(self, "value", 3)
+  local attrs = attrs_of(self, "value", 3)
+  if rawget(attrs, "has_init") then P.init_data(self) end -- a value, not the placeholder
   return Tensor.expand(self, self.shape)
 end
 

@@ -52,8 +52,7 @@ end
 
 --- The Parameter methods table (the __index of a Parameter's attributes).
 function M.parameter_methods()
-  local p = cell.Parameter(cell.zeros({ 1 }), "p")
-  return getmetatable(core._attrs(p)).__index
+  return require("cell.parameter").methods
 end
 
 --- The class of the objects cell.dataset.batches returns.
