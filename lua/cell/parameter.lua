@@ -48,7 +48,7 @@ local NAME_MAX_LEN = 1024
 local P = {}
 --- The metatable of every Parameter's attrs table; core's binding reads its
 -- __index, __setattr and __tostring.
-local AttrsMT = { __name = "Parameter" }
+local AttrsMT = { __name = "Parameter", __methods = P } -- __methods: for the REPL's completion
 
 --- Tensor methods that read no values: a lazy Parameter stays lazy for them.
 local READS_NO_VALUES = { size = true, dim = true, numel = true, nelement = true, ndimension = true, stride = true,

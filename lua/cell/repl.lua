@@ -265,7 +265,8 @@ local function members(v, methods, add)
     if attrs then
       for k, f in next, attrs do add(k, f) end
       local amt = getmetatable(attrs)
-      local idx = type(amt) == "table" and rawget(amt, "__index")
+      -- its methods table (a Parameter's __index is a function over it)
+      local idx = type(amt) == "table" and (rawget(amt, "__methods") or rawget(amt, "__index"))
       if type(idx) == "table" then
         for k, f in pairs(idx) do add(k, f) end
       end
