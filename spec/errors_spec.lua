@@ -93,6 +93,12 @@ local cases = {
     "ValueError", "flatten: start dimension 3 is after end dimension 1" },
   { "stack of unequal shapes names the list's elements from 1", function()
     return cell.stack({ cell.zeros({ 2 }), cell.zeros({ 3 }) }) end, "ValueError", "[2] (element 1) and [3] (element 2)" },
+  { "add with a positional scale (alpha is a keyword: {alpha = 2})", function()
+    return cell.ones({ 2 }):add(cell.ones({ 2 }), 2) end, "TypeError", "expected one operand besides the tensor",
+    "{alpha = ...}" },
+  { "mul with a third argument", function() return cell.ops.mul(cell.ones({ 2 }), 2, 5) end, "TypeError",
+    "mul: expected one operand besides the tensor, but got a number after it" },
+  { "mul_ with a third argument", function() return cell.ones({ 2 }):mul_(2, 3) end, "TypeError", "mul_:" },
   { "Conv2d with a fractional channel count (MindSpore's check_positive_int: a TypeError)", function()
     return cell.nn.Conv2d(2.5, 3, 3) end, "TypeError", "'in_channels' must be an integer, but got 2.5" },
   { "Conv3d with a string channel count", function() return cell.nn.Conv3d(2, "4", 3) end, "TypeError",

@@ -8,7 +8,17 @@
 
 /* t:op(other) where other is a tensor or a number; as a function of
  * cell.ops the number may come first (MindSpore's ops.sub(1, x)). */
+/* A value past the two operands (a:add(b, 2)) would be dropped without a
+ * word: alpha is a keyword ({alpha = 2}), as in MindSpore and PyTorch. */
+static void no_third(lua_State *L, cell_binop op) {
+  for (int i = 3; i <= lua_gettop(L); i++) /* lc_argerror names the function */
+    if (!lua_isnil(L, i))
+      lc_argerror(L, i, "TypeError: expected one operand besides the tensor, but got a %s after it%s",
+                  luaL_typename(L, i), op == CELL_OP_ADD || op == CELL_OP_SUB ? " (a scale is {alpha = ...})" : "");
+}
+
 static int binary(lua_State *L, cell_binop op) {
+  no_third(L, op);
   cell_tensor *a = lc_test_tensor(L, 1), *b = lc_test_tensor(L, 2);
   cell_tensor **out;
   if (!a && b && (lua_type(L, 1) == LUA_TNUMBER || lua_isboolean(L, 1))) {
@@ -32,6 +42,7 @@ static int binary(lua_State *L, cell_binop op) {
 
 /* t:op_(other): in place, returns t. */
 static int binary_(lua_State *L, cell_binop op) {
+  no_third(L, op);
   cell_tensor *a = lc_check_tensor(L, 1), *b = lc_test_tensor(L, 2);
   cell_status s;
   if (b) {
