@@ -104,8 +104,9 @@ end
 -- the whole network computes in dtype except the black-list cells
 -- (BatchNorm, LayerNorm) and the losses, which compute in float32 (the
 -- norms' outputs go back to dtype). O3: the whole network in dtype.
--- Parameters stay float32 masters. Changes the network in place and
--- returns it.
+-- Under O2 and O3 the network's own outputs are cast back to float32
+-- (MindSpore's _OutputTo32). Parameters stay float32 masters. Changes the
+-- network in place and returns it.
 function M.auto_mixed_precision(network, amp_level, dtype)
   if not I.is_cell(network) then
     raise(("TypeError: For 'auto_mixed_precision', the 'network' must be a Cell, but got %s.")
@@ -131,6 +132,10 @@ function M.auto_mixed_precision(network, amp_level, dtype)
   else
     network:to_float(dtype)
   end
+  -- O2 and O3: the network's outputs come back in float32, as MindSpore's
+  -- _OutputTo32 wrapper gives them (here the network itself casts them, so
+  -- it stays the same object with the same parameter names)
+  rawget(network, S).mixed_out = core.float32
   return network
 end
 
