@@ -124,6 +124,22 @@ describe("Model:fit", function()
     assert.are.same({ 1 }, h2.epoch)
   end)
 
+  it("LossMonitor prints each evaluated epoch's metrics, as MindSpore's: Eval result: epoch E, metrics: {...}", function()
+    local d = data()
+    cell.set_seed(1)
+    local net = nn.Dense(2, 2)
+    local model = train.Model(net, nn.CrossEntropyLoss(), nn.SGD(net:trainable_params(), 0.1), { "accuracy" })
+    local lines = {}
+    local mon = train.LossMonitor { per_print_times = 0, writer = function(t) lines[#lines + 1] = t end }
+    model:fit(4, d, d, 2, { mon }, { progress = false })
+    assert.are.equal(2, #lines) -- epochs 2 and 4 evaluate
+    assert.is_truthy(lines[1]:find("^Eval result: epoch 2, metrics: {'accuracy': [%d.]+}\n$"), lines[1])
+    assert.is_truthy(lines[2]:find("^Eval result: epoch 4, metrics: {'accuracy': [%d.]+}\n$"), lines[2])
+    lines = {}
+    model:train(1, d, { callbacks = { mon }, progress = false }) -- no evaluation: no line
+    assert.are.same({}, lines)
+  end)
+
   it("names bad arguments", function()
     local net = nn.Dense(2, 2)
     local model = train.Model(net, nn.CrossEntropyLoss(), nn.SGD(net:trainable_params(), 0.1))

@@ -187,7 +187,9 @@ local LOSS_MONITOR_OPTIONS = { "per_print_times", "writer", "clock" }
 --- LossMonitor([per_print_times = 1]) or LossMonitor{per_print_times =,
 -- writer =}: every per_print_times steps, "epoch: E step: S, loss is L"
 -- (S counted within the epoch, L as Python prints a float); 0 prints
--- nothing. A NaN or infinite loss stops training with a ValueError.
+-- nothing. A NaN or infinite loss stops training with a ValueError. In
+-- Model:fit, an epoch that evaluated ends with "Eval result: epoch E,
+-- metrics: {...}".
 function LossMonitor:init(...)
   local opts = args_util.named("LossMonitor", LOSS_MONITOR_OPTIONS, 3, select("#", ...), ...)
   local per_print_times = opts.per_print_times
@@ -221,6 +223,16 @@ function LossMonitor:on_train_step_end(run_context)
     local text = loss ~= nil and M.py_float(loss) or tostring(cb.net_outputs)
     M.end_live_line()
     self._write(("epoch: %d step: %d, loss is %s\n"):format(cb.cur_epoch_num, step_in_epoch, text))
+  end
+end
+
+--- In Model:fit, after an epoch that evaluated: "Eval result: epoch E,
+-- metrics: {'accuracy': 0.89}", as MindSpore's LossMonitor prints it.
+function LossMonitor:on_train_epoch_end(run_context)
+  local cb = args_of("on_train_epoch_end", run_context)
+  if cb.metrics ~= nil then
+    M.end_live_line()
+    self._write(("Eval result: epoch %d, metrics: %s\n"):format(cb.cur_epoch_num, tostring(cb.metrics)))
   end
 end
 

@@ -224,7 +224,7 @@ end
 -- and report as in train): train, and every valid_frequency epochs (and
 -- after the last) evaluate valid_dataset with the model's metrics before
 -- the callbacks' on_train_epoch_end, which find the result as the run
--- context's eval_results.
+-- context's eval_results (and metrics, MindSpore's name).
 function Model:fit(epoch, train_dataset, ...)
   local valid, freq, cbs, _, _, _, initial_epoch, show, report =
     args_util.parse("Model.fit", FIT_OPTIONS, 2, select("#", ...), ...)
@@ -313,7 +313,7 @@ function Model:_run(fname, epoch, train_dataset, cbs, initial_epoch, show, repor
   }
   call_all(list, "on_train_begin", rc)
   for e = initial_epoch + 1, epoch do
-    rc.cur_epoch_num, rc.step_in_epoch, rc.eval_results = e, 0, nil
+    rc.cur_epoch_num, rc.step_in_epoch, rc.eval_results, rc.metrics = e, 0, nil, nil
     call_all(list, "on_train_epoch_begin", rc)
     for x, y in each(e) do
       x, y = to_device(x, dev), to_device(y, dev)
@@ -327,6 +327,7 @@ function Model:_run(fname, epoch, train_dataset, cbs, initial_epoch, show, repor
     end
     if valid ~= nil and ((e - initial_epoch) % freq == 0 or e == epoch) then
       rc.eval_results = self:eval(valid, { callbacks = eval_list })
+      rc.metrics = rc.eval_results -- MindSpore's cb_params.metrics (LossMonitor prints it)
       net:set_train(true)
     end
     call_all(list, "on_train_epoch_end", rc)
