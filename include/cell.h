@@ -245,7 +245,8 @@ CELL_API cell_status cell_tensor_astype(const cell_tensor *t, cell_dtype dt, cel
  * cell_op_unary_ are in cell_ffi.h.)
  * t = t op s, in place; s must not change t's dtype (TypeError). Recorded
  * while grad mode is on (t's history moves onto the op; on a view, its
- * base's too); RuntimeError on a leaf that requires grad, or a view of one. */
+ * base's too); RuntimeError on a leaf that requires grad, or a view of one,
+ * and for an integer t to a negative integer s (POW). */
 CELL_API cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s,
                                             int s_is_float);
 /* min(max(a, lo), hi), each bound only when its has_ flag is set. */
@@ -289,8 +290,9 @@ CELL_API cell_status cell_op_max_dim(const cell_tensor *a, int dim, int keepdim,
  * the count minus ddof (0: population, 1: sample). */
 CELL_API cell_status cell_op_var(const cell_tensor *a, int ndims, const int *dims, int ddof,
                                  int keepdim, int take_sqrt, cell_tensor **out);
-/* p-norm over dims (p > 0, or INFINITY for the max norm; ValueError
- * otherwise). */
+/* p-norm (sum |x|^p)^(1/p) over dims: p > 0, p < 0 (0 where an element
+ * is 0; over zero elements a ValueError), or INFINITY for the max norm;
+ * ValueError for 0, -INFINITY and NaN. */
 CELL_API cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *dims,
                                   int keepdim, cell_tensor **out);
 /* Running sum along dim (integers and bool sum to int64). */
@@ -384,10 +386,11 @@ CELL_API cell_status cell_autograd_grad_ex(const cell_tensor *root, const cell_t
                                            cell_tensor *const *inputs, cell_tensor **grads,
                                            int create_graph);
 /* A function run on t's gradient during backward; it may set *replacement
- * (a new reference) to replace it, and may fail (its status and message
- * end the pass). release(ud) runs when the hook goes (removed, or t freed;
- * release may be NULL). t must require grad (RuntimeError otherwise). *id
- * identifies the hook for removal. */
+ * (a new reference, of the gradient's shape: another shape ends the pass
+ * with a RuntimeError naming both) to replace it, and may fail (its status
+ * and message end the pass). release(ud) runs when the hook goes (removed,
+ * or t freed; release may be NULL). t must require grad (RuntimeError
+ * otherwise). *id identifies the hook for removal. */
 CELL_API cell_status cell_tensor_register_hook(cell_tensor *t,
                                                cell_status (*fn)(void *ud, const cell_tensor *grad,
                                                                  cell_tensor **replacement),

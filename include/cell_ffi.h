@@ -237,7 +237,9 @@ cell_status cell_op_binary(cell_binop op, const cell_tensor *a, const cell_tenso
  * (a's history moves onto the op; on a view, its base's too); RuntimeError
  * on a leaf that requires grad, or a view of one. */
 cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b);
-/* t op s (s op t when reversed); s is a number, float when s_is_float. */
+/* t op s (s op t when reversed); s is a number, float when s_is_float.
+ * RuntimeError for an integer or bool t to a negative integer s (POW, not
+ * reversed), as PyTorch. */
 cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double s,
                                   int s_is_float, int reversed, cell_tensor **out);
 /* out = op(a). ValueError for an op out of range. */

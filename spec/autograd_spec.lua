@@ -346,6 +346,33 @@ describe("autograd", function()
         end)(cell.ones({ 2 }))
       end, "TypeError", "hook", "string")
     end)
+    it("a hook that returns a gradient of another shape is said as such (PyTorch: the hook "
+      .. "'has changed the size of value')", function()
+      local msg = "a tensor hook returned a gradient of shape [3] for a tensor of shape [2]; "
+        .. "a hook may change the gradient's values, not its shape"
+      -- on a tensor in the graph (it was a reshape error from MulBackward's rule)
+      H.expect_error(function()
+        return cell.grad(function(x)
+          local y = x * 2
+          y:register_hook(function() return cell.ones({ 3 }) end)
+          return y:sum()
+        end)(cell.ones({ 2 }))
+      end, "RuntimeError", msg)
+      -- on a leaf (the wrong shape came back as its gradient)
+      local w = cell.ones({ 2 }):requires_grad_(true)
+      w:register_hook(function() return cell.ones({ 3 }) end)
+      H.expect_error(function() return cell.grad(function(a) return (a * 2):sum() end, nil, { w })(w) end,
+        "RuntimeError", msg)
+      -- a shape that would broadcast is refused too
+      H.expect_error(function()
+        return cell.grad(function(x)
+          local y = x * 2
+          y:register_hook(function() return cell.ones({ 1, 2 }) end)
+          return y:sum()
+        end)(cell.ones({ 2 }))
+      end, "RuntimeError", "a tensor hook returned a gradient of shape [1, 2] for a tensor of shape [2]")
+      H.assert_close(cell.grad(function(x) return (x * 5):sum() end)(cell.ones({ 2 })), { 5, 5 })
+    end)
     it("grad inside no_grad, and a graph used twice", function()
       H.expect_error(function()
         return cell.no_grad(function() return cell.grad(function(x) return x:sum() end)(cell.ones({ 2 })) end)

@@ -274,6 +274,35 @@ describe("views", function()
     assert_values(v:unsqueeze(2), { { 1 }, { 2 }, { 3 } })
   end)
 
+  it("squeeze of a list of dims (MindSpore's axis tuple or list): those of size 1 go, the others stay", function()
+    -- MindSpore 2.5+ ops.squeeze and PyTorch 2.x squeeze(dims) leave a
+    -- listed dimension of another size alone, as squeeze(d) does here
+    local t = cell.arange(6):reshape({ 1, 3, 1, 2 })
+    assert.are.same({ 3, 2 }, t:squeeze({ 1, 3 }).shape)
+    assert.are.same({ 3, 2 }, cell.ops.squeeze(t, { 1, 3 }).shape)
+    assert.are.same({ 1, 3, 2 }, t:squeeze({ -2 }).shape)
+    assert.are.same({ 3, 1, 2 }, t:squeeze({ 1, 2, 4 }).shape) -- 3 and 2 are not of size 1
+    assert.are.same({ 1, 3, 1, 2 }, t:squeeze({ 2 }).shape)
+    assert.are.same({ 3, 2 }, t:squeeze({}).shape) -- MindSpore's axis=(): every one
+    assert.are.same({ 3, 2 }, t:squeeze { axis = { 3, 1 } }.shape)
+    assert.are.same({}, cell.tensor(5):squeeze({ 1 }).shape)
+    assert_values(t:squeeze({ 1, 3 }), { { 0, 1 }, { 2, 3 }, { 4, 5 } }, "int64")
+    local s = t:squeeze({ 1, 3 }) -- a view, as squeeze(d) is
+    s[{ 2, 1 }] = 9
+    assert.are.equal(9, t[{ 1, 2, 1, 1 }]:item())
+    local g = cell.grad(function(x) return (x:squeeze({ 1, 3 }) * cell.tensor({ { 1, 2 }, { 3, 4 }, { 5, 6 } })):sum() end)(
+      cell.zeros({ 1, 3, 1, 2 }))
+    assert.are.same({ 1, 3, 1, 2 }, g.shape)
+    assert_values(g, { { { { 1, 2 } }, { { 3, 4 } }, { { 5, 6 } } } })
+    local function err(fn) return H.caller_error("tensor_spec%.lua", fn) end
+    assert.are.equal("ValueError: squeeze: dimension 3 appears more than once (bad argument #1)",
+      err(function() t:squeeze({ 3, -2 }) end))
+    assert.are.equal("IndexError: squeeze: dimension 5 is out of range for a 4-D tensor (expected 1..4 or -4..-1) "
+      .. "(bad argument #1)", err(function() t:squeeze({ 1, 5 }) end))
+    assert.are.equal("TypeError: squeeze: dimensions must hold integers, but got 1.5 at position 2 (bad argument #1)",
+      err(function() t:squeeze({ 1, 1.5 }) end))
+  end)
+
   it("flatten", function()
     local t = cell.arange(24):reshape({ 2, 3, 4 })
     assert.are.same({ 24 }, t:flatten().shape)

@@ -331,6 +331,9 @@ static void test_ops(void) {
   BAD(cell_op_binary_scalar_(CELL_OP_ADD, NULL, 1, 0), CELL_ERR_VALUE, "NULL");
   BAD(cell_op_binary_scalar_(CELL_OP_ADD, i32, 1.5, 1), CELL_ERR_TYPE, "Int32");
   BAD(cell_op_binary_scalar_((cell_binop)40, a, 1, 0), CELL_ERR_VALUE, "unknown op");
+  /* PyTorch's "Integers to negative integer powers are not allowed" */
+  BAD(cell_op_binary_scalar(CELL_OP_POW, i32, -1, 0, 0, &out), CELL_ERR_RUNTIME, "negative integer powers");
+  BAD(cell_op_binary_scalar_(CELL_OP_POW, i32, -2, 0), CELL_ERR_RUNTIME, "Int32 tensor ^ -2");
   BAD(cell_op_unary(CELL_OP_EXP, NULL, &out), CELL_ERR_VALUE, "NULL");
   BAD(cell_op_unary(CELL_OP_EXP, a, NULL), CELL_ERR_VALUE, "NULL");
   BAD(cell_op_unary((cell_unop)99, a, &out), CELL_ERR_VALUE, "unknown op 99");
@@ -377,7 +380,9 @@ static void test_ops(void) {
   BAD(cell_op_var(a, 1, (const int[]){3}, 1, 0, 0, &out), CELL_ERR_INDEX, "dimension 3");
   BAD(cell_op_norm(NULL, 2, 0, NULL, 0, &out), CELL_ERR_VALUE, "NULL");
   BAD(cell_op_norm(a, 2, 0, NULL, 0, NULL), CELL_ERR_VALUE, "NULL");
-  BAD(cell_op_norm(a, -1, 0, NULL, 0, &out), CELL_ERR_VALUE, "norm");
+  BAD(cell_op_norm(a, 0, 0, NULL, 0, &out), CELL_ERR_VALUE, "norm"); /* 0 and -inf are the callers' */
+  BAD(cell_op_norm(a, -INFINITY, 0, NULL, 0, &out), CELL_ERR_VALUE, "norm");
+  BAD(cell_op_norm(empty, -1, 1, (const int[]){0}, 0, &out), CELL_ERR_VALUE, "-1 norm over zero elements");
   BAD(cell_op_norm(a, NAN, 0, NULL, 0, &out), CELL_ERR_VALUE, "norm");
   BAD(cell_op_cumsum(NULL, 0, &out), CELL_ERR_VALUE, "NULL");
   BAD(cell_op_cumsum(a, 0, NULL), CELL_ERR_VALUE, "NULL");
@@ -453,6 +458,13 @@ static cell_status no_hook(void *ud, const cell_tensor *g, cell_tensor **r) {
   return CELL_OK;
 }
 
+/* A replacement of another shape: [1] for a gradient of shape [3]. */
+static cell_status resizing_hook(void *ud, const cell_tensor *g, cell_tensor **r) {
+  (void)ud;
+  (void)g;
+  return cell_tensor_full(CELL_DTYPE_F32, 1, (const int64_t[]){1}, 1.0, r);
+}
+
 static void test_autograd_misuse(void) {
   cell_tensor *x = mk(CELL_DTYPE_F32, 1, S(3)), *n = mk(CELL_DTYPE_I64, 1, S(3)), *g = SENTINEL;
   int id = -7;
@@ -481,6 +493,15 @@ static void test_autograd_misuse(void) {
   REQUIRE_OK(cell_autograd_grad(y, NULL, 1, &x, &g));
   CHECK(g != SENTINEL && cell_tensor_numel(g) == 3);
   if (g != SENTINEL) cell_tensor_release(g);
+  g = SENTINEL;
+  /* a hook's replacement of another shape ends the pass, said as such */
+  cell_tensor *y2 = NULL;
+  REQUIRE_OK(cell_op_unary(CELL_OP_EXP, x, &y2));
+  REQUIRE_OK(cell_tensor_register_hook(y2, resizing_hook, NULL, NULL, &id));
+  CHECK(cell_autograd_grad(y2, NULL, 1, &x, &g) == CELL_ERR_RUNTIME &&
+        strstr(cell_last_error(), "hook returned a gradient of shape [1] for a tensor of shape [3]"));
+  CHECK(g == NULL); /* no gradient on failure */
+  cell_tensor_release(y2);
   cell_tensor_release(bad_sens);
   cell_tensor_release(y);
   cell_tensor_release(n);

@@ -1,6 +1,7 @@
 --- Tensor methods written in Lua on top of the engine's: split, chunk,
 -- pad's modes and options, clamp's options, indexing by a Tensor (t[mask],
--- t[indices]) and the dtype shorthands. `install` adds them to the C methods table.
+-- t[indices]), repeat_interleave's per-element repeats and the dtype
+-- shorthands. `install` adds them to the C methods table.
 local check_tensor = require("cell.errors").check_tensor
 local unpack = table.unpack or unpack
 local raise = require("cell.errors").raise
@@ -285,6 +286,55 @@ function M.install(Tensor, core)
     local out = {}
     for i = 1, t:size(dim) do out[i] = t:select(dim, i) end
     return out
+  end
+
+  --- repeat_interleave(repeats [, dim]): a number repeats every element
+  -- (the engine's); a list or an integer Tensor (0-D or 1-D) gives one count
+  -- per element along dim (of the flattened tensor without dim), or one
+  -- count for all (MindSpore's repeats: int, tuple, list or Tensor). The
+  -- copies are index_select's, so the gradient sums them back (PyTorch's).
+  local c_repeat_interleave = Tensor.repeat_interleave
+  function Tensor.repeat_interleave(t, repeats, dim, ...)
+    if not core.is_tensor(repeats) and type(repeats) ~= "table" then return c_repeat_interleave(t, repeats, dim, ...) end
+    check_tensor("repeat_interleave", "self", t)
+    local counts = {}
+    if core.is_tensor(repeats) then
+      if not INT_INDEX[repeats.dtype] then
+        raise(("TypeError: repeat_interleave: a Tensor of repeats must have an integer dtype, but got %s")
+          :format(tostring(repeats.dtype)))
+      end
+      if repeats.ndim > 1 then
+        raise(("ValueError: repeat_interleave: a Tensor of repeats must be 0-D or 1-D, but got shape %s")
+          :format(shape_text(repeats.shape)))
+      end
+      counts = repeats:reshape({ -1 }):totable()
+    else
+      for i = 1, #repeats do -- not ipairs: a table's __index could go on forever
+        local c = repeats[i]
+        if type(c) ~= "number" or c ~= math.floor(c) or c == math.huge then
+          raise(("TypeError: repeat_interleave: repeats must hold integers, but got %s at position %d")
+            :format(tostring(c), i))
+        end
+        counts[i] = c
+      end
+    end
+    for i = 1, #counts do
+      if counts[i] < 0 then
+        raise(("ValueError: repeat_interleave: repeats must be non-negative, got %d at position %d"):format(counts[i], i))
+      end
+    end
+    if dim == nil then t, dim = t:reshape({ -1 }), 1 end
+    if #counts == 1 then return c_repeat_interleave(t, counts[1], dim) end
+    local n = t:size(dim)
+    if #counts ~= n then
+      raise(("ValueError: repeat_interleave: repeats has %d counts but dimension %s has size %d "
+        .. "(give one count per element, or one for all)"):format(#counts, tostring(dim), n))
+    end
+    local index = {}
+    for i = 1, n do
+      for _ = 1, counts[i] do index[#index + 1] = i end
+    end
+    return t:index_select(dim, core.tensor(index, core.int64))
   end
 
   -- The named-option form of the methods that take one dimension, as the

@@ -1,5 +1,5 @@
 -- cell.cuda's statistics and scans against the CPU's: var / std (ddof,
--- dims, keepdim), the p-norms (1, 2, 3, inf), cumsum and cumprod along
+-- dims, keepdim), the p-norms (1, 2, 3, inf, negative), cumsum and cumprod along
 -- every dim (float and integer dtypes, strided inputs) with the gradients
 -- of var, norm and cumsum, and arange / linspace made on the GPU. Runs
 -- only where cell.cuda.is_available(); elsewhere it prints how many it
@@ -47,13 +47,17 @@ case("var of an integer tensor is float32; ddof past the count gives inf or NaN 
   close(G(one):var(2, 2), one:var(2, 2), 0, 0)
 end)
 
-case("norm with a bad order and var with a bad dim are the CPU's errors", function()
+case("norm of negative order is the CPU's, its empty case the CPU's error; var with a bad dim too", function()
   local a = cell.randn { 3, 4 }
-  local _, cerr = pcall(function() return a:norm(-1) end)
-  local ok, gerr = pcall(function() return G(a):norm(-1) end)
+  close(G(a):norm(-1), a:norm(-1), 2e-6, 2e-6)
+  close(G(a):norm(-2.5, 2), a:norm(-2.5, 2), 2e-6, 2e-6)
+  close(G(cell.tensor({ 0, 2, 4 })):norm(-1), cell.tensor({ 0, 2, 4 }):norm(-1), 0, 0) -- a zero makes it 0
+  local e = cell.zeros({ 0, 3 })
+  local _, cerr = pcall(function() return e:norm(-1, 1) end)
+  local ok, gerr = pcall(function() return G(e):norm(-1, 1) end)
   assert.is_false(ok)
   assert.is_truthy(tostring(gerr):find("ValueError: norm", 1, true), tostring(gerr))
-  local function msg(e) return (tostring(e):gsub("^.-:%d+: ", "")) end
+  local function msg(e2) return (tostring(e2):gsub("^.-:%d+: ", "")) end
   assert.are.equal(msg(cerr), msg(gerr))
   ok, gerr = pcall(function() return G(a):var(5) end)
   assert.is_false(ok)

@@ -163,6 +163,28 @@ describe("tensor and number", function()
     assert_values(cell.tensor({ 250 }, cell.uint8) + 10, { 4 }, "uint8")
   end)
 
+  it("an integer tensor to a negative integer number is PyTorch's RuntimeError, not truncated to 0", function()
+    -- torch 1.13: torch.tensor([1, 2, 3]) ** -1 raises "RuntimeError: Integers to negative integer powers
+    -- are not allowed."; ** -0.5 and a float tensor ** -1 are computed
+    local i = cell.tensor({ 1, 2, 3 }, cell.int64)
+    local msg = "RuntimeError: pow: Integers to negative integer powers are not allowed (Int64 tensor ^ -1); "
+      .. "convert the tensor to a floating-point dtype first"
+    local function err(fn) return H.caller_error("ops_spec%.lua", fn) end
+    -- (the operator's error: LuaJIT reports metamethod errors from their own frame, so no caller check)
+    H.expect_error(function() return i ^ -1 end, "RuntimeError", msg:match("^RuntimeError: (.*)$"))
+    assert.are.equal(msg, err(function() i:pow(-1) end))
+    assert.are.equal(msg, err(function() cell.ops.pow(i, -1) end))
+    assert.are.equal(msg, err(function() i:pow_(-1) end))
+    assert_values(i, { 1, 2, 3 }, "int64") -- left as it was
+    H.expect_error(function() return cell.tensor({ 2 }, cell.uint8) ^ -2 end, "RuntimeError",
+      "pow: Integers to negative integer powers are not allowed (UInt8 tensor ^ -2)")
+    H.expect_error(function() return cell.tensor({ true }) ^ -1 end, "RuntimeError", "(Bool tensor ^ -1)")
+    assert_values(i ^ 0, { 1, 1, 1 }, "int64")
+    assert_close(i ^ -0.5, { 1, 0.7071067690849304, 0.5773502588272095 })
+    assert_close(i:float() ^ -1, { 1, 0.5, 0.3333333432674408 })
+    assert_values(2 ^ cell.tensor({ 1, 2 }, cell.int64), { 2, 4 }, "int64") -- a tensor exponent is left as it was
+  end)
+
   it("in-place forms update and return the tensor", function()
     local a = cell.tensor({ 1, 2, 3 })
     local r = a:add_(1)
@@ -563,6 +585,103 @@ describe("reductions", function()
     assert_values(cell.tensor({ { 1, 2 }, { 3, 4 } }):cumsum(1), { { 1, 2 }, { 4, 6 } })
   end)
 
+  it("norm of negative order: (sum |x|^p)^(1/p), 0 when an element is 0, with PyTorch's gradients", function()
+    local unpack = table.unpack or unpack
+    local function norm_and_grad(x, ...)
+      local args = { n = select("#", ...), ... }
+      local v = x:norm(unpack(args, 1, args.n))
+      local g = cell.grad(function(a) return a:norm(unpack(args, 1, args.n)):sum() end)(x)
+      return v, g
+    end
+    -- torch.norm(torch.tensor([1., 2, 4]), -1) and its backward (torch 1.13)
+    local v, g = norm_and_grad(cell.tensor({ 1, 2, 4 }), -1)
+    assert_close(v, 0.5714285969734192)
+    assert_close(g, { 0.3265306353569031, 0.08163265883922577, 0.020408164709806442 })
+    -- torch.norm(torch.tensor([1., -2, 4]), -2)
+    v, g = norm_and_grad(cell.tensor({ 1, -2, 4 }), -2)
+    assert_close(v, 0.8728715777397156)
+    assert_close(g, { 0.6650450229644775, -0.08313062787055969, 0.010391328483819962 })
+    -- torch.norm(torch.tensor([0., 2, 4]), -1): 0, and a zero gradient
+    v, g = norm_and_grad(cell.tensor({ 0, 2, 4 }), -1)
+    assert_values(v, 0)
+    assert_values(g, { 0, 0, 0 })
+    -- twice differentiable: grad of grad(norm(x, -1)).sum() at [1, 2, 4] (torch.autograd.grad, create_graph)
+    local gg = cell.grad(function(a) return cell.grad(function(b) return b:norm(-1) end)(a):sum() end)
+    assert_close(gg(cell.tensor({ 1, 2, 4 })), { -0.16326528787612915, 0.04081633687019348, 0.02040816657245159 })
+    -- torch.norm(torch.tensor([[1., 2], [4, 0]]), -2, dim=1)
+    v, g = norm_and_grad(cell.tensor({ { 1, 2 }, { 4, 0 } }), -2, 2)
+    assert_close(v, { 0.8944271802902222, 0 })
+    assert_close(g, { { 0.7155417203903198, 0.08944271504878998 }, { 0, 0 } })
+    -- torch.norm(torch.tensor([[1., 2], [4, 3]]), -0.5, dim=0, keepdim=True)
+    v, g = norm_and_grad(cell.tensor({ { 1, 2 }, { 4, 3 } }), { p = -0.5, dim = 1, keepdim = true })
+    assert_close(v, { { 0.4444444477558136, 0.606123149394989 } })
+    assert_close(g, { { 0.29629629850387573, 0.16683851182460785 }, { 0.03703703731298447, 0.09081538021564484 } })
+    -- torch.linalg.vector_norm(torch.zeros(0), -1): "cannot compute the -1 norm on an empty tensor"
+    H.expect_error(function() return cell.zeros({ 0, 3 }):norm(-1, 1) end, "ValueError",
+      "norm: cannot compute the -1 norm over zero elements (input of shape [0, 3]): the operation has no identity")
+    assert_values(cell.zeros({ 0, 3 }):norm(-1, 2), {}) -- no row: nothing to reduce
+  end)
+
+  it("norm 'fro' (Frobenius): the 2-norm over all elements or the given dims, with PyTorch's gradients", function()
+    local x = cell.tensor({ { 1, -2, 3 }, { 4, 5, -6 } })
+    -- torch.norm(x, 'fro') and torch.norm(x, 'fro', dim=1) with their backward (torch 1.13)
+    assert_close(x:norm("fro"), 9.539392471313477)
+    assert_close(cell.ops.norm(x, "fro"), 9.539392471313477)
+    assert_close(x:norm { p = "fro" }, 9.539392471313477)
+    assert_close(x:norm { ord = "fro" }, 9.539392471313477)
+    assert_close(cell.grad(function(a) return a:norm("fro") end)(x),
+      { { 0.10482847690582275, -0.2096569538116455, 0.31448543071746826 },
+        { 0.419313907623291, 0.5241423845291138, -0.6289708614349365 } })
+    assert_close(x:norm("fro", 2), { 3.7416574954986572, 8.774964332580566 })
+    assert_close(cell.grad(function(a) return a:norm("fro", 2):sum() end)(x),
+      { { 0.26726123690605164, -0.5345224738121033, 0.8017836809158325 },
+        { 0.4558423161506653, 0.5698028802871704, -0.6837634444236755 } })
+    -- torch.norm(arange(1., 9).reshape(2, 2, 2), 'fro', dim=(0, 2))
+    local y = cell.arange(1, 9):astype(cell.float32):reshape({ 2, 2, 2 })
+    assert_close(y:norm("fro", { 1, 3 }), { 8.124038696289062, 11.747340202331543 })
+    assert_close(cell.grad(function(a) return a:norm("fro", { 1, 3 }):sum() end)(y),
+      { { { 0.12309148907661438, 0.24618297815322876 }, { 0.2553769648075104, 0.34050261974334717 } },
+        { { 0.6154574155807495, 0.7385489344596863 }, { 0.5958795547485352, 0.6810052394866943 } } })
+    local function err(fn) return H.caller_error("ops_spec%.lua", fn) end
+    assert.are.equal("ValueError: norm: the only string order is 'fro', but got 'fra' (bad argument #1)",
+      err(function() x:norm("fra") end))
+    assert.are.equal("NotImplementedError: norm: the nuclear norm ('nuc') is not supported; p is a number or 'fro' "
+      .. "(bad argument #1)", err(function() x:norm("nuc") end))
+    assert.are.equal("TypeError: norm: the order p must be a number or 'fro', got boolean (bad argument #1)",
+      err(function() x:norm { p = true } end))
+  end)
+
+  it("cumsum without a dim runs over the flattened tensor (MindSpore's Tensor.cumsum(axis=None))", function()
+    local x = cell.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
+    -- torch.tensor([[1., 2, 3], [4, 5, 6]]).flatten().cumsum(0) (torch 1.13)
+    assert_values(x:cumsum(), { 1, 3, 6, 10, 15, 21 })
+    assert_values(cell.ops.cumsum(x), { 1, 3, 6, 10, 15, 21 })
+    assert_values(x:cumsum { dtype = cell.float64 }, { 1, 3, 6, 10, 15, 21 }, "float64")
+    assert_values(x:cumsum(nil, cell.int32), { 1, 3, 6, 10, 15, 21 }, "int32")
+    assert_values(cell.tensor(3):cumsum(), { 3 })
+    assert_values(x:transpose(1, 2):cumsum(), { 1, 5, 7, 12, 15, 21 }) -- in the view's order
+    -- the gradient of (x.flatten().cumsum(0) * [1..6]).sum(), torch 1.13
+    local w = cell.tensor({ 1, 2, 3, 4, 5, 6 })
+    assert_values(cell.grad(function(a) return (a:cumsum() * w):sum() end)(x), { { 21, 20, 18 }, { 15, 11, 6 } })
+  end)
+
+  it("var and std take MindSpore's boolean ddof (true is 1, false is 0)", function()
+    local x = cell.tensor({ { 1, 2, 3 }, { 4, 5, 7 } })
+    -- torch.var(x, unbiased=True), torch.var(x, 1, unbiased=True), torch.std(x, unbiased=True),
+    -- torch.var(x, unbiased=False), torch.var(x, 1, True, True) (torch 1.13)
+    assert_close(x:var { ddof = true }, 4.666666507720947)
+    assert_close(cell.ops.var(x, { dim = 2, ddof = true }), { 1, 2.3333332538604736 })
+    assert_close(x:std { ddof = true }, 2.1602468490600586)
+    assert_close(x:var { ddof = false }, 3.8888888359069824)
+    assert_close(x:var(2, true, true), { { 1 }, { 2.3333332538604736 } }) -- var(axis, ddof, keepdims)
+    assert_shape(x:var(2, true), { 2, 1 }) -- one boolean after the dims stays keepdim
+    local function err(fn) return H.caller_error("ops_spec%.lua", fn) end
+    assert.are.equal("TypeError: var: ddof must be an integer or a boolean, but got string (bad argument #1)",
+      err(function() x:var { ddof = "1" } end))
+    assert.are.equal("TypeError: var: correction must be an integer, but got boolean (bad argument #1)",
+      err(function() x:var { correction = true } end))
+  end)
+
   describe("on a 3-D tensor", function()
     local R3 = FX.reduce3
     local cases3 = {
@@ -842,6 +961,40 @@ describe("shape ops", function()
     assert_values(m:repeat_interleave(2, 1), { { 1, 2 }, { 1, 2 }, { 3, 4 }, { 3, 4 } })
     assert_values(m:repeat_interleave(3, 2), { { 1, 1, 1, 2, 2, 2 }, { 3, 3, 3, 4, 4, 4 } })
     assert_values(m:repeat_interleave(2, -1), { { 1, 1, 2, 2 }, { 3, 3, 4, 4 } })
+  end)
+
+  it("repeat_interleave with one count per element: a list or an integer Tensor (MindSpore's repeats)", function()
+    local m = cell.tensor({ { 1, 2 }, { 3, 4 } })
+    -- torch 1.13: m.repeat_interleave(torch.tensor([1, 2]), dim=1), (torch.tensor([2, 0]), dim=0),
+    -- (torch.tensor([0, 1, 2, 3])) and (torch.tensor([2]), dim=0)
+    assert_values(m:repeat_interleave({ 1, 2 }, 2), { { 1, 2, 2 }, { 3, 4, 4 } })
+    assert_values(cell.ops.repeat_interleave(m, { 1, 2 }, 2), { { 1, 2, 2 }, { 3, 4, 4 } })
+    assert_values(m:repeat_interleave({ 1, 2 }, { dim = 2 }), { { 1, 2, 2 }, { 3, 4, 4 } })
+    assert_values(m:repeat_interleave(cell.tensor({ 2, 0 }, cell.int64), 1), { { 1, 2 }, { 1, 2 } })
+    assert_values(m:repeat_interleave(cell.tensor({ 0, 1, 2, 3 }, cell.int32)), { 2, 3, 3, 4, 4, 4 })
+    assert_values(m:repeat_interleave({ 2 }, 1), { { 1, 2 }, { 1, 2 }, { 3, 4 }, { 3, 4 } })
+    assert_values(m:repeat_interleave(cell.tensor(2, cell.int64), -1), { { 1, 1, 2, 2 }, { 3, 3, 4, 4 } })
+    assert_shape(m:repeat_interleave({ 0, 0 }, 2), { 2, 0 })
+    -- the gradient sums the copies back: d/dm (m.repeat_interleave(torch.tensor([1, 2]), dim=1) * w).sum()
+    local w = cell.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
+    assert_values(cell.grad(function(a) return (a:repeat_interleave({ 1, 2 }, 2) * w):sum() end)(m),
+      { { 1, 5 }, { 4, 11 } })
+    local function err(fn) return H.caller_error("ops_spec%.lua", fn) end
+    -- PyTorch: "repeats must have the same size as input along dim", "repeats can not be negative"
+    assert.are.equal("ValueError: repeat_interleave: repeats has 3 counts but dimension 2 has size 2 "
+      .. "(give one count per element, or one for all)", err(function() m:repeat_interleave({ 1, 2, 3 }, 2) end))
+    assert.are.equal("ValueError: repeat_interleave: repeats has 2 counts but dimension 1 has size 4 "
+      .. "(give one count per element, or one for all)", err(function() m:repeat_interleave({ 1, 2 }) end))
+    assert.are.equal("ValueError: repeat_interleave: repeats must be non-negative, got -1 at position 2",
+      err(function() m:repeat_interleave({ 1, -1 }, 1) end))
+    assert.are.equal("ValueError: repeat_interleave: repeats must be non-negative, got -2 at position 1",
+      err(function() m:repeat_interleave(cell.tensor({ -2 }, cell.int64), 1) end))
+    assert.are.equal("TypeError: repeat_interleave: repeats must hold integers, but got 1.5 at position 1",
+      err(function() m:repeat_interleave({ 1.5, 1 }, 1) end))
+    assert.are.equal("TypeError: repeat_interleave: a Tensor of repeats must have an integer dtype, but got Float32",
+      err(function() m:repeat_interleave(cell.tensor({ 1, 2 }), 1) end))
+    assert.are.equal("ValueError: repeat_interleave: a Tensor of repeats must be 0-D or 1-D, but got shape [1, 2]",
+      err(function() m:repeat_interleave(cell.tensor({ { 1, 2 } }, cell.int64), 1) end))
   end)
 
   it("pad", function()

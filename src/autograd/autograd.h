@@ -139,6 +139,12 @@ int cell_ag_inplace_nodes(const char **names, int max);
 int cell_ag_attention_nodes(const char **names, int max);
 int cell_ag_linear_nodes(const char **names, int max);
 
+/* RuntimeError for an integer (or bool) tensor raised to a negative
+ * integer number, as PyTorch refuses it (the result would truncate to 0
+ * for every |x| > 1); CELL_OK for anything else. s op t when reversed. */
+cell_status cell_ag_pow_scalar_check(cell_binop op, const cell_tensor *t, double v, int v_is_float,
+                                     int reversed);
+
 /* --- views and in-place ops (inplace.c) --- */
 /* End of a view op on t: when s is CELL_OK and *out shares t's storage,
  * *out remembers t's base (t itself when t is no view), so that an

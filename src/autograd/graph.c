@@ -450,6 +450,18 @@ static cell_status run_hooks(const cell_node *n, pass_entry *e) {
   for (cell_ag_hook *h = n->hooks; h; h = h->next) {
     cell_tensor *rep = NULL;
     CELL_TRY(h->fn(h->ud, e->grad, &rep));
+    if (rep && e->grad && !cell_shape_equal(rep->ndim, rep->shape, e->grad->ndim, e->grad->shape)) {
+      /* PyTorch's "hook has changed the size of value": said here, not as
+       * a reshape or broadcast error from the rule that would take it */
+      char b1[256], b2[256];
+      cell_status s = cell_error(CELL_ERR_RUNTIME,
+                                 "a tensor hook returned a gradient of shape %s for a tensor of shape %s; "
+                                 "a hook may change the gradient's values, not its shape",
+                                 cell_shape_str(rep->ndim, rep->shape, b1, sizeof b1),
+                                 cell_shape_str(e->grad->ndim, e->grad->shape, b2, sizeof b2));
+      cell_tensor_release(rep);
+      return s;
+    }
     if (rep) {
       cell_tensor_release(e->grad);
       e->grad = rep;

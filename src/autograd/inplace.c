@@ -461,6 +461,7 @@ cell_status cell_op_binary_(cell_binop op, cell_tensor *a, const cell_tensor *b)
 }
 
 cell_status cell_op_binary_scalar_(cell_binop op, cell_tensor *t, double s, int s_is_float) {
+  CELL_TRY(cell_ag_pow_scalar_check(op, t, s, s_is_float, 0));
   ip_op o = {IP_SCALAR, (int)op, NULL, s, s_is_float};
   return inplace(&o, t);
 }

@@ -260,8 +260,19 @@ static cell_status binary_scalar_op(cell_binop op, const cell_tensor *t, double 
   return s;
 }
 
+cell_status cell_ag_pow_scalar_check(cell_binop op, const cell_tensor *t, double v, int v_is_float,
+                                     int reversed) {
+  if (op != CELL_OP_POW || reversed || v_is_float || !(v < 0) || !t || cell_dtype_is_float(t->dtype))
+    return CELL_OK;
+  return cell_error(CELL_ERR_RUNTIME,
+                    "pow: Integers to negative integer powers are not allowed (%s tensor ^ %.17g); "
+                    "convert the tensor to a floating-point dtype first",
+                    cell_dtype_name(t->dtype), v);
+}
+
 cell_status cell_op_binary_scalar(cell_binop op, const cell_tensor *t, double v, int v_is_float,
                                   int reversed, cell_tensor **out) {
+  CELL_TRY(cell_ag_pow_scalar_check(op, t, v, v_is_float, reversed));
   CELL_OP_NAMED(cell_binop_name(op), binary_scalar_op(op, t, v, v_is_float, reversed, out));
 }
 

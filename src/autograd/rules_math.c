@@ -820,9 +820,28 @@ static cell_status norm_backward(cell_node *n, const cell_tensor *g, cell_tensor
   return cell_ag_give(n, 0, s, t, gin);
 }
 
+/* A norm of negative order over zero elements: (sum of none)^(1/p) would be
+ * +inf, as if the minimum of nothing; like PyTorch's linalg.vector_norm and
+ * the -inf norm (min), that has no identity: ValueError. Any device. */
+static cell_status negative_norm_of_empty(const cell_tensor *a, double p, int ndims, const int *dims) {
+  if (!(p < 0) || !a) return CELL_OK;
+  bool empty = false;
+  for (int i = 0; i < (ndims ? ndims : a->ndim); i++) {
+    int d = ndims ? dims[i] : i;
+    if (d >= 0 && d < a->ndim && a->shape[d] == 0) empty = true;
+  }
+  if (!empty) return CELL_OK;
+  char b[256];
+  return cell_error(CELL_ERR_VALUE,
+                    "norm: cannot compute the %g norm over zero elements (input of shape %s): the "
+                    "operation has no identity",
+                    p, cell_shape_str(a->ndim, a->shape, b, sizeof b));
+}
+
 cell_status cell_op_norm(const cell_tensor *a, double p, int ndims, const int *dims, int keepdim,
                          cell_tensor **out) {
   const cell_tensor *in[1] = {a};
+  CELL_TRY(negative_norm_of_empty(a, p, ndims, dims));
   if (!a || !out || !cell_ag_wants(1, in)) return cell_k_norm(a, p, ndims, dims, keepdim, out);
   cell_tensor *r;
   cell_status s = CELL_AG_RAW(cell_k_norm(a, p, ndims, dims, keepdim, &r));

@@ -45,7 +45,9 @@ cell_status gpu_var(const cell_tensor *a, int ndims, const int *dims, int ddof, 
 }
 
 cell_status gpu_norm(const cell_tensor *a, double p, int ndims, const int *dims, int keepdim, cell_tensor **out) {
-  if (!(p > 0)) return cell_error(CELL_ERR_VALUE, "norm: the order p must be > 0 or inf, got %g", p);
+  if (p == 0 || isnan(p) || p == -INFINITY) /* no p-norms: callers count, or take the minimum */
+    return cell_error(CELL_ERR_VALUE, "norm: the order p must be a nonzero number other than -inf, got %g",
+                      p);
   int kind = isinf(p) ? GPUK_MOM_AMAX : p == 1.0 ? GPUK_MOM_ASUM : p == 2.0 ? GPUK_MOM_SSQ : GPUK_MOM_PSUM;
   return moments("norm", kind, a, ndims, dims, keepdim, p, 0, 0, out);
 }

@@ -500,6 +500,24 @@ static void parse_dims(lua_State *L, int i, int ndim, red_args *r) {
   }
 }
 
+/* A norm's order at idx (argument arg): a number, or "fro" (Frobenius:
+ * the 2-norm of the elements reduced, PyTorch's norm(p = "fro") and
+ * MindSpore's ord = "fro"). */
+static double norm_order(lua_State *L, int idx, int arg) {
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    const char *o = lua_tostring(L, idx);
+    if (strcmp(o, "fro") == 0) return 2;
+    if (strcmp(o, "nuc") == 0)
+      lc_argerror(L, arg, "NotImplementedError: norm: the nuclear norm ('nuc') is not supported; p is a "
+                  "number or 'fro'");
+    lc_argerror(L, arg, "ValueError: norm: the only string order is 'fro', but got '%s'", o);
+  }
+  if (lua_type(L, idx) != LUA_TNUMBER)
+    lc_argerror(L, arg, "TypeError: norm: the order p must be a number or 'fro', got %s",
+                luaL_typename(L, idx));
+  return lua_tonumber(L, idx);
+}
+
 static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
   check_option_names(L, i);
   lua_getfield(L, i, "dim");
@@ -519,15 +537,18 @@ static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
     }
     lua_pop(L, 1);
   }
-  /* ddof (MindSpore's), or PyTorch's correction (the same number) or
-   * unbiased (true: 1, false: 0) */
+  /* ddof (MindSpore's: an integer, or a boolean, true meaning 1), or
+   * PyTorch's correction (an integer) or unbiased (true: 1, false: 0) */
   static const char *const ddof_keys[] = {"ddof", "correction"};
   for (int k = 0; k < 2; k++) {
     lua_getfield(L, i, ddof_keys[k]);
-    if (!lua_isnil(L, -1)) {
+    if (k == 0 && lua_isboolean(L, -1)) {
+      r->ddof = lua_toboolean(L, -1);
+    } else if (!lua_isnil(L, -1)) {
       lua_Number dn = lua_tonumber(L, -1);
       if (lua_type(L, -1) != LUA_TNUMBER || dn != floor(dn) || fabs(dn) > 1e15)
-        lc_argerror(L, i, "TypeError: %s must be an integer, but got %s", ddof_keys[k],
+        lc_argerror(L, i, "TypeError: %s must be an integer%s, but got %s", ddof_keys[k],
+                    k == 0 ? " or a boolean" : "",
                     lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
       r->ddof = (lua_Integer)dn;
     }
@@ -545,11 +566,7 @@ static void parse_options(lua_State *L, int i, int ndim, red_args *r) {
     lua_pop(L, 1);
     lua_getfield(L, i, "ord");
   }
-  if (!lua_isnil(L, -1)) {
-    if (lua_type(L, -1) != LUA_TNUMBER)
-      lc_argerror(L, i, "TypeError: norm order p must be a number, got %s", luaL_typename(L, -1));
-    r->p = lua_tonumber(L, -1);
-  }
+  if (!lua_isnil(L, -1)) r->p = norm_order(L, lua_gettop(L), i);
   lua_pop(L, 1);
   lua_getfield(L, i, "dtype");
   if (!lua_isnil(L, -1)) {
@@ -641,9 +658,15 @@ static int variance(lua_State *L, int take_sqrt) {
   cell_tensor *a = lc_check_tensor(L, 1);
   red_args r = {0};
   /* MindSpore's positional form var(axis, ddof, keepdims): a number after
-   * the dimensions is ddof; the rest parses as (dims, keepdim | options). */
+   * the dimensions is ddof, and so is a boolean followed by keepdims (true
+   * is 1: MindSpore's bool ddof, PyTorch's var(dim, unbiased, keepdim));
+   * the rest parses as (dims, keepdim | options), so var(dim, true) alone
+   * keeps its dimension. */
   if (lua_type(L, 3) == LUA_TNUMBER && !is_options(L, 2)) {
     r.ddof = lc_check_int(L, 3);
+    lua_remove(L, 3);
+  } else if (lua_isboolean(L, 3) && lua_isboolean(L, 4) && !is_options(L, 2)) {
+    r.ddof = lua_toboolean(L, 3);
     lua_remove(L, 3);
   }
   parse_reduce(L, 2, cell_tensor_ndim(a), &r);
@@ -679,21 +702,31 @@ static int tensor_norm(lua_State *L) {
   if (is_options(L, 2)) {
     parse_reduce(L, 2, cell_tensor_ndim(a), &r);
   } else {
-    if (!lua_isnoneornil(L, 2)) r.p = lc_check_number(L, 2);
+    if (!lua_isnoneornil(L, 2)) r.p = norm_order(L, 2, 2);
     parse_reduce(L, 3, cell_tensor_ndim(a), &r);
   }
   if (r.p == 0 || r.p == -INFINITY) return norm_zero_or_min(L, a, &r);
-  if (!(r.p > 0))
-    return lc_argerror(L, 2, "ValueError: norm order p must be positive, 0 or -inf, got %g", r.p);
+  if (isnan(r.p)) return lc_argerror(L, 2, "ValueError: norm order p must be a number, got nan");
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_op_norm(a, r.p, r.ndims, r.dims, r.keepdim, out));
 }
 
-/* cumsum(dim [, dtype | {dtype =}]): with dtype the input is converted first
- * (MindSpore's ops.cumsum(x, axis, dtype) and PyTorch's). */
+/* cumsum([dim] [, dtype | {dtype =}]): with dtype the input is converted first
+ * (MindSpore's ops.cumsum(x, axis, dtype) and PyTorch's). Without dim, over
+ * the flattened tensor, a 1-D result (MindSpore's Tensor.cumsum(axis=None)). */
 static int tensor_cumsum(lua_State *L) {
   cell_tensor *a = lc_check_tensor(L, 1);
-  int d = lc_check_dim(L, 2, cell_tensor_ndim(a), 0);
+  int d = 0;
+  lua_settop(L, 3);
+  if (lua_isnil(L, 2)) {
+    cell_tensor *flat = NULL;
+    if (cell_tensor_flatten(a, 0, cell_tensor_ndim(a) ? cell_tensor_ndim(a) - 1 : 0, &flat) != CELL_OK)
+      return lc_raise(L);
+    lc_push_owned(L, flat); /* at 4, above the arguments */
+    a = flat;
+  } else {
+    d = lc_check_dim(L, 2, cell_tensor_ndim(a), 0);
+  }
   if (lua_istable(L, 3) && !lc_test_tensor(L, 3)) {
     lua_getfield(L, 3, "dtype");
     lua_replace(L, 3);

@@ -221,8 +221,47 @@ static int tensor_permute(lua_State *L) {
   return lc_finish(L, cell_tensor_permute(t, dims, out));
 }
 
+/* squeeze({d1, d2, ...}): the listed dimensions of size 1 removed (the
+ * others stay, as MindSpore 2.5+ and PyTorch 2.x leave them); {} is every
+ * one, as MindSpore's axis=(). One squeeze per dimension, the last first,
+ * so the earlier ones keep their numbers. */
+static int squeeze_dims(lua_State *L, cell_tensor *t) {
+  int nd = cell_tensor_ndim(t), n = (int)lua_rawlen(L, 2);
+  if (n == 0) {
+    cell_tensor **out = lc_newtensor(L);
+    return lc_finish(L, cell_tensor_squeeze(t, -1, out));
+  }
+  if (n > CELL_MAX_DIMS) return lc_argerror(L, 2, "ValueError: squeeze: too many dimensions (%d)", n);
+  bool listed[CELL_MAX_DIMS] = {false};
+  int first = 0;
+  for (int k = 0; k < n; k++) {
+    lua_rawgeti(L, 2, k + 1);
+    int d = lc_dim_of(L, 2, lc_check_item_int(L, 2, -1, k + 1, "dimensions"), nd, 0);
+    lua_pop(L, 1);
+    if (listed[d]) /* said here, 1-based (the engine counts from 0) */
+      return lc_argerror(L, 2, "ValueError: squeeze: dimension %d appears more than once", d + 1);
+    listed[d] = true;
+    if (k == 0) first = d;
+  }
+  cell_tensor **out = lc_newtensor(L);
+  const int64_t *shape = cell_tensor_shape(t);
+  cell_tensor *cur = NULL;
+  cell_status s = CELL_OK;
+  for (int d = nd - 1; d >= 0 && s == CELL_OK; d--) {
+    if (!listed[d] || shape[d] != 1) continue;
+    cell_tensor *next = NULL;
+    s = cell_tensor_squeeze(cur ? cur : t, d, &next);
+    cell_tensor_release(cur);
+    cur = next;
+  }
+  if (s == CELL_OK && !cur) s = cell_tensor_squeeze(t, first, &cur); /* none of size 1: a view as it is */
+  if (s == CELL_OK) *out = cur;
+  return lc_finish(L, s);
+}
+
 static int tensor_squeeze(lua_State *L) {
   cell_tensor *t = lc_check_tensor(L, 1);
+  if (lua_istable(L, 2) && !lc_test_tensor(L, 2)) return squeeze_dims(L, t);
   int d = lua_isnoneornil(L, 2) ? -1 : lc_check_dim(L, 2, cell_tensor_ndim(t), 0);
   cell_tensor **out = lc_newtensor(L);
   return lc_finish(L, cell_tensor_squeeze(t, d, out));

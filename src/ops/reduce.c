@@ -848,8 +848,9 @@ cell_status cell_cpu_var(const cell_tensor *a, int ndims, const int *dims, int d
 cell_status cell_cpu_norm(const cell_tensor *a, double p, int ndims, const int *dims, int keepdim,
                          cell_tensor **out) {
   if (!a || !out) return cell_error(CELL_ERR_VALUE, "norm: NULL argument");
-  if (!(p > 0))
-    return cell_error(CELL_ERR_VALUE, "norm: the order p must be > 0 or inf, got %g", p);
+  if (p == 0 || isnan(p) || p == -INFINITY) /* no p-norms: callers count, or take the minimum */
+    return cell_error(CELL_ERR_VALUE, "norm: the order p must be a nonzero number other than -inf, got %g",
+                      p);
   bool red[CELL_MAX_DIMS];
   CELL_TRY(parse_dims("norm", a, ndims, dims, red));
   cell_dtype rt = cell_dtype_is_float(a->dtype) ? a->dtype : CELL_DTYPE_F32;
