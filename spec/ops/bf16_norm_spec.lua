@@ -149,7 +149,8 @@ describe("LayerNorm under amp O2 (bfloat16)", function()
       y = net(a)
       return y:astype(f32):sum()
     end, nil, net:trainable_params())(x)
-    assert.are.equal(bf, y.dtype)
+    assert.are.equal(f32, y.dtype) -- O2 hands the network's output back in float32 (bfloat16 values)
+    assert.is_true(y:astype(bf):astype(f32):eq(y):all():item())
     for _, gr in ipairs(grads) do assert.are.equal(f32, gr.dtype) end
     -- the reference: the Dense output (bfloat16) cast to float32, normalised
     -- in float32, rounded to bfloat16
@@ -172,7 +173,7 @@ describe("LayerNorm under amp O2 (bfloat16)", function()
     amp.auto_mixed_precision(ln, "O2", bf)
     local x = cell.randn({ 3, 4, 6 }):astype(bf)
     local y = ln(x)
-    assert.are.equal(bf, y.dtype)
+    assert.are.equal(f32, y.dtype) -- the network's own output comes back in float32 under O2
     local ref = cell.ops.layer_norm(x:astype(f64), 2)
     assert.is_true(excess(y, ref, ref:abs() * F32 + 1e-6) <= 0)
   end)
