@@ -126,5 +126,16 @@ CELL_API cell_status cell_vision_color_jitter(const double *brightness, const do
 /* ToTensor: {H, W, C} (or {H, W}) to {C, H, W} of dtype dt (a float
  * type), every value divided by 255. */
 CELL_API cell_status cell_vision_to_tensor(cell_dtype dt, cell_sample_op **out);
+/* Rescale: x * rescale + shift (computed in double, rounded once) as
+ * float32, the shape kept ({H, W} or {H, W, C}). ValueError: rescale or
+ * shift not finite or outside float32's range (MindSpore's check_float32). */
+CELL_API cell_status cell_vision_rescale(double rescale, double shift, cell_sample_op **out);
+/* CenterCrop: the h x w window at the image's centre, top (H - h) / 2
+ * and left (W - w) / 2 rounded down; where the image is smaller than the
+ * crop it is first padded with zeros, (d + 1) / 2 before and d / 2 after
+ * (d = h - H, or w - W), as MindSpore's CenterCropOp. From apply,
+ * ValueError when that padding is 3 times the image's size or more
+ * (MindSpore's limit). */
+CELL_API cell_status cell_vision_center_crop(int64_t h, int64_t w, cell_sample_op **out);
 
 #endif

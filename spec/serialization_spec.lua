@@ -309,9 +309,9 @@ describe("load_param_into_net", function()
     H.assert_values(dst.bias, { 5 })
   end)
 
-  it("refuses a shape mismatch with a ValueError naming the parameter and both shapes", function()
+  it("refuses a shape mismatch with a RuntimeError (MindSpore's _update_param) naming the parameter and both shapes", function()
     local dst = nn.Dense(2, 1)
-    assert.are.equal("ValueError: For 'load_param_into_net', weight in the argument 'net' should have the same "
+    assert.are.equal("RuntimeError: For 'load_param_into_net', weight in the argument 'net' should have the same "
       .. "shape as weight in the argument 'parameter_dict'. But got its shape (1, 2) in the argument 'net' and "
       .. "shape (2, 2) in the argument 'parameter_dict'.May you need to check whether the checkpoint you loaded is "
       .. "correct or the batch size and so on in the 'net' and 'parameter_dict' are same.",

@@ -76,11 +76,48 @@ static cell_sample_op *make_op(int k) {
   case 8: cell_vision_to_tensor(CELL_DTYPE_F32, &op); break;
   case 9: cell_vision_resize(9, 4, CELL_INTER_BICUBIC, &op); break;
   case 10: cell_vision_random_rotation(-40, 40, CELL_INTER_BICUBIC, 1, NULL, NULL, &op); break;
+  case 11: cell_vision_rescale(1.0 / 255, -0.5, &op); break;
+  case 12: cell_vision_center_crop(3, 12, &op); break; /* cropped in height, padded in width */
   default: break;
   }
   return op;
 }
-#define NOPS 11
+#define NOPS 13
+
+/* CenterCrop by hand, as MindSpore's CenterCropOp: a 2 x 3 image (1..6)
+ * cropped to 4 x 2 is padded 1 row above and 1 below ((d + 1) / 2 before),
+ * and its columns start at (3 - 2) / 2 = 0. Rescale: x * 0.5 - 1 as float32. */
+static void test_center_crop_rescale(void) {
+  int64_t shape[2] = {2, 3};
+  cell_tensor *x = NULL, *y = NULL;
+  CHECK_OK(cell_tensor_full(CELL_DTYPE_U8, 2, shape, 0, &x));
+  uint8_t *px = cell_tensor_data_ptr(x);
+  for (int i = 0; i < 6; i++) px[i] = (uint8_t)(i + 1);
+  cell_sample_op *op = NULL;
+  CHECK_OK(cell_vision_center_crop(4, 2, &op));
+  CHECK_OK(cell_sample_op_run(op, x, 0, 0, &y));
+  static const uint8_t want[8] = {0, 0, 1, 2, 4, 5, 0, 0};
+  CHECK(cell_tensor_dim(y, 0) == 4 && cell_tensor_dim(y, 1) == 2 && cell_tensor_dtype(y) == CELL_DTYPE_U8 &&
+        memcmp(cell_tensor_data_ptr(y), want, sizeof want) == 0);
+  cell_tensor_release(y);
+  op->destroy(op);
+  CHECK_OK(cell_vision_rescale(0.5, -1, &op));
+  CHECK_OK(cell_sample_op_run(op, x, 0, 0, &y));
+  const float *py = cell_tensor_data_ptr(y);
+  CHECK(cell_tensor_dtype(y) == CELL_DTYPE_F32 && cell_tensor_ndim(y) == 2 && py[0] == -0.5f && py[5] == 2.0f);
+  cell_tensor_release(y);
+  op->destroy(op);
+  CHECK_OK(cell_vision_center_crop(9, 9, &op)); /* padding 7 >= 3 x 2 rows: refused */
+  y = NULL;
+  CHECK(cell_sample_op_run(op, x, 0, 0, &y) == CELL_ERR_VALUE && y == NULL);
+  op->destroy(op);
+  cell_tensor_release(x);
+  op = NULL;
+  CHECK(cell_vision_center_crop(0, 2, &op) == CELL_ERR_VALUE);
+  CHECK(cell_vision_rescale(NAN, 0, &op) == CELL_ERR_VALUE);
+  CHECK(cell_vision_rescale(1, 1e39, &op) == CELL_ERR_VALUE);
+  CHECK(op == NULL);
+}
 
 /* Bicubic (a = -0.75) by hand: {0, 0, 1, 1} to 2 columns samples at 0.5
  * (taps at -1, 0, 1, 2) and 2.5 (taps at 1, 2, 3, 4), the edge taps
@@ -166,4 +203,5 @@ void test_vision_all(void) {
   test_folder();
   test_ops();
   test_bicubic();
+  test_center_crop_rescale();
 }

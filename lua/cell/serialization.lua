@@ -22,9 +22,9 @@
 --   does not end in "safetensors"; load_checkpoint tries that name too when
 --   the one given does not exist, so a name round-trips either way.
 -- - load_param_into_net returns param_not_load, ckpt_not_load as two
---   values. A shape mismatch is a ValueError naming the parameter and both
---   shapes (MindSpore raises RuntimeError); a dtype mismatch that cannot
---   convert is a RuntimeError, as in MindSpore. Buffers load like
+--   values. A shape mismatch is a RuntimeError naming the parameter and both
+--   shapes, and a dtype mismatch that cannot convert one too, as
+--   MindSpore's _update_param raises them. Buffers load like
 --   Parameters, matched by state_dict key. BatchNorm's moving_mean and
 --   moving_variance, buffers in earlier cell files, are also found under
 --   their state_dict key when their name is not in the dict. Tensors matched by the
@@ -379,7 +379,7 @@ local function update(t, new, strict, lvl)
       if extra_ones and new.shape[i] ~= dst.shape[i] then extra_ones = false end
     end
     if not extra_ones then
-      raise(("ValueError: For 'load_param_into_net', %s in the argument 'net' should have the same shape as %s in "
+      raise(("RuntimeError: For 'load_param_into_net', %s in the argument 'net' should have the same shape as %s in "
         .. "the argument 'parameter_dict'. But got its shape %s in the argument 'net' and shape %s in the argument "
         .. "'parameter_dict'.May you need to check whether the checkpoint you loaded is correct or the batch size "
         .. "and so on in the 'net' and 'parameter_dict' are same."):format(t.name, t.name, shape_tuple(dst.shape),

@@ -118,6 +118,27 @@ describe("dataset.GeneratorDataset", function()
     end
   end)
 
+  it("makes a Lua float (3.0 too) float32 and only an integer int64, so a float column batches", function()
+    local vals = { 1.5, 3.0, 2 }
+    local d = D.GeneratorDataset(function()
+      local i = 0
+      return function()
+        i = i + 1
+        return vals[i]
+      end
+    end, "x")
+    local dtypes = {}
+    for x in d:each() do dtypes[#dtypes + 1] = x.dtype.name end
+    if math.type then
+      assert.are.same({ "float32", "float32", "int64" }, dtypes)
+      local b = d:take(2):batch(2)
+      for x in b:each() do H.assert_values(x, { 1.5, 3 }, "float32") end
+    else
+      -- LuaJIT has no integer subtype: a whole number (3.0 as 3) is taken as an integer, as documented
+      assert.are.same({ "float32", "int64", "int64" }, dtypes)
+    end
+  end)
+
   it("reads a table of rows, shuffled by default (MindSpore) and the same every run", function()
     local rows = {}
     for i = 1, 20 do rows[i] = { cell.tensor({ i }), i } end
@@ -224,6 +245,48 @@ describe("dataset ops", function()
     assert.are.equal(3, k)
   end)
 
+  it("map takes input_columns, output_columns, num_parallel_workers positionally, in MindSpore's order", function()
+    local x, y = xy(3)
+    local d = D.TensorDataset { x, y, column_names = { "x", "y" } }
+    local m = d:map(function(v) return v * 10 end, "y")
+    assert.are.same({ "x", "y" }, m:get_col_names())
+    local got = {}
+    for _, v in m:each(1) do got[#got + 1] = v:item() end
+    assert.are.same({ 10, 20, 30 }, got)
+    local r = d:map(T.OneHot(3), "y", "oh", 2)
+    assert.are.same({ "x", "oh" }, r:get_col_names())
+    for _, oh in r:each(1) do assert.are.same({ 3 }, oh.shape) end
+    local mixed = d:map(function(v) return v + 1 end, "y", { output_columns = "z", python_multiprocessing = true,
+      max_rowsize = 16 })
+    assert.are.same({ "x", "z" }, mixed:get_col_names())
+    assert.are.same({ "x", "z" }, d:map(function(v) return v end, { "y" }, { "z" }):get_col_names())
+    assert.are.equal("TypeError: map() got multiple values for argument 'input_columns'",
+      err(function() local _ = d:map(T.OneHot(3), "y", { input_columns = "y" }) end))
+    assert.are.equal("TypeError: map: input_columns must be a column name or a list of them, but got number",
+      err(function() local _ = d:map(T.OneHot(3), 5) end))
+  end)
+
+  it("batch takes drop_remainder and num_parallel_workers positionally, and ignores python_multiprocessing, max_rowsize",
+    function()
+      local x, y = xy(5)
+      local d = D.TensorDataset { x, y }
+      assert.are.equal(2, d:batch(2, true):get_dataset_size())
+      assert.are.equal(3, d:batch(2, false):get_dataset_size())
+      local b = d:batch(2, true, 2)
+      local n = 0
+      for _, lab in b:each(1) do
+        n = n + 1
+        H.assert_values(lab, { 2 * n - 1, 2 * n })
+      end
+      assert.are.equal(2, n)
+      assert.are.equal(2, d:batch(3, false, { python_multiprocessing = true, max_rowsize = 16 }):get_dataset_size())
+      assert.are.equal(1, d:batch(3, { drop_remainder = true, python_multiprocessing = false }):get_dataset_size())
+      assert.are.equal("TypeError: batch: drop_remainder must be a boolean, but got number",
+        err(function() local _ = d:batch(3, 1) end))
+      assert.are.equal("TypeError: batch() got multiple values for argument 'drop_remainder'",
+        err(function() local _ = d:batch(3, true, { drop_remainder = false }) end))
+    end)
+
   it("map errors name the sample and column", function()
     local x, y = xy(4)
     local d = D.TensorDataset { x, y, column_names = { "x", "y" } }
@@ -275,7 +338,10 @@ describe("dataset ops", function()
     assert.are.same({ 3, 5 }, firsts(d:batch(2):skip(1), 1))
     assert.are.same({ 1, 2, 3, 4, 5 }, firsts(d:take(-1), 1))
     assert.are.equal(0, d:skip(9):get_dataset_size())
-    assert.are.equal("ValueError: take: count must be -1 (all) or at least 0, but got -2", err(function() local _ = d:take(-2) end))
+    assert.are.same({ 1, 2, 3, 4, 5 }, firsts(d:take(), 1))
+    -- MindSpore's check_take: -1 or positive
+    assert.are.equal("ValueError: take: count must be -1 (all) or positive, but got 0", err(function() local _ = d:take(0) end))
+    assert.are.equal("ValueError: take: count must be -1 (all) or positive, but got -2", err(function() local _ = d:take(-2) end))
   end)
 
   it("split gives disjoint parts by counts or fractions", function()

@@ -267,6 +267,85 @@ describe("vision.Normalize, ToTensor and HWC2CHW", function()
   end)
 end)
 
+describe("vision.Rescale", function()
+  it("gives image * rescale + shift as float32, any shape and dtype kept otherwise", function()
+    local x = cell.tensor({ { { 10, 20 }, { 30, 40 } }, { { 50, 60 }, { 70, 255 } } }, cell.uint8) -- 2 x 2 x 2
+    local y = vision.Rescale(0.5, 1)(x)
+    assert.are.equal("float32", y.dtype.name)
+    H.assert_shape(y, { 2, 2, 2 })
+    H.assert_values(y, { { { 6, 11 }, { 16, 21 } }, { { 26, 31 }, { 36, 128.5 } } })
+    -- MindSpore's usual 1 / 255, and a negative shift, on {H, W} float64
+    H.assert_close(vision.Rescale { rescale = 1 / 255, shift = 0 }(cell.tensor({ { 0, 51, 255 } }, cell.uint8)),
+      { { 0, 0.2, 1 } })
+    H.assert_values(vision.Rescale(2, { shift = -0.5 })(cell.tensor({ { 0.25, -1 } }, cell.float64)), { { 0, -2.5 } })
+  end)
+
+  it("checks its arguments and the image", function()
+    H.expect_error(function() vision.Rescale(0.5) end, "TypeError", "Rescale() missing required argument 'shift'")
+    H.expect_error(function() vision.Rescale() end, "TypeError", "missing required argument 'rescale'")
+    H.expect_error(function() vision.Rescale("a", 0) end, "TypeError", "Rescale: rescale must be a number", "'a'")
+    H.expect_error(function() vision.Rescale(1, 1e39) end, "ValueError", "shift must be within float32's range", "1e+39")
+    H.expect_error(function() vision.Rescale(1, 0)(cell.zeros({ 4 })) end, "ValueError", "Rescale",
+      "<H, W> or <H, W, C>", "(4,)")
+    H.expect_error(function() vision.Rescale(1, 0)(cell.zeros({ 2, 2 }, cell.bool)) end, "TypeError", "Rescale", "Bool")
+  end)
+end)
+
+describe("vision.CenterCrop", function()
+  -- 5 x 5, values 1..25 row by row
+  local function grid() return cell.arange(1, 26):reshape({ 5, 5 }):astype(cell.uint8) end
+
+  it("cuts the window at the centre, top and left rounded down", function()
+    local y = vision.CenterCrop(3)(grid())
+    assert.are.equal("uint8", y.dtype.name)
+    H.assert_values(y, { { 7, 8, 9 }, { 12, 13, 14 }, { 17, 18, 19 } })
+    -- {h, w}: top (5 - 2) // 2 = 1, left (5 - 4) // 2 = 0
+    H.assert_values(vision.CenterCrop({ 2, 4 })(grid()), { { 6, 7, 8, 9 }, { 11, 12, 13, 14 } })
+    H.assert_values(vision.CenterCrop({ 4, 2 })(grid()), { { 2, 3 }, { 7, 8 }, { 12, 13 }, { 17, 18 } })
+    H.assert_values(vision.CenterCrop(5)(grid()), grid():totable())
+    -- HWC: every channel of a pixel moves together
+    local rgb = cell.tensor({ { { 1, 2, 3 }, { 4, 5, 6 } }, { { 7, 8, 9 }, { 10, 11, 12 } } }, cell.float32)
+    H.assert_values(vision.CenterCrop({ 1, 1 })(rgb), { { { 1, 2, 3 } } })
+  end)
+
+  it("pads a smaller image with zeros, (d + 1) // 2 before and d // 2 after, as MindSpore", function()
+    local x = cell.tensor({ { 1, 2 }, { 3, 4 } }, cell.float32)
+    H.assert_values(vision.CenterCrop(5)(x), {
+      { 0, 0, 0, 0, 0 },
+      { 0, 0, 0, 0, 0 },
+      { 0, 0, 1, 2, 0 },
+      { 0, 0, 3, 4, 0 },
+      { 0, 0, 0, 0, 0 },
+    })
+    -- padded in height only, cropped in width: left (2 - 1) // 2 = 0
+    H.assert_values(vision.CenterCrop({ 3, 1 })(x), { { 0 }, { 1 }, { 3 } })
+    local rgb = cell.full({ 1, 1, 3 }, 9, cell.uint8)
+    H.assert_values(vision.CenterCrop({ 1, 2 })(rgb), { { { 0, 0, 0 }, { 9, 9, 9 } } })
+  end)
+
+  it("runs in a pipeline's C path", function()
+    local imgs = cell.arange(1, 51):reshape({ 2, 5, 5 }):astype(cell.uint8)
+    local d = cell.dataset.TensorDataset { imgs, column_names = { "image" } }
+      :map(vision.CenterCrop(1), { input_columns = "image", num_parallel_workers = 2 })
+    local got = {}
+    for t in d:create_tuple_iterator() do got[#got + 1] = t:totable() end
+    assert.are.same({ { { 13 } }, { { 38 } } }, got)
+  end)
+
+  it("checks the size and the padding", function()
+    H.expect_error(function() vision.CenterCrop(0) end, "ValueError", "CenterCrop: size must be positive", "0")
+    H.expect_error(function() vision.CenterCrop({ 2, 0 }) end, "ValueError", "CenterCrop: size must be positive")
+    H.expect_error(function() vision.CenterCrop({ 2 }) end, "TypeError", "CenterCrop: size must be an integer")
+    H.expect_error(function() vision.CenterCrop(2.5) end, "TypeError", "CenterCrop: size")
+    -- MindSpore refuses padding of 3 times the image or more: 2 + 6 is too much, 2 + 5 is not
+    H.expect_error(function() vision.CenterCrop(8)(cell.zeros({ 2, 2 })) end, "ValueError",
+      "CenterCrop: the padding must be less than 3 times the image size", "(8, 8)", "(2, 2)")
+    H.assert_shape(vision.CenterCrop(7)(cell.zeros({ 2, 2 })), { 7, 7 })
+    H.expect_error(function() vision.CenterCrop(2)(cell.zeros({ 2, 2, 2, 2 })) end, "ValueError", "CenterCrop",
+      "<H, W> or <H, W, C>")
+  end)
+end)
+
 describe("vision.RandomRotation", function()
   for _, c in ipairs(FX.rotation) do
     it(("matches affine_grid + grid_sample at %g degrees (bilinear, %dx%d)"):format(c.degrees, #c.input,

@@ -33,8 +33,35 @@ describe("train.Accuracy", function()
       err(function() acc:update(cell.ones({ 3 }), cell.ones({ 3 })) end))
     assert.are.equal("TypeError: For 'Accuracy.update', y_pred and y must be Tensors, but got table and Tensor.",
       err(function() acc:update({ 1 }, cell.ones({ 3 })) end))
-    assert.are.equal("ValueError: For 'Accuracy', the 'eval_type' must be 'classification', but got 'multilabel'.",
-      err(function() train.Accuracy("multilabel") end))
+    assert.are.equal("ValueError: For 'Accuracy', the 'eval_type' must be 'classification' or 'multilabel', but got 'x'.",
+      err(function() train.Accuracy("x") end))
+  end)
+
+  it("with eval_type 'multilabel' counts a sample correct when all its 0/1 predictions equal its labels", function()
+    local acc = train.Accuracy("multilabel")
+    assert.are.equal("multilabel", acc.eval_type)
+    -- rows 1 and 3 match exactly; row 2 differs in its last label
+    acc:update(cell.tensor({ { 1, 0, 1 }, { 0, 1, 1 }, { 1, 1, 0 } }),
+      cell.tensor({ { 1, 0, 1 }, { 0, 1, 0 }, { 1, 1, 0 } }, cell.int64))
+    assert.are.equal(2 / 3, acc:eval())
+    acc:update(cell.tensor({ { 0, 0, 0 } }), cell.tensor({ { 0, 0, 0 } }))
+    assert.are.equal(3 / 4, acc:eval())
+    acc:clear()
+    assert.are.equal("RuntimeError: The 'Accuracy' can not be calculated, because the number of samples is 0.",
+      err(function() acc:eval() end))
+    -- (N, C, L), as MindSpore's swapaxes(1, -1): each (n, l) is a sample of C labels
+    local nd = train.Accuracy { eval_type = "multilabel" }
+    nd:update(cell.tensor({ { { 1, 0 }, { 0, 1 } }, { { 1, 1 }, { 0, 0 } } }),
+      cell.tensor({ { { 1, 0 }, { 0, 0 } }, { { 1, 1 }, { 0, 0 } } }))
+    assert.are.equal(3 / 4, nd:eval())
+    -- MindSpore's _check_value: values other than 0 and 1 are refused, not thresholded
+    assert.are.equal("ValueError: For 'Accuracy.update', with eval_type 'multilabel' y_pred and y must hold 0 and 1, "
+      .. "but got 0.5 and 1 at [1, 2].", err(function() acc:update(cell.tensor({ { 1, 0.5 } }), cell.tensor({ { 1, 1 } })) end))
+    assert.are.equal("ValueError: For 'Accuracy.update', with eval_type 'multilabel' y_pred and y must hold 0 and 1, "
+      .. "but got 1 and 2 at [2, 2].",
+      err(function() acc:update(cell.tensor({ { 1, 0 }, { 0, 1 } }), cell.tensor({ { 1, 0 }, { 0, 2 } })) end))
+    assert.are.equal("ValueError: For 'Accuracy.update', with eval_type 'multilabel' y_pred and y must have one shape "
+      .. "(N, C, ...), but got (1, 2) and (1,).", err(function() acc:update(cell.tensor({ { 1, 0 } }), cell.tensor({ 1 })) end))
   end)
 end)
 

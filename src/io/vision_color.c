@@ -1,6 +1,8 @@
 /* vision_color.c - the vision transforms on pixel values as per-sample
- * ops: Normalize, ToTensor, ColorJitter (MindSpore's RandomColorAdjust). */
+ * ops: Normalize, ToTensor, Rescale, ColorJitter (MindSpore's
+ * RandomColorAdjust). */
 #include "vision.h"
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +104,42 @@ cell_status cell_vision_to_tensor(cell_dtype dt, cell_sample_op **out) {
   if (!p) return cell_error(CELL_ERR_MEMORY, "ToTensor: out of memory");
   p->dt = dt;
   return vx_new_op("ToTensor", p, tt_apply, out);
+}
+
+/* --- Rescale -------------------------------------------------------------------- */
+
+typedef struct rescale_params {
+  double rescale, shift;
+} rescale_params;
+
+static cell_status rescale_apply(const cell_sample_op *op, cell_tensor *in, cell_tensor **out, uint64_t seed,
+                                 uint64_t index, char *err, size_t errlen) {
+  (void)seed, (void)index;
+  const rescale_params *p = op->params;
+  vimg g;
+  cell_status s = vimg_get(in, "Rescale", &g, err, errlen);
+  if (s || (s = vimg_numeric(g.dt, "Rescale", err, errlen))) return s;
+  int64_t shape[3] = {g.h, g.w, g.c};
+  cell_tensor *o;
+  if ((s = cell_tensor_empty(CELL_DTYPE_F32, g.nd, shape, &o))) return VERR(s, "Rescale: %s", cell_last_error());
+  const void *ip = cell_tensor_data_ptr(in);
+  float *dp = cell_tensor_data_ptr(o);
+  int64_t n = g.h * g.w * g.c;
+  for (int64_t i = 0; i < n; i++) dp[i] = (float)(vx_load(ip, g.dt, i) * p->rescale + p->shift);
+  *out = o;
+  return CELL_OK;
+}
+
+cell_status cell_vision_rescale(double rescale, double shift, cell_sample_op **out) {
+  if (!out) return cell_error(CELL_ERR_VALUE, "Rescale: NULL argument");
+  if (!(rescale >= -FLT_MAX && rescale <= FLT_MAX))
+    return cell_error(CELL_ERR_VALUE, "Rescale: rescale must be a finite float32 value, but got %g", rescale);
+  if (!(shift >= -FLT_MAX && shift <= FLT_MAX))
+    return cell_error(CELL_ERR_VALUE, "Rescale: shift must be a finite float32 value, but got %g", shift);
+  rescale_params *p = calloc(1, sizeof *p);
+  if (!p) return cell_error(CELL_ERR_MEMORY, "Rescale: out of memory");
+  p->rescale = rescale, p->shift = shift;
+  return vx_new_op("Rescale", p, rescale_apply, out);
 }
 
 /* --- ColorJitter ------------------------------------------------------------------ */

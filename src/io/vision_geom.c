@@ -1,6 +1,6 @@
 /* vision_geom.c - the geometric vision transforms as per-sample ops:
- * Decode, Resize, RandomCrop, the random flips, RandomResizedCrop,
- * HWC2CHW, RandomRotation; and the plumbing they share with
+ * Decode, Resize, RandomCrop, CenterCrop, the random flips,
+ * RandomResizedCrop, HWC2CHW, RandomRotation; and the plumbing they share with
  * vision_color.c (geometry, borders, resampling). */
 #include "vision.h"
 #include "io.h"
@@ -366,6 +366,44 @@ cell_status cell_vision_random_crop(int64_t h, int64_t w, const int64_t *padding
   for (int i = 0; i < 4; i++) p->pad[i] = padding ? padding[i] : 0;
   for (int i = 0; i < 3; i++) p->fill[i] = fill ? fill[i] : 0;
   return vx_new_op("RandomCrop", p, crop_apply, out);
+}
+
+/* --- CenterCrop --------------------------------------------------------------- */
+
+typedef struct center_crop_params {
+  int64_t h, w;
+} center_crop_params;
+
+/* The window's first index along an axis of n pixels for a crop of m: the
+ * centre, rounded down; before a smaller image, the (d + 1) / 2 zeros
+ * MindSpore pads there (d = m - n). */
+static int64_t center_origin(int64_t n, int64_t m) { return m > n ? -((m - n + 1) / 2) : (n - m) / 2; }
+
+static cell_status center_crop_apply(const cell_sample_op *op, cell_tensor *in, cell_tensor **out, uint64_t seed,
+                                     uint64_t index, char *err, size_t errlen) {
+  (void)seed, (void)index;
+  const center_crop_params *p = op->params;
+  vimg g;
+  cell_status s = vimg_get(in, "CenterCrop", &g, err, errlen);
+  if (s) return s;
+  if (p->h - g.h >= 3 * g.h || p->w - g.w >= 3 * g.w)
+    return VERR(CELL_ERR_VALUE,
+                "CenterCrop: the padding must be less than 3 times the image size, but the crop size (%lld, %lld) "
+                "pads the image size (%lld, %lld) by (%lld, %lld)",
+                (long long)p->h, (long long)p->w, (long long)g.h, (long long)g.w,
+                (long long)(p->h > g.h ? p->h - g.h : 0), (long long)(p->w > g.w ? p->w - g.w : 0));
+  return vx_crop(in, &g, center_origin(g.h, p->h), center_origin(g.w, p->w), p->h, p->w, CELL_BORDER_CONSTANT, NULL,
+                 "CenterCrop", out, err, errlen);
+}
+
+cell_status cell_vision_center_crop(int64_t h, int64_t w, cell_sample_op **out) {
+  if (!out) return cell_error(CELL_ERR_VALUE, "CenterCrop: NULL argument");
+  cell_status s = check_size("CenterCrop", h, w, 0);
+  if (s) return s;
+  center_crop_params *p = params_new(sizeof *p, "CenterCrop");
+  if (!p) return CELL_ERR_MEMORY;
+  p->h = h, p->w = w;
+  return vx_new_op("CenterCrop", p, center_crop_apply, out);
 }
 
 /* --- flips ------------------------------------------------------------------ */

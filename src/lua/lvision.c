@@ -11,6 +11,8 @@
  *   core._vision_random_rotation(d0, d1, inter, expand, {cx, cy} | nil, {fill x3})
  *   core._vision_color_jitter({b0, b1}, {c0, c1}, {s0, s1}, {h0, h1})
  *   core._vision_to_tensor(dtype)
+ *   core._vision_rescale(rescale, shift)
+ *   core._vision_center_crop(h, w)
  *   core._image_decode(bytes [, name]) -> {H, W, 3} uint8   (bytes: string or uint8 tensor)
  *   core._image_load(path) -> {H, W, 3} uint8
  *   core._file_read_bytes(path) -> 1-D uint8
@@ -138,6 +140,20 @@ static int l_to_tensor(lua_State *L) {
   cell_dtype dt = lc_opt_dtype(L, 1, CELL_DTYPE_F32);
   cell_sample_op *op = NULL;
   cell_status st = cell_vision_to_tensor(dt, &op);
+  return push_op(L, st, &op);
+}
+
+static int l_rescale(lua_State *L) {
+  double rescale = lc_check_number(L, 1), shift = lc_check_number(L, 2);
+  cell_sample_op *op = NULL;
+  cell_status st = cell_vision_rescale(rescale, shift, &op);
+  return push_op(L, st, &op);
+}
+
+static int l_center_crop(lua_State *L) {
+  lua_Integer h = lc_check_int(L, 1), w = lc_check_int(L, 2);
+  cell_sample_op *op = NULL;
+  cell_status st = cell_vision_center_crop(h, w, &op);
   return push_op(L, st, &op);
 }
 
@@ -272,6 +288,8 @@ static const luaL_Reg vision_funcs[] = {{"_vision_decode", l_decode},
                                         {"_vision_random_rotation", l_random_rotation},
                                         {"_vision_color_jitter", l_color_jitter},
                                         {"_vision_to_tensor", l_to_tensor},
+                                        {"_vision_rescale", l_rescale},
+                                        {"_vision_center_crop", l_center_crop},
                                         {"_image_decode", l_image_decode},
                                         {"_image_load", l_image_load},
                                         {"_file_read_bytes", l_file_read_bytes},

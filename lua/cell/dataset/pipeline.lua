@@ -311,12 +311,16 @@ end
 M.flatten_ops = flatten_ops
 
 local MapDataset = Dataset:extend("MapDataset")
+-- MindSpore's map(operations, input_columns=None, output_columns=None,
+-- num_parallel_workers=None, **kwargs): those three positionally, the rest
+-- in the options table (python_multiprocessing, max_rowsize, cache,
+-- callbacks and offload are accepted and change nothing; column_order is
+-- MindSpore 2.0 to 2.2's).
 local MAP_OPTIONS = { "input_columns", "output_columns", "num_parallel_workers", "column_order",
-  "python_multiprocessing", "cache", "callbacks" }
+  "python_multiprocessing", "max_rowsize", "cache", "callbacks", "offload" }
 
+--- opts: the arguments after operations, already parsed (args_util.named).
 function MapDataset:init(child, operations, opts)
-  check_opts("map", opts)
-  opts = args_util.named("map", MAP_OPTIONS, 3, opts == nil and 0 or 1, opts)
   local ops = flatten_ops(operations, {})
   if #ops == 0 then raise("ValueError: map: operations is empty") end
   local cols = child:get_col_names()
@@ -383,16 +387,17 @@ function MapDataset:_rows(epoch)
   end
 end
 
---- map(operations [, {input_columns, output_columns, column_order, ...}]):
+--- map(operations [, input_columns, output_columns, num_parallel_workers]
+-- [, {input_columns =, output_columns =, column_order =, ...}]):
 -- column_order (MindSpore before 2.3; later ones removed it) is a
 -- project(column_order) after the map.
-function Dataset:map(operations, opts)
-  local order = type(opts) == "table" and getmetatable(opts) == nil and opts.column_order or nil
+function Dataset:map(operations, ...)
+  local n = select("#", ...)
+  local opts = args_util.named("map", MAP_OPTIONS, 3, n, ...)
+  local order = opts.column_order
   if order == nil then return MapDataset(self, operations, opts) end
-  local o = {}
-  for k, v in pairs(opts) do o[k] = v end
-  o.column_order = nil
-  local m = MapDataset(self, operations, o)
+  opts.column_order = nil
+  local m = MapDataset(self, operations, opts)
   local list = name_list(order, "map", "column_order")
   return ProjectDataset(m, list, nil, "map: column_order")
 end
@@ -427,19 +432,21 @@ function Dataset:shuffle(buffer_size) return ShuffleDataset(self, buffer_size) e
 
 -- ---------------------------------------------------------------- batch
 local BatchDataset = Dataset:extend("BatchDataset")
+-- MindSpore's batch(batch_size, drop_remainder=False, num_parallel_workers=None,
+-- **kwargs): those two positionally, the rest in the options table
+-- (python_multiprocessing and max_rowsize are accepted and change nothing).
 local BATCH_OPTIONS = { "drop_remainder", "num_parallel_workers", "per_batch_map", "input_columns",
-  "output_columns" }
+  "output_columns", "python_multiprocessing", "max_rowsize" }
 
 local is_callable = require("cell.util.types").is_callable
 
+--- opts: the arguments after batch_size, already parsed (args_util.named).
 function BatchDataset:init(child, batch_size, opts)
   if is_callable(batch_size) then
     self._size_fn, batch_size = batch_size, 1
   else
     check_int("batch", "batch_size", batch_size, 1)
   end
-  check_opts("batch", opts)
-  opts = args_util.named("batch", BATCH_OPTIONS, 3, opts == nil and 0 or 1, opts)
   local drop = opts.drop_remainder
   if drop == nil then drop = false end
   if type(drop) ~= "boolean" then
@@ -586,7 +593,11 @@ function BatchDataset:_rows(epoch)
   end
 end
 
-function Dataset:batch(batch_size, opts) return BatchDataset(self, batch_size, opts) end
+--- batch(batch_size [, drop_remainder, num_parallel_workers] [, {drop_remainder =, per_batch_map =, ...}]).
+function Dataset:batch(batch_size, ...)
+  local n = select("#", ...)
+  return BatchDataset(self, batch_size, args_util.named("batch", BATCH_OPTIONS, 3, n, ...))
+end
 
 -- ---------------------------------------------------------------- repeat
 local RepeatDataset = Dataset:extend("RepeatDataset")
@@ -670,8 +681,8 @@ function TakeDataset:init(child, count, skip)
   local what = skip and "skip" or "take"
   check_int(what, "count", count)
   if skip and count < 0 then raise(("ValueError: skip: count must not be negative, but got %d"):format(count)) end
-  if not skip and count < -1 then
-    raise(("ValueError: take: count must be -1 (all) or at least 0, but got %d"):format(count))
+  if not skip and count < 1 and count ~= -1 then
+    raise(("ValueError: take: count must be -1 (all) or positive, but got %d"):format(count))
   end
   self._n, self._skip = count, skip
   self:_setup(child, child:get_col_names())

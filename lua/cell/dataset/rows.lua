@@ -81,17 +81,26 @@ function M.buffer_shuffle_list(list, buffer_size, seed)
   return out
 end
 
+local math_type = math.type -- Lua 5.4; LuaJIT's numbers have no integer subtype
+
+--- Whether the number v is an integer for to_tensor: a Lua integer (3, not
+-- 3.0) where Lua has the subtype; under LuaJIT, a whole number of a double's
+-- exact range.
+local function integer_valued(v)
+  if math_type then return math_type(v) == "integer" end
+  return v == math.floor(v) and v > -9007199254740992 and v < 9007199254740992
+end
+M.integer_valued = integer_valued
+
 --- A column value as a tensor: tensors as they are, a boolean as a bool
--- tensor, a whole number as int64 (MindSpore's Python int), another number
+-- tensor, an integer as int64 (MindSpore's Python int), a float (3.0 too)
 -- as float32, a table of numbers through cell.tensor. Anything else is a
 -- TypeError naming the sample and column.
 function M.to_tensor(v, what, sample, col)
   if core.is_tensor(v) then return v end
   local t = type(v)
   if t == "number" then
-    if v == math.floor(v) and v > -9007199254740992 and v < 9007199254740992 then
-      return core.tensor(v, core.int64)
-    end
+    if integer_valued(v) then return core.tensor(v, core.int64) end
     return core.tensor(v, core.float32)
   end
   if t == "boolean" then return core.tensor(v, core.bool) end

@@ -32,6 +32,7 @@ local INTER = { nearest = 0, bilinear = 1, linear = 1, bicubic = 2, cubic = 2 }
 local BORDER = { constant = 0, edge = 1, reflect = 2, symmetric = 3 }
 
 local is_int = require("cell.util.types").is_int
+local FLT_MAX = 3.4028234663852886e38 -- float32's largest finite value
 
 local function show(v)
   if type(v) == "number" or type(v) == "boolean" then return tostring(v) end
@@ -320,6 +321,31 @@ function M.ToTensor(...)
     raise(("TypeError: ToTensor: output_type must be a dtype, but got %s"):format(show(dt)))
   end
   return core._vision_to_tensor(dt)
+end
+
+--- Rescale(rescale, shift) (or {rescale =, shift =}): x * rescale + shift
+-- as float32, as MindSpore's (both required; numbers in float32's range).
+function M.Rescale(...)
+  local fname = "Rescale"
+  local o = args_util.named(fname, { "rescale", "shift" }, 2, select("#", ...), ...)
+  for _, what in ipairs { "rescale", "shift" } do
+    if o[what] == nil then raise(("TypeError: %s() missing required argument '%s'"):format(fname, what)) end
+    check_number(fname, what, o[what])
+    if not (o[what] >= -FLT_MAX and o[what] <= FLT_MAX) then
+      raise(("ValueError: %s: %s must be within float32's range [-3.4028235e+38, 3.4028235e+38], but got %s")
+        :format(fname, what, show(o[what])))
+    end
+  end
+  return core._vision_rescale(o.rescale, o.shift)
+end
+
+--- CenterCrop(size): the size window (n or {h, w}) at the image's centre
+-- (top (H - h) // 2, left (W - w) // 2); an image smaller than the window
+-- is padded with zeros first, ceil(d / 2) before and floor(d / 2) after, as
+-- MindSpore's.
+function M.CenterCrop(size)
+  local h, w = check_size("CenterCrop", size)
+  return core._vision_center_crop(h, w or h)
 end
 
 --- read_image(path): a PNG or JPEG file as {H, W, 3} uint8 RGB.

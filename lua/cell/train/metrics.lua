@@ -5,6 +5,7 @@
 --     local acc = cell.train.Accuracy()
 --     acc:update(logits, labels)   -- logits {N, C}; labels {N} class ids 1..C, or {N, C} one-hot
 --     acc:eval()                   --> fraction of rows whose argmax is the label
+--     cell.train.Accuracy("multilabel")   -- y_pred, y 0/1 {N, C}: rows whose predictions all match
 -- Written in the Lua subset shared by Lua 5.4 and LuaJIT 2.1.
 local raise = require("cell.errors").raise
 local core = require "cell.core"
@@ -38,12 +39,13 @@ M.Accuracy = Accuracy
 local ACCURACY_OPTIONS = { "eval_type" }
 
 --- Accuracy([eval_type = "classification"]) (or {eval_type = }): the fraction of samples whose
--- predicted class (argmax over dimension 2 of the logits) is the label.
+-- predicted class (argmax over dimension 2 of the logits) is the label;
+-- with "multilabel", of samples whose 0/1 predictions all equal their 0/1 labels.
 function Accuracy:init(...)
   local eval_type = args_util.parse("Accuracy", ACCURACY_OPTIONS, 3, select("#", ...), ...)
   if eval_type == nil then eval_type = "classification" end
-  if eval_type ~= "classification" then
-    raise(("ValueError: For 'Accuracy', the 'eval_type' must be 'classification', but got %s.")
+  if eval_type ~= "classification" and eval_type ~= "multilabel" then
+    raise(("ValueError: For 'Accuracy', the 'eval_type' must be 'classification' or 'multilabel', but got %s.")
       :format(type(eval_type) == "string" and ("'" .. eval_type .. "'") or type_name(eval_type)))
   end
   self.eval_type = eval_type
@@ -54,8 +56,47 @@ function Accuracy:clear()
   self._correct, self._total = 0, 0
 end
 
+--- A value from a tensor, written the same on Lua 5.4 and LuaJIT (3, 0.5).
+local function num(v) return ("%.10g"):format(v) end
+
+--- The position ("[i, j, ...]", 1-based) of flat element k of a tensor of shape `shape`.
+local function position(shape, k)
+  local idx = {}
+  k = k - 1
+  for d = #shape, 1, -1 do
+    idx[d] = k % shape[d] + 1
+    k = math.floor(k / shape[d])
+  end
+  return "[" .. table.concat(idx, ", ") .. "]"
+end
+
+--- Multilabel update, as MindSpore's: y_pred and y of one shape (N, C,
+-- ...) holding 0 and 1 (MindSpore's _check_value); a sample (each position
+-- but dimension 2) is correct when its C predictions all equal its labels.
+function Accuracy:_update_multilabel(y_pred, y)
+  if not T.same_shape(y_pred.shape, y.shape) then
+    raise(("ValueError: For 'Accuracy.update', with eval_type 'multilabel' y_pred and y must have one shape "
+      .. "(N, C, ...), but got %s and %s."):format(T.shape_str(y_pred.shape), T.shape_str(y.shape)))
+  end
+  local p, t = y_pred:astype(core.float64), y:astype(core.float64)
+  local bad = p:ne(0):logical_and(p:ne(1)):logical_or(t:ne(0):logical_and(t:ne(1)))
+  if bad:any():item() then
+    local fb, fp, ft = bad:reshape({ -1 }):tolist(), p:reshape({ -1 }):tolist(), t:reshape({ -1 }):tolist()
+    for k = 1, #fb do
+      if fb[k] then
+        raise(("ValueError: For 'Accuracy.update', with eval_type 'multilabel' y_pred and y must hold 0 and 1, "
+          .. "but got %s and %s at %s."):format(num(fp[k]), num(ft[k]), position(y_pred.shape, k)))
+      end
+    end
+  end
+  local rows = p:eq(t):all(2)
+  self._correct = self._correct + rows:astype(core.int64):sum():item()
+  self._total = self._total + rows:numel()
+end
+
 --- update(y_pred, y): y_pred {N, C, ...} scores; y {N, ...} class ids
 -- (1-based) or scores of y_pred's shape (one-hot), whose argmax is taken.
+-- With eval_type "multilabel", y_pred and y are 0/1 of one shape {N, C, ...}.
 function Accuracy:update(y_pred, y)
   if not core.is_tensor(y_pred) or not core.is_tensor(y) then
     raise(("TypeError: For 'Accuracy.update', y_pred and y must be Tensors, but got %s and %s.")
@@ -65,6 +106,7 @@ function Accuracy:update(y_pred, y)
     raise(("ValueError: For 'Accuracy.update', y_pred must have shape (N, C, ...), but got %s.")
       :format(T.shape_str(y_pred.shape)))
   end
+  if self.eval_type == "multilabel" then return self:_update_multilabel(y_pred, y) end
   local pred = y_pred:argmax(2)
   local labels = y
   if y.ndim == y_pred.ndim then labels = y:argmax(2) end
