@@ -128,8 +128,6 @@ describe("nn.Cell options", function()
         "destination, prefix, keep_vars" },
       { function() net:load_state_dict({}, { strict = false, assign = true }) end, "Cell.load_state_dict", "assign",
         "strict" },
-      { function() net:recompute { mp_comm = true } end, "Cell.recompute", "mp_comm",
-        "mp_comm_recompute, parallel_optimizer_comm_recompute, recompute_slice_activation" },
       { function() nn.Cell.init(net, { prefix = true }) end, "Cell.init", "prefix", "auto_prefix, flags" },
     }
     for _, c in ipairs(cases) do
@@ -168,6 +166,9 @@ describe("nn.Cell options", function()
     net:recompute { mp_comm_recompute = true }
     assert.are.equal("TypeError: Cell.recompute: mp_comm_recompute must be a boolean, but got number",
       err(function() net:recompute { mp_comm_recompute = 1 } end))
+    assert.are.equal("ValueError: For 'recompute', keyword 'foo' is not recognized! the key kwargs must be "
+      .. "'mp_comm_recompute', 'parallel_optimizer_comm_recompute', 'recompute_slice_activation'",
+      err(function() net:recompute { foo = true } end))
     local Sub = nn.Cell:extend("Sub")
     function Sub:init() nn.Cell.init(self, { auto_prefix = false, flags = { f = 1 } }) end
     local s = Sub()

@@ -68,6 +68,22 @@ describe("calling a cell", function()
       assert.are.equal(5, got.scale)
     end)
 
+    it("with kwargs hand construct the kwargs they leave: filled in place, replaced, or emptied", function()
+      -- MindSpore 2.7: args, kwargs = ret; then construct(*args, **kwargs)
+      local Probe = nn.Cell:extend("KwProbe")
+      function Probe:construct(_, kw) return kw and kw.scale or "none" end
+      local net = Probe()
+      local h = net:register_forward_pre_hook(function(_, args) return args, cell.kwargs {} end, true)
+      assert.are.equal("none", net(1, cell.kwargs { scale = 2 })) -- emptied: no kwargs at all
+      h:remove()
+      h = net:register_forward_pre_hook(function(_, _, kwargs) kwargs.scale = 3 end, true)
+      assert.are.equal(3, net(1)) -- filled in place, though the call had none
+      assert.are.equal(3, net(1, cell.kwargs { scale = 5 }))
+      h:remove()
+      assert.are.equal(7, net(1, cell.kwargs { scale = 7 }))
+      assert.are.equal("none", net(1))
+    end)
+
     it("with kwargs must return nil or two tables", function()
       local net = Scale(2)
       net:register_forward_pre_hook(function() return 1 end, true)

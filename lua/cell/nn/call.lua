@@ -241,9 +241,11 @@ local function slow_call(self, st, ...)
   local kw_view = kwargs
   local pre = st.fwd_pre
   if pre then
+    local kw_hooked = false
     for i = 1, #pre do
       local h = pre[i]
       if h.kw then
+        kw_hooked = true
         kw_view = kw_view or M.kwargs {}
         local na, nk = h.fn(self, args, kw_view)
         if na ~= nil then
@@ -254,13 +256,16 @@ local function slow_call(self, st, ...)
           args = as_args(na)
           if getmetatable(nk) == nil then nk = M.kwargs(nk) end
           kw_view = nk
-          if next(nk) ~= nil then kwargs = nk end
         end
       else
         local r = h.fn(self, args)
         if r ~= nil then args = as_args(r) end
       end
     end
+    -- construct gets the kwargs the with_kwargs pre-hooks left (as
+    -- MindSpore's construct(*args, **kwargs)): filled in place, replaced,
+    -- or emptied (then none at all)
+    if kw_hooked then kwargs = next(kw_view) ~= nil and kw_view or nil end
   end
   if st.mixed then return mixed_call(self, st, args, kwargs, kw_view) end
   return finish_call(self, st, args, kwargs, kw_view)
@@ -417,6 +422,18 @@ function M.install(Cell)
   -- construct again in the backward pass. The options are MindSpore's
   -- (parallel training only): checked, and they change nothing here.
   function Cell:recompute(...)
+    local last = select(select("#", ...), ...)
+    if select("#", ...) > 0 and type(last) == "table" and getmetatable(last) == nil then
+      for k in pairs(last) do -- MindSpore's recompute(**kwargs) names an unknown keyword a ValueError
+        local known = false
+        for _, name in ipairs(RECOMPUTE_ARGS) do known = known or k == name end
+        if not known then
+          raise(("ValueError: For 'recompute', keyword '%s' is not recognized! the key kwargs must be "
+            .. "'mp_comm_recompute', 'parallel_optimizer_comm_recompute', 'recompute_slice_activation'")
+            :format(tostring(k)))
+        end
+      end
+    end
     local t = args_util.named("Cell.recompute", RECOMPUTE_ARGS, 2, select("#", ...), ...)
     for _, name in ipairs(RECOMPUTE_ARGS) do
       local v = t[name]
