@@ -422,8 +422,9 @@ function M.install(Cell)
   -- construct again in the backward pass. The options are MindSpore's
   -- (parallel training only): checked, and they change nothing here.
   function Cell:recompute(...)
-    local last = select(select("#", ...), ...)
-    if select("#", ...) > 0 and type(last) == "table" and getmetatable(last) == nil then
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...) or nil
+    if type(last) == "table" and getmetatable(last) == nil then
       for k in pairs(last) do -- MindSpore's recompute(**kwargs) names an unknown keyword a ValueError
         local known = false
         for _, name in ipairs(RECOMPUTE_ARGS) do known = known or k == name end
