@@ -48,7 +48,12 @@ local NAME_MAX_LEN = 1024
 local P = {}
 --- The metatable of every Parameter's attrs table; core's binding reads its
 -- __index, __setattr and __tostring.
-local AttrsMT = { __name = "Parameter", __methods = P } -- __methods: for the REPL's completion
+local AttrsMT = { __index = P, __name = "Parameter", __methods = P } -- __methods: for the REPL's completion
+--- The metatable of a lazy Parameter's attrs (while has_init): the same,
+-- but its __index is a function (below), which costs a call per read; a
+-- Parameter gets AttrsMT back when its data is drawn.
+local LazyAttrsMT = { __name = "Parameter", __methods = P }
+local function is_attrs_mt(mt) return mt == AttrsMT or mt == LazyAttrsMT end
 
 --- Tensor methods that read no values: a lazy Parameter stays lazy for them.
 local READS_NO_VALUES = { size = true, dim = true, numel = true, nelement = true, ndimension = true, stride = true,
@@ -59,7 +64,7 @@ local READS_NO_VALUES = { size = true, dim = true, numel = true, nelement = true
 -- that reads values, called on a lazy Parameter, draws its data first
 -- (init_data), as MindSpore's Tensor methods do (_init_check): its values
 -- are never the NaN placeholder.
-function AttrsMT.__index(attrs, k)
+function LazyAttrsMT.__index(attrs, k)
   local v = P[k]
   if v ~= nil then return v end
   if rawget(attrs, "has_init") and type(k) == "string" and not READS_NO_VALUES[k]
@@ -74,7 +79,7 @@ M.methods = P
 --- Whether x is a Parameter.
 function M.is_parameter(x)
   local a = core._attrs(x)
-  return a ~= nil and getmetatable(a) == AttrsMT
+  return a ~= nil and is_attrs_mt(getmetatable(a))
 end
 local is_parameter = M.is_parameter
 
@@ -82,7 +87,7 @@ local is_parameter = M.is_parameter
 -- something else, or with a dot instead of a colon).
 local function attrs_of(self, method, lvl)
   local a = core._attrs(self)
-  if a == nil or getmetatable(a) ~= AttrsMT then
+  if a == nil or not is_attrs_mt(getmetatable(a)) then
     raise(("TypeError: Parameter.%s: expected a Parameter (call it as p:%s(...)), got %s")
       :format(method, method, type_name(self)))
   end
@@ -150,7 +155,7 @@ end
 --- A lazy Parameter for InitTensor `it`: a zero-stride broadcast of one
 -- scalar stands for the data (so no memory), until init_data swaps it. A
 -- cell initialises its lazy parameters when it is called, and a Tensor
--- method that reads values (AttrsMT.__index) or p:value() when it is
+-- method that reads values (LazyAttrsMT.__index) or p:value() when it is
 -- called on one, as MindSpore's _init_check does. An op that takes the
 -- Parameter as an argument (cell.ops.add(p, 1), p + 1) does not: the
 -- scalar is NaN for floating-point dtypes, so such values show as nan
@@ -161,6 +166,7 @@ local function lazy_fill(it)
 end
 local function attach_lazy(it, attrs)
   rawset(attrs, "has_init", true)
+  setmetatable(attrs, LazyAttrsMT)
   rawset(attrs, "init_mode", it)
   return core._attach(lazy_fill(it), attrs)
 end
@@ -301,6 +307,8 @@ function AttrsMT.__tostring(self)
     :format(self.name, shape_tuple(self.shape), tostring(self.dtype), tostring(self.requires_grad))
 end
 
+LazyAttrsMT.__setattr, LazyAttrsMT.__tostring = AttrsMT.__setattr, AttrsMT.__tostring
+
 local REQUIRES_GRAD_ARGS = { "requires_grad" }
 local SET_DATA_ARGS = { "slice_shape" }
 local INIT_DATA_ARGS = { "layout", "set_sliced" }
@@ -367,6 +375,7 @@ local function set_data(self, attrs, data, lvl, from_ckpt, slice_shape)
     without_grad(Tensor.copy_, fresh, data)
     core._swap(self, fresh)
     rawset(attrs, "has_init", false)
+    setmetatable(attrs, AttrsMT)
     rawset(attrs, "init_mode", nil)
     return self
   end
@@ -417,6 +426,7 @@ function P.init_data(self, ...)
   if not rawget(attrs, "has_init") then return self end
   core._swap(self, rawget(attrs, "init_mode"):init_data())
   rawset(attrs, "has_init", false)
+  setmetatable(attrs, AttrsMT)
   rawset(attrs, "init_mode", nil)
   return self
 end
