@@ -672,6 +672,14 @@ function M.check_lines(blk)
   return lines
 end
 
+--- The expressions of a block's `-->` lines (the text before the arrow).
+function M.check_exprs(blk)
+  local _, checks = transform(blk)
+  local out = {}
+  for i, c in ipairs(checks) do out[i] = c.lhs end
+  return out
+end
+
 function M.run_block(dir, page, blk, tmp)
   local results
   if M.writes_files(blk) then results = subprocess(page, blk, dir, tmp)
