@@ -4,6 +4,7 @@
 -- reference page is reachable from docs/reference/index.md (which is how the
 -- REPL finds them), and `docs/build.lua` builds HTML with no broken link
 -- (when cmark-gfm is installed, as CI's `make deps` does).
+-- (That the pages' examples show what the code gives: docs_examples_spec.lua.)
 local doc = require "cell.doc"
 local public = require "helpers.public_names"
 
