@@ -17,7 +17,7 @@
 --
 --   M.pages(dir)             the reference pages (file names), sorted
 --   M.blocks(dir, page)      the checked blocks: {start =, lines =, heading =}
---   M.check_lines(blk)       the page lines of its checks
+--   M.check_exprs(blk)       the expressions of its checks (the text before -->)
 --   M.run_block(dir, page, blk, tmp)   the results, one per check (tmp: the
 --        page's temporary directory, for the blocks that write files):
 --        {line =, status =, lhs =, exp =, actual =, note =}
@@ -665,13 +665,6 @@ function M.child()
 end
 
 -- The page lines of a block's checks (its `-->` lines), without running it.
-function M.check_lines(blk)
-  local _, checks = transform(blk)
-  local lines = {}
-  for i, c in ipairs(checks) do lines[i] = c.line end
-  return lines
-end
-
 --- The expressions of a block's `-->` lines (the text before the arrow).
 function M.check_exprs(blk)
   local _, checks = transform(blk)
