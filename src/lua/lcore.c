@@ -75,6 +75,13 @@ static size_t exception_name_len(const char *msg) {
  * function's name (its registered name, then Lua's idea of it), the text,
  * and the argument counted as Lua counts it (a method's self is not
  * counted). A metamethod's message is "<Exception>: <what>". */
+/* The name lc_setfuncs gave the running binding function, or NULL. */
+static const char *binding_name(lua_State *L) {
+  return lua_type(L, lua_upvalueindex(LC_NUPVALUES + 1)) == LUA_TSTRING
+             ? lua_tostring(L, lua_upvalueindex(LC_NUPVALUES + 1))
+             : NULL;
+}
+
 int lc_argerror(lua_State *L, int arg, const char *fmt, ...) {
   char msg[512], out[1024];
   va_list ap;
@@ -93,10 +100,10 @@ int lc_argerror(lua_State *L, int arg, const char *fmt, ...) {
     method = ar.namewhat && strcmp(ar.namewhat, "method") == 0;
     name = ar.name;
   }
-  if (lua_type(L, lua_upvalueindex(LC_NUPVALUES + 1)) == LUA_TSTRING) {
+  if (binding_name(L)) {
     /* a binding function: its name, and whether it is a Tensor method (its
      * first argument is then self, however it was called, in both Luas) */
-    name = lua_tostring(L, lua_upvalueindex(LC_NUPVALUES + 1));
+    name = binding_name(L);
     method = lua_toboolean(L, lua_upvalueindex(LC_NUPVALUES + 2));
   }
   /* A metamethod's operands are not arguments a user passed by position. */
@@ -276,21 +283,16 @@ cell_dtype lc_check_dtype(lua_State *L, int i) {
  * keyword argument: cell.zeros({2}, {dtype = cell.int32})); absent: def. */
 cell_dtype lc_opt_dtype(lua_State *L, int i, cell_dtype def) {
   if (lua_type(L, i) == LUA_TTABLE && !lua_getmetatable(L, i)) {
+    static const char *const keys[] = {"dtype", NULL};
     if (i < 0) i = lua_gettop(L) + i + 1;
-    lua_pushnil(L);
-    while (lua_next(L, i)) {
+    const char *name = binding_name(L);
+    int opts = lc_options(L, i, name ? name : "dtype", keys);
+    if (!lc_field(L, opts, "dtype")) {
       lua_pop(L, 1);
-      if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), "dtype") != 0) {
-        if (lua_type(L, -1) == LUA_TSTRING)
-          lc_argerror(L, i, "TypeError: unexpected option '%s': the only option here is dtype", lua_tostring(L, -1));
-        lc_argerror(L, i, "TypeError: expected a dtype or {dtype = ...}, got a table with a %s key",
-                    luaL_typename(L, -1));
-      }
+      return def;
     }
-    lua_getfield(L, i, "dtype");
-    cell_dtype dt = lua_isnil(L, -1) ? def : lc_check_dtype(L, lua_gettop(L));
-    lua_pop(L, 1);
-    return dt;
+    lua_replace(L, i); /* the dtype in the table's place: an error names argument i */
+    return lc_check_dtype(L, i);
   }
   return lua_isnoneornil(L, i) ? def : lc_check_dtype(L, i);
 }
