@@ -134,108 +134,104 @@ end
 -- 1. the block as a chunk
 local function compiles(s) return load(s, "=x", "t", {}) ~= nil end
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
-local function strip_comment(s) -- drop a trailing -- comment outside strings
+--- Where the first `--` outside strings begins (a comment or an arrow), or nil.
+local function comment_at(s)
   local i, q = 1, nil
   while i <= #s do
     local c = s:sub(i, i)
     if q then
       if c == "\\" then i = i + 1 elseif c == q then q = nil end
     elseif c == '"' or c == "'" then q = c
-    elseif s:sub(i, i + 1) == "--" then return s:sub(1, i - 1) end
-    i = i + 1
-  end
-  return s
-end
-local function split_arrow(s) -- lhs, expected  (the --> outside strings)
-  local i, q = 1, nil
-  while i <= #s do
-    local c = s:sub(i, i)
-    if q then
-      if c == "\\" then i = i + 1 elseif c == q then q = nil end
-    elseif c == '"' or c == "'" then q = c
-    elseif s:sub(i, i + 2) == "-->" then return s:sub(1, i - 1), trim(s:sub(i + 3))
-    elseif s:sub(i, i + 1) == "--" then return nil
-    end
+    elseif s:sub(i, i + 1) == "--" then return i end
     i = i + 1
   end
   return nil
 end
+local function strip_comment(s) -- drop a trailing -- comment outside strings
+  local i = comment_at(s)
+  return i and s:sub(1, i - 1) or s
+end
+local function split_arrow(s) -- lhs, expected: when the first -- outside strings is -->
+  local i = comment_at(s)
+  if i and s:sub(i, i + 2) == "-->" then return s:sub(1, i - 1), trim(s:sub(i + 3)) end
+  return nil
+end
 
 local function transform(B)
-local lastcheck_at
-local out = {}
-local checks = {}
-local raw = {}
-for k, l in ipairs(B.lines) do raw[k] = l end
+  local lastcheck_at
+  local out = {}
+  local checks = {}
+  local raw = {}
+  for k, l in ipairs(B.lines) do raw[k] = l end
 
-for k, l in ipairs(raw) do
-  local lhs, exp = split_arrow(l)
-  local prevk = k - 1
-  while prevk >= 1 and trim(raw[prevk]) == "" do prevk = prevk - 1 end
-  if lhs and trim(lhs) == "" and prevk >= 1 and lastcheck_at == prevk then
-    checks[#checks].exp = checks[#checks].exp .. "\n" .. exp
-    out[k] = ""
-    lastcheck_at = k
-  elseif lhs then
-    lastcheck_at = k
-    local srcline = B.start + k - 1
-    lhs = trim(lhs)
-    local id = #checks + 1
-    checks[id] = { line = srcline, exp = exp }
-    local startk = k
-    if lhs == "" then
-      -- result of the previous line(s)
-      local j = k - 1
-      while j >= 1 and trim(raw[j]) == "" do j = j - 1 end
-      local acc = trim(strip_comment(raw[j]))
-      while j > 1 and not compiles("return " .. acc) and not compiles(acc) do
-        j = j - 1; acc = trim(strip_comment(raw[j])) .. "\n" .. acc
-      end
-      lhs = acc
-      for m = j, k - 1 do out[m] = "" end
-      startk = j
-    else
-      -- an expression continued from previous lines?
-      if not compiles("return " .. lhs) and not compiles(lhs) then
-        local j, acc = k, lhs
+  for k, l in ipairs(raw) do
+    local lhs, exp = split_arrow(l)
+    local prevk = k - 1
+    while prevk >= 1 and trim(raw[prevk]) == "" do prevk = prevk - 1 end
+    if lhs and trim(lhs) == "" and prevk >= 1 and lastcheck_at == prevk then
+      checks[#checks].exp = checks[#checks].exp .. "\n" .. exp
+      out[k] = ""
+      lastcheck_at = k
+    elseif lhs then
+      lastcheck_at = k
+      local srcline = B.start + k - 1
+      lhs = trim(lhs)
+      local id = #checks + 1
+      checks[id] = { line = srcline, exp = exp }
+      local startk = k
+      if lhs == "" then
+        -- result of the previous line(s)
+        local j = k - 1
+        while j >= 1 and trim(raw[j]) == "" do j = j - 1 end
+        local acc = trim(strip_comment(raw[j]))
         while j > 1 and not compiles("return " .. acc) and not compiles(acc) do
           j = j - 1; acc = trim(strip_comment(raw[j])) .. "\n" .. acc
         end
-        if compiles("return " .. acc) or compiles(acc) then
-          for m = j, k - 1 do out[m] = "" end
-          lhs = acc
+        lhs = acc
+        for m = j, k - 1 do out[m] = "" end
+        startk = j
+      else
+        -- an expression continued from previous lines?
+        if not compiles("return " .. lhs) and not compiles(lhs) then
+          local j, acc = k, lhs
+          while j > 1 and not compiles("return " .. acc) and not compiles(acc) do
+            j = j - 1; acc = trim(strip_comment(raw[j])) .. "\n" .. acc
+          end
+          if compiles("return " .. acc) or compiles(acc) then
+            for m = j, k - 1 do out[m] = "" end
+            lhs = acc
+          end
         end
       end
-    end
-    checks[id].lhs = lhs
-    local pr = lhs:match("^print(%b())$")
-    local pre, last = lhs:match("^(.*;)%s*([^;]-)$")
-    if pr then
-      checks[id].printed = true
-      out[startk] = ("__check(%d, function() return __capture(function() print%s end) end)"):format(id, pr:gsub("%%", "%%%%"))
-    elseif not compiles("return " .. lhs) and pre and compiles("return " .. last) and compiles(pre) then
-      out[startk] = pre .. (" __check(%d, function() return %s\nend)"):format(id, last)
-    elseif compiles("return " .. lhs) then
-      out[startk] = ("__check(%d, function() return %s\nend)"):format(id, lhs)
-    else
-      local name = lhs:match("^local%s+([%a_][%w_, ]*)%s*=") or lhs:match("^([%a_][%w_%.]*)%s*=[^=]")
-      if checks[id].exp:match("^%u%w*Error") then
-        out[startk] = ("__check(%d, function() %s\nend)"):format(id, lhs)
-      elseif name then
-        out[startk] = lhs .. (" __check(%d, function() return %s end)"):format(id, name)
+      checks[id].lhs = lhs
+      local pr = lhs:match("^print(%b())$")
+      local pre, last = lhs:match("^(.*;)%s*([^;]-)$")
+      if pr then
+        checks[id].printed = true
+        out[startk] = ("__check(%d, function() return __capture(function() print%s end) end)"):format(id, pr:gsub("%%", "%%%%"))
+      elseif not compiles("return " .. lhs) and pre and compiles("return " .. last) and compiles(pre) then
+        out[startk] = pre .. (" __check(%d, function() return %s\nend)"):format(id, last)
+      elseif compiles("return " .. lhs) then
+        out[startk] = ("__check(%d, function() return %s\nend)"):format(id, lhs)
       else
-        -- a statement: run it, report it for reading
-        out[startk] = ("__check(%d, function() %s\nend, true)"):format(id, lhs)
+        local name = lhs:match("^local%s+([%a_][%w_, ]*)%s*=") or lhs:match("^([%a_][%w_%.]*)%s*=[^=]")
+        if checks[id].exp:match("^%u%w*Error") then
+          out[startk] = ("__check(%d, function() %s\nend)"):format(id, lhs)
+        elseif name then
+          out[startk] = lhs .. (" __check(%d, function() return %s end)"):format(id, name)
+        else
+          -- a statement: run it, report it for reading
+          out[startk] = ("__check(%d, function() %s\nend, true)"):format(id, lhs)
+        end
+      end
+    elseif out[k] == nil then
+      local code = strip_comment(l)
+      if trim(code) ~= "" and not compiles(code) and compiles("return " .. code) then
+        out[k] = "__discard(" .. trim(code) .. ")"
+      else
+        out[k] = l
       end
     end
-  elseif out[k] == nil then
-    local code = strip_comment(l)
-    if trim(code) ~= "" and not compiles(code) and compiles("return " .. code) then
-      out[k] = "__discard(" .. trim(code) .. ")"
-    else
-      out[k] = l
-    end
-  end
 end
 for k = 1, #raw do out[k] = out[k] or "" end
 
