@@ -211,9 +211,7 @@ end
 -- in insertion order (as d:items()). LuaJIT takes neither metamethod from a
 -- table's metatable: there `#d` is 0 and pairs walks the raw table, so
 -- portable code uses d:len() and d:items().
-function OrderedDict:__len()
-  return state(self).count
-end
+OrderedDict.__len = OrderedDict.len
 function OrderedDict:__pairs()
   return self:items()
 end

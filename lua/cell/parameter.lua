@@ -67,8 +67,7 @@ local READS_NO_VALUES = { size = true, dim = true, numel = true, nelement = true
 function LazyAttrsMT.__index(attrs, k)
   local v = P[k]
   if v ~= nil then return v end
-  if rawget(attrs, "has_init") and type(k) == "string" and not READS_NO_VALUES[k]
-      and type(Tensor[k]) == "function" then
+  if type(k) == "string" and not READS_NO_VALUES[k] and type(Tensor[k]) == "function" then
     P.init_data(rawget(attrs, "data"))
   end
   return nil
@@ -169,6 +168,14 @@ local function attach_lazy(it, attrs)
   setmetatable(attrs, LazyAttrsMT)
   rawset(attrs, "init_mode", it)
   return core._attach(lazy_fill(it), attrs)
+end
+--- A lazy Parameter p takes `data` as its storage and stops being lazy
+-- (attach_lazy's inverse: has_init, init_mode and the metatable together).
+local function swap_drawn(p, attrs, data)
+  core._swap(p, data)
+  rawset(attrs, "has_init", false)
+  setmetatable(attrs, AttrsMT)
+  rawset(attrs, "init_mode", nil)
 end
 
 --- The tensor (or InitTensor) behind `data`, for cell.Parameter; `adopt`
@@ -373,10 +380,7 @@ local function set_data(self, attrs, data, lvl, from_ckpt, slice_shape)
     local fresh = core.empty(data.shape, dtype)
     if data.device ~= fresh.device then data = data:move_to(fresh.device) end
     without_grad(Tensor.copy_, fresh, data)
-    core._swap(self, fresh)
-    rawset(attrs, "has_init", false)
-    setmetatable(attrs, AttrsMT)
-    rawset(attrs, "init_mode", nil)
+    swap_drawn(self, attrs, fresh)
     return self
   end
   if data.device ~= self.device then data = data:move_to(self.device) end -- a checkpoint's CPU tensor
@@ -424,10 +428,7 @@ function P.init_data(self, ...)
     error(("TypeError: Parameter.init_data: set_sliced must be a boolean, but got %s"):format(type_name(set_sliced)), 2)
   end
   if not rawget(attrs, "has_init") then return self end
-  core._swap(self, rawget(attrs, "init_mode"):init_data())
-  rawset(attrs, "has_init", false)
-  setmetatable(attrs, AttrsMT)
-  rawset(attrs, "init_mode", nil)
+  swap_drawn(self, attrs, rawget(attrs, "init_mode"):init_data())
   return self
 end
 

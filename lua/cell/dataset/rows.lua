@@ -90,7 +90,6 @@ local function integer_valued(v)
   if math_type then return math_type(v) == "integer" end
   return v == math.floor(v) and v > -9007199254740992 and v < 9007199254740992
 end
-M.integer_valued = integer_valued
 
 --- A column value as a tensor: tensors as they are, a boolean as a bool
 -- tensor, an integer as int64 (MindSpore's Python int), a float (3.0 too)
