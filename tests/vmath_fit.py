@@ -5,6 +5,11 @@ Prints the C initialisers and the largest relative error of each fit
 evaluated by Horner's rule on a dense grid:
   erf(x) = x P(x^2) on |x| <= 1                      (P of degree 7)
   erfc(x) = exp(-x^2) t G(t), t = 1/x, on x >= 1      (G of degree 16)
+and of src/ops/vmath_gelu_impl.h's float32 GELU tail:
+  erfc(a) = t exp(-a^2 + P(t)), t = 1/(1 + a/2), on a in [0.5, 10.6]
+                                                      (P of degree 8)
+whose coefficients are float32: each is rounded in turn from the highest
+power and the lower ones refitted (max absolute error of P, in float64).
 exp, log and tanh use Taylor coefficients and need no fit."""
 import math
 
@@ -49,3 +54,29 @@ def show(name, c, err):
 
 show("erf_small", *fit(lambda x: math.erf(x) / x if x else 2 / math.sqrt(math.pi), 1e-9, 1.0, 7, lambda x: x * x))
 show("erfc_large", *fit(g, 0.0, 1.0, 16, lambda x: x))
+
+
+def erfc_exponent(t):
+    """P(t) = log(erfc(a) / t) + a^2 at a = 2 (1/t - 1)."""
+    a = 2 * (1 / t - 1)
+    return math.log(math.erfc(a) / t) + a * a
+
+
+def fit_float32(f, a, b, deg, n=4000):
+    k = np.arange(n)
+    ts = (a + b) / 2 + (b - a) / 2 * np.cos(np.pi * (k + 0.5) / n)
+    ys = np.array([f(t) for t in ts])
+    fixed = []
+    for d in range(deg, -1, -1):
+        res = ys - sum(c * ts ** (deg - i) for i, c in enumerate(fixed))
+        fixed.append(float(np.float32(np.polyfit(ts, res, d)[0])))
+    tt = np.linspace(a, b, 20001)
+    h = np.zeros_like(tt)
+    for c in fixed:
+        h = h * tt + c
+    return fixed, np.max(np.abs(h - np.array([f(t) for t in tt])))
+
+
+c, err = fit_float32(erfc_exponent, 1 / (1 + 0.5 * 10.6), 1 / (1 + 0.5 * 0.5), 8)
+print(f"/* erfc_exponent (float32): highest power first; max absolute error {err:.2e} */")
+print("{" + ", ".join(f"{v:.9e}f" for v in c) + "}")

@@ -6,9 +6,11 @@
 -- float32 range (subnormals, the extremes, both signs) plus NaN, +-inf and
 -- +-0. The elementwise ops are within 1 ulp of the float64 value rounded
 -- (measured 0.5: the vector code computes in float64 to about 1e-10;
--- tests/test_vmath.c checks each CPU path over a million values; GELU's
--- reference is x erfc(-x / sqrt 2) / 2, since float64's own cancels in the
--- left tail); the reductions and values within 2e-6 relative of the float64
+-- tests/test_vmath.c checks each CPU path over a million values), GELU
+-- within 3 ulp where x > -1.4142 and 6 below (it computes in float32
+-- arithmetic: src/ops/vmath_gelu_impl.h; its reference is
+-- x erfc(-x / sqrt 2) / 2, since float64's own cancels in the left tail);
+-- the reductions and values within 2e-6 relative of the float64
 -- result (float32 rounding of inputs, sums and the stored result), the
 -- gradients within 1e-5 of their largest magnitude. Random shapes and dims
 -- check that every size takes the same path; strided views the same values
@@ -62,17 +64,19 @@ describe("vector transcendentals in float32", function()
   local x32 = cell.tensor(xs, cell.float32)
   local x64 = x32:double() -- the same values, exactly
   for _, name in ipairs({ "exp", "log", "tanh", "erf", "sigmoid", "silu", "gelu" }) do
-    it(name .. " is within 1 ulp of float64 over the float32 range and the specials", function()
+    local bound = name == "gelu" and "3 ulp (6 in the left tail)" or "1 ulp"
+    it(name .. " is within " .. bound .. " of float64 over the float32 range and the specials", function()
       local got, want = cell.ops[name](x32):totable(), cell.ops[name](x64):totable()
       if name == "gelu" then -- float64's x (1 + erf(x / sqrt 2)) / 2 cancels to 0 in the left tail
         want = (x64 * 0.5 * cell.ops.erfc(x64 * -0.70710678118654752440)):totable()
       end
-      local worst, at = 0, nil
+      local worst, at = 0, nil -- in units of the bound
       for k = 1, #want do
         local e = ulp_err(got[k], want[k])
+        if name == "gelu" then e = e / (xs[k] < -1.4142 and 6 or 3) end
         if not (e <= worst) then worst, at = e, k end
       end
-      assert.is_true(worst <= 1, ("%s: %g ulp at x = %.9g (got %.9g, float64 %.17g)"):format(name, worst,
+      assert.is_true(worst <= 1, ("%s: %g of %s at x = %.9g (got %.9g, float64 %.17g)"):format(name, worst, bound,
         at and x64:totable()[at] or 0, at and got[at] or 0, at and want[at] or 0))
     end)
   end

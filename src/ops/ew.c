@@ -160,25 +160,38 @@ static bool relu_half_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *
   return true;
 }
 
-/* GELU's and SiLU's gradients on contiguous float32: the vector code
- * reads and writes the floats in place (the same values as the chunked
- * double path, which rounds the same double result to float32). */
+/* GELU's and SiLU's gradients on float32: the vector code reads and
+ * writes contiguous floats in place, and strided ones through float
+ * chunks, so that a view gets the values of a contiguous copy (GELU's is
+ * computed in float32 arithmetic, which the double path would not
+ * reproduce). */
 static bool act_grad_f32_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s) {
   int qa = c->pos[0], qb = c->pos[1];
   if ((c->op != EW_GELU && c->op != EW_SILU) || !qa || !qb || c->dt[0] != CELL_DTYPE_F32 ||
-      c->dt[qa] != CELL_DTYPE_F32 || c->dt[qb] != CELL_DTYPE_F32 || s[0] != 4 || s[qa] != 4 || s[qb] != 4)
+      c->dt[qa] != CELL_DTYPE_F32 || c->dt[qb] != CELL_DTYPE_F32)
     return false;
-  float *r = (float *)p[0];
-  const float *g = (const float *)p[qa], *x = (const float *)p[qb];
-  if (c->op == EW_GELU) cell_vm_gelu_grad_f32(r, g, x, n);
-  else cell_vm_silu_grad_f32(r, g, x, n);
+  void (*fn)(float *, const float *, const float *, int64_t) =
+      c->op == EW_GELU ? cell_vm_gelu_grad_f32 : cell_vm_silu_grad_f32;
+  if (s[0] == 4 && s[qa] == 4 && s[qb] == 4) {
+    fn((float *)p[0], (const float *)p[qa], (const float *)p[qb], n);
+    return true;
+  }
+  float gf[EW_CHUNK], xf[EW_CHUNK];
+  for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
+    int64_t m = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;
+    for (int64_t i = 0; i < m; i++) {
+      gf[i] = *(const float *)(p[qa] + (i0 + i) * s[qa]);
+      xf[i] = *(const float *)(p[qb] + (i0 + i) * s[qb]);
+    }
+    fn(gf, gf, xf, m);
+    for (int64_t i = 0; i < m; i++) *(float *)(p[0] + (i0 + i) * s[0]) = gf[i];
+  }
   return true;
 }
 
 /* The same on contiguous bfloat16 (mixed precision): chunks widened to
- * float32, GELU's gradient in float32 arithmetic (SiLU's through the
- * float32 form), the result rounded once (the double path computed in
- * double what float32 holds to well past bfloat16). */
+ * float32, the float32 forms, the result rounded once (the double path
+ * computed in double what float32 holds to well past bfloat16). */
 static bool act_grad_bf16_fast(const ew_ctx *c, int64_t n, char **p, const int64_t *s) {
   int qa = c->pos[0], qb = c->pos[1];
   if ((c->op != EW_GELU && c->op != EW_SILU) || !qa || !qb || c->dt[0] != CELL_DTYPE_BF16 ||
@@ -194,7 +207,7 @@ static bool act_grad_bf16_fast(const ew_ctx *c, int64_t n, char **p, const int64
       gf[i] = cell_bf16_to_float(g[i0 + i]);
       xf[i] = cell_bf16_to_float(x[i0 + i]);
     }
-    if (c->op == EW_GELU) cell_vm_gelu_grad_fast_f32(rf, gf, xf, m);
+    if (c->op == EW_GELU) cell_vm_gelu_grad_f32(rf, gf, xf, m);
     else cell_vm_silu_grad_f32(rf, gf, xf, m);
 #pragma omp simd
     for (int64_t i = 0; i < m; i++) r[i0 + i] = cell_float_to_bf16(rf[i]);

@@ -243,7 +243,7 @@ VM_LOOP_BF16(tanh, cell_vm_tanh_f32)
 VM_LOOP_BF16(erf, cell_vm_erf_f32)
 VM_LOOP_BF16(sigmoid, cell_vm_sigmoid_f32)
 VM_LOOP_BF16(silu, cell_vm_silu_f32)
-VM_LOOP_BF16(gelu, cell_vm_gelu_fast_f32) /* float32 arithmetic: bfloat16 needs no more */
+VM_LOOP_BF16(gelu, cell_vm_gelu_f32)
 static const cell_loop_fn vm_loops_bf16[CELL_UNOP_COUNT] = {
     [CELL_OP_EXP] = exp_BF16_vm,         [CELL_OP_LOG] = log_BF16_vm,   [CELL_OP_TANH] = tanh_BF16_vm,
     [CELL_OP_ERF] = erf_BF16_vm,         [CELL_OP_SIGMOID] = sigmoid_BF16_vm,

@@ -72,7 +72,3 @@ void cell_vm_silu_grad_f32(float *r, const float *g, const float *x, int64_t n) 
   vm()->silu_grad_f32(r, g, x, n);
 }
 void cell_vm_exp_fast_f32(float *y, const float *x, int64_t n) { vm()->exp_fast_f32(y, x, n); }
-void cell_vm_gelu_fast_f32(float *y, const float *x, int64_t n) { vm()->gelu_fast_f32(y, x, n); }
-void cell_vm_gelu_grad_fast_f32(float *r, const float *g, const float *x, int64_t n) {
-  vm()->gelu_grad_fast_f32(r, g, x, n);
-}

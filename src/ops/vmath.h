@@ -5,8 +5,12 @@
  * polynomials (no libm call), so that a loop of them vectorises. Each is
  * accurate to about 1e-10 relative (see tests/test_vmath.c), far below a
  * float32 ulp (6e-8), so a float32 result rounds as libm's double would
- * round it, give or take one ulp at a rounding boundary. They are meant for
- * float32 / float16 / bfloat16 results; float64 results keep libm.
+ * round it, give or take one ulp at a rounding boundary. Two exceptions
+ * compute in float32 arithmetic, where speed matters more than the last
+ * bit: exp_fast (attention's softmax weights) and GELU with its gradient
+ * (transformers' feed-forward layers), each within a few ulp. They are
+ * meant for float32 / float16 / bfloat16 results; float64 results keep
+ * libm.
  *
  * Three builds of the same code: portable C (SSE2 on x86-64, whatever the
  * compiler vectorises elsewhere), AVX2+FMA and AVX-512 (vmath_avx2.c,
@@ -28,15 +32,12 @@ void cell_vm_tanh_f32(float *y, const float *x, int64_t n);
 void cell_vm_erf_f32(float *y, const float *x, int64_t n);
 void cell_vm_sigmoid_f32(float *y, const float *x, int64_t n);
 void cell_vm_silu_f32(float *y, const float *x, int64_t n);
-void cell_vm_gelu_f32(float *y, const float *x, int64_t n); /* exact: x Phi(x) */
+/* GELU, exact form x Phi(x), in float32 arithmetic: within a few ulp
+ * (vmath_gelu_impl.h) */
+void cell_vm_gelu_f32(float *y, const float *x, int64_t n);
 /* exp in float32 arithmetic: within 2 ulp in the normal range, 0 where
  * exp(x) would be subnormal (softmax weights: attention) */
 void cell_vm_exp_fast_f32(float *y, const float *x, int64_t n);
-/* GELU (exact form) and its gradient in float32 arithmetic, for results
- * rounded to bfloat16: within a few float32 ulp, 0 where x Phi(x) would
- * be subnormal */
-void cell_vm_gelu_fast_f32(float *y, const float *x, int64_t n);
-void cell_vm_gelu_grad_fast_f32(float *r, const float *g, const float *x, int64_t n);
 
 /* double buffers: y = f(x) */
 void cell_vm_exp_d(double *y, const double *x, int64_t n);
@@ -46,8 +47,10 @@ void cell_vm_gelu_grad_d(double *r, const double *g, const double *x, int64_t n)
 void cell_vm_gelu_tanh_grad_d(double *r, const double *g, const double *x, int64_t n);
 void cell_vm_silu_grad_d(double *r, const double *g, const double *x, int64_t n);
 void cell_vm_erf_grad_d(double *r, const double *g, const double *x, int64_t n);
-/* float arrays: the same gradients, computed in double and rounded once
- * (the values the double buffers give, stored as float32) */
+/* float arrays: the same gradients. SiLU's computed in double and rounded
+ * once (the values the double buffers give, stored as float32); GELU's in
+ * float32 arithmetic as cell_vm_gelu_f32 (within a few ulp of the larger
+ * of its terms Phi(x) and |x phi(x)|) */
 void cell_vm_gelu_grad_f32(float *r, const float *g, const float *x, int64_t n);
 void cell_vm_silu_grad_f32(float *r, const float *g, const float *x, int64_t n);
 
@@ -75,8 +78,6 @@ typedef struct {
   void (*gelu_grad_f32)(float *, const float *, const float *, int64_t);
   void (*silu_grad_f32)(float *, const float *, const float *, int64_t);
   void (*exp_fast_f32)(float *, const float *, int64_t);
-  void (*gelu_fast_f32)(float *, const float *, int64_t);
-  void (*gelu_grad_fast_f32)(float *, const float *, const float *, int64_t);
 } cell_vm_table;
 
 extern const cell_vm_table cell_vm_portable;

@@ -8,6 +8,7 @@
 #define VM_ATTR __attribute__((target("avx512f,avx512dq,avx2,fma,prefer-vector-width=512")))
 #endif
 #define VM_TABLE cell_vm_avx512
+#define VM_X86_AVX2 1 /* vmath_impl.h may use AVX2 intrinsics */
 #include "vmath_impl.h"
 #else
 typedef int cell_vm_avx512_unused; /* an empty unit is not ISO C */

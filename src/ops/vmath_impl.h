@@ -150,16 +150,6 @@ VM_FN double vm_erf(double x) {
   return __builtin_copysign(r, x);
 }
 
-/* The standard normal CDF Phi(x) = erfc(-x / sqrt 2) / 2, accurate in
- * both tails. */
-VM_FN double vm_phi(double x) {
-  double z = x * 0.70710678118654752440, a = __builtin_fabs(z);
-  double c = 0.5 * vm_erfc_large(a);
-  double big = z > 0 ? 1.0 - c : c;
-  double small = 0.5 + 0.5 * __builtin_copysign(vm_erf_small(a, a * a), z);
-  return a < 1 ? small : big;
-}
-
 /* sigmoid: with e = exp(-|x|), 1 / (1 + e) or e / (1 + e). */
 VM_FN double vm_sigmoid(double x) {
   double e = vm_exp(-__builtin_fabs(x)), s = 1.0 / (1.0 + e);
@@ -225,74 +215,6 @@ VM_MAP(tanh_f32, float, vm_tanh(x))
 VM_MAP(erf_f32, float, vm_erf(x))
 VM_MAP(sigmoid_f32, float, vm_sigmoid(x))
 VM_MAP(silu_f32, float, x * vm_sigmoid(x))
-/* GELU's argument splits Phi into erf's polynomial (|x| < sqrt 2) and the
- * erfc tail (an exp, a longer rational form). Most activations sit in the
- * first range, so a block of VM_GELU_BLK elements takes the polynomial
- * throughout, then the tail's elements (found a vector of VM_GELU_RUN at
- * a time, gathered into a dense buffer) take the full form, and their
- * results are put back: every element gets the full form's value (the
- * same expressions, the same selection), and the tail costs only where
- * it is needed. */
-#define VM_GELU_RUN 8
-#define VM_GELU_BLK 256
-/* Below this |x| (just under sqrt 2) the polynomial serves: a float
- * compare; the few elements between it and sqrt 2 (and NaN) take the
- * full form, which selects exactly. */
-#define VM_GELU_SMALL 1.4142f
-/* Bit i set: px[i] is one of the tail's. */
-VM_FN unsigned vm_gelu_run_mask(const float *px) {
-  unsigned msk = 0;
-  for (int i = 0; i < VM_GELU_RUN; i++) msk |= (unsigned)!(__builtin_fabsf(px[i]) < VM_GELU_SMALL) << i;
-  return msk;
-}
-/* The tail's elements of px[0..m): their indices in idx, their values in
- * xt (and g's in gt when pg is not NULL); the count. */
-VM_FN int vm_gelu_tail(const float *px, const float *pg, int64_t m, int *idx, float *xt, float *gt) {
-  int nt = 0;
-  int64_t r = 0;
-  for (; r + VM_GELU_RUN <= m; r += VM_GELU_RUN) {
-    unsigned msk = vm_gelu_run_mask(px + r);
-    while (msk) {
-      int i = (int)r + __builtin_ctz(msk);
-      msk &= msk - 1;
-      idx[nt] = i;
-      xt[nt] = px[i];
-      if (pg) gt[nt] = pg[i];
-      nt++;
-    }
-  }
-  for (; r < m; r++) {
-    if (__builtin_fabsf(px[r]) < VM_GELU_SMALL) continue;
-    idx[nt] = (int)r;
-    xt[nt] = px[r];
-    if (pg) gt[nt] = pg[r];
-    nt++;
-  }
-  return nt;
-}
-VM_FN double vm_phi_small(double x) {
-  double z = x * 0.70710678118654752440, a = __builtin_fabs(z);
-  return 0.5 + 0.5 * __builtin_copysign(vm_erf_small(a, a * a), z);
-}
-static VM_ATTR void gelu_f32(float *y, const float *px, int64_t n) {
-  int idx[VM_GELU_BLK];
-  float xt[VM_GELU_BLK];
-  for (int64_t i0 = 0; i0 < n; i0 += VM_GELU_BLK) {
-    int64_t m = n - i0 < VM_GELU_BLK ? n - i0 : VM_GELU_BLK;
-    const float *xs = px + i0;
-    float *ys = y + i0;
-    int nt = vm_gelu_tail(xs, NULL, m, idx, xt, NULL); /* before y, which may be px, is written */
-    VM_SIMD for (int64_t i = 0; i < m; i++) {
-      double x = xs[i];
-      ys[i] = (float)(x * vm_phi_small(x));
-    }
-    VM_SIMD for (int k = 0; k < nt; k++) {
-      double x = xt[k];
-      xt[k] = (float)(x * vm_phi(x));
-    }
-    for (int k = 0; k < nt; k++) ys[idx[k]] = xt[k];
-  }
-}
 VM_MAP(exp_d, double, vm_exp(x))
 /* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = C (x + K x^3) */
 VM_MAP(gelu_tanh_d, double, x * vm_sigmoid(2.0 * GELU_C * (x + GELU_K * x * x * x)))
@@ -328,136 +250,11 @@ VM_GRAD(erf_grad_d, g * 1.12837916709551257390 * vm_exp(-(x * x)))
       r[i] = (float)(EXPR);                                                      \
     }                                                                            \
   }
-/* vm_gelu_grad where |x| < sqrt 2 (gelu_f32's split). */
-VM_FN double vm_gelu_grad_small(double x) {
-  double z = x * 0.70710678118654752440, a = __builtin_fabs(z);
-  /* exp(-x^2 / 2) as vm_exp computes it for an argument in (-1, 0]: no
-   * clamp, and 2^n (n = 0 or -1) in one factor (the same product) */
-  double u = -0.5 * (x * x);
-  double n = (u * 1.4426950408889634 + VM_SHIFT) - VM_SHIFT;
-  double rr = u - n * VM_LN2_HI;
-  rr = rr - n * VM_LN2_LO;
-  double p = vm_exp_taylor(rr);
-  double e = p * vm_pow2(n);
-  double small = 0.5 + 0.5 * __builtin_copysign(vm_erf_small(a, a * a), z);
-  return small + x * 0.39894228040143267794 * e;
-}
-static VM_ATTR void gelu_grad_f32(float *r, const float *pg, const float *px, int64_t n) {
-  int idx[VM_GELU_BLK];
-  float xt[VM_GELU_BLK], gt[VM_GELU_BLK];
-  for (int64_t i0 = 0; i0 < n; i0 += VM_GELU_BLK) {
-    int64_t m = n - i0 < VM_GELU_BLK ? n - i0 : VM_GELU_BLK;
-    const float *xs = px + i0, *gs = pg + i0;
-    float *rs = r + i0;
-    int nt = vm_gelu_tail(xs, gs, m, idx, xt, gt);
-    VM_SIMD for (int64_t i = 0; i < m; i++) {
-      double g = gs[i], x = xs[i];
-      rs[i] = (float)(g * vm_gelu_grad_small(x));
-    }
-    VM_SIMD for (int k = 0; k < nt; k++) {
-      double g = gt[k], x = xt[k];
-      xt[k] = (float)(g * vm_gelu_grad(x));
-    }
-    for (int k = 0; k < nt; k++) rs[idx[k]] = xt[k];
-  }
-}
 VM_GRAD_F32(silu_grad_f32, g * vm_silu_grad(x))
 
-/* GELU and its gradient in float32 arithmetic (twice the lanes of the
- * double forms), for results rounded to bfloat16: Phi(x) = 1/2 + erf(z)/2
- * by erf's polynomial above (as float, |z| < 1, z = x / sqrt 2), and from
- * erfc(|z|) = t exp(-z^2 + Q(t)), t = 1 / (1 + |z| / 2) beyond (Numerical
- * Recipes' erfcc: fractional error below 1.2e-7), so both tails keep their
- * relative accuracy. Within a few float32 ulp of x Phi(x) where that is
- * normal; 0 where exp(-z^2) is subnormal (|x| > 13.2, left tail). */
-/* Phi's polynomial branch (|z| < 1). */
-VM_FN float vm_phi_small_f(float x) {
-  float z = x * 0.707106781f, a = __builtin_fabsf(z), q = a * a;
-  float p = -9.68973845989906154e-06f;
-  p = p * q + 1.12747369623546664e-04f;
-  p = p * q - 8.48543877307673879e-04f;
-  p = p * q + 5.22113868553001053e-03f;
-  p = p * q - 2.68654755108659396e-02f;
-  p = p * q + 1.12837834438098375e-01f;
-  p = p * q - 3.76126385528226359e-01f;
-  p = p * q + 1.12837916708010422e+00f;
-  return 0.5f + 0.5f * __builtin_copysignf(a * p, z);
-}
-/* Phi by erfc's rational form and exp (|z| >= 1). */
-VM_FN float vm_phi_big_f(float x) {
-  float z = x * 0.707106781f, a = __builtin_fabsf(z), q = a * a;
-  float t = 1.0f / (1.0f + 0.5f * a);
-  float r = 0.17087277f;
-  r = r * t - 0.82215223f;
-  r = r * t + 1.48851587f;
-  r = r * t - 1.13520398f;
-  r = r * t + 0.27886807f;
-  r = r * t - 0.18628806f;
-  r = r * t + 0.09678418f;
-  r = r * t + 0.37409196f;
-  r = r * t + 1.00002368f;
-  r = r * t - 1.26551223f;
-  float c = 0.5f * t * vm_expf_fast(r - q);
-  return z > 0 ? 1.0f - c : c;
-}
-/* Phi, the branch chosen by |z| (both computed: a vector's lanes differ). */
-VM_FN float vm_phi_f(float x) {
-  float a = __builtin_fabsf(x * 0.707106781f);
-  float small = vm_phi_small_f(x), big = vm_phi_big_f(x);
-  return a < 1 ? small : big;
-}
-/* phi(x) = exp(-x^2 / 2) / sqrt(2 pi). */
-VM_FN float vm_density_f(float x) {
-  float z = x * 0.707106781f, a = __builtin_fabsf(z);
-  return 0.398942280f * vm_expf_fast(-(a * a));
-}
-/* As gelu_f32: a block takes the polynomial throughout (no exp, no
- * division in the forward; one exp in the gradient), then the tail's
- * elements take the full form and are put back: every element gets
- * vm_phi_f's value (the same expressions, the same selection). The
- * functions return one value each (no pointer out), so that the tail's
- * loop vectorises too. */
-static VM_ATTR void gelu_fast_f32(float *y, const float *px, int64_t n) {
-  int idx[VM_GELU_BLK];
-  float xt[VM_GELU_BLK];
-  for (int64_t i0 = 0; i0 < n; i0 += VM_GELU_BLK) {
-    int64_t m = n - i0 < VM_GELU_BLK ? n - i0 : VM_GELU_BLK;
-    const float *xs = px + i0;
-    float *ys = y + i0;
-    int nt = vm_gelu_tail(xs, NULL, m, idx, xt, NULL); /* before y, which may be px, is written */
-    VM_SIMD for (int64_t i = 0; i < m; i++) {
-      float x = xs[i];
-      ys[i] = x * vm_phi_small_f(x);
-    }
-    VM_SIMD for (int k = 0; k < nt; k++) {
-      float x = xt[k];
-      xt[k] = x * vm_phi_f(x);
-    }
-    for (int k = 0; k < nt; k++) ys[idx[k]] = xt[k];
-  }
-}
-static VM_ATTR void gelu_grad_fast_f32(float *r, const float *pg, const float *px, int64_t n) {
-  int idx[VM_GELU_BLK];
-  float xt[VM_GELU_BLK], gt[VM_GELU_BLK];
-  for (int64_t i0 = 0; i0 < n; i0 += VM_GELU_BLK) {
-    int64_t m = n - i0 < VM_GELU_BLK ? n - i0 : VM_GELU_BLK;
-    const float *xs = px + i0, *gs = pg + i0;
-    float *rs = r + i0;
-    int nt = vm_gelu_tail(xs, gs, m, idx, xt, gt);
-    VM_SIMD for (int64_t i = 0; i < m; i++) {
-      float x = xs[i];
-      rs[i] = gs[i] * (vm_phi_small_f(x) + x * vm_density_f(x));
-    }
-    VM_SIMD for (int k = 0; k < nt; k++) {
-      float x = xt[k];
-      xt[k] = gt[k] * (vm_phi_f(x) + x * vm_density_f(x));
-    }
-    for (int k = 0; k < nt; k++) rs[idx[k]] = xt[k];
-  }
-}
+#include "vmath_gelu_impl.h"
 
 const cell_vm_table VM_TABLE = {exp_f32,     log_f32,     tanh_f32,         erf_f32,
                                 sigmoid_f32, silu_f32,    gelu_f32,         exp_d,
                                 gelu_tanh_d, gelu_grad_d, gelu_tanh_grad_d, silu_grad_d,
-                                erf_grad_d,  gelu_grad_f32, silu_grad_f32,    exp_fast_f32,
-                                gelu_fast_f32, gelu_grad_fast_f32};
+                                erf_grad_d,  gelu_grad_f32, silu_grad_f32,    exp_fast_f32};
