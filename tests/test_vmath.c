@@ -108,6 +108,29 @@ static void check_f32(int level) {
   }
   if (getenv("CELL_VMATH_VERBOSE")) printf("level %d: exp_fast max %.3f ulp at %a\n", level, worst, at);
   CHECKF(worst <= 2, "level %d: exp_fast is %g ulp off at x = %a (%.9g)", level, worst, at, at);
+  /* the float32-arithmetic sigmoid and tanh (recurrent gates): within 3
+   * ulp where the result is normal, sigmoid 0 where it would be subnormal */
+  f32_fn fast[2] = {cell_vm_sigmoid_fast_f32, cell_vm_tanh_fast_f32};
+  double (*fref[2])(double) = {r_sigmoid, r_tanh};
+  for (int c = 0; c < 2; c++) {
+    fast[c](y + 1, x + 1, n - 1);
+    fast[c](y, x, 1);
+    worst = 0;
+    at = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double ref = fref[c](x[i]);
+      double e = fabs(ref) < FLT_MIN && !isnan(ref) ? (y[i] == 0 || fabs(y[i] - ref) <= FLT_MIN ? 0 : INFINITY)
+                                                     : ulp_err(y[i], ref);
+      if (!(e <= worst)) {
+        worst = e;
+        at = x[i];
+      }
+    }
+    if (getenv("CELL_VMATH_VERBOSE"))
+      printf("level %d: %s_fast max %.3f ulp at %a\n", level, c ? "tanh" : "sigmoid", worst, at);
+    CHECKF(worst <= 3, "level %d: %s_fast is %g ulp off at x = %a (%.9g)", level, c ? "tanh" : "sigmoid", worst, at,
+           at);
+  }
   /* in place */
   float v[3] = {1.0f, -2.0f, 0.5f};
   cell_vm_exp_f32(v, v, 3);

@@ -8,6 +8,8 @@ evaluated by Horner's rule on a dense grid:
 and of src/ops/vmath_gelu_impl.h's float32 GELU tail:
   erfc(a) = t exp(-a^2 + P(t)), t = 1/(1 + a/2), on a in [0.5, 10.6]
                                                       (P of degree 8)
+and of vmath_impl.h's float32 tanh near 0:
+  tanh(a) = a + a z Q(z), z = a^2, on a in [0, 0.56]   (Q of degree 4)
 whose coefficients are float32: each is rounded in turn from the highest
 power and the lower ones refitted (max absolute error of P, in float64).
 exp, log and tanh use Taylor coefficients and need no fit."""
@@ -79,4 +81,34 @@ def fit_float32(f, a, b, deg, n=4000):
 
 c, err = fit_float32(erfc_exponent, 1 / (1 + 0.5 * 10.6), 1 / (1 + 0.5 * 0.5), 8)
 print(f"/* erfc_exponent (float32): highest power first; max absolute error {err:.2e} */")
+print("{" + ", ".join(f"{v:.9e}f" for v in c) + "}")
+
+
+def tanh_q(z):
+    """Q(z) = (tanh(a) / a - 1) / z at a = sqrt(z) (its series near 0)."""
+    if z < 1e-6:
+        return -1 / 3 + 2 * z / 15 - 17 * z * z / 315
+    a = math.sqrt(z)
+    return (math.tanh(a) / a - 1) / z
+
+
+def fit_float32_rel(f, a, b, deg, n=4000):
+    """As fit_float32, weighted by 1/|f|; the error as tanh's relative one."""
+    k = np.arange(n)
+    zs = (a + b) / 2 + (b - a) / 2 * np.cos(np.pi * (k + 0.5) / n)
+    ys = np.array([f(z) for z in zs])
+    fixed = []
+    for d in range(deg, -1, -1):
+        res = ys - sum(c * zs ** (deg - i) for i, c in enumerate(fixed))
+        fixed.append(float(np.float32(np.polyfit(zs, res, d, w=1 / np.abs(ys))[0])))
+    zt = np.linspace(a, b, 20001)
+    yt = np.array([f(z) for z in zt])
+    h = np.zeros_like(zt)
+    for c in fixed:
+        h = h * zt + c
+    return fixed, np.max(np.abs(zt * (h - yt) / (1 + zt * yt)))
+
+
+c, err = fit_float32_rel(tanh_q, 0.0, 0.56 ** 2, 4)
+print(f"/* tanh_q (float32): highest power first; max relative error of tanh {err:.2e} */")
 print("{" + ", ".join(f"{v:.9e}f" for v in c) + "}")

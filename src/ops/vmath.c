@@ -72,3 +72,5 @@ void cell_vm_silu_grad_f32(float *r, const float *g, const float *x, int64_t n) 
   vm()->silu_grad_f32(r, g, x, n);
 }
 void cell_vm_exp_fast_f32(float *y, const float *x, int64_t n) { vm()->exp_fast_f32(y, x, n); }
+void cell_vm_sigmoid_fast_f32(float *y, const float *x, int64_t n) { vm()->sigmoid_fast_f32(y, x, n); }
+void cell_vm_tanh_fast_f32(float *y, const float *x, int64_t n) { vm()->tanh_fast_f32(y, x, n); }

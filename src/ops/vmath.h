@@ -7,8 +7,9 @@
  * float32 ulp (6e-8), so a float32 result rounds as libm's double would
  * round it, give or take one ulp at a rounding boundary. Two exceptions
  * compute in float32 arithmetic, where speed matters more than the last
- * bit: exp_fast (attention's softmax weights) and GELU with its gradient
- * (transformers' feed-forward layers), each within a few ulp. They are
+ * bit: exp_fast (attention's softmax weights), sigmoid_fast and tanh_fast
+ * (recurrent layers' gates) and GELU with its gradient (transformers'
+ * feed-forward layers), each within a few ulp. They are
  * meant for float32 / float16 / bfloat16 results; float64 results keep
  * libm.
  *
@@ -38,6 +39,10 @@ void cell_vm_gelu_f32(float *y, const float *x, int64_t n);
 /* exp in float32 arithmetic: within 2 ulp in the normal range, 0 where
  * exp(x) would be subnormal (softmax weights: attention) */
 void cell_vm_exp_fast_f32(float *y, const float *x, int64_t n);
+/* sigmoid and tanh in float32 arithmetic: within 3 ulp, sigmoid 0 where it
+ * would be subnormal (the recurrent layers' gates) */
+void cell_vm_sigmoid_fast_f32(float *y, const float *x, int64_t n);
+void cell_vm_tanh_fast_f32(float *y, const float *x, int64_t n);
 
 /* double buffers: y = f(x) */
 void cell_vm_exp_d(double *y, const double *x, int64_t n);
@@ -78,6 +83,8 @@ typedef struct {
   void (*gelu_grad_f32)(float *, const float *, const float *, int64_t);
   void (*silu_grad_f32)(float *, const float *, const float *, int64_t);
   void (*exp_fast_f32)(float *, const float *, int64_t);
+  void (*sigmoid_fast_f32)(float *, const float *, int64_t);
+  void (*tanh_fast_f32)(float *, const float *, int64_t);
 } cell_vm_table;
 
 extern const cell_vm_table cell_vm_portable;
