@@ -124,6 +124,14 @@ for _, name in ipairs(wanted) do
   if (name == "cnn" or name == "gpt") and ms[1] and ms[2] then
     print(("cell_model_%s_scaling_t2_over_t1 %.3f x"):format(name, ms[2] / ms[1]))
   end
+  -- The model is done with, as PyTorch's side drops each (its reference
+  -- count frees the tensors at once): Lua frees them when it collects, and
+  -- the allocator's cache goes back to the system. The peak RSS below is
+  -- then the largest model's, not the sum of all six.
+  fn = nil
+  collectgarbage()
+  collectgarbage()
+  cell.empty_cache()
 end
 cell.set_num_threads(prev)
 local peak = proc.status_mib("VmHWM")
