@@ -105,6 +105,7 @@ void test_sample_all(void);
 void test_inplace_all(void);
 void test_higher_all(void);
 void test_vmath_all(void);
+void test_attention_all(void);
 void test_vision_all(void);
 
 #endif

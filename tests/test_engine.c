@@ -437,6 +437,7 @@ static const struct {
     {"inplace", test_inplace_all},
     {"higher", test_higher_all},
     {"vmath", test_vmath_all},
+    {"attention", test_attention_all},
     {"vision", test_vision_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])

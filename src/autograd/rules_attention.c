@@ -4,10 +4,11 @@
  *
  * ScaledDotProductAttentionBackward has inputs q, k, v (and a float mask,
  * whose gradient the kernel sums into its shape) and saves q, k, v,
- * the mask (when given), the output and the per-row log-sum-exp: O(L)
- * per head besides the operands, never the L x S weights, which the
- * backward kernel recomputes block by block. The dropout mask is
- * regenerated from the generator position kept in the node's arguments. */
+ * the mask (when given), the output, the per-row log-sum-exp and the
+ * L x S weights when the kernel kept them (small float32 heads without
+ * dropout; otherwise the backward kernel recomputes them block by block
+ * from the log-sum-exp). The dropout mask is regenerated from the
+ * generator position kept in the node's arguments. */
 #include "autograd.h"
 #include "../ops/kernels.h"
 #include "../ops/ops.h"
@@ -34,9 +35,11 @@ static cell_status sdpa_backward(cell_node *n, const cell_tensor *g, cell_tensor
   }
   if (!any) return CELL_OK;
   int m = na->has_mask;
+  cell_sdpa_args a = na->a;
+  a.probs = n->saved[5 + m]; /* NULL: not kept */
   cell_status s = cell_k_sdpa_backward(g, n->saved[0], n->saved[1], n->saved[2],
                                        m ? n->saved[3] : NULL, n->saved[3 + m], n->saved[4 + m],
-                                       &na->a, want[0], want[1], want[2], want[3]);
+                                       &a, want[0], want[1], want[2], want[3]);
   for (int i = 0; i < nin; i++) s = cell_ag_give(n, i, s, t[i], gin);
   return s;
 }
@@ -60,7 +63,9 @@ cell_status cell_op_scaled_dot_product_attention(const cell_tensor *q, const cel
   cell_tensor *r = NULL, *lse = NULL;
   cell_status s = CELL_AG_RAW(cell_k_sdpa(q, k, v, attn_mask, &a, &r, &lse));
   if (s != CELL_OK) return s;
-  cell_node *n = CELL_AG_NODE(NODE, sdpa_backward, nin, in, 6, sdpa_node_args);
+  cell_node *n = CELL_AG_NODE(NODE, sdpa_backward, nin, in, 7, sdpa_node_args);
+  cell_tensor *probs = a.probs;
+  a.probs = NULL; /* the node holds them as a saved tensor */
   if (n) {
     *CELL_AG_ARGS(n, sdpa_node_args) = (sdpa_node_args){a, attn_mask != NULL, nin == 4};
     s = cell_ag_save(n, q);
@@ -69,8 +74,10 @@ cell_status cell_op_scaled_dot_product_attention(const cell_tensor *q, const cel
     if (s == CELL_OK && attn_mask) s = cell_ag_save(n, attn_mask);
     if (s == CELL_OK) s = cell_ag_save(n, r);
     if (s == CELL_OK) s = cell_ag_save(n, lse);
+    if (s == CELL_OK) s = cell_ag_save(n, probs);
   }
   cell_tensor_release(lse);
+  cell_tensor_release(probs);
   s = cell_ag_finish(n, s, &r);
   if (s == CELL_OK) *out = r;
   return s;

@@ -8,7 +8,9 @@
  * row whatever L and S are. The row's log-sum-exp m + log(l) is kept.
  * Backward: per batch-head, each probability is recomputed as
  * exp(score - lse) and used at once for dV, dQ and dK, with
- * D_i = dO_i . O_i standing for sum_j P_ij dP_ij; nothing L x S is stored.
+ * D_i = dO_i . O_i standing for sum_j P_ij dP_ij; nothing L x S is stored
+ * (but small float32 heads without dropout: their forward keeps the
+ * weights, and the backward reads them, as PyTorch's attention does).
  * A float mask that needs a gradient gets P_ij (dP_ij - D_i) summed into its
  * own shape, in a second pass over the heads grouped by mask plane.
  * Rows (forward) and batch-heads (backward) split over threads; each
@@ -425,10 +427,12 @@ static double dense_row_f(const geom *g, int64_t h, int64_t i, float *row, int u
   return mu;
 }
 
+/* keep: where the head's weights stay for the backward (its L x S block of
+ * the kept weights), or NULL (a scratch block). */
 static int forward_head_f32(const geom *g, const fview *q, const fview *k, const fview *v, int64_t h,
-                            const fview *o, double *lse) {
+                            const fview *o, double *lse, float *keep) {
   int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
-  float *P = cell_alloc(sizeof(float) * (size_t)(L * S));
+  float *P = keep ? keep : cell_alloc(sizeof(float) * (size_t)(L * S));
   if (!P) return 0;
   const float *qh = fview_head(q, h), *kh = fview_head(k, h), *vh = fview_head(v, h);
   int ok = sgemm(L, S, E, qh, q->rs, q->cs, kh, k->cs, k->rs, P, S);
@@ -448,7 +452,7 @@ static int forward_head_f32(const geom *g, const fview *q, const fview *k, const
     CELL_NN_SIMD for (int64_t j = 0; j < S; j++) row[j] *= r;
   }
   if (ok) ok = sgemm(L, Ev, S, P, S, 1, vh, v->rs, v->cs, (float *)fview_head(o, h), o->rs);
-  cell_dealloc(P);
+  if (!keep) cell_dealloc(P);
   return ok;
 }
 
@@ -461,11 +465,14 @@ static cell_status sdpa_f32(const cell_tensor *q, const cell_tensor *k, const ce
   memcpy(oshape, q->shape, sizeof(int64_t) * (size_t)nd);
   oshape[nd - 1] = g.Ev;
   int64_t rows = g.nbh * g.L;
-  cell_tensor *y = NULL, *ls = NULL;
+  cell_tensor *y = NULL, *ls = NULL, *probs = NULL;
   double *lb = lse ? NULL : cell_alloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
   cell_status s = lse || lb ? CELL_OK : cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
   if (s == CELL_OK) s = new_like_heads(q, nd, oshape, &y);
   if (s == CELL_OK && lse) s = cell_tensor_new_contig(CELL_DTYPE_F64, nd - 1, q->shape, &ls);
+  /* the weights kept for the backward (below the budget, no dropout) */
+  if (s == CELL_OK && lse && g.p == 0 && rows * g.S <= CELL_SDPA_KEEP_BYTES / (int64_t)sizeof(float))
+    s = cell_tensor_new_contig(CELL_DTYPE_F32, 3, (int64_t[]){g.nbh, g.L, g.S}, &probs);
   if (s == CELL_OK && g.p > 0) {
     g.first = cell_rng_reserve((uint64_t)(rows * g.S + 3) / 4, &g.seed);
     a->seed = g.seed;
@@ -483,7 +490,8 @@ static cell_status sdpa_f32(const cell_tensor *q, const cell_tensor *k, const ce
     int par = cell_nn_parallel(g.nbh, rows * g.S * (g.E + g.Ev));
     CELL_FOR(par, int64_t, h, g.nbh, {
       if (*intr) continue;
-      if (!forward_head_f32(&g, &fq, &fk, &fv, h, &fy, lsb)) failed = 1;
+      float *keep = probs ? (float *)cell_tensor_base(probs) + h * g.L * g.S : NULL;
+      if (!forward_head_f32(&g, &fq, &fk, &fv, h, &fy, lsb, keep)) failed = 1;
     });
     if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
     else if (failed) s = cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);
@@ -493,29 +501,35 @@ static cell_status sdpa_f32(const cell_tensor *q, const cell_tensor *k, const ce
   if (s != CELL_OK) {
     cell_tensor_release(y);
     cell_tensor_release(ls);
+    cell_tensor_release(probs);
     return s;
   }
   *out = y;
   if (lse) *lse = ls;
+  a->probs = probs;
   return CELL_OK;
 }
 
 /* backward_head_dense in float32: the gradients' planes of head h in gq,
- * gk, gv (rows of unit column stride). */
+ * gk, gv (rows of unit column stride). kept: the head's weights as the
+ * forward kept them (no dropout), or NULL: recomputed from lse. */
 static int backward_head_f32(const geom *g, const fview *q, const fview *k, const fview *v, const fview *go,
                              const fview *o, const double *lse, int64_t h, const fview *gq, const fview *gk,
-                             const fview *gv) {
+                             const fview *gv, const float *kept) {
   int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
   int drops = g->p > 0;
-  float *P = cell_alloc(sizeof(float) * (size_t)((drops ? 3 : 2) * L * S));
-  if (!P) return 0;
-  float *dP = P + L * S, *Pf = drops ? dP + L * S : P;
+  float *buf = cell_alloc(sizeof(float) * (size_t)((kept ? 1 : drops ? 3 : 2) * L * S));
+  if (!buf) return 0;
+  float *dP = kept ? buf : buf + L * S, *P = kept ? (float *)kept : buf, *Pf = drops ? dP + L * S : P;
   const float *qh = fview_head(q, h), *kh = fview_head(k, h), *vh = fview_head(v, h);
   const float *goh = fview_head(go, h), *oh = fview_head(o, h);
   const double *lh = lse + h * L;
-  int ok = sgemm(L, S, E, qh, q->rs, q->cs, kh, k->cs, k->rs, P, S); /* Q K^T, unscaled */
-  for (int64_t i = 0; ok && i < L; i++) dense_row_f(g, h, i, P + i * S, 1, lh[i]);
-  if (ok) cell_vm_exp_fast_f32(P, P, L * S);
+  int ok = 1;
+  if (!kept) {
+    ok = sgemm(L, S, E, qh, q->rs, q->cs, kh, k->cs, k->rs, P, S); /* Q K^T, unscaled */
+    for (int64_t i = 0; ok && i < L; i++) dense_row_f(g, h, i, P + i * S, 1, lh[i]);
+    if (ok) cell_vm_exp_fast_f32(P, P, L * S);
+  }
   for (int64_t i = 0; ok && i < L; i++) {
     float *row = P + i * S;
     if (drops) {
@@ -544,7 +558,7 @@ static int backward_head_f32(const geom *g, const fview *q, const fview *k, cons
   /* dQ = dS K; dK = dS^T Q */
   if (ok) ok = sgemm(L, E, S, dP, S, 1, kh, k->rs, k->cs, (float *)fview_head(gq, h), gq->rs);
   if (ok) ok = sgemm(S, E, L, dP, 1, S, qh, q->rs, q->cs, (float *)fview_head(gk, h), gk->rs);
-  cell_dealloc(P);
+  cell_dealloc(buf);
   return ok;
 }
 
@@ -593,6 +607,11 @@ static cell_status sdpa_backward_f32(const cell_tensor *gt, const cell_tensor *q
   if (!all_finite_f32(gt, nbh)) return CELL_OK;
   geom g;
   CELL_TRY(load(q, k, v, mask, a, 0, &g));
+  /* the forward's weights, when it kept them for these heads */
+  const cell_tensor *probs = a->probs;
+  if (probs && (probs->dtype != CELL_DTYPE_F32 || g.p > 0 || !cell_tensor_is_contiguous(probs) ||
+                cell_tensor_numel(probs) != g.nbh * g.L * g.S))
+    probs = NULL;
   cell_tensor *rq = NULL, *rk = NULL, *rv = NULL;
   cell_status s = new_like_heads(q, nd, q->shape, &rq);
   if (s == CELL_OK) s = new_like_heads(k, nd, k->shape, &rk);
@@ -612,7 +631,8 @@ static cell_status sdpa_backward_f32(const cell_tensor *gt, const cell_tensor *q
     int par = cell_nn_parallel(g.nbh, g.nbh * g.L * g.S * (g.E + g.Ev));
     CELL_FOR(par, int64_t, h, g.nbh, {
       if (*intr) continue;
-      if (!backward_head_f32(&g, &fq, &fk, &fv, &fg, &fo, lb, h, &frq, &frk, &frv)) failed = 1;
+      const float *kept = probs ? (const float *)cell_tensor_base(probs) + h * g.L * g.S : NULL;
+      if (!backward_head_f32(&g, &fq, &fk, &fv, &fg, &fo, lb, h, &frq, &frk, &frv, kept)) failed = 1;
     });
     if (*intr) s = cell_error(CELL_ERR_INTERRUPT, "interrupted");
     else if (failed) s = cell_error(CELL_ERR_MEMORY, "%s: out of memory", OP);

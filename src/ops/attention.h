@@ -21,18 +21,30 @@ typedef struct cell_sdpa_args {
   int causal;           /* keep key j for query i only when j <= i */
   double p;             /* dropout probability of the attention weights */
   uint64_t seed, first; /* the generator position (set by the forward when p > 0) */
+  /* The attention weights {nbh, L, S} (float32, contiguous), or NULL: the
+   * CPU's float32 forward keeps them, when asked for lse, without dropout
+   * and up to CELL_SDPA_KEEP_BYTES, and hands the reference to the caller
+   * here; the backward reads them instead of recomputing Q K^T and its
+   * softmax (a tiny GPT's heads: 4% of a training step). */
+  cell_tensor *probs;
 } cell_sdpa_args;
+
+/* The most bytes of attention weights a forward keeps for the backward
+ * (PyTorch's attention keeps them all; beyond this, the backward
+ * recomputes them block by block). */
+#define CELL_SDPA_KEEP_BYTES ((int64_t)32 << 20)
 
 /* Output {..., L, Ev} in q's dtype and lse {..., L} (float64; may be NULL).
  * With p > 0 the forward reserves the generator blocks and writes seed and
- * first into *a. */
+ * first into *a; a->probs is set as described above (the caller owns it). */
 cell_status cell_k_sdpa(const cell_tensor *q, const cell_tensor *k, const cell_tensor *v,
                         const cell_tensor *mask, cell_sdpa_args *a, cell_tensor **out,
                         cell_tensor **lse);
 /* The gradients of q, k, v and of a float mask (each may be NULL: not
  * computed; gm needs a float mask) from the output's gradient g, the saved
- * inputs, output and lse. The mask's gradient has its shape, summed over
- * the dimensions it broadcasts along. */
+ * inputs, output and lse (and a->probs when the forward kept them). The
+ * mask's gradient has its shape, summed over the dimensions it broadcasts
+ * along. */
 cell_status cell_k_sdpa_backward(const cell_tensor *g, const cell_tensor *q, const cell_tensor *k,
                                  const cell_tensor *v, const cell_tensor *mask,
                                  const cell_tensor *o, const cell_tensor *lse,

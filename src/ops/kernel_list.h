@@ -120,7 +120,7 @@
   X(unfold, (const cell_tensor *x, const int64_t *kernel, const int64_t *dilation, const int64_t *padding, const int64_t *stride, cell_tensor **out), (x, kernel, dilation, padding, stride, out), (x)) \
   X(fold, (const cell_tensor *x, const int64_t *output_size, const int64_t *kernel, const int64_t *dilation, const int64_t *padding, const int64_t *stride, cell_tensor **out), (x, output_size, kernel, dilation, padding, stride, out), (x)) \
   X(sdpa, (const cell_tensor *q, const cell_tensor *k, const cell_tensor *v, const cell_tensor *mask, cell_sdpa_args *a, cell_tensor **out, cell_tensor **lse), (q, k, v, mask, a, out, lse), (q, k, v, mask)) \
-  X(sdpa_backward, (const cell_tensor *g, const cell_tensor *q, const cell_tensor *k, const cell_tensor *v, const cell_tensor *mask, const cell_tensor *o, const cell_tensor *lse, const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk, cell_tensor **gv, cell_tensor **gm), (g, q, k, v, mask, o, lse, a, gq, gk, gv, gm), (g, q, k, v, mask, o, lse))
+  X(sdpa_backward, (const cell_tensor *g, const cell_tensor *q, const cell_tensor *k, const cell_tensor *v, const cell_tensor *mask, const cell_tensor *o, const cell_tensor *lse, const cell_sdpa_args *a, cell_tensor **gq, cell_tensor **gk, cell_tensor **gv, cell_tensor **gm), (g, q, k, v, mask, o, lse, a, gq, gk, gv, gm), (g, q, k, v, mask, o, lse, a ? a->probs : NULL))
 
 /* Kernels outside the list, by hand in device.c: cat and stack (a tensor
  * array) and batch_norm_update (no status). Their ids follow the list's. */
