@@ -151,15 +151,7 @@ VM_FN float vm_exp_pair_scaled_f(float h, float l) {
   float n = ((h + l) * 1.44269504f + 12582912.0f) - 12582912.0f; /* 0x1.8p23: rounds to an integer */
   float r = (h - n * 0.693359375f) + l;
   r = r + n * 2.12194440e-4f;
-  float p = 1.0f / 5040;
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  return p * vm_f32_from_bits((int32_t)((uint32_t)((int32_t)n + 64 + 127) << 23));
+  return vm_expf_taylor(r) * vm_f32_from_bits((int32_t)((uint32_t)((int32_t)n + 64 + 127) << 23));
 }
 /* x^2 / 2 as h + l: -h - l exactly (x^2 has 48 bits). */
 VM_FN float vm_half_square_lo(float x, float h) {

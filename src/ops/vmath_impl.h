@@ -182,13 +182,8 @@ VM_MAP(exp_f32, float, vm_exp(x))
  * normal range only: 0 below -87.33 (where the value would be
  * subnormal), inf above 88.72, NaN stays NaN. For softmax weights
  * (attention), whose sums are at least 1. */
-VM_FN float vm_expf_fast(float x) {
-  float xc = x > 88.7228391f ? 88.7228391f : x;
-  xc = xc < -87.3365479f ? -87.3365479f : xc;
-  xc = x != x ? 0.0f : xc; /* NaN: a finite n (the result is x) */
-  float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; /* 0x1.8p23: rounds to an integer */
-  float r = xc - n * 0.693359375f;
-  r = r + n * 2.12194440e-4f;
+/* exp(r) for |r| <= ln2 / 2 in float32: Taylor to r^7 (Horner). */
+VM_FN float vm_expf_taylor(float r) {
   float p = 1.0f / 5040;
   p = p * r + 1.0f / 720;
   p = p * r + 1.0f / 120;
@@ -196,7 +191,16 @@ VM_FN float vm_expf_fast(float x) {
   p = p * r + 1.0f / 6;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  return p * r + 1.0f;
+}
+VM_FN float vm_expf_fast(float x) {
+  float xc = x > 88.7228391f ? 88.7228391f : x;
+  xc = xc < -87.3365479f ? -87.3365479f : xc;
+  xc = x != x ? 0.0f : xc; /* NaN: a finite n (the result is x) */
+  float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; /* 0x1.8p23: rounds to an integer */
+  float r = xc - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  float p = vm_expf_taylor(r);
   /* n in [-126, 128]: 2^n as 2^(n - h) 2^h, h = 1 for n > 0, each normal */
   float h = n > 0 ? 1.0f : 0.0f;
   int32_t bits = (int32_t)((uint32_t)((int32_t)(n - h) + 127) << 23);
