@@ -757,9 +757,10 @@ int gpu_supports(void *ctx, cell_kid id, int nt, const cell_tensor *const *ts) {
   case CELL_KID_sdpa: /* q, k, v, mask: no mask tensor (is_causal runs) */
     return nt == 4 && is_float(ts[0]) && ts[1] && ts[2] && ts[1]->dtype == ts[0]->dtype &&
            ts[2]->dtype == ts[0]->dtype && !ts[3];
-  case CELL_KID_sdpa_backward: /* g, q, k, v, mask, o, lse */
-    return nt == 7 && is_float(ts[1]) && ts[0] && ts[2] && ts[3] && ts[5] && ts[6] && ts[0]->dtype == ts[1]->dtype &&
-           ts[2]->dtype == ts[1]->dtype && ts[3]->dtype == ts[1]->dtype && !ts[4] && ts[6]->dtype == CELL_DTYPE_F64;
+  case CELL_KID_sdpa_backward: /* g, q, k, v, mask, o, lse, kept weights (a CPU forward's only) */
+    return nt == 8 && is_float(ts[1]) && ts[0] && ts[2] && ts[3] && ts[5] && ts[6] && ts[0]->dtype == ts[1]->dtype &&
+           ts[2]->dtype == ts[1]->dtype && ts[3]->dtype == ts[1]->dtype && !ts[4] && ts[6]->dtype == CELL_DTYPE_F64 &&
+           !ts[7];
   case CELL_KID_reshape:
     return nt > 0 && ts[0] && gpu_dtype_copyable(ts[0]->dtype);
   case CELL_KID_copy_: /* dst (any layout: a strided one through a staging copy), src */
