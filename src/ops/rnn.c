@@ -38,9 +38,10 @@ static cell_status rnn_gemm(cell_dtype dt, int64_t m, int64_t n, int64_t k, cons
 }
 
 /* RVSIG(v, n) and RVTANH(y, v, n): sigmoid in place and tanh over a run
- * of the LSTM's gates: vmath.h's float32-arithmetic vector code for
- * float32 (within 3 ulp; the double-arithmetic forms took 12% of an LSTM
- * language model's step), libm's for float64. */
+ * of the gates (LSTM, GRU) or of a tanh RNN's states: vmath.h's
+ * float32-arithmetic vector code for float32 (within 3 ulp; the
+ * double-arithmetic forms took 12% of an LSTM language model's step),
+ * libm's for float64. */
 #define R float
 #define RT CELL_DTYPE_F32
 #define SFX _f32

@@ -66,21 +66,24 @@ static cell_status FN(rnn_fwd_)(int mode, int64_t T, int64_t B, int64_t I, int64
         RVTANH(hcb, hcb, H);
         for (int64_t j = 0; j < H; j++) hcb[j] *= gb[3 * H + j];
       } else if (mode == CELL_RNN_GRU) {
+        /* the gates [r z n] in place: r and z over their pre-activations,
+         * then n's (which takes r), each nonlinearity one pass over a run */
         R *nb = hnp + k * BH + b * H;
+        for (int64_t o = 0; o < 2 * H; o++) gb[o] = xb[o] + hb[o] + (bih ? bih[o] : 0) + (bhh ? bhh[o] : 0);
+        RVSIG(gb, 2 * H);
         for (int64_t j = 0; j < H; j++) {
-          R r = FN(sig_)(xb[j] + hb[j] + (bih ? bih[j] : 0) + (bhh ? bhh[j] : 0));
-          R z = FN(sig_)(xb[H + j] + hb[H + j] + (bih ? bih[H + j] : 0) + (bhh ? bhh[H + j] : 0));
           R hn = hb[2 * H + j] + (bhh ? bhh[2 * H + j] : 0);
-          R n = RTANH(xb[2 * H + j] + (bih ? bih[2 * H + j] : 0) + r * hn);
           nb[j] = hn;
-          hcb[j] = ((R)1 - z) * n + z * hpb[j];
-          gb[j] = r, gb[H + j] = z, gb[2 * H + j] = n;
+          gb[2 * H + j] = xb[2 * H + j] + (bih ? bih[2 * H + j] : 0) + gb[j] * hn;
         }
+        RVTANH(gb + 2 * H, gb + 2 * H, H);
+        for (int64_t j = 0; j < H; j++) hcb[j] = ((R)1 - gb[H + j]) * gb[2 * H + j] + gb[H + j] * hpb[j];
       } else {
         for (int64_t j = 0; j < H; j++) {
           R a = xb[j] + hb[j] + (bih ? bih[j] : 0) + (bhh ? bhh[j] : 0);
-          hcb[j] = mode == CELL_RNN_TANH ? RTANH(a) : (a > 0 ? a : 0);
+          hcb[j] = mode == CELL_RNN_TANH ? a : (a > 0 ? a : 0);
         }
+        if (mode == CELL_RNN_TANH) RVTANH(hcb, hcb, H);
       }
       memcpy(yb, hcb, sizeof(R) * (size_t)H);
     }
