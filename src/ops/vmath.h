@@ -5,13 +5,12 @@
  * polynomials (no libm call), so that a loop of them vectorises. Each is
  * accurate to about 1e-10 relative (see tests/test_vmath.c), far below a
  * float32 ulp (6e-8), so a float32 result rounds as libm's double would
- * round it, give or take one ulp at a rounding boundary. Two exceptions
+ * round it, give or take one ulp at a rounding boundary. The exceptions
  * compute in float32 arithmetic, where speed matters more than the last
  * bit: exp_fast (attention's softmax weights), sigmoid_fast and tanh_fast
  * (recurrent layers' gates) and GELU with its gradient (transformers'
- * feed-forward layers), each within a few ulp. They are
- * meant for float32 / float16 / bfloat16 results; float64 results keep
- * libm.
+ * feed-forward layers), each within a few ulp. They are meant for
+ * float32 / float16 / bfloat16 results; float64 results keep libm.
  *
  * Three builds of the same code: portable C (SSE2 on x86-64, whatever the
  * compiler vectorises elsewhere), AVX2+FMA and AVX-512 (vmath_avx2.c,

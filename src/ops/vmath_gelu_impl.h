@@ -113,15 +113,8 @@ VM_FN int vm_gelu_tail(const float *px, const float *pg, int64_t m, int *idx, fl
 
 /* Phi on the polynomial's range. */
 VM_FN float vm_phi_poly_f(float x) {
-  float z = x * 0.707106781f, q = z * z;
-  float p = -9.68973845989906154e-06f;
-  p = p * q + 1.12747369623546664e-04f;
-  p = p * q - 8.48543877307673879e-04f;
-  p = p * q + 5.22113868553001053e-03f;
-  p = p * q - 2.68654755108659396e-02f;
-  p = p * q + 1.12837834438098375e-01f;
-  p = p * q - 3.76126385528226359e-01f;
-  p = p * q + 1.12837916708010422e+00f;
+  float z = x * 0.707106781f, q = z * z, p;
+  VM_ERF_SMALL_HORNER(p, q, f);
   return 0.5f + 0.5f * (z * p);
 }
 /* exp(u) for u in [-1, 0]: e^(-1/2) e^(u + 1/2), Taylor to degree 8. */

@@ -106,16 +106,24 @@ VM_FN double vm_tanh(double x) {
   return __builtin_copysign(a < 0.01 ? small : big, x);
 }
 
-/* erf on [0, 1]: x P(x^2); erfc on [1, inf): exp(-x^2) t G(t), t = 1/x. */
+/* erf on [0, 1]: x P(x^2); erfc on [1, inf): exp(-x^2) t G(t), t = 1/x.
+ * P by Horner's rule over z in a variable p of the literals' type: one
+ * list of coefficients for this float64 form and GELU's float32 one
+ * (vmath_gelu_impl.h), F the literals' suffix (f for float, empty for
+ * double; a cast of the double literal would round twice). */
+#define VM_LIT_(x, F) x##F
+#define VM_ERF_SMALL_HORNER(p, z, F)               \
+  p = -VM_LIT_(9.68973845989906154e-06, F);        \
+  p = p * z + VM_LIT_(1.12747369623546664e-04, F); \
+  p = p * z - VM_LIT_(8.48543877307673879e-04, F); \
+  p = p * z + VM_LIT_(5.22113868553001053e-03, F); \
+  p = p * z - VM_LIT_(2.68654755108659396e-02, F); \
+  p = p * z + VM_LIT_(1.12837834438098375e-01, F); \
+  p = p * z - VM_LIT_(3.76126385528226359e-01, F); \
+  p = p * z + VM_LIT_(1.12837916708010422e+00, F)
 VM_FN double vm_erf_small(double a, double z) {
-  double p = -9.68973845989906154e-06;
-  p = p * z + 1.12747369623546664e-04;
-  p = p * z - 8.48543877307673879e-04;
-  p = p * z + 5.22113868553001053e-03;
-  p = p * z - 2.68654755108659396e-02;
-  p = p * z + 1.12837834438098375e-01;
-  p = p * z - 3.76126385528226359e-01;
-  p = p * z + 1.12837916708010422e+00;
+  double p;
+  VM_ERF_SMALL_HORNER(p, z, );
   return a * p;
 }
 /* t G(t), t = 1/a for a >= 1 (1 below): erfc(a) exp(a^2). */
