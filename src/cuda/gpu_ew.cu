@@ -83,7 +83,7 @@ template <typename T> __global__ void unary_k(int op, const T *a, T *out, int64_
     case GPUK_SQRT: r = sqrt(x); break;
     case GPUK_TANH: r = tanh(x); break;
     case GPUK_SIGMOID: r = (T)1 / ((T)1 + exp(-x)); break;
-    case GPUK_GELU: r = x * (T)0.5 * ((T)1 + erf(x * (T)0.70710678118654752440)); break;
+    case GPUK_GELU: r = x * (T)0.5 * erfc(x * (T)-0.70710678118654752440); break; /* no cancellation on the left */
     case GPUK_SILU: r = x / ((T)1 + exp(-x)); break;
     default: r = x > (T)0 ? x : (x != x ? x : (T)0); break; // relu keeps NaN
     }

@@ -30,7 +30,7 @@ __device__ double formula(int op, double a, double b, double c, double k0, doubl
   case GPUK_EW_SIGMOID: return a * c * (1.0 - c);
   case GPUK_EW_RELU: return b > 0 ? a : 0.0;
   case GPUK_EW_GELU:
-    return a * (0.5 * (1.0 + erf(b * 0.70710678118654752440)) + b * 0.39894228040143267794 * exp(-0.5 * b * b));
+    return a * (0.5 * erfc(b * -0.70710678118654752440) + b * 0.39894228040143267794 * exp(-0.5 * b * b));
   case GPUK_EW_SILU: {
     double s = sigm(b);
     return a * s * (1.0 + b * (1.0 - s));

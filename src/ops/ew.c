@@ -47,7 +47,7 @@ static void ew_apply(const ew_ctx *c, int64_t n, const double *a, const double *
       cell_vm_gelu_grad_d(r, a, b, n);
       break;
     }
-    EW_FOR(a[i] * (0.5 * (1.0 + erf(b[i] * 0.70710678118654752440)) +
+    EW_FOR(a[i] * (0.5 * erfc(b[i] * -0.70710678118654752440) + /* Phi without erf's cancellation */
                    b[i] * 0.39894228040143267794 * exp(-0.5 * b[i] * b[i])));
     break;
   case EW_SILU:

@@ -50,7 +50,9 @@
 #define ONE ((__typeof__(x))1)
 /* sign(NaN) is 0, as PyTorch ((x > 0) - (x < 0)). */
 #define F_SIGN(x) ((__typeof__(x))(((x) > 0) - ((x) < 0)))
-#define GELU(x) ((x) * (__typeof__(x))0.5 * (ONE + erf((x) * (__typeof__(x))0.70710678118654752440)))
+/* x Phi(x) with Phi(x) = erfc(-x / sqrt 2) / 2: equal to (1 + erf(x / sqrt 2)) / 2,
+ * which cancels to 0 in the left tail (gelu(-10) came out -0, not -7.6e-23) */
+#define GELU(x) ((x) * (__typeof__(x))0.5 * erfc((x) * (__typeof__(x))-0.70710678118654752440))
 #define SIGMOID(x) ((x) >= 0 ? ONE / (ONE + exp(-(x))) : exp(x) / (ONE + exp(x)))
 
 #define DEF_FLOAT(D, ST, CT, L, S, V)                                 \
