@@ -102,10 +102,13 @@ end
 
 --- The live keys of a state, in order.
 local function key_list(st)
-  local out, order = {}, st.order
+  local out, order, j = {}, st.order, 0
   for i = 1, st.n do
     local k = order[i]
-    if k ~= HOLE then out[#out + 1] = k end
+    if k ~= HOLE then
+      j = j + 1
+      out[j] = k
+    end
   end
   return out
 end
@@ -245,6 +248,43 @@ end
 -- pairs) in its order, as assignments do.
 function OrderedDict:update(other)
   update("update", self, other, 3)
+end
+
+--- For the library's own loops over many entries (state_dict,
+-- load_state_dict), without the checks and closures of the public calls:
+-- _put(d, k, v) stores v (not nil) under k (neither nil nor NaN), as
+-- d[k] = v does; _snapshot(d) returns the keys present (a new sequence, in
+-- order) and the table of values by key (live: later changes show).
+function OrderedDict._put(d, k, v)
+  local st = state(d)
+  local val = st.val
+  if val[k] == nil then
+    local n = st.n + 1
+    st.n = n
+    st.order[n] = k
+    st.pos[k] = n
+    st.count = st.count + 1
+  end
+  val[k] = v
+end
+
+-- _from(keys, vals): a new OrderedDict of keys[i] -> vals[keys[i]], in that
+-- order (the keys distinct and present in vals, as _snapshot gives them).
+function OrderedDict._from(keys, vals)
+  local d = OrderedDict()
+  local st = state(d)
+  local order, pos, val, n = st.order, st.pos, st.val, #keys
+  for i = 1, n do
+    local k = keys[i]
+    order[i], pos[k], val[k] = k, i, vals[k]
+  end
+  st.n, st.count = n, n
+  return d
+end
+
+function OrderedDict._snapshot(d)
+  local st = state(d)
+  return key_list(st), st.val
 end
 
 --- A shallow copy, as a plain OrderedDict.

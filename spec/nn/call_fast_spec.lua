@@ -29,6 +29,48 @@ describe("Cell.__call without hooks", function()
   end)
 end)
 
+describe("Cell.__call with forward hooks only", function()
+  it("gives hooks the arguments and output, takes a replacement, and keeps a shadowing construct", function()
+    local Twice = nn.Cell:extend("Twice")
+    function Twice:construct(x) return x * 2 end
+    local net = Twice()
+    net.construct = function(_, x) return x * 3 end
+    local seen = {}
+    net:register_forward_hook(function(c, args, out)
+      seen[#seen + 1] = { c, args.n, args[1]:tolist(), out:tolist() }
+    end)
+    net:register_forward_hook(function(_, _, out) return out + 1 end)
+    local x = cell.tensor({ 1, 2 })
+    assert.are.same({ 4, 7 }, net(x):tolist())
+    assert.are.same({ { net, 1, { 1, 2 }, { 3, 6 } } }, seen)
+  end)
+
+  it("passes nils and several results through, the hook seeing them as one list", function()
+    local Echo = nn.Cell:extend("Echo")
+    function Echo:construct(...) return ... end
+    local net = Echo()
+    local outs = {}
+    net:register_forward_hook(function(_, args, out) outs[#outs + 1] = { args.n, type(out) == "table" and out.n or "single" } end)
+    assert.are.equal(4, select("#", net(1, nil, 3, nil)))
+    local a, b, c = net(1, nil, 3)
+    assert.are.same({ 1, nil, 3 }, { a, b, c })
+    assert.are.equal(7, net(7))
+    assert.are.same({ { 4, 4 }, { 3, 3 }, { 1, "single" } }, outs)
+  end)
+
+  it("sends a call whose last argument is kwargs the general way (with_kwargs hooks see them)", function()
+    local KW = nn.Cell:extend("KW")
+    function KW:construct(x, kw) return x + (kw and kw.shift or 0) end
+    local net = KW()
+    local got
+    net:register_forward_hook(function(_, _, kwargs, out)
+      got = { kwargs.shift, out }
+    end, { with_kwargs = true })
+    assert.are.equal(12, net(2, cell.kwargs { shift = 10 }))
+    assert.are.same({ 10, 12 }, got)
+  end)
+end)
+
 describe("cell.no_grad", function()
   it("returns every result of fn, nils included, and restores grad mode", function()
     assert.is_true(cell.is_grad_enabled())

@@ -54,6 +54,19 @@ describe("state_dict", function()
       err(function() net:state_dict { keep_vars = "y" } end))
   end)
 
+  it("calls a sub-cell's own state_dict when its class overrides it", function()
+    local Custom = nn.Cell:extend("Custom")
+    function Custom:init() self.w = cell.Parameter(cell.ones({ 1 }), "w") end
+    function Custom:state_dict(opts)
+      opts.destination[opts.prefix .. "note"] = cell.tensor({ 42 })
+      return nn.Cell.state_dict(self, opts)
+    end
+    local net = nn.Cell()
+    net.child = Custom()
+    net.leaf = Leaf(1)
+    assert.are.same({ "child.note", "child.w", "leaf.weight", "leaf.bias", "leaf.running" }, net:state_dict():keys())
+  end)
+
   it("records metadata per cell path in _metadata", function()
     local md = rawget(Net():state_dict(), "_metadata")
     assert.are.same({ "", "first", "block", "block.inner" }, md:keys())

@@ -46,14 +46,25 @@ local function as_args(r)
   return { n = 1, r }
 end
 
+--- The construct a call runs: the class's, without __index's walk through
+-- the instance's tables, unless the instance shadows it (as Cell:__call).
+local function construct_of(self, st)
+  if st.attrs.construct == nil and st.cells.val.construct == nil and st.params.val.construct == nil
+    and st.buffers.val.construct == nil then
+    return getmetatable(self).construct
+  end
+  return self.construct
+end
+
 local function run_construct(self, args, kwargs)
+  local construct = construct_of(self, rawget(self, S))
   if kwargs ~= nil then
     local a = { n = args.n + 1 }
     for i = 1, args.n do a[i] = args[i] end
     a[a.n] = kwargs
-    return pack(self:construct(unpack(a, 1, a.n)))
+    return pack(construct(self, unpack(a, 1, a.n)))
   end
-  return pack(self:construct(unpack(args, 1, args.n)))
+  return pack(construct(self, unpack(args, 1, args.n)))
 end
 
 --- The tensors of a packed list that require grad pass through one Lua
@@ -291,6 +302,41 @@ function mixed_call(self, st, args, kwargs, kw_view)
   return unpack(r, 2, r.n)
 end
 
+--- The forward hooks over one call's output (each may replace it).
+local function run_fwd_hooks(self, fwd, args, kw_view, output)
+  for i = 1, #fwd do
+    local h = fwd[i]
+    local r
+    if h.kw then
+      r = h.fn(self, args, kw_view or M.kwargs {}, output)
+    else
+      r = h.fn(self, args, output)
+    end
+    if r ~= nil then output = r end
+  end
+  return output
+end
+
+--- After construct: the forward hooks, then the backward pre-hooks' gate.
+local function finish_res(self, st, args, kw_view, grad, res)
+  local fwd = st.fwd
+  if fwd then
+    local output = run_fwd_hooks(self, fwd, args, kw_view, res.n == 1 and res[1] or res)
+    if res.n == 1 then res[1] = output else res = as_args(output) end
+  end
+  if grad and st.bwd_pre then res = backward_pre_gate(self, st, res) end
+  return unpack(res, 1, res.n)
+end
+
+--- finish_res for a plain construct's results, without packing the usual
+-- single one into a table.
+local function finish_plain(self, st, args, kw_view, ...)
+  if select("#", ...) ~= 1 then return finish_res(self, st, args, kw_view, false, pack(...)) end
+  local fwd = st.fwd
+  if fwd then return (run_fwd_hooks(self, fwd, args, kw_view, (...))) end
+  return (...)
+end
+
 function finish_call(self, st, args, kwargs, kw_view)
   local grad = core.is_grad_enabled()
   local bprop = getmetatable(self).bprop
@@ -305,26 +351,12 @@ function finish_call(self, st, args, kwargs, kw_view)
     end, args, weights))
   elseif grad and bprop then
     res = custom_bprop(self, bprop, args, kwargs)
+  elseif kwargs == nil and not (grad and st.bwd_pre) then
+    return finish_plain(self, st, args, kw_view, construct_of(self, st)(self, unpack(args, 1, args.n)))
   else
     res = run_construct(self, args, kwargs)
   end
-  local fwd = st.fwd
-  if fwd then
-    local output = res.n == 1 and res[1] or res
-    for i = 1, #fwd do
-      local h = fwd[i]
-      local r
-      if h.kw then
-        r = h.fn(self, args, kw_view or M.kwargs {}, output)
-      else
-        r = h.fn(self, args, output)
-      end
-      if r ~= nil then output = r end
-    end
-    if res.n == 1 then res = { n = 1, output } else res = as_args(output) end
-  end
-  if grad and st.bwd_pre then res = backward_pre_gate(self, st, res) end
-  return unpack(res, 1, res.n)
+  return finish_res(self, st, args, kw_view, grad, res)
 end
 
 function M.install(Cell)
@@ -348,6 +380,15 @@ function M.install(Cell)
           return cls.construct(self, ...)
         end
         return self:construct(...)
+      end
+    elseif st.fwd and not (st.fwd_pre or st.bwd_pre or st.bwd or st.mixed or st.recompute or st.lazy)
+      and getmetatable(self).bprop == nil then
+      -- forward hooks only (the usual hooked cell): what slow_call and
+      -- finish_call would do for it, construct called on the arguments as
+      -- they came; a call ending in kwargs still goes the long way
+      local args = pack(...)
+      if args.n == 0 or not M.is_kwargs(args[args.n]) then
+        return finish_plain(self, st, args, nil, construct_of(self, st)(self, ...))
       end
     end
     return slow_call(self, st, ...)

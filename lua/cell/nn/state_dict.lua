@@ -26,7 +26,7 @@ local M = {}
 local EXTRA = "_extra_state"
 
 local odict_set, odict_get, odict_has = OrderedDict.__newindex, OrderedDict.get, OrderedDict.contains
-local odict_items, odict_keys = OrderedDict.items, OrderedDict.keys
+local odict_put, odict_snapshot, odict_from = OrderedDict._put, OrderedDict._snapshot, OrderedDict._from
 
 --- A string as Python's repr prints it: in single quotes, or in double
 -- quotes when it holds a single quote and no double one.
@@ -99,18 +99,19 @@ function M.install(Cell)
   function Cell:_save_to_state_dict(destination, prefix)
     local st = rawget(self, S)
     for name, p in R.each(st.params) do
-      if p ~= nil then odict_set(destination, prefix .. name, p) end
+      if p ~= nil then odict_put(destination, prefix .. name, p) end
     end
     local np = st.non_persistent
     for name, b in R.each(st.buffers) do
-      if b ~= nil and not np[name] then odict_set(destination, prefix .. name, b) end
+      if b ~= nil and not np[name] then odict_put(destination, prefix .. name, b) end
     end
     if getmetatable(self).get_extra_state ~= base_get then
       odict_set(destination, prefix .. EXTRA, self:get_extra_state())
     end
   end
 
-  local function save(self, destination, prefix, keep_vars)
+  local save
+  function save(self, destination, prefix, keep_vars)
     local st = rawget(self, S)
     local metadata = rawget(destination, "_metadata")
     local local_metadata = {}
@@ -121,7 +122,16 @@ function M.install(Cell)
     end
     self:_save_to_state_dict(destination, prefix, keep_vars)
     for name, c in R.each(st.cells) do
-      if c ~= nil then c:state_dict { destination = destination, prefix = prefix .. name .. ".", keep_vars = keep_vars } end
+      if c ~= nil then
+        -- a sub-cell whose class keeps Cell's state_dict is saved directly
+        -- (its checks and argument parsing hold for these arguments); one
+        -- that overrides it gets the call, as PyTorch's recursion makes
+        if c.state_dict == Cell.state_dict then
+          save(c, destination, prefix .. name .. ".", keep_vars)
+        else
+          c:state_dict { destination = destination, prefix = prefix .. name .. ".", keep_vars = keep_vars }
+        end
+      end
     end
     local post = st.sd_post
     if post then
@@ -226,15 +236,16 @@ function M.install(Cell)
     if strict then
       local n = #prefix
       local cells = st.cells.pos
-      for _, key in ipairs(odict_keys(state_dict)) do
+      local keys = odict_snapshot(state_dict)
+      for i = 1, #keys do
+        local key = keys[i]
         if type(key) == "string" and key ~= extra_key and (n == 0 or key:find(prefix, 1, true) == 1) then
-          -- a key is this cell's own tensor (whose name may hold dots, as
-          -- ParameterTuple members' and optimizer moments' do) or, through
-          -- its first component, a sub-cell's
-          local rest = key:sub(n + 1)
-          if local_state[rest] == nil then
-            local dot = rest:find(".", 1, true)
-            if not dot or cells[rest:sub(1, dot - 1)] == nil then unexpected_keys[#unexpected_keys + 1] = key end
+          -- a key is, through its first component, a sub-cell's, or this
+          -- cell's own tensor (whose name may hold dots, as ParameterTuple
+          -- members' and optimizer moments' do); either way it is expected
+          local dot = key:find(".", n + 1, true)
+          if not (dot and cells[key:sub(n + 1, dot - 1)] ~= nil) and local_state[key:sub(n + 1)] == nil then
+            unexpected_keys[#unexpected_keys + 1] = key
           end
         end
       end
@@ -245,20 +256,21 @@ function M.install(Cell)
   -- component after `prefix`: component -> OrderedDict of those entries.
   local function by_child(sd, prefix)
     local groups, n = {}, #prefix
-    for k, v in odict_items(sd) do
+    local keys, vals = odict_snapshot(sd)
+    for i = 1, #keys do
+      local k = keys[i]
       local dot = type(k) == "string" and k:find(".", n + 1, true)
       if dot then
         local head = k:sub(n + 1, dot - 1)
-        do
-          local g = groups[head]
-          if not g then
-            g = OrderedDict()
-            groups[head] = g
-          end
-          odict_set(g, k, v)
+        local g = groups[head]
+        if not g then
+          g = {}
+          groups[head] = g
         end
+        g[#g + 1] = k
       end
     end
+    for head, g in pairs(groups) do groups[head] = odict_from(g, vals) end
     return groups
   end
 
@@ -275,9 +287,9 @@ function M.install(Cell)
     if type(strict) ~= "boolean" then
       raise(("TypeError: load_state_dict: strict must be a boolean, but got %s"):format(type_name(strict)))
     end
-    local sd, metadata = OrderedDict(), nil
+    local sd, metadata
     if is_odict(state_dict) then
-      for k, v in odict_items(state_dict) do odict_set(sd, k, v) end
+      sd = odict_from(odict_snapshot(state_dict))
       metadata = rawget(state_dict, "_metadata")
     elseif type(state_dict) == "table" and getmetatable(state_dict) == nil then
       local keys = {}
@@ -288,7 +300,7 @@ function M.install(Cell)
         keys[#keys + 1] = k
       end
       table.sort(keys)
-      for _, k in ipairs(keys) do odict_set(sd, k, state_dict[k]) end
+      sd = odict_from(keys, state_dict)
     else
       raise(("TypeError: Expected state_dict to be dict-like, got %s."):format(type_name(state_dict)))
     end
