@@ -23,4 +23,24 @@ for f in fail load exit; do
 done
 (cd "$d" && SPEC_JOBS=1 sh "$here/specs.sh" "$lua" .) > "$d/out" 2>&1 && fail "a folder with failing files passed"
 grep -q ': 4 files in .* on 1 processes' "$d/out" || fail "SPEC_JOBS=1 on a folder: wrong count"
+# LeakSanitizer's own fatal error at exit: run once more (here the second
+# run passes); the same error twice, or a leak report, still fails.
+printf '%s\n' 'local m = os.getenv("SELFTEST_DIR") .. "/crashed_once"' \
+  'describe("c", function() it("a", function()' \
+  '  local f = io.open(m) if f then f:close() return end' \
+  '  io.open(m, "w"):close() io.stderr:write("==1==LeakSanitizer has encountered a fatal error.\\n") os.exit(1)' \
+  'end) end)' > "$d/tool_once_spec.lua"
+(cd "$d" && SELFTEST_DIR=$d sh "$here/specs.sh" "$lua" tool_once_spec.lua) > "$d/out" 2>&1 ||
+  fail "a file whose first run LeakSanitizer crashed, and whose second passed, failed"
+printf '%s\n' 'describe("c", function() it("a", function()' \
+  '  io.stderr:write("==1==LeakSanitizer has encountered a fatal error.\\n") os.exit(1)' \
+  'end) end)' > "$d/tool_always_spec.lua"
+printf '%s\n' 'describe("c", function() it("a", function()' \
+  '  io.stderr:write("==1==ERROR: LeakSanitizer: detected memory leaks\\n==1==LeakSanitizer has encountered a fatal error.\\n")' \
+  '  os.exit(1)' \
+  'end) end)' > "$d/leak_spec.lua"
+for f in tool_always leak; do
+  (cd "$d" && sh "$here/specs.sh" "$lua" "${f}_spec.lua") > "$d/out" 2>&1 && fail "${f}_spec.lua passed"
+  grep -q "^FAIL .*${f}_spec.lua" "$d/out" || fail "${f}_spec.lua: no FAIL line"
+done
 echo "specs_selftest: tests/specs.sh passes what passes and fails the rest"
