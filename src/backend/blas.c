@@ -103,28 +103,46 @@ static void blas_gemm_beta(const cell_gemm *g, double beta) {
  * 256 ran at 10 GFLOPS, 33 once the pages were written. The tiny GPT's
  * weight gradients (sums over 512 rows) were all of that kind: 28% of its
  * step's samples sat on the instruction after that prefetch at 1 thread
- * and 24% at 2; 0.1% at both after one 64 x 512 x 512 product of zeros
- * (2 ms, 320 KB of the buffer resident), as after a 1024^3 one.
+ * and 24% at 2; 0.1% at both after one 64 x 512 x 512 product of zeros.
+ * That product wrote too little of the buffer: it packs A in blocks of up
+ * to P x Q (768 x 384 floats on Zen and Haswell) and B after them, and a
+ * product whose A blocks were larger than its 64 x 512 prefetched into
+ * pages it had not written. At 2 threads a 256^3 product (two parts of
+ * 132 rows) ran at 20 GFLOPS in about four processes of five and 69 in
+ * the fifth, by which pages a thread's buffer happened to have; 384^3 at
+ * 59 against 74. A warm-up product of P x 512 x Q writes every page of a
+ * whole A block and of B's panels past it: 256^3 then ran at 68-69 in
+ * every process, 384^3 at 74. The blocks are OpenBLAS's per core type
+ * (not in its interface): the ones known here, else a product of 1024 x
+ * 512 x 512, above the blocks of OpenBLAS 0.3's x86 float32 kernels. It
+ * costs 10-25 ms once (against 2) and 1.5-3 MB resident a thread.
  * Each thread of a team has its own buffer (OpenBLAS hands concurrent
  * callers distinct ones), so the team runs that product together, the
  * first time a team of that size reaches BLAS from outside a parallel
  * region. */
-#define WARM_M 64
-#define WARM_NK 512
+static void warm_shape(int *m, int *k) {
+  const char *core = openblas_get_corename();
+  *m = 1024, *k = 512;
+  if (core && (strncasecmp(core, "zen", 3) == 0 || strncasecmp(core, "haswell", 7) == 0)) *m = 768, *k = 384;
+}
+#define WARM_N 512
 
 static int warmed_team; /* the largest team whose buffers are written */
 
 static void blas_warm(void) {
   int nt = (int)cell_ctx()->num_threads;
   if (__atomic_load_n(&warmed_team, __ATOMIC_ACQUIRE) >= nt || omp_in_parallel()) return;
-  float *ab = calloc((size_t)WARM_NK * WARM_NK, sizeof(float)); /* A's rows and all of B: zero pages */
-  float *c = calloc((size_t)nt * WARM_M * WARM_NK, sizeof(float));
+  int wm, wk;
+  warm_shape(&wm, &wk);
+  /* A (wm x wk) and B (wk x WARM_N) both read from one buffer of zeros */
+  float *ab = calloc((size_t)(wm > WARM_N ? wm : WARM_N) * (size_t)wk, sizeof(float));
+  float *c = calloc((size_t)nt * (size_t)wm * WARM_N, sizeof(float));
   if (ab && c) {
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
 #pragma omp barrier
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, WARM_M, WARM_NK, WARM_NK, 1.0f, ab, WARM_NK, ab,
-                  WARM_NK, 0.0f, c + (size_t)omp_get_thread_num() * WARM_M * WARM_NK, WARM_NK);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, wm, WARM_N, wk, 1.0f, ab, wk, ab, WARM_N, 0.0f,
+                  c + (size_t)omp_get_thread_num() * (size_t)wm * WARM_N, WARM_N);
     }
     __atomic_store_n(&warmed_team, nt, __ATOMIC_RELEASE);
   }
