@@ -34,6 +34,9 @@ describe("matrix products split over threads", function()
     { m = 517, k = 64, n = 161 }, -- a last part of 229 rows (tiles of 12, then 8, 4, 1)
     { m = 97, k = 200, n = 40 }, -- 48 + 49 rows
     { m = 16, k = 128, n = 512 }, -- an LSTM's gates for a batch of 16: wide
+    { m = 32, k = 144, n = 2048 }, -- 32 output channels (rows 24 + 8 at 2 threads): wide
+    { m = 47, k = 60, n = 188 }, -- under four tiles of rows, four times the columns: wide
+    { m = 40, k = 96, n = 150 }, -- under four tiles, fewer columns: by rows
   }
   math.randomseed(2615)
   for _ = 1, 4 do cases[#cases + 1] = { m = 2 * rnd(70, 400) + 1, k = rnd(9, 150), n = rnd(3, 260) } end

@@ -74,7 +74,12 @@ static int gemv(const cell_gemm *g) {
   return 0;
 }
 
-/* C = A B + beta C as one BLAS call (beta 0: C is only written). */
+/* C = A B + beta C as one BLAS call (beta 0: C is only written).
+ * With beta 0, OpenBLAS first zeroes C with its own loop (sgemm_beta), then
+ * adds the product to it; zeroing C here with memset and passing beta 1
+ * gives the same values (0 + the product) and skips that loop, which took
+ * 4.5% of the tiny GPT's step at 1 thread: the step ran 2-5% faster
+ * (17.2-17.9 ms against 18.0-18.6, alternating). */
 static void blas_gemm_beta(const cell_gemm *g, double beta) {
   CBLAS_TRANSPOSE ta, tb;
   int64_t lda, ldb;
@@ -82,6 +87,15 @@ static void blas_gemm_beta(const cell_gemm *g, double beta) {
   layout(g->k, g->n, g->b_rs, g->b_cs, &tb, &ldb);
   int ldc = (int)(g->m > 1 ? g->c_rs : g->n);
   if (ldc < g->n) ldc = (int)g->n;
+  if (beta == 0.0) {
+    size_t es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
+    if (ldc == g->n) {
+      memset(g->c, 0, (size_t)g->m * (size_t)g->n * es);
+    } else {
+      for (int64_t i = 0; i < g->m; i++) memset(g->c + (size_t)i * (size_t)ldc * es, 0, (size_t)g->n * es);
+    }
+    beta = 1.0;
+  }
   if (g->dtype == CELL_DTYPE_F32)
     cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0f,
                 (const float *)g->a, (int)lda, (const float *)g->b, (int)ldb, (float)beta,
@@ -218,10 +232,15 @@ static double gemm_work(const cell_gemm *g) {
  * cannot split by rows, and must not by columns
  * (above). At every thread count it is computed as its transpose instead,
  * C^T = B^T A^T into a scratch of n x m, whose rows split, then copied
- * into C: the same bits on one thread as on several. */
+ * into C: the same bits on one thread as on several. So is one of fewer
+ * than four tiles' rows with at least four times as many columns, whose
+ * rows split unevenly (32 rows: 24 and 8 at 2 threads, so one thread did
+ * three quarters; a convolution's product over 32 output channels is of
+ * that kind): conv3d forward + backward of bench/conv3d.lua at 2 threads
+ * 175-179 -> 157-160 ms. */
 static int gemm_wide(const cell_gemm *g) {
-  return !g->part && g->m < 2 * SPLIT_ROW_ALIGN && g->n >= 2 * SPLIT_ROW_ALIGN && g->m >= 2 &&
-         gemm_work(g) >= (double)GEMM_SPLIT_LO;
+  return !g->part && g->m >= 2 && g->n >= 2 * SPLIT_ROW_ALIGN && gemm_work(g) >= (double)GEMM_SPLIT_LO &&
+         (g->m < 2 * SPLIT_ROW_ALIGN || (g->m < 4 * SPLIT_ROW_ALIGN && g->n >= 4 * g->m));
 }
 
 int64_t cell_gemm_split_parts(const cell_gemm *g, int64_t nt) {
