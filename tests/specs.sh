@@ -40,7 +40,6 @@ if [ "${1:-}" = --one ]; then
   # is made once more, so a leak it would have reported is still reported.
   if [ "$rc" -ne 0 ] && grep -q 'LeakSanitizer has encountered a fatal error' "$log" &&
     ! grep -q 'ERROR: LeakSanitizer: detected memory leaks' "$log"; then
-    cp "$log" "$log.tool-crash"
     run_busted "$@"
     rc=$?
   fi

@@ -106,6 +106,38 @@ static void blas_gemm_beta(const cell_gemm *g, double beta) {
                 (double *)g->c, ldc);
 }
 
+/* What cell knows of OpenBLAS's float32 kernel per core type (none of it
+ * is in OpenBLAS's interface): the width of its tiles along C's rows, where
+ * a split may cut (row_align, below), and its blocks of A, P x Q, the
+ * warm-up's shape (blas_warm, below). Other cores: 48, which 12 and 16
+ * divide, and 1024 x 512, above the blocks of OpenBLAS 0.3's x86 float32
+ * kernels. */
+typedef struct {
+  const char *core;
+  int64_t align;
+  int warm_m, warm_k;
+} core_params;
+
+static const core_params known_cores[] = {{"zen", 12, 768, 384},
+                                          {"haswell", 12, 768, 384},
+                                          {"skylakex", 16, 1024, 512},
+                                          {"cooperlake", 16, 1024, 512},
+                                          {"sapphirerapids", 16, 1024, 512}};
+static const core_params other_core = {"", 48, 1024, 512};
+
+static const core_params *blas_core(void) {
+  static const core_params *cached;
+  const core_params *c = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+  if (!c) {
+    const char *core = openblas_get_corename();
+    c = &other_core;
+    for (size_t i = 0; core && i < sizeof known_cores / sizeof known_cores[0]; i++)
+      if (strncasecmp(core, known_cores[i].core, strlen(known_cores[i].core)) == 0) c = &known_cores[i];
+    __atomic_store_n(&cached, c, __ATOMIC_RELEASE);
+  }
+  return c;
+}
+
 /* OpenBLAS's float32 kernel (the Haswell and Zen one at least) prefetches
  * the next packed panel of B while it computes the last one, past the end
  * of what the call packed, into pages of its own buffer (128 MB of address
@@ -126,19 +158,12 @@ static void blas_gemm_beta(const cell_gemm *g, double beta) {
  * the fifth, by which pages a thread's buffer happened to have; 384^3 at
  * 59 against 74. A warm-up product of P x 512 x Q writes every page of a
  * whole A block and of B's panels past it: 256^3 then ran at 68-69 in
- * every process, 384^3 at 74. The blocks are OpenBLAS's per core type
- * (not in its interface): the ones known here, else a product of 1024 x
- * 512 x 512, above the blocks of OpenBLAS 0.3's x86 float32 kernels. It
- * costs 10-25 ms once (against 2) and 1.5-3 MB resident a thread.
+ * every process, 384^3 at 74 (P and Q: blas_core). It costs 10-25 ms once
+ * (against 2) and 1.5-3 MB resident a thread.
  * Each thread of a team has its own buffer (OpenBLAS hands concurrent
  * callers distinct ones), so the team runs that product together, the
  * first time a team of that size reaches BLAS from outside a parallel
  * region. */
-static void warm_shape(int *m, int *k) {
-  const char *core = openblas_get_corename();
-  *m = 1024, *k = 512;
-  if (core && (strncasecmp(core, "zen", 3) == 0 || strncasecmp(core, "haswell", 7) == 0)) *m = 768, *k = 384;
-}
 #define WARM_N 512
 
 static int warmed_team; /* the largest team whose buffers are written */
@@ -146,8 +171,7 @@ static int warmed_team; /* the largest team whose buffers are written */
 static void blas_warm(void) {
   int nt = (int)cell_ctx()->num_threads;
   if (__atomic_load_n(&warmed_team, __ATOMIC_ACQUIRE) >= nt || omp_in_parallel()) return;
-  int wm, wk;
-  warm_shape(&wm, &wk);
+  int wm = blas_core()->warm_m, wk = blas_core()->warm_k;
   /* A (wm x wk) and B (wk x WARM_N) both read from one buffer of zeros */
   float *ab = calloc((size_t)(wm > WARM_N ? wm : WARM_N) * (size_t)wk, sizeof(float));
   float *c = calloc((size_t)nt * (size_t)wm * WARM_N, sizeof(float));
@@ -198,22 +222,7 @@ static cell_status blas_gemm_one(const cell_gemm *g) {
 /* Where rows may be cut: the width of the kernel's tiles along C's rows
  * for the cores whose kernels are known (Zen and Haswell: 12, then the
  * remainder; the AVX-512 ones: 16), else 48, which both divide. */
-static int64_t row_align(void) {
-  static const struct {
-    const char *core;
-    int64_t align;
-  } known[] = {{"zen", 12}, {"haswell", 12}, {"skylakex", 16}, {"cooperlake", 16}, {"sapphirerapids", 16}};
-  static int64_t align;
-  int64_t a = __atomic_load_n(&align, __ATOMIC_RELAXED);
-  if (a == 0) {
-    const char *core = openblas_get_corename();
-    a = 48;
-    for (size_t i = 0; core && i < sizeof known / sizeof known[0]; i++)
-      if (strncasecmp(core, known[i].core, strlen(known[i].core)) == 0) a = known[i].align;
-    __atomic_store_n(&align, a, __ATOMIC_RELAXED);
-  }
-  return a;
-}
+static int64_t row_align(void) { return blas_core()->align; }
 #define SPLIT_ROW_ALIGN row_align()
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
