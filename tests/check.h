@@ -107,5 +107,6 @@ void test_higher_all(void);
 void test_vmath_all(void);
 void test_attention_all(void);
 void test_vision_all(void);
+void test_gemm_small_all(void);
 
 #endif

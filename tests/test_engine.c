@@ -439,6 +439,7 @@ static const struct {
     {"vmath", test_vmath_all},
     {"attention", test_attention_all},
     {"vision", test_vision_all},
+    {"gemm_small", test_gemm_small_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

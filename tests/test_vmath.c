@@ -145,7 +145,9 @@ static void check_f32(int level) {
  * GELU, of the larger of the gradient's terms Phi(x) and |x phi(x)| for
  * the gradient (they cancel near its root). Measured on every path: GELU
  * 2.40 on the polynomial's range (-0.75, 1.4142), 0.99 on the right tail,
- * 5.23 on the left; the gradient 4.53, 0.97 and 2.67. */
+ * 5.23 on the left; the gradient 2.79, 0.84 and 2.96 on the portable and
+ * AVX2 paths (4.53, 0.97 and 2.67 before its exponentials took Estrin's
+ * scheme). */
 static double gelu_bound(float x, bool grad) {
   if (x > -0.75f && x < 1.4142f) return grad ? 5.0 : 3.0;
   if (x >= 1.4142f) return 1.5;

@@ -29,6 +29,7 @@ typedef struct cell_backend {
 
 extern const cell_backend cell_backend_cpu;
 extern const cell_backend cell_backend_blas;
+extern const cell_backend cell_backend_small; /* small.c: float32 products below BLAS's economy */
 extern const cell_backend cell_backend_bf16; /* lowp.c: bfloat16 on AVX512-BF16 */
 extern const cell_backend cell_backend_lowp; /* lowp.c: float16/bfloat16 through float32 */
 /* lowp.c: bfloat16 A, B on the AVX512-BF16 kernel with a float32 C (c; g->c

@@ -1,7 +1,7 @@
 /* registry.c - backends in the order they are asked. */
 #include "backend.h"
 
-static const cell_backend *const registry[] = {&cell_backend_blas, &cell_backend_bf16, &cell_backend_lowp, &cell_backend_cpu};
+static const cell_backend *const registry[] = {&cell_backend_small, &cell_backend_blas, &cell_backend_bf16, &cell_backend_lowp, &cell_backend_cpu};
 
 const cell_backend *cell_backend_for_gemm(const cell_gemm *g) {
   for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)

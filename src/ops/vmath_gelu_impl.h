@@ -17,7 +17,7 @@
  * Measured against float64 references over every 4099th float (test_vmath):
  * GELU within 2.4 ulp on the polynomial's range, 1 ulp on the right tail,
  * 5.3 ulp on the left (where GELU is smaller than 0.17 in size); the
- * gradient within 4.6 ulp of the larger of Phi(x) and |x phi(x)| (its two
+ * gradient within 3 ulp of the larger of Phi(x) and |x phi(x)| (its two
  * terms cancel near its root, x = -0.7518). PyTorch's float32 form,
  * 0.5 x (1 + erf(x / sqrt 2)), loses most digits of its left tail to
  * cancellation.
@@ -111,24 +111,24 @@ VM_FN int vm_gelu_tail(const float *px, const float *pg, int64_t m, int *idx, fl
   return nt;
 }
 
-/* Phi on the polynomial's range. */
+/* Phi on the polynomial's range (Horner's rule: Estrin's scheme here took
+ * the worst error from 2.4 to 2.9 ulp of the bound's 3 for 1-2% of speed). */
 VM_FN float vm_phi_poly_f(float x) {
   float z = x * 0.707106781f, q = z * z, p;
   VM_ERF_SMALL_HORNER(p, q, f);
   return 0.5f + 0.5f * (z * p);
 }
-/* exp(u) for u in [-1, 0]: e^(-1/2) e^(u + 1/2), Taylor to degree 8. */
+/* exp(u) for u in [-1, 0]: e^(-1/2) e^(u + 1/2), Taylor to degree 8 by
+ * Estrin's scheme: pairs of terms, then pairs of pairs, four multiply-adds
+ * deep where Horner's rule is eight. The tail's loops wait on that chain
+ * rather than on the multiply-adds' throughput: with this and the same
+ * form for P(t) below, GELU's forward and gradient over 131,072 normal
+ * samples went from 489 and 716 us to 461 and 665 (one Zen core). */
 VM_FN float vm_exp_unit_f(float u) {
-  float r = u + 0.5f;
-  float p = 1.0f / 40320;
-  p = p * r + 1.0f / 5040;
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  float r = u + 0.5f, r2 = r * r, r4 = r2 * r2;
+  float a = 1.0f + r, b = 0.5f + r * (1.0f / 6);
+  float c = 1.0f / 24 + r * (1.0f / 120), d = 1.0f / 720 + r * (1.0f / 5040);
+  float p = (a + r2 * b) + r4 * ((c + r2 * d) + r4 * (1.0f / 40320));
   return p * 0.606530660f;
 }
 
@@ -154,18 +154,15 @@ VM_FN float vm_half_square_lo(float x, float h) {
   return (float)(-0.5 * ((double)x * x) - h);
 #endif
 }
-/* P(t) of erfc(a) = t exp(-a^2 + P(t)) (coefficients: tests/vmath_fit.py). */
+/* P(t) of erfc(a) = t exp(-a^2 + P(t)) (coefficients: tests/vmath_fit.py),
+ * by Estrin's scheme (as vm_exp_unit_f). */
 VM_FN float vm_erfc_exponent_f(float t) {
-  float p = -9.823396802e-02f;
-  p = p * t + 1.568981856e-01f;
-  p = p * t + 2.602377534e-01f;
-  p = p * t - 6.388432980e-01f;
-  p = p * t + 2.061239779e-01f;
-  p = p * t - 1.208519936e-02f;
-  p = p * t + 3.929170668e-01f;
-  p = p * t + 9.981932640e-01f;
-  p = p * t - 1.265436530e+00f;
-  return p;
+  float t2 = t * t, t4 = t2 * t2;
+  float a = -1.265436530e+00f + t * 9.981932640e-01f;
+  float b = 3.929170668e-01f + t * -1.208519936e-02f;
+  float c = 2.061239779e-01f + t * -6.388432980e-01f;
+  float d = 2.602377534e-01f + t * 1.568981856e-01f;
+  return (a + t2 * b) + t4 * ((c + t2 * d) + t4 * -9.823396802e-02f);
 }
 /* Phi(-ax) 2^64 for ax in [0.75, VM_GELU_BIG]: erfc(ax / sqrt 2) 2^63. */
 VM_FN float vm_phi_left_scaled_f(float ax) {

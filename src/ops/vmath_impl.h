@@ -203,8 +203,13 @@ VM_FN float vm_expf_taylor(float r) {
 }
 VM_FN float vm_expf_fast(float x) {
   float xc = x > 88.7228391f ? 88.7228391f : x;
-  xc = xc < -87.3365479f ? -87.3365479f : xc;
-  xc = x != x ? 0.0f : xc; /* NaN: a finite n (the result is x) */
+  /* below the range (the result is 0) and NaN (the result is x): a finite
+   * stand-in whose value is normal. Clamped to -87.34 instead, the product
+   * below came out subnormal, and AMD's cores take a slow path for those:
+   * attention's masked keys (-inf, half of a causal block) took 3.6 ns an
+   * element against 2.4 for the others. */
+  xc = xc < -87.3365479f ? 0.0f : xc;
+  xc = x != x ? 0.0f : xc;
   float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; /* 0x1.8p23: rounds to an integer */
   float r = xc - n * 0.693359375f;
   r = r + n * 2.12194440e-4f;
