@@ -268,12 +268,14 @@ function OrderedDict._put(d, k, v) -- set's storing branch, written out: 8% fast
   val[k] = v
 end
 
--- _from(keys, vals): a new OrderedDict of keys[i] -> vals[keys[i]], in that
--- order (the keys distinct and present in vals, as _snapshot gives them).
-function OrderedDict._from(keys, vals)
+-- _from(keys, vals [, n]): a new OrderedDict of keys[i] -> vals[keys[i]]
+-- for i = 1 .. n (default #keys), in that order (the keys distinct and
+-- present in vals, as _snapshot and _view give them).
+function OrderedDict._from(keys, vals, n)
   local d = OrderedDict()
   local st = state(d)
-  local order, pos, val, n = st.order, st.pos, st.val, #keys
+  local order, pos, val = st.order, st.pos, st.val
+  n = n or #keys
   for i = 1, n do
     local k = keys[i]
     order[i], pos[k], val[k] = k, i, vals[k]
@@ -285,6 +287,16 @@ end
 function OrderedDict._snapshot(d)
   local st = state(d)
   return key_list(st), st.val
+end
+
+-- _view(d): the keys present in order, their count, and the table of
+-- values by key, without a copy when no entry was ever removed (the live
+-- order array): for reading while d stays unchanged.
+function OrderedDict._view(d)
+  local st = state(d)
+  if st.count == st.n then return st.order, st.n, st.val end
+  local keys = key_list(st)
+  return keys, #keys, st.val
 end
 
 --- A shallow copy, as a plain OrderedDict.

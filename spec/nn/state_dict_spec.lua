@@ -147,6 +147,38 @@ describe("load_state_dict", function()
     H.expect_error(function() net:load_state_dict(sd) end, "RuntimeError", 'Unexpected key(s) in state_dict: "layer.x"')
   end)
 
+  it("hands a sub-cell that overrides _load_from_state_dict an OrderedDict of its keys, and loads below it", function()
+    local Custom = nn.Cell:extend("CustomLoad")
+    function Custom:init()
+      self.w = cell.Parameter(cell.zeros({ 1 }), "w")
+      self.leaf = Leaf(1)
+    end
+    local seen
+    function Custom:_load_from_state_dict(sd, prefix, md, strict, missing, unexpected, errors)
+      seen = { require("cell.class").is_instance(sd, OrderedDict), prefix, sd:keys() }
+      sd[prefix .. "w"] = cell.tensor({ 9 }) -- what the base method then loads
+      nn.Cell._load_from_state_dict(self, sd, prefix, md, strict, missing, unexpected, errors)
+    end
+    local net = nn.Cell()
+    net.c = Custom()
+    net.other = Leaf(1)
+    local sd = net:state_dict()
+    sd["c.leaf.stray"] = cell.ones({ 1 })
+    sd["c.stray"] = cell.ones({ 1 })
+    sd["other.bias"] = nil -- a removed entry: the dict has a hole
+    sd["other.bias"] = cell.tensor({ 5 })
+    sd["c.leaf.weight"] = cell.tensor({ 4 })
+    local r = net:load_state_dict(sd, false)
+    assert.are.same({ true, "c.", { "c.w", "c.leaf.weight", "c.leaf.bias", "c.leaf.running", "c.leaf.stray",
+      "c.stray" } }, seen)
+    assert.are.same({ 9 }, net.c.w:totable())
+    assert.are.same({ 4 }, net.c.leaf.weight:totable())
+    assert.are.same({ 5 }, net.other.bias:totable())
+    assert.are.same({}, r.missing_keys)
+    -- a parent's unexpected keys come before its sub-cells' (depth first, in key order)
+    assert.are.same({ "c.stray", "c.leaf.stray" }, r.unexpected_keys)
+  end)
+
   it("converts dtypes into the model's", function()
     local net = Leaf(2)
     net:load_state_dict({ weight = cell.tensor({ 3, 4 }, cell.float64), bias = cell.tensor({ 1, 1 }, cell.int32),

@@ -51,6 +51,21 @@ function R.remove(r, name)
   return true
 end
 
+--- The names in order and their count: the live array when none was
+-- removed since the last compaction (to read, not to change), else a new one.
+function R.names(r)
+  if r.holes == 0 then return r.keys, r.n end
+  local out, j, keys = {}, 0, r.keys
+  for i = 1, r.n do
+    local k = keys[i]
+    if k ~= HOLE then
+      j = j + 1
+      out[j] = k
+    end
+  end
+  return out, j
+end
+
 --- Iterator over (name, value) in order; value may be nil.
 function R.each(r)
   local i, keys = 0, r.keys

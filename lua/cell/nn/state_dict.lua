@@ -25,8 +25,10 @@ local M = {}
 
 local EXTRA = "_extra_state"
 
-local odict_set, odict_get, odict_has = OrderedDict.__newindex, OrderedDict.get, OrderedDict.contains
+local odict_set, odict_get = OrderedDict.__newindex, OrderedDict.get
 local odict_put, odict_snapshot, odict_from = OrderedDict._put, OrderedDict._snapshot, OrderedDict._from
+local odict_view = OrderedDict._view
+local find, sub = string.find, string.sub
 
 --- A string as Python's repr prints it: in single quotes, or in double
 -- quotes when it holds a single quote and no double one.
@@ -181,28 +183,50 @@ function M.install(Cell)
 
   local same_shape = T.same_tensor_shape
 
-  --- Load this cell's own tensors from `state_dict` (keys with `prefix`),
-  -- adding to the three lists; sub-cells are load_state_dict's business.
-  function Cell:_load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
-                                      unexpected_keys, error_msgs)
+  --- The tensors of registry r (not nil, their names not in skip) appended
+  -- to names (n of them so far) and local_state; the new count.
+  local function gather(r, skip, names, local_state, n)
+    local rk, rn = R.names(r)
+    local rv = r.val
+    for i = 1, rn do
+      local name = rk[i]
+      local t = rv[name]
+      if t ~= nil and not (skip and skip[name]) then
+        n = n + 1
+        names[n], local_state[name] = name, t
+      end
+    end
+    return n
+  end
+
+  --- Load `self`'s own tensors from `state_dict` (keys with `prefix`),
+  -- adding to the three lists (Cell:_load_from_state_dict, below). With
+  -- want_groups, also the keys below a path component after the prefix,
+  -- component -> list of keys, and the table of values by key: what
+  -- load_state_dict hands each sub-cell, found in the same pass over the
+  -- keys as the strict check's (one pass over a 1,000-entry dict at the
+  -- root instead of three).
+  local function load_own(self, state_dict, keys, nkeys, vals, prefix, local_metadata, strict, missing_keys,
+                          unexpected_keys, error_msgs, want_groups, prefixed)
     local st = rawget(self, S)
     local pre = st.load_pre
-    if pre then
+    if pre then -- (the caller gave state_dict, an OrderedDict, for them)
       for i = 1, #pre do
         pre[i].fn(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
       end
+      keys, nkeys, vals = odict_view(state_dict) -- as the hooks left it
+      prefixed = false
     end
     local local_state, names = {}, {}
-    for name, p in R.each(st.params) do
-      if p ~= nil then names[#names + 1], local_state[name] = name, p end
-    end
-    for name, b in R.each(st.buffers) do
-      if b ~= nil and not st.non_persistent[name] then names[#names + 1], local_state[name] = name, b end
-    end
+    local nn = gather(st.params, nil, names, local_state, 0)
+    nn = gather(st.buffers, st.non_persistent, names, local_state, nn)
+    local own = {} -- the full keys of this cell's tensors
     local prev = core.set_grad_enabled(false) -- copies into leaves that require grad
-    for _, name in ipairs(names) do
+    for i = 1, nn do
+      local name = names[i]
       local t, key = local_state[name], prefix .. name
-      local input = odict_get(state_dict, key) -- values are never nil: nil is absent
+      own[key] = true
+      local input = vals[key] -- values are never nil: nil is absent
       if input ~= nil then
         if not core.is_tensor(input) then
           error_msgs[#error_msgs + 1] = ('While copying the parameter named "%s", expected Tensor or '
@@ -225,43 +249,62 @@ function M.install(Cell)
     core.set_grad_enabled(prev)
     local extra_key = prefix .. EXTRA
     if getmetatable(self).set_extra_state ~= base_set then
-      if odict_has(state_dict, extra_key) then
-        self:set_extra_state(odict_get(state_dict, extra_key))
+      local extra = vals[extra_key]
+      if extra ~= nil then
+        self:set_extra_state(extra)
       elseif strict then
         missing_keys[#missing_keys + 1] = extra_key
       end
-    elseif strict and odict_has(state_dict, extra_key) then
+    elseif strict and vals[extra_key] ~= nil then
       unexpected_keys[#unexpected_keys + 1] = extra_key
     end
-    if strict then
-      local n = #prefix
-      local cells = st.cells.pos
-      local keys = odict_snapshot(state_dict)
-      for i = 1, #keys do
-        local key = keys[i]
-        if type(key) == "string" and key ~= extra_key and (n == 0 or key:find(prefix, 1, true) == 1) then
-          -- a key is, through its first component, a sub-cell's, or this
-          -- cell's own tensor (whose name may hold dots, as ParameterTuple
-          -- members' and optimizer moments' do); either way it is expected
-          local dot = key:find(".", n + 1, true)
-          if not (dot and cells[key:sub(n + 1, dot - 1)] ~= nil) and local_state[key:sub(n + 1)] == nil then
-            unexpected_keys[#unexpected_keys + 1] = key
+    if not (strict or want_groups) then return end
+    -- a key is, through its first component, a sub-cell's, or this cell's
+    -- own tensor (whose name may hold dots, as ParameterTuple members' and
+    -- optimizer moments' do); either way it is expected
+    local n, cells = #prefix, st.cells.pos
+    local groups = want_groups and {} or nil
+    for i = 1, nkeys do
+      local key = keys[i]
+      if key ~= extra_key and (prefixed or type(key) == "string" and (n == 0 or find(key, prefix, 1, true) == 1)) then
+        local dot = find(key, ".", n + 1, true)
+        local head = dot and sub(key, n + 1, dot - 1)
+        if head and groups then
+          local g = groups[head]
+          if not g then
+            g = {}
+            groups[head] = g
           end
+          g[#g + 1] = key
+        end
+        if strict and not (head and cells[head] ~= nil) and not own[key] then
+          unexpected_keys[#unexpected_keys + 1] = key
         end
       end
     end
+    return groups, vals
   end
 
+  --- Load this cell's own tensors from `state_dict` (keys with `prefix`),
+  -- adding to the three lists; sub-cells are load_state_dict's business.
+  function Cell:_load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+    local keys, nkeys, vals = odict_view(state_dict)
+    load_own(self, state_dict, keys, nkeys, vals, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+      error_msgs, false)
+  end
+  local base_load = Cell._load_from_state_dict
+
   --- The entries of `sd` (an OrderedDict) split by their first path
-  -- component after `prefix`: component -> OrderedDict of those entries.
+  -- component after `prefix`: component -> list of keys; and the values.
   local function by_child(sd, prefix)
     local groups, n = {}, #prefix
-    local keys, vals = odict_snapshot(sd)
-    for i = 1, #keys do
+    local keys, nkeys, vals = odict_view(sd)
+    for i = 1, nkeys do
       local k = keys[i]
-      local dot = type(k) == "string" and k:find(".", n + 1, true)
+      local dot = type(k) == "string" and find(k, ".", n + 1, true)
       if dot then
-        local head = k:sub(n + 1, dot - 1)
+        local head = sub(k, n + 1, dot - 1)
         local g = groups[head]
         if not g then
           g = {}
@@ -270,8 +313,7 @@ function M.install(Cell)
         g[#g + 1] = k
       end
     end
-    for head, g in pairs(groups) do groups[head] = odict_from(g, vals) end
-    return groups
+    return groups, vals
   end
 
   local LOAD_ARGS = { "strict" }
@@ -307,13 +349,32 @@ function M.install(Cell)
     if metadata ~= nil then rawset(sd, "_metadata", metadata) end
     local missing, unexpected, errors = {}, {}, {}
     local incompatible = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, Incompatible)
-    local function load(c, local_sd, prefix)
+    -- c's part of the dict: the keys keys[1..nkeys] and their values in
+    -- vals, and local_sd, an OrderedDict of them, made only when c's own
+    -- _load_from_state_dict or its hooks are to see one
+    local function load(c, local_sd, keys, nkeys, vals, prefix)
       local md = metadata and odict_get(metadata, prefix:sub(1, -2)) or {}
-      c:_load_from_state_dict(local_sd, prefix, md, true, missing, unexpected, errors)
       local st = rawget(c, S)
-      local groups = st.cells.n - st.cells.holes > 0 and by_child(local_sd, prefix) or nil
-      for name, child in R.each(st.cells) do
-        if child ~= nil then load(child, groups[name] or OrderedDict(), prefix .. name .. ".") end
+      local parent = st.cells.n - st.cells.holes > 0
+      local groups
+      if c._load_from_state_dict == base_load then -- the keys split in the same pass as the strict check's
+        if st.load_pre and not local_sd then local_sd = odict_from(keys, vals, nkeys) end
+        groups, vals = load_own(c, local_sd, keys, nkeys, vals, prefix, md, true, missing, unexpected, errors, parent,
+          local_sd == nil)
+      else
+        if not local_sd then local_sd = odict_from(keys, vals, nkeys) end
+        c:_load_from_state_dict(local_sd, prefix, md, true, missing, unexpected, errors)
+        if parent then groups, vals = by_child(local_sd, prefix) end
+      end
+      local ck, cn = R.names(st.cells)
+      local cv = st.cells.val
+      for i = 1, cn do
+        local name = ck[i]
+        local child = cv[name]
+        if child ~= nil then
+          local g = groups[name] or {}
+          load(child, nil, g, #g, vals, prefix .. name .. ".")
+        end
       end
       local post = st.load_post
       if post then
@@ -325,7 +386,8 @@ function M.install(Cell)
         end
       end
     end
-    load(self, sd, "")
+    local keys, nkeys, vals = odict_view(sd)
+    load(self, sd, keys, nkeys, vals, "")
     if strict then
       local function quoted(list)
         local q = {}
