@@ -62,6 +62,18 @@ typedef struct cell_adam_config {
 CELL_API cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
                                           cell_tensor *exp_avg_sq, const cell_adam_config *cfg);
 
+/* n Adam or AdamW steps in one call: parameter i with grads[i],
+ * exp_avgs[i], exp_avg_sqs[i] and cfgs[i], each as cell_optim_adam_step
+ * computes it. Every step is checked before any runs; on a failed check
+ * nothing is updated and *failed (when not NULL) is the index of the first
+ * bad one (-1 otherwise). On the CPU, the parameters too small to split
+ * over the threads are spread over them, one parameter to a thread at a
+ * time (a model's many small biases and norms); the others take the
+ * threads one after another, as one step does. */
+CELL_API cell_status cell_optim_adam_steps(int64_t n, cell_tensor *const *params, const cell_tensor *const *grads,
+                                           cell_tensor *const *exp_avgs, cell_tensor *const *exp_avg_sqs,
+                                           const cell_adam_config *cfgs, int64_t *failed);
+
 /* One step of the other optimizers (optim_extra.c), chosen by kind. g below
  * is grad * grad_scale, plus weight_decay * param where the kind decays
  * through the gradient (L2); t is cfg->step (1 for the first step). The

@@ -108,5 +108,6 @@ void test_vmath_all(void);
 void test_attention_all(void);
 void test_vision_all(void);
 void test_gemm_small_all(void);
+void test_optim_many_all(void);
 
 #endif

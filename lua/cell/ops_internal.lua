@@ -14,6 +14,13 @@ M.sgd_step = core.nnops._sgd_step
 -- weight_decay, step, amsgrad, loss_scale): one Adam update in place.
 M.adam_step = core.nnops._adam_step
 
+--- adam_steps(params, grads, exp_avgs, exp_avg_sqs, lrs, lr_of,
+-- weight_decays, labels, n, beta1, beta2, eps, step, decoupled,
+-- loss_scale): the Adam updates of params[1..n] in one call
+-- (cell_optim_adam_steps), parameter i's learning rate lrs[lr_of[i]]; the
+-- small ones run side by side on the threads.
+M.adam_steps = core.nnops._adam_steps
+
 --- optim_step(param, grad, s0, s1, s2, kind, lr, weight_decay, grad_scale,
 -- h1, h2, h3, h4, step, flags [, label]): one step of the other optimizers
 -- (cell_optim_step; kind as cell_optim_kind, see include/cell_optim.h).

@@ -609,6 +609,46 @@ describe("optimizer errors", function()
     H.expect_error(function() OI.adam_step(p, "g", p, p, 0.1, 0.9, 0.999, 1e-8, 0, 1, false, 1) end,
       "TypeError", "expected a Tensor, got string")
   end)
+
+  it("adam_steps: one call gives the one-by-one steps' bits at 1 and 2 threads; a bad entry names its label", function()
+    local function state(seed)
+      cell.set_seed(seed)
+      local t = { p = {}, g = {}, m = {}, v = {}, labels = {}, lr_of = {}, wd = {} }
+      for i = 1, 24 do
+        local n = i == 5 and 70001 or 1 + (i * 331) % 3000 -- one large enough to split itself
+        t.p[i], t.g[i], t.m[i], t.v[i] = cell.randn({ n }), cell.randn({ n }), cell.randn({ n }), cell.rand({ n })
+        t.labels[i], t.lr_of[i], t.wd[i] = "AdamW, parameter 'w" .. i .. "'", 1 + i % 2, i % 3 == 0 and 0 or 0.01
+      end
+      return t
+    end
+    local function same(x, y) return x:eq(y):all():item() end
+    local lrs = { 1e-3, 3e-4 }
+    local prev = cell.get_num_threads()
+    for _, threads in ipairs { 1, 2 } do
+      local a, b = state(7), state(7)
+      cell.set_num_threads(1)
+      for i = 1, 24 do
+        OI.adam_step(a.p[i], a.g[i], a.m[i], a.v[i], lrs[a.lr_of[i]], 0.9, 0.999, 1e-8, a.wd[i], 2, true, 1, a.labels[i])
+      end
+      cell.set_num_threads(threads)
+      OI.adam_steps(b.p, b.g, b.m, b.v, lrs, b.lr_of, b.wd, b.labels, 24, 0.9, 0.999, 1e-8, 2, true, 1)
+      for i = 1, 24 do
+        assert.is_true(same(a.p[i], b.p[i]) and same(a.m[i], b.m[i]) and same(a.v[i], b.v[i]),
+          threads .. " threads, parameter " .. i)
+      end
+    end
+    cell.set_num_threads(prev)
+    local t = state(9)
+    local before = t.p[4]:clone()
+    t.g[11] = cell.ones({ 2 })
+    H.expect_error(function() OI.adam_steps(t.p, t.g, t.m, t.v, lrs, t.lr_of, t.wd, t.labels, 24, 0.9, 0.999, 1e-8, 1,
+      true, 1) end, "ValueError", "AdamW, parameter 'w11': adamw_step: the gradient has shape [2] but the parameter has shape [642]")
+    assert.is_true(same(before, t.p[4])) -- checked before any step ran
+    t = state(9)
+    t.wd[3] = {}
+    H.expect_error(function() OI.adam_steps(t.p, t.g, t.m, t.v, lrs, t.lr_of, t.wd, t.labels, 24, 0.9, 0.999, 1e-8, 1,
+      true, 1) end, "TypeError", "parameter 'w3': the weight decay is not a number")
+  end)
 end)
 
 describe("custom optimizers", function()

@@ -49,6 +49,59 @@ static int l_adam_step(lua_State *L) {
   return 0;
 }
 
+/* _adam_steps(params, grads, exp_avgs, exp_avg_sqs, lrs, lr_of, weight_decays,
+ *             labels, n, beta1, beta2, eps, step, decoupled, grad_scale):
+ * cell_optim_adam_steps over entries 1..n of the tables; parameter i's
+ * learning rate is lrs[lr_of[i]]. An error names labels[i] of the step
+ * that failed. */
+static int l_adam_steps(lua_State *L) {
+  for (int a = 1; a <= 8; a++) lc_check_table(L, a, "a table");
+  lua_Integer n = lc_check_int(L, 9);
+  if (n < 0 || n > (lua_Integer)1 << 24) return lc_error(L, "ValueError: _adam_steps: n is %lld", (long long)n);
+  cell_adam_config base;
+  base.beta1 = lc_check_number(L, 10);
+  base.beta2 = lc_check_number(L, 11);
+  base.eps = lc_check_number(L, 12);
+  base.step = (int64_t)lc_check_int(L, 13);
+  base.decoupled = lua_toboolean(L, 14);
+  base.grad_scale = lc_check_number(L, 15);
+  size_t m = (size_t)(n > 0 ? n : 1);
+  /* one block, owned by a userdata so that an error below frees it */
+  size_t bytes = m * (4 * sizeof(cell_tensor *) + sizeof(cell_adam_config));
+  void *block = lua_newuserdatauv(L, bytes, 0);
+  cell_tensor **p = block, **g = p + m, **ea = g + m, **es = ea + m;
+  cell_adam_config *cfg = (cell_adam_config *)(void *)(es + m);
+  for (lua_Integer i = 1; i <= n; i++) {
+    size_t k = (size_t)(i - 1);
+    cell_tensor **slot[4] = {&p[k], &g[k], &ea[k], &es[k]};
+    for (int a = 0; a < 4; a++) {
+      lua_rawgeti(L, 1 + a, i);
+      *slot[a] = lc_check_tensor(L, -1); /* the tables keep them alive */
+      lua_pop(L, 1);
+    }
+    int isnum_lr, isnum_wd;
+    lua_rawgeti(L, 6, i);
+    lua_rawget(L, 5);
+    cfg[k] = base;
+    cfg[k].lr = lua_tonumberx(L, -1, &isnum_lr);
+    lua_rawgeti(L, 7, i);
+    cfg[k].weight_decay = lua_tonumberx(L, -1, &isnum_wd);
+    lua_pop(L, 2);
+    if (!isnum_lr || !isnum_wd) {
+      lua_rawgeti(L, 8, i);
+      return lc_error(L, "TypeError: %s: the %s is not a number", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?",
+                      isnum_lr ? "weight decay" : "learning rate");
+    }
+  }
+  int64_t failed = -1;
+  if (cell_optim_adam_steps((int64_t)n, p, (const cell_tensor *const *)g, ea, es, cfg, &failed) != CELL_OK) {
+    if (failed < 0) return lc_raise(L);
+    lua_rawgeti(L, 8, (lua_Integer)failed + 1);
+    return step_error(L, lua_gettop(L));
+  }
+  return 0;
+}
+
 /* _optim_step(param, grad, s0 | nil, s1 | nil, s2 | nil, kind, lr,
  *             weight_decay, grad_scale, h1, h2, h3, h4, step, flags [, label]):
  * cell_optim_step (the other optimizers' kernels, by kind). */
@@ -101,7 +154,8 @@ static int l_check_grads(lua_State *L) {
 }
 
 static const luaL_Reg optim_funcs[] = {
-    {"_sgd_step", l_sgd_step}, {"_adam_step", l_adam_step}, {"_check_grads", l_check_grads},
+    {"_sgd_step", l_sgd_step}, {"_adam_step", l_adam_step}, {"_adam_steps", l_adam_steps},
+    {"_check_grads", l_check_grads},
     {"_optim_step", l_optim_step}, {NULL, NULL}};
 
 void lc_register_optim(lua_State *L, int nnops, int base) { lc_setfuncs(L, nnops, base, optim_funcs); }

@@ -325,9 +325,8 @@ cell_status cell_optim_sgd_step(cell_tensor *param, const cell_tensor *grad, cel
   CELL_OP_NAMED(op, cell_k_sgd_step(param, grad, buf, cfg));
 }
 
-cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
-                                 cell_tensor *exp_avg_sq, const cell_adam_config *cfg) {
-  const char *op = cfg && cfg->decoupled ? "adamw_step" : "adam_step";
+cell_status cell_adam_check(const char *op, const cell_tensor *param, const cell_tensor *grad,
+                            const cell_tensor *exp_avg, const cell_tensor *exp_avg_sq, const cell_adam_config *cfg) {
   if (!cfg) return cell_error(CELL_ERR_VALUE, "%s: the configuration is NULL", op);
   CELL_TRY(check_number(op, "lr", cfg->lr, 0));
   CELL_TRY(check_beta(op, "beta1", cfg->beta1));
@@ -344,6 +343,13 @@ cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, ce
   CELL_TRY(check_like(op, "exp_avg_sq", exp_avg_sq, param, 1));
   if (exp_avg->storage == exp_avg_sq->storage)
     return cell_error(CELL_ERR_VALUE, "%s: exp_avg and exp_avg_sq share storage", op);
+  return CELL_OK;
+}
+
+cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
+                                 cell_tensor *exp_avg_sq, const cell_adam_config *cfg) {
+  const char *op = cfg && cfg->decoupled ? "adamw_step" : "adam_step";
+  CELL_TRY(cell_adam_check(op, param, grad, exp_avg, exp_avg_sq, cfg));
   CELL_OP_NAMED(op, cell_k_adam_step(param, grad, exp_avg, exp_avg_sq, cfg));
 }
 

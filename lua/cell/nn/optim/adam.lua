@@ -23,7 +23,7 @@ local O = require "cell.nn.optim.optimizer"
 local args_util = require "cell.util.args"
 
 local K = O.K
-local adam_step = require("cell.ops_internal").adam_step
+local adam_steps = require("cell.ops_internal").adam_steps
 local optim_step = require("cell.ops_internal").optim_step
 
 local NAMES = { "learning_rate", "beta1", "beta2", "eps", "weight_decay", "loss_scale" }
@@ -80,9 +80,8 @@ local function apply(self, grads, t)
     end
     return
   end
-  for i = 1, k.n do
-    adam_step(params[i], grads[i], m1[i], m2[i], now[spec_of[i]], b1, b2, eps, wd[i], t, decoupled, gs, labels[i])
-  end
+  -- one call for all: the small parameters' steps share the threads
+  adam_steps(params, grads, m1, m2, now, spec_of, wd, labels, k.n, b1, b2, eps, t, decoupled, gs)
 end
 
 local Adam = O.Optimizer:extend("Adam")
