@@ -325,8 +325,11 @@ cell_status cell_optim_sgd_step(cell_tensor *param, const cell_tensor *grad, cel
   CELL_OP_NAMED(op, cell_k_sgd_step(param, grad, buf, cfg));
 }
 
-cell_status cell_adam_check(const char *op, const cell_tensor *param, const cell_tensor *grad,
-                            const cell_tensor *exp_avg, const cell_tensor *exp_avg_sq, const cell_adam_config *cfg) {
+const char *cell_adam_op(const cell_adam_config *cfg) { return cfg && cfg->decoupled ? "adamw_step" : "adam_step"; }
+
+cell_status cell_adam_check(const cell_tensor *param, const cell_tensor *grad, const cell_tensor *exp_avg,
+                            const cell_tensor *exp_avg_sq, const cell_adam_config *cfg) {
+  const char *op = cell_adam_op(cfg);
   if (!cfg) return cell_error(CELL_ERR_VALUE, "%s: the configuration is NULL", op);
   CELL_TRY(check_number(op, "lr", cfg->lr, 0));
   CELL_TRY(check_beta(op, "beta1", cfg->beta1));
@@ -348,9 +351,8 @@ cell_status cell_adam_check(const char *op, const cell_tensor *param, const cell
 
 cell_status cell_optim_adam_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *exp_avg,
                                  cell_tensor *exp_avg_sq, const cell_adam_config *cfg) {
-  const char *op = cfg && cfg->decoupled ? "adamw_step" : "adam_step";
-  CELL_TRY(cell_adam_check(op, param, grad, exp_avg, exp_avg_sq, cfg));
-  CELL_OP_NAMED(op, cell_k_adam_step(param, grad, exp_avg, exp_avg_sq, cfg));
+  CELL_TRY(cell_adam_check(param, grad, exp_avg, exp_avg_sq, cfg));
+  CELL_OP_NAMED(cell_adam_op(cfg), cell_k_adam_step(param, grad, exp_avg, exp_avg_sq, cfg));
 }
 
 /* The state tensors each kind of cell_optim_step uses (s0, s1, s2). */

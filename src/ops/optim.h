@@ -14,9 +14,11 @@ cell_status cell_k_adam_step(cell_tensor *param, const cell_tensor *grad, cell_t
 cell_status cell_k_optim_step(cell_tensor *param, const cell_tensor *grad, cell_tensor *s0, cell_tensor *s1,
                              cell_tensor *s2, const cell_optim_config *cfg);
 
-/* What cell_optim_adam_step checks before its step (op: the name errors
- * carry). */
-cell_status cell_adam_check(const char *op, const cell_tensor *param, const cell_tensor *grad,
-                            const cell_tensor *exp_avg, const cell_tensor *exp_avg_sq, const cell_adam_config *cfg);
+/* The name an Adam step's errors carry: "adamw_step" for a decoupled
+ * configuration, else (NULL included) "adam_step". */
+const char *cell_adam_op(const cell_adam_config *cfg);
+/* What cell_optim_adam_step checks before its step. */
+cell_status cell_adam_check(const cell_tensor *param, const cell_tensor *grad, const cell_tensor *exp_avg,
+                            const cell_tensor *exp_avg_sq, const cell_adam_config *cfg);
 
 #endif

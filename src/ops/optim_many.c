@@ -13,11 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *adam_op(const cell_adam_config *c) { return c->decoupled ? "adamw_step" : "adam_step"; }
-
 static cell_status run_one(cell_tensor *p, const cell_tensor *g, cell_tensor *m, cell_tensor *v,
                            const cell_adam_config *c) {
-  const char *saved = cell_op_enter(adam_op(c));
+  const char *saved = cell_op_enter(cell_adam_op(c));
   cell_status s = cell_k_adam_step(p, g, m, v, c);
   cell_op_leave(saved);
   return s;
@@ -64,7 +62,7 @@ cell_status cell_optim_adam_steps(int64_t n, cell_tensor *const *params, const c
   if (n > 0 && (!params || !grads || !exp_avgs || !exp_avg_sqs || !cfgs))
     return cell_error(CELL_ERR_VALUE, "adam_steps: NULL argument");
   for (int64_t i = 0; i < n; i++) {
-    cell_status s = cell_adam_check(adam_op(&cfgs[i]), params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], &cfgs[i]);
+    cell_status s = cell_adam_check(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], &cfgs[i]);
     if (s != CELL_OK) {
       if (failed) *failed = i;
       return s;

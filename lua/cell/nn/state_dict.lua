@@ -356,13 +356,14 @@ function M.install(Cell)
       local md = metadata and odict_get(metadata, prefix:sub(1, -2)) or {}
       local st = rawget(c, S)
       local parent = st.cells.n - st.cells.holes > 0
+      local prefixed = local_sd == nil -- the parent's split: strings under prefix
+      local custom = c._load_from_state_dict ~= base_load
+      if (custom or st.load_pre) and not local_sd then local_sd = odict_from(keys, vals, nkeys) end
       local groups
-      if c._load_from_state_dict == base_load then -- the keys split in the same pass as the strict check's
-        if st.load_pre and not local_sd then local_sd = odict_from(keys, vals, nkeys) end
+      if not custom then -- the keys split in the same pass as the strict check's
         groups, vals = load_own(c, local_sd, keys, nkeys, vals, prefix, md, true, missing, unexpected, errors, parent,
-          local_sd == nil)
+          prefixed)
       else
-        if not local_sd then local_sd = odict_from(keys, vals, nkeys) end
         c:_load_from_state_dict(local_sd, prefix, md, true, missing, unexpected, errors)
         if parent then groups, vals = by_child(local_sd, prefix) end
       end
