@@ -451,6 +451,10 @@ CELL_API cell_status cell_tensor_format(const cell_tensor *t, char **out);
 /* The name of the backend that would take a gemm of this shape and dtype
  * ("blas" or "cpu"): for tests and benchmarks. */
 CELL_API const char *cell_gemm_backend_name(cell_dtype dt, int64_t m, int64_t n, int64_t k);
+/* Which kernel the BLAS backend's float32 products run on: "openblas", or
+ * cell's own "cell-avx512" / "cell-avx2" where OpenBLAS took this CPU for
+ * one without vector kernels (or CELL_SGEMM says so). */
+CELL_API const char *cell_gemm_kernel_name(void);
 
 /* --- ordering and rearranging ops (sort, topk, median, unique, cumprod,
  * logsumexp, tril / triu, flip, roll, diag, trace) -------------------------------

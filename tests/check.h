@@ -108,6 +108,7 @@ void test_vmath_all(void);
 void test_attention_all(void);
 void test_vision_all(void);
 void test_gemm_small_all(void);
+void test_sgemm_all(void);
 void test_optim_many_all(void);
 
 #endif

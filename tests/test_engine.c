@@ -440,6 +440,7 @@ static const struct {
     {"attention", test_attention_all},
     {"vision", test_vision_all},
     {"gemm_small", test_gemm_small_all},
+    {"sgemm", test_sgemm_all},
     {"optim_many", test_optim_many_all},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])

@@ -63,6 +63,18 @@ cell_status cell_bf16_gemm_pair(const cell_gemm *g1, const cell_gemm *g2);
 int cell_blas_gemm_acc_ok(const cell_gemm *g);
 void cell_blas_gemm_acc(const cell_gemm *g);
 
+/* sgemm.c: cell's own float32 kernel, used by the BLAS backend where
+ * OpenBLAS's core is a fallback without vector kernels. cell_sgemm_isa: 0
+ * (OpenBLAS's gemm), 1 (AVX2 + FMA) or 2 (AVX-512), decided once (cpuid,
+ * openblas_get_corename, CELL_SGEMM). cell_sgemm_acc: C += A B on the
+ * calling thread, 1; 0 where it is not used (or its workspace cannot be
+ * had) and nothing was done. */
+int cell_sgemm_isa(void);
+int cell_sgemm_acc(const cell_gemm *g);
+/* The same with the kernel named (1 AVX2, 2 AVX-512; for tests): 0 where
+ * the CPU lacks it. */
+int cell_sgemm_acc_with(const cell_gemm *g, int isa);
+
 /* The first registered backend that accepts g (the CPU one accepts all). */
 const cell_backend *cell_backend_for_gemm(const cell_gemm *g);
 cell_status cell_gemm_run(const cell_gemm *g);

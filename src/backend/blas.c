@@ -96,6 +96,7 @@ static void blas_gemm_beta(const cell_gemm *g, double beta) {
     }
     beta = 1.0;
   }
+  if (cell_sgemm_acc(g)) return; /* cell's own kernel where OpenBLAS's core is a fallback (sgemm.c) */
   if (g->dtype == CELL_DTYPE_F32)
     cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0f,
                 (const float *)g->a, (int)lda, (const float *)g->b, (int)ldb, (float)beta,
@@ -170,6 +171,7 @@ static int warmed_team; /* the largest team whose buffers are written */
 
 static void blas_warm(void) {
   int nt = (int)cell_ctx()->num_threads;
+  if (cell_sgemm_isa()) return; /* OpenBLAS's gemm is not called (sgemm.c) */
   if (__atomic_load_n(&warmed_team, __ATOMIC_ACQUIRE) >= nt || omp_in_parallel()) return;
   int wm = blas_core()->warm_m, wk = blas_core()->warm_k;
   /* A (wm x wk) and B (wk x WARM_N) both read from one buffer of zeros */
@@ -291,7 +293,7 @@ static int gemm_needs_one_thread(const cell_gemm *g) {
 }
 
 static void blas_gemm_beta_alone(const cell_gemm *g, double beta) {
-  if (!gemm_needs_one_thread(g)) {
+  if (!gemm_needs_one_thread(g) || (g->dtype == CELL_DTYPE_F32 && cell_sgemm_isa())) { /* sgemm.c's runs on one thread */
     blas_gemm_beta(g, beta);
     return;
   }

@@ -15,3 +15,8 @@ const char *cell_gemm_backend_name(cell_dtype dt, int64_t m, int64_t n, int64_t 
   cell_gemm g = {dt, m, n, k, NULL, k, 1, NULL, n, 1, NULL, n, 1, 0};
   return cell_backend_for_gemm(&g)->name;
 }
+
+const char *cell_gemm_kernel_name(void) {
+  int isa = cell_sgemm_isa();
+  return isa == 2 ? "cell-avx512" : isa == 1 ? "cell-avx2" : "openblas";
+}

@@ -396,6 +396,11 @@ static int l_gemm_backend(lua_State *L) {
   return 1;
 }
 
+static int l_gemm_kernel(lua_State *L) {
+  lua_pushstring(L, cell_gemm_kernel_name());
+  return 1;
+}
+
 /* Seconds on a monotonic wall clock, for timing (os.clock counts the CPU
  * time of every thread, OpenBLAS's spinning workers included). */
 static int l_perf_counter(lua_State *L) {
@@ -439,6 +444,7 @@ static const luaL_Reg create_funcs[] = {
     {"is_dtype", l_is_dtype},
     {"promote_types", l_promote_types},
     {"_gemm_backend", l_gemm_backend},
+    {"gemm_kernel", l_gemm_kernel},
     {"perf_counter", l_perf_counter},
     {"_interrupt", l_interrupt},
     {NULL, NULL}};
