@@ -61,6 +61,7 @@ M.C = {
   ["cell.promote_types"] = { "(a, b)", "The dtype an op on dtypes a and b computes in (MindSpore's promotion)." },
   ["cell.is_grad_enabled"] = { "()", "Whether ops record the tape for automatic differentiation." },
   ["cell.set_grad_enabled"] = { "(on)", "Turn recording on or off; returns the previous setting." },
+  ["cell.gemm_kernel"] = { "()", "Which kernel float32 matrix products run on: \"openblas\", \"cell-avx512\" or \"cell-avx2\"." },
   ["cell.perf_counter"] = { "()", "Seconds on a monotonic wall clock, for timing code." },
   -- files (cell.save_checkpoint, cell.load_checkpoint and cell.dataset build on these)
   ["cell.safetensors_save"] = { "(path, names, tensors [, metadata])", "Write tensors under names to a safetensors file, metadata a table of strings." },
