@@ -79,6 +79,12 @@ cell_status cell_conv_direct_forward(const cell_conv_geom *g, cell_dtype ct, con
                                      const void *w, const void *b, void *y);
 cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, const void *gy,
                                       const void *x, const void *w, void *gx, void *gw);
+/* Float32 convolutions whose groups have a multiple of 16 output channels
+ * run on 16-lane kernels where the CPU has AVX-512 (CELL_CONV_ISA=avx2 in
+ * the environment keeps them on 8, as on AVX2), with the same bits. For
+ * tests: turn them on (where the CPU has AVX-512) or off; the previous
+ * setting is returned. */
+int cell_conv_wide_set(int on);
 
 /* Validate a pool's arguments for input shape (ndim, shape); op names the
  * pool in messages. dilation NULL: 1. ceil_mode: output sizes rounded up,

@@ -25,6 +25,7 @@
 #include "conv.h"
 #include "../core/alloc.h"
 #include "../core/iter.h"
+#include <stdlib.h>
 
 #define MR 6      /* kernel_f: tile rows (12 accumulators, 2 loads, 1 broadcast) */
 #define NV 2      /* kernel_f: tile width in vectors */
@@ -103,7 +104,7 @@ typedef struct {
 #define KF_TILE(T, V, VL, R)                                                                      \
   do {                                                                                            \
     V c[R][NV];                                                                                   \
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {                                         \
+    _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                                         \
       c[r][0] = (V){0};                                                                           \
       c[r][1] = (V){0};                                                                           \
     }                                                                                             \
@@ -112,14 +113,14 @@ typedef struct {
       V x0, x1;                                                                                   \
       VLOAD(x0, bp);                                                                              \
       VLOAD(x1, bp + VL);                                                                         \
-      _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {                                       \
-        V wv = (V){0} + ap[r * ars];                                                              \
-        c[r][0] += wv * x0;                                                                       \
-        c[r][1] += wv * x1;                                                                       \
+      _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                                       \
+        const T ws = ap[r * ars];                                                                 \
+        c[r][0] += ws * x0;                                                                       \
+        c[r][1] += ws * x1;                                                                       \
       }                                                                                           \
     }                                                                                             \
     int64_t n = L - q0 < NV * VL ? L - q0 : NV * VL;                                              \
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {                                         \
+    _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                                         \
       T *o = out + (m0 + r) * ldo + q0;                                                           \
       if (n == NV * VL) {                                                                         \
         _Pragma("GCC unroll 2") for (int k = 0; k < NV; k++) {                                    \
@@ -149,20 +150,20 @@ typedef struct {
   do {                                                                                            \
     V c[R][U];                                                                                    \
     const T *bq[U];                                                                               \
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                           \
+    _Pragma("GCC unroll 12") for (int r = 0; r < R; r++)                                           \
         _Pragma("GCC unroll 2") for (int u = 0; u < U; u++) c[r][u] = (V){0};                     \
     _Pragma("GCC unroll 2") for (int u = 0; u < U; u++) bq[u] = b + off[t0 + u];                  \
     const T *g0 = g + m0 * ldg;                                                                   \
     for (int64_t q = 0; q < Lr; q += VL) {                                                        \
       V x[U];                                                                                     \
       _Pragma("GCC unroll 2") for (int u = 0; u < U; u++) VLOAD(x[u], bq[u] + q);                 \
-      _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {                                       \
+      _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                                       \
         V gv;                                                                                     \
         VLOAD(gv, g0 + r * ldg + q);                                                              \
         _Pragma("GCC unroll 2") for (int u = 0; u < U; u++) c[r][u] += gv * x[u];                 \
       }                                                                                           \
     }                                                                                             \
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                           \
+    _Pragma("GCC unroll 12") for (int r = 0; r < R; r++)                                           \
         _Pragma("GCC unroll 2") for (int u = 0; u < U; u++) {                                     \
       T lanes[VL], sum = 0;                                                                       \
       VSTORE(lanes, c[r][u]);                                                                     \
@@ -187,7 +188,7 @@ typedef struct {
   do {                                                                                            \
     V c[R][OV];                                                                                   \
     const T *xr[R];                                                                               \
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {                                         \
+    _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                                         \
       xr[r] = xp + pos[p0 + r];                                                                   \
       _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[r][k] = (V){0};                      \
     }                                                                                             \
@@ -195,25 +196,34 @@ typedef struct {
       V wv[OV];                                                                                   \
       _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) VLOAD(wv[k], wt + t * ldw + o0 + k * VL); \
       const int64_t ot = off[t];                                                                  \
-      _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {                                       \
-        V xv = (V){0} + xr[r][ot];                                                                \
-        _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[r][k] += xv * wv[k];               \
+      _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                                       \
+        const T xs = xr[r][ot]; /* broadcast by the product (0 + x would cost an add) */          \
+        _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[r][k] += xs * wv[k];               \
       }                                                                                           \
     }                                                                                             \
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                           \
+    /* + the bias as vectors, then channel by channel: R positions each */                      \
+    T tile[R][OV * VL];                                                                           \
+    V bv[OV];                                                                                     \
+    _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) {                                        \
+      bv[k] = (V){0};                                                                             \
+      if (bias) VLOAD(bv[k], bias + o0 + k * VL);                                                 \
+    }                                                                                             \
+    _Pragma("GCC unroll 12") for (int r = 0; r < R; r++)                                          \
         _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) {                                    \
-      T lanes[VL];                                                                                \
-      VSTORE(lanes, c[r][k]);                                                                     \
-      for (int e = 0; e < VL; e++) {                                                              \
-        int64_t o = o0 + k * VL + e;                                                              \
-        y[o * ldy + p0 + r] = lanes[e] + (bias ? bias[o] : 0);                                    \
-      }                                                                                           \
+      V v = c[r][k] + bv[k];                                                                      \
+      VSTORE(&tile[r][k * VL], v);                                                                \
+    }                                                                                             \
+    for (int e = 0; e < OV * VL; e++) {                                                           \
+      T *yo = y + (o0 + e) * ldy + p0;                                                            \
+      _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) yo[r] = tile[r][e];                    \
     }                                                                                             \
   } while (0)
 
 #define KFO_POS(T, V, VL, OV)                                                                     \
   do {                                                                                            \
     int64_t p0 = 0;                                                                               \
+    if (VL >= 16) /* 32 registers: 12 positions x OV vectors */                                   \
+      for (; p0 + 12 <= P; p0 += 12) KFO_TILE(T, V, VL, 12, OV);                                  \
     for (; p0 + 6 <= P; p0 += 6) KFO_TILE(T, V, VL, 6, OV);                                       \
     switch (P - p0) {                                                                             \
     case 5: KFO_TILE(T, V, VL, 5, OV); break;                                                     \
@@ -230,7 +240,7 @@ typedef struct {
   do {                                                                                            \
     V c[U][OV];                                                                                   \
     int64_t ot[U];                                                                                \
-    _Pragma("GCC unroll 6") for (int u = 0; u < U; u++) {                                         \
+    _Pragma("GCC unroll 12") for (int u = 0; u < U; u++) {                                         \
       ot[u] = off[t0 + u];                                                                        \
       _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[u][k] = (V){0};                      \
     }                                                                                             \
@@ -238,12 +248,12 @@ typedef struct {
       V gv[OV];                                                                                   \
       _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) VLOAD(gv[k], gyt + p * ldg + o0 + k * VL); \
       const T *xb = xp + pos[p];                                                                  \
-      _Pragma("GCC unroll 6") for (int u = 0; u < U; u++) {                                       \
-        V xv = (V){0} + xb[ot[u]];                                                                \
-        _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[u][k] += xv * gv[k];               \
+      _Pragma("GCC unroll 12") for (int u = 0; u < U; u++) {                                       \
+        const T xs = xb[ot[u]];                                                                   \
+        _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) c[u][k] += xs * gv[k];               \
       }                                                                                           \
     }                                                                                             \
-    _Pragma("GCC unroll 6") for (int u = 0; u < U; u++)                                           \
+    _Pragma("GCC unroll 12") for (int u = 0; u < U; u++)                                           \
         _Pragma("GCC unroll 2") for (int k = 0; k < OV; k++) {                                    \
       T *dst = gwt + (t0 + u) * ldw + o0 + k * VL;                                                \
       V prev;                                                                                     \
@@ -256,6 +266,8 @@ typedef struct {
 #define KWO_TAPS(T, V, VL, OV)                                                                    \
   do {                                                                                            \
     int64_t t0 = 0;                                                                               \
+    if (VL >= 16)                                                                                 \
+      for (; t0 + 12 <= nt; t0 += 12) KWO_TILE(T, V, VL, 12, OV);                                 \
     for (; t0 + 6 <= nt; t0 += 6) KWO_TILE(T, V, VL, 6, OV);                                      \
     switch (nt - t0) {                                                                            \
     case 5: KWO_TILE(T, V, VL, 5, OV); break;                                                     \
@@ -267,8 +279,8 @@ typedef struct {
     }                                                                                             \
   } while (0)
 
-#define DIRECT_KERNELS(T, V, S)                                                                   \
-  enum { VL_##S = VBYTES / (int)sizeof(T) };                                                      \
+#define DIRECT_KERNELS(T, V, S, CONV_CLONES)                                                      \
+  enum { VL_##S = (int)(sizeof(V) / sizeof(T)) };                                                 \
                                                                                                   \
   /* out[m * ldo + q] (+)= sum_t a[m * ars + t * acs] * b[off[t] + q], m < M, q < L. Reads b up  \
    * to NV * VL past off[t] + L; writes only q < L. */                                            \
@@ -377,7 +389,7 @@ typedef struct {
                                                                                                   \
   /* gb[k] = the sum of y[:, k, :] for y {n, o, P}: vector partial sums per plane, added in      \
    * double across planes. */                                                                     \
-  CONV_CLONES static void bias_grad_##S(const T *y, int64_t n, int64_t o, int64_t P, T *gb) {    \
+  CONV_CLONES __attribute__((unused)) static void bias_grad_##S(const T *y, int64_t n, int64_t o, int64_t P, T *gb) {    \
     for (int64_t k = 0; k < o; k++) {                                                             \
       double total = 0;                                                                           \
       for (int64_t i = 0; i < n; i++) {                                                           \
@@ -474,13 +486,13 @@ typedef struct {
   }                                                                                               \
                                                                                                   \
   /* wt[gi][t][o] = w[gi * og + o][t]; and gw[gi * og + o][t] += pw[gi][t][o]. */                 \
-  static void pack_weights_##S(const dgeom *d, int64_t groups, const T *w, T *wt) {             \
+  __attribute__((unused)) static void pack_weights_##S(const dgeom *d, int64_t groups, const T *w, T *wt) {             \
     for (int64_t gi = 0; gi < groups; gi++)                                                       \
       for (int64_t o = 0; o < d->og; o++)                                                         \
         for (int64_t t = 0; t < d->taps; t++)                                                     \
           wt[(gi * d->taps + t) * d->og + o] = w[(gi * d->og + o) * d->taps + t];                 \
   }                                                                                               \
-  static void add_weights_##S(const dgeom *d, int64_t groups, int ovec, const T *pw, T *gw) {   \
+  __attribute__((unused)) static void add_weights_##S(const dgeom *d, int64_t groups, int ovec, const T *pw, T *gw) {   \
     for (int64_t gi = 0; gi < groups; gi++)                                                       \
       for (int64_t o = 0; o < d->og; o++)                                                         \
         for (int64_t t = 0; t < d->taps; t++) {                                                   \
@@ -489,8 +501,55 @@ typedef struct {
         }                                                                                         \
   }
 
-DIRECT_KERNELS(float, vf32, f32)
-DIRECT_KERNELS(double, vf64, f64)
+DIRECT_KERNELS(float, vf32, f32, CONV_CLONES)
+DIRECT_KERNELS(double, vf64, f64, CONV_CLONES)
+
+/* float32 on 16 lanes where the CPU has AVX-512 (run-time choice): taken
+ * when a group's output channels are a multiple of 16, so forward and the
+ * weight gradient run the channel-vector kernels (a lane per channel) and
+ * the input gradient kernel_f (a lane per position): every element sums
+ * in the same order as on 8 lanes, and the bits are those of the AVX2
+ * path. */
+#if defined(__x86_64__) && defined(__GNUC__)
+typedef float vf32w __attribute__((vector_size(64)));
+#define WIDE_TARGET __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")))
+DIRECT_KERNELS(float, vf32w, f32w, WIDE_TARGET)
+static int wide_state = -1; /* -1: not decided yet */
+static int wide_isa(void) {
+  int s = __atomic_load_n(&wide_state, __ATOMIC_ACQUIRE);
+  if (s < 0) {
+    const char *env = getenv("CELL_CONV_ISA");
+    __builtin_cpu_init();
+    s = __builtin_cpu_supports("avx512f") && !(env && strcmp(env, "avx2") == 0);
+    __atomic_store_n(&wide_state, s, __ATOMIC_RELEASE);
+  }
+  return s;
+}
+#define HAVE_WIDE 1
+#endif
+
+int cell_conv_wide_set(int on) {
+#ifdef HAVE_WIDE
+  int prev = wide_isa();
+  __builtin_cpu_init();
+  __atomic_store_n(&wide_state, on && __builtin_cpu_supports("avx512f"), __ATOMIC_RELEASE);
+  return prev;
+#else
+  (void)on;
+  return 0;
+#endif
+}
+
+/* Whether a float32 convolution takes the 16-lane kernels. */
+static int conv_wide(const cell_conv_geom *g, cell_dtype ct) {
+#ifdef HAVE_WIDE
+  return ct == CELL_DTYPE_F32 && (g->o / g->groups) % 16 == 0 && wide_isa();
+#else
+  (void)g;
+  (void)ct;
+  return 0;
+#endif
+}
 
 /* The tap offsets of one group: off[(c * kh + i) * kw + j] = c * plane + i * dh * wp + j * dw. */
 static void tap_offsets(const cell_conv_geom *g, const dgeom *d, int64_t *off) {
@@ -534,7 +593,7 @@ static int64_t *plan_init(const cell_conv_geom *g, const dgeom *d, int vl, dplan
 
 cell_status cell_conv_direct_forward(const cell_conv_geom *g, cell_dtype ct, const void *x,
                                      const void *w, const void *b, void *y) {
-  const int es = cell_dtype_size(ct), vl = VBYTES / es;
+  const int es = cell_dtype_size(ct), wide = conv_wide(g, ct), vl = wide ? 16 : VBYTES / es;
   dgeom d;
   dplan pl;
   dgeom_init(g, vl, &d);
@@ -552,7 +611,7 @@ cell_status cell_conv_direct_forward(const cell_conv_geom *g, cell_dtype ct, con
   char *wt = scr + (size_t)(per * parts) * (size_t)es;
   if (pl.ovec) {
     if (ct == CELL_DTYPE_F64) pack_weights_f64(&d, g->groups, w, (double *)(void *)wt);
-    else pack_weights_f32(&d, g->groups, w, (float *)(void *)wt);
+    else pack_weights_f32(&d, g->groups, w, (float *)(void *)wt); /* the same layout at 16 lanes */
   }
   int64_t macs = g->n * g->o * (pl.ovec ? g->oh * g->ow : d.L) * d.taps;
   int par = cell_conv_parallel(macs / MACS_PER_ELEMENT);
@@ -563,6 +622,11 @@ cell_status cell_conv_direct_forward(const cell_conv_geom *g, cell_dtype ct, con
     if (ct == CELL_DTYPE_F64)
       forward_f64(&pl, x, w, (const double *)(void *)wt, b, y, n0, n1, (double *)(void *)sp,
                   (double *)(void *)sp + nxp);
+#ifdef HAVE_WIDE
+    else if (wide)
+      forward_f32w(&pl, x, w, (const float *)(void *)wt, b, y, n0, n1, (float *)(void *)sp,
+                   (float *)(void *)sp + nxp);
+#endif
     else
       forward_f32(&pl, x, w, (const float *)(void *)wt, b, y, n0, n1, (float *)(void *)sp,
                   (float *)(void *)sp + nxp);
@@ -574,7 +638,7 @@ cell_status cell_conv_direct_forward(const cell_conv_geom *g, cell_dtype ct, con
 
 cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, const void *gy,
                                       const void *x, const void *w, void *gx, void *gw) {
-  const int es = cell_dtype_size(ct), vl = VBYTES / es;
+  const int es = cell_dtype_size(ct), wide = conv_wide(g, ct), vl = wide ? 16 : VBYTES / es;
   dgeom d;
   dplan pl;
   dgeom_init(g, vl, &d);
@@ -603,6 +667,11 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
     if (ct == CELL_DTYPE_F64) {
       double *xp = (double *)(void *)sp, *ge = xp + nxp, *gt = ge + nge, *gxp = gt + ngt;
       backward_f64(&pl, gy, x, w, gx, gw ? gxp + ngx : NULL, n0, n1, xp, ge, gt, gxp);
+#ifdef HAVE_WIDE
+    } else if (wide) {
+      float *xp = (float *)(void *)sp, *ge = xp + nxp, *gt = ge + nge, *gxp = gt + ngt;
+      backward_f32w(&pl, gy, x, w, gx, gw ? gxp + ngx : NULL, n0, n1, xp, ge, gt, gxp);
+#endif
     } else {
       float *xp = (float *)(void *)sp, *ge = xp + nxp, *gt = ge + nge, *gxp = gt + ngt;
       backward_f32(&pl, gy, x, w, gx, gw ? gxp + ngx : NULL, n0, n1, xp, ge, gt, gxp);
