@@ -50,53 +50,53 @@ static float *workspace(size_t floats) {
   return ws_buf;
 }
 
-/* B's rows p0 .. p0 + kc - 1 and columns j0 .. j0 + nc - 1 as panels of nr
- * columns, each kc rows of nr floats (zeros past n). */
-static void pack_b(const cell_gemm *g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int nr, float *d) {
-  const float *b = (const float *)(const void *)g->b;
-  int64_t rs = g->b_rs, cs = g->b_cs;
-  for (int64_t jp = 0; jp < nc; jp += nr, d += kc * nr) {
-    int64_t w = nc - jp < nr ? nc - jp : nr;
-    const float *src = b + p0 * rs + (j0 + jp) * cs;
-    if (cs == 1) {
-      for (int64_t p = 0; p < kc; p++) {
-        memcpy(d + p * nr, src + p * rs, sizeof(float) * (size_t)w);
-        for (int64_t j = w; j < nr; j++) d[p * nr + j] = 0.0f;
-      }
-      continue;
-    }
-    for (int64_t j = 0; j < w; j++) {
-      const float *col = src + j * cs;
-      for (int64_t p = 0; p < kc; p++) d[p * nr + j] = col[p * rs];
-    }
-    for (int64_t j = w; j < nr; j++)
-      for (int64_t p = 0; p < kc; p++) d[p * nr + j] = 0.0f;
+/* B's rows p0 .. p0 + kc - 1 and columns j0 .. j0 + nc - 1 as panels of NR
+ * columns, each kc rows of NR floats (zeros past n). NR a constant, so a
+ * whole panel's rows are copied as fixed-size blocks. */
+#define PACK_B(NAME, NR)                                                                                 \
+  static void NAME(const cell_gemm *g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *d) {     \
+    const float *b = (const float *)(const void *)g->b;                                                 \
+    int64_t rs = g->b_rs, cs = g->b_cs;                                                                 \
+    for (int64_t jp = 0; jp < nc; jp += NR, d += kc * NR) {                                             \
+      int64_t w = nc - jp < NR ? nc - jp : NR;                                                          \
+      const float *src = b + p0 * rs + (j0 + jp) * cs;                                                  \
+      if (cs == 1 && w == NR) {                                                                         \
+        for (int64_t p = 0; p < kc; p++) memcpy(d + p * NR, src + p * rs, sizeof(float) * NR);         \
+      } else if (rs == 1 && w == NR) { /* columns contiguous: a row of the panel from NR columns */    \
+        for (int64_t p = 0; p < kc; p++)                                                                \
+          _Pragma("GCC unroll 32") for (int j = 0; j < NR; j++) d[p * NR + j] = src[j * cs + p];        \
+      } else {                                                                                          \
+        for (int64_t p = 0; p < kc; p++)                                                                \
+          for (int64_t j = 0; j < NR; j++) d[p * NR + j] = j < w ? src[p * rs + j * cs] : 0.0f;         \
+      }                                                                                                 \
+    }                                                                                                   \
   }
-}
+PACK_B(pack_b32, 32)
+PACK_B(pack_b16, 16)
 
 /* A's rows i0 .. i0 + mc - 1 and columns p0 .. p0 + kc - 1 as slivers of
- * mr rows, each kc columns of mr floats (zeros past m). */
-static void pack_a(const cell_gemm *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr, float *d) {
-  const float *a = (const float *)(const void *)g->a;
-  int64_t rs = g->a_rs, cs = g->a_cs;
-  for (int64_t ip = 0; ip < mc; ip += mr, d += kc * mr) {
-    int64_t h = mc - ip < mr ? mc - ip : mr;
-    const float *src = a + (i0 + ip) * rs + p0 * cs;
-    if (rs == 1) {
-      for (int64_t p = 0; p < kc; p++) {
-        memcpy(d + p * mr, src + p * cs, sizeof(float) * (size_t)h);
-        for (int64_t r = h; r < mr; r++) d[p * mr + r] = 0.0f;
-      }
-      continue;
-    }
-    for (int64_t r = 0; r < h; r++) {
-      const float *row = src + r * rs;
-      for (int64_t p = 0; p < kc; p++) d[p * mr + r] = row[p * cs];
-    }
-    for (int64_t r = h; r < mr; r++)
-      for (int64_t p = 0; p < kc; p++) d[p * mr + r] = 0.0f;
+ * MR rows, each kc columns of MR floats (zeros past m); written in order
+ * (a column of the sliver from MR rows at a time). */
+#define PACK_A(NAME, MR_)                                                                                \
+  static void NAME(const cell_gemm *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *d) {     \
+    const float *a = (const float *)(const void *)g->a;                                                 \
+    int64_t rs = g->a_rs, cs = g->a_cs;                                                                 \
+    for (int64_t ip = 0; ip < mc; ip += MR_, d += kc * MR_) {                                           \
+      int64_t h = mc - ip < MR_ ? mc - ip : MR_;                                                        \
+      const float *src = a + (i0 + ip) * rs + p0 * cs;                                                  \
+      if (rs == 1 && h == MR_) {                                                                        \
+        for (int64_t p = 0; p < kc; p++) memcpy(d + p * MR_, src + p * cs, sizeof(float) * MR_);       \
+      } else if (cs == 1 && h == MR_) {                                                                 \
+        for (int64_t p = 0; p < kc; p++)                                                                \
+          _Pragma("GCC unroll 12") for (int r = 0; r < MR_; r++) d[p * MR_ + r] = src[r * rs + p];      \
+      } else {                                                                                          \
+        for (int64_t p = 0; p < kc; p++)                                                                \
+          for (int64_t r = 0; r < MR_; r++) d[p * MR_ + r] = r < h ? src[r * rs + p * cs] : 0.0f;       \
+      }                                                                                                 \
+    }                                                                                                   \
   }
-}
+PACK_A(pack_a12, 12)
+PACK_A(pack_a6, 6)
 
 /* The micro-kernel of one vector width: c[r * ldc + j] += sum_p ap[p * MR
  * + r] * bp[p * NR + j] for an MR x NR tile (NR = 2 vectors), in order of
@@ -204,10 +204,12 @@ int cell_sgemm_acc_with(const cell_gemm *g, int isa) {
     int64_t nc = n - jc < NC ? n - jc : NC;
     for (int64_t pc = 0; pc < k; pc += KC) {
       int64_t kc = k - pc < KC ? k - pc : KC;
-      pack_b(g, pc, kc, jc, nc, nr, bbuf);
+      if (nr == 32) pack_b32(g, pc, kc, jc, nc, bbuf);
+      else pack_b16(g, pc, kc, jc, nc, bbuf);
       for (int64_t ic = 0; ic < m; ic += MC) {
         int64_t mc = m - ic < MC ? m - ic : MC;
-        pack_a(g, ic, mc, pc, kc, mr, abuf);
+        if (mr == 12) pack_a12(g, ic, mc, pc, kc, abuf);
+        else pack_a6(g, ic, mc, pc, kc, abuf);
         for (int64_t jr = 0; jr < nc; jr += nr)
           for (int64_t ir = 0; ir < mc; ir += mr)
             tile(g, fn, mr, nr, ic + ir, jc + jr, kc, abuf + ir * kc, bbuf + jr * kc);
