@@ -204,7 +204,34 @@ static void test_choice(void) {
   }
 }
 
+/* Through the BLAS backend at 1 and 2 threads (products cut by rows, by
+ * columns where wider than tall, or transposed): the same bits. */
+static void test_threads(void) {
+  if (!cell_sgemm_isa()) return;
+  int threads0 = cell_get_num_threads();
+  static const int64_t shapes[][3] = {{16, 512, 128}, {64, 256, 784}, {512, 256, 64}, {40, 1000, 70}, {300, 333, 50}};
+  for (size_t f = 0; f < sizeof shapes / sizeof shapes[0]; f++) {
+    int64_t m = shapes[f][0], n = shapes[f][1], k = shapes[f][2];
+    float *p = malloc(sizeof(float) * (size_t)(m * k + k * n + 2 * m * n));
+    if (!p) {
+      CHECK(!"out of memory");
+      continue;
+    }
+    for (int64_t i = 0; i < m * k + k * n; i++) p[i] = (float)unit();
+    float *c[2] = {p + m * k + k * n, p + m * k + k * n + m * n};
+    for (int t = 0; t < 2; t++) {
+      cell_set_num_threads(t + 1);
+      cell_gemm g = {CELL_DTYPE_F32, m, n, k, (const char *)p, k, 1, (const char *)(p + m * k), 1, k, (char *)c[t], n, 1, 0};
+      CHECK_OK(cell_gemm_run(&g));
+    }
+    CHECKF(memcmp(c[0], c[1], sizeof(float) * (size_t)(m * n)) == 0, "%ldx%ldx%ld", (long)m, (long)n, (long)k);
+    free(p);
+  }
+  cell_set_num_threads(threads0);
+}
+
 void test_sgemm_all(void) {
+  test_threads();
   test_values();
   test_bits();
   test_nonfinite();

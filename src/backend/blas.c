@@ -350,9 +350,41 @@ static cell_status blas_gemm_wide(const cell_gemm *g) {
   return s;
 }
 
+/* On cell's own float32 kernel (sgemm.c) a cut anywhere keeps every bit,
+ * and each part packs the whole of the operand it does not cut: a product
+ * with more columns than rows (a Dense forward, batch 64, 784 -> 256) is
+ * cut by columns of C, at multiples of the kernel's 32, so each thread
+ * packs its own columns of B instead of all of them (cut by rows, both
+ * threads packed all 784 x 256 of B; the transposed form added a copy). */
+static int own_cols_parts(const cell_gemm *g) {
+  int64_t nt = cell_ctx()->num_threads;
+  if (g->dtype != CELL_DTYPE_F32 || !cell_sgemm_isa() || nt < 2 || omp_in_parallel()) return 0;
+  if (g->n <= g->m || g->n < 64 || gemm_work(g) < (double)GEMM_SPLIT_LO) return 0;
+  int64_t parts = nt < g->n / 32 ? nt : g->n / 32;
+  return (int)parts;
+}
+
+static cell_status blas_gemm_cols(const cell_gemm *g, int64_t parts) {
+  int64_t piece = split_piece(g->n, parts, 32);
+  CELL_FOR(1, int64_t, q, parts, {
+    int64_t lo = q * piece, len = g->n - lo < piece ? g->n - lo : piece;
+    if (len > 0) {
+      cell_gemm h = *g;
+      h.part = 1;
+      h.n = len;
+      h.b = g->b + lo * g->b_cs * 4;
+      h.c = g->c + lo * g->c_cs * 4;
+      blas_gemm_one(&h);
+    }
+  });
+  return CELL_OK;
+}
+
 static cell_status blas_gemm(const cell_gemm *g) {
   if (g->part) return blas_gemm_one(g); /* not split again, nor transposed */
   blas_warm();
+  int64_t cols = own_cols_parts(g);
+  if (cols >= 2) return blas_gemm_cols(g, cols);
   return gemm_wide(g) ? blas_gemm_wide(g) : blas_gemm_split(g);
 }
 
