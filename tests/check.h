@@ -59,6 +59,17 @@ extern int passed, failed;
 extern const cell_dtype all_dtypes[NDT];
 
 /* A contiguous tensor of dtype dt holding v (row-major), or NULL. */
+/* xorshift64 on *state: doubles in [-1, 1), and integers in [lo, hi]. */
+static inline double check_unit(uint64_t *state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return (double)(*state >> 11) / (double)(1ULL << 52) - 1.0;
+}
+static inline int64_t check_pick(uint64_t *state, int64_t lo, int64_t hi) {
+  return lo + (int64_t)((check_unit(state) + 1) / 2 * (double)(hi - lo + 1)) % (hi - lo + 1);
+}
+
 static inline cell_tensor *from(cell_dtype dt, int ndim, const int64_t *shape, const double *v) {
   cell_tensor *t = NULL;
   if (cell_tensor_empty(dt, ndim, shape, &t) != CELL_OK) return NULL;

@@ -9,13 +9,8 @@
 #include "backend/backend.h"
 
 static uint64_t rng_state = 88172645463325252ULL;
-static double unit(void) { /* xorshift64: [-1, 1) */
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (double)(rng_state >> 11) / (double)(1ULL << 52) - 1.0;
-}
-static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)((unit() + 1) / 2 * (double)(hi - lo + 1)) % (hi - lo + 1); }
+static double unit(void) { return check_unit(&rng_state); }
+static int64_t pick(int64_t lo, int64_t hi) { return check_pick(&rng_state, lo, hi); }
 
 static void test_choice(void) {
   CHECK(strcmp(cell_gemm_backend_name(CELL_DTYPE_F32, 32, 32, 16), "small") == 0);
