@@ -52,6 +52,7 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx);
  * clang (whose TSan build `make tsan` is) takes the plain loops. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define CELL_CLONES_V3 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define CELL_HAVE_CLONES 1 /* the x86-64-v3 copies exist (with FMA) */
 #else
 #define CELL_CLONES_V3
 #endif

@@ -81,7 +81,8 @@ cell_status cell_conv_direct_backward(const cell_conv_geom *g, cell_dtype ct, co
                                       const void *x, const void *w, void *gx, void *gw);
 /* Float32 convolutions whose groups have a multiple of 16 output channels
  * run on 16-lane kernels where the CPU has AVX-512 (CELL_CONV_ISA=avx2 in
- * the environment keeps them on 8, as on AVX2), with the same bits. For
+ * the environment keeps them on 8, as on AVX2), with the same bits (GCC
+ * builds, which compile the 8-lane AVX2 copies; not under TSan). For
  * tests: turn them on (where the CPU has AVX-512) or off; the previous
  * setting is returned. */
 int cell_conv_wide_set(int on);

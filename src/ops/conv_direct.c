@@ -509,8 +509,10 @@ DIRECT_KERNELS(double, vf64, f64, CONV_CLONES)
  * weight gradient run the channel-vector kernels (a lane per channel) and
  * the input gradient kernel_f (a lane per position): every element sums
  * in the same order as on 8 lanes, and the bits are those of the AVX2
- * path. */
-#if defined(__x86_64__) && defined(__GNUC__)
+ * path. Only where that path is compiled (CELL_HAVE_CLONES: GCC, not
+ * under TSan): elsewhere the 8-lane loops are the baseline's, without
+ * fused multiply-adds, and the two would round differently. */
+#if defined(__x86_64__) && defined(CELL_HAVE_CLONES)
 typedef float vf32w __attribute__((vector_size(64)));
 #define WIDE_TARGET __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")))
 DIRECT_KERNELS(float, vf32w, f32w, WIDE_TARGET)
