@@ -204,7 +204,8 @@ static void test_choice(void) {
 static void test_threads(void) {
   if (!cell_sgemm_isa()) return;
   int threads0 = cell_get_num_threads();
-  static const int64_t shapes[][3] = {{16, 512, 128}, {64, 256, 784}, {512, 256, 64}, {40, 1000, 70}, {300, 333, 50}};
+  static const int64_t shapes[][3] = {{16, 512, 128}, {64, 256, 784}, {512, 256, 64}, {40, 1000, 70}, {300, 333, 50},
+                                       {8, 65, 600}, {3, 97, 1000}}; /* a part of 1 column */
   for (size_t f = 0; f < sizeof shapes / sizeof shapes[0]; f++) {
     int64_t m = shapes[f][0], n = shapes[f][1], k = shapes[f][2];
     float *p = malloc(sizeof(float) * (size_t)(m * k + k * n + 2 * m * n));

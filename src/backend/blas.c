@@ -359,7 +359,7 @@ static cell_status blas_gemm_wide(const cell_gemm *g) {
 static int own_cols_parts(const cell_gemm *g) {
   int64_t nt = cell_ctx()->num_threads;
   if (g->dtype != CELL_DTYPE_F32 || !cell_sgemm_isa() || nt < 2 || omp_in_parallel()) return 0;
-  if (g->n <= g->m || g->n < 64 || gemm_work(g) < (double)GEMM_SPLIT_LO) return 0;
+  if (g->m < 2 || g->n <= g->m || g->n < 64 || gemm_work(g) < (double)GEMM_SPLIT_LO) return 0; /* one row: gemv */
   int64_t parts = nt < g->n / 32 ? nt : g->n / 32;
   return (int)parts;
 }
@@ -368,13 +368,13 @@ static cell_status blas_gemm_cols(const cell_gemm *g, int64_t parts) {
   int64_t piece = split_piece(g->n, parts, 32);
   CELL_FOR(1, int64_t, q, parts, {
     int64_t lo = q * piece, len = g->n - lo < piece ? g->n - lo : piece;
-    if (len > 0) {
+    if (len > 0) { /* on the kernel itself: a part of one column must not go to gemv */
       cell_gemm h = *g;
       h.part = 1;
       h.n = len;
       h.b = g->b + lo * g->b_cs * 4;
       h.c = g->c + lo * g->c_cs * 4;
-      blas_gemm_one(&h);
+      blas_gemm_beta(&h, 0.0);
     }
   });
   return CELL_OK;
