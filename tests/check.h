@@ -70,6 +70,22 @@ static inline int64_t check_pick(uint64_t *state, int64_t lo, int64_t hi) {
   return lo + (int64_t)((check_unit(state) + 1) / 2 * (double)(hi - lo + 1)) % (hi - lo + 1);
 }
 
+/* Whether got, a float32 product's element C[i, j] = c0 + sum_p A[i, p]
+ * B[p, j] (operands by element strides), is within 1e-6 of the float64
+ * sum's magnitude (plus 1e-6); *want the float64 value. */
+static inline int check_gemm_elem(const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
+                                  int64_t bcs, int64_t k, int64_t i, int64_t j, double c0, float got,
+                                  double *want) {
+  double s = c0, mag = fabs(c0);
+  for (int64_t p = 0; p < k; p++) {
+    double t = (double)a[i * ars + p * acs] * b[p * brs + j * bcs];
+    s += t;
+    mag += fabs(t);
+  }
+  *want = s;
+  return fabs(got - s) <= 1e-6 * (mag + 1);
+}
+
 static inline cell_tensor *from(cell_dtype dt, int ndim, const int64_t *shape, const double *v) {
   cell_tensor *t = NULL;
   if (cell_tensor_empty(dt, ndim, shape, &t) != CELL_OK) return NULL;

@@ -57,14 +57,9 @@ static int check_product(int isa, int64_t m, int64_t n, int64_t k, int ka, int k
   if (ok) ok = cell_sgemm_acc_with(&g, isa) == 1;
   for (int64_t i = 0; ok && i < m; i++)
     for (int64_t j = 0; ok && j < n; j++) {
-      double s = c0[i * n + j], mag = fabs(s);
-      for (int64_t p = 0; p < k; p++) {
-        double t = (double)a[i * ars + p * acs] * b[p * brs + j * bcs];
-        s += t;
-        mag += fabs(t);
-      }
+      double s;
       float got = c[i * crs + j * ccs];
-      if (!(fabs(got - s) <= 1e-6 * (mag + 1))) {
+      if (!check_gemm_elem(a, ars, acs, b, brs, bcs, k, i, j, c0[i * n + j], got, &s)) {
         fprintf(stderr, "sgemm isa %d %ldx%ldx%ld layouts %d%d%d: C[%ld,%ld] = %.9g, want %.9g\n", isa, (long)m,
                 (long)n, (long)k, ka, kb, kc, (long)i, (long)j, got, s);
         ok = 0;

@@ -70,6 +70,10 @@ void cell_blas_gemm_acc(const cell_gemm *g);
  * calling thread, 1; 0 where it is not used (or its workspace cannot be
  * had) and nothing was done. */
 int cell_sgemm_isa(void);
+/* blas.c: whether OpenBLAS's core is one of its cores with AVX2 or AVX-512
+ * float32 kernels (Haswell, Zen, SkylakeX, Cooperlake, SapphireRapids,
+ * Excavator); elsewhere it fell back to an older core for this CPU. */
+int cell_blas_vector_core(void);
 int cell_sgemm_acc(const cell_gemm *g);
 /* The same with the kernel named (1 AVX2, 2 AVX-512; for tests): 0 where
  * the CPU lacks it. */

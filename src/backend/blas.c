@@ -123,7 +123,8 @@ static const core_params known_cores[] = {{"zen", 12, 768, 384},
                                           {"haswell", 12, 768, 384},
                                           {"skylakex", 16, 1024, 512},
                                           {"cooperlake", 16, 1024, 512},
-                                          {"sapphirerapids", 16, 1024, 512}};
+                                          {"sapphirerapids", 16, 1024, 512},
+                                          {"excavator", 48, 1024, 512}}; /* AVX2 kernels, tiles not read */
 static const core_params other_core = {"", 48, 1024, 512};
 
 static const core_params *blas_core(void) {
@@ -138,6 +139,8 @@ static const core_params *blas_core(void) {
   }
   return c;
 }
+
+int cell_blas_vector_core(void) { return blas_core() != &other_core; }
 
 /* OpenBLAS's float32 kernel (the Haswell and Zen one at least) prefetches
  * the next packed panel of B while it computes the last one, past the end
@@ -191,6 +194,9 @@ static void blas_warm(void) {
 }
 
 static void blas_gemm_beta_alone(const cell_gemm *g, double beta);
+
+/* Whether g runs on cell's own float32 kernel (sgemm.c), not OpenBLAS's. */
+static int own_kernel(const cell_gemm *g) { return g->dtype == CELL_DTYPE_F32 && cell_sgemm_isa(); }
 
 static cell_status blas_gemm_one(const cell_gemm *g) {
   if (!gemv(g)) blas_gemm_beta_alone(g, 0.0);
@@ -293,7 +299,7 @@ static int gemm_needs_one_thread(const cell_gemm *g) {
 }
 
 static void blas_gemm_beta_alone(const cell_gemm *g, double beta) {
-  if (!gemm_needs_one_thread(g) || (g->dtype == CELL_DTYPE_F32 && cell_sgemm_isa())) { /* sgemm.c's runs on one thread */
+  if (!gemm_needs_one_thread(g) || own_kernel(g)) { /* sgemm.c's runs on one thread */
     blas_gemm_beta(g, beta);
     return;
   }
@@ -358,7 +364,7 @@ static cell_status blas_gemm_wide(const cell_gemm *g) {
  * threads packed all 784 x 256 of B; the transposed form added a copy). */
 static int own_cols_parts(const cell_gemm *g) {
   int64_t nt = cell_ctx()->num_threads;
-  if (g->dtype != CELL_DTYPE_F32 || !cell_sgemm_isa() || nt < 2 || omp_in_parallel()) return 0;
+  if (!own_kernel(g) || nt < 2 || omp_in_parallel()) return 0;
   if (g->m < 2 || g->n <= g->m || g->n < 64 || gemm_work(g) < (double)GEMM_SPLIT_LO) return 0; /* one row: gemv */
   int64_t parts = nt < g->n / 32 ? nt : g->n / 32;
   return (int)parts;

@@ -24,11 +24,9 @@
  * in order of k: the same bits wherever the element falls in the tiles,
  * however the rows are split over threads, and at either vector width. */
 #include "backend.h"
-#include <cblas.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define KC 256
 #define MC 144 /* a multiple of both kernels' MR */
@@ -50,53 +48,32 @@ static float *workspace(size_t floats) {
   return ws_buf;
 }
 
-/* B's rows p0 .. p0 + kc - 1 and columns j0 .. j0 + nc - 1 as panels of NR
- * columns, each kc rows of NR floats (zeros past n). NR a constant, so a
- * whole panel's rows are copied as fixed-size blocks. */
-#define PACK_B(NAME, NR)                                                                                 \
-  static void NAME(const cell_gemm *g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *d) {     \
-    const float *b = (const float *)(const void *)g->b;                                                 \
-    int64_t rs = g->b_rs, cs = g->b_cs;                                                                 \
-    for (int64_t jp = 0; jp < nc; jp += NR, d += kc * NR) {                                             \
-      int64_t w = nc - jp < NR ? nc - jp : NR;                                                          \
-      const float *src = b + p0 * rs + (j0 + jp) * cs;                                                  \
-      if (cs == 1 && w == NR) {                                                                         \
-        for (int64_t p = 0; p < kc; p++) memcpy(d + p * NR, src + p * rs, sizeof(float) * NR);         \
-      } else if (rs == 1 && w == NR) { /* columns contiguous: a row of the panel from NR columns */    \
+/* One operand's rows p0 .. p0 + kc - 1 and columns j0 .. j0 + nc - 1 (element
+ * (p, j) at src[p * rs + j * cs]) as panels of W columns, each kc rows of W
+ * floats (zeros past nc). B is packed so (panels of NR columns); A is its
+ * transpose's case (slivers of MR of its rows: rs and cs swapped). W a
+ * constant, so a whole panel's rows are copied as fixed-size blocks. */
+#define PACK(NAME, W)                                                                                    \
+  static void NAME(const float *base, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0,       \
+                   int64_t nc, float *d) {                                                              \
+    for (int64_t jp = 0; jp < nc; jp += W, d += kc * W) {                                               \
+      int64_t w = nc - jp < W ? nc - jp : W;                                                            \
+      const float *src = base + p0 * rs + (j0 + jp) * cs;                                               \
+      if (cs == 1 && w == W) {                                                                          \
+        for (int64_t p = 0; p < kc; p++) memcpy(d + p * W, src + p * rs, sizeof(float) * W);           \
+      } else if (rs == 1 && w == W) { /* columns contiguous: a row of the panel from W columns */      \
         for (int64_t p = 0; p < kc; p++)                                                                \
-          _Pragma("GCC unroll 32") for (int j = 0; j < NR; j++) d[p * NR + j] = src[j * cs + p];        \
+          _Pragma("GCC unroll 32") for (int q = 0; q < W; q++) d[p * W + q] = src[q * cs + p];          \
       } else {                                                                                          \
         for (int64_t p = 0; p < kc; p++)                                                                \
-          for (int64_t j = 0; j < NR; j++) d[p * NR + j] = j < w ? src[p * rs + j * cs] : 0.0f;         \
+          for (int64_t q = 0; q < W; q++) d[p * W + q] = q < w ? src[p * rs + q * cs] : 0.0f;           \
       }                                                                                                 \
     }                                                                                                   \
   }
-PACK_B(pack_b32, 32)
-PACK_B(pack_b16, 16)
-
-/* A's rows i0 .. i0 + mc - 1 and columns p0 .. p0 + kc - 1 as slivers of
- * MR rows, each kc columns of MR floats (zeros past m); written in order
- * (a column of the sliver from MR rows at a time). */
-#define PACK_A(NAME, MR_)                                                                                \
-  static void NAME(const cell_gemm *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *d) {     \
-    const float *a = (const float *)(const void *)g->a;                                                 \
-    int64_t rs = g->a_rs, cs = g->a_cs;                                                                 \
-    for (int64_t ip = 0; ip < mc; ip += MR_, d += kc * MR_) {                                           \
-      int64_t h = mc - ip < MR_ ? mc - ip : MR_;                                                        \
-      const float *src = a + (i0 + ip) * rs + p0 * cs;                                                  \
-      if (rs == 1 && h == MR_) {                                                                        \
-        for (int64_t p = 0; p < kc; p++) memcpy(d + p * MR_, src + p * cs, sizeof(float) * MR_);       \
-      } else if (cs == 1 && h == MR_) {                                                                 \
-        for (int64_t p = 0; p < kc; p++)                                                                \
-          _Pragma("GCC unroll 12") for (int r = 0; r < MR_; r++) d[p * MR_ + r] = src[r * rs + p];      \
-      } else {                                                                                          \
-        for (int64_t p = 0; p < kc; p++)                                                                \
-          for (int64_t r = 0; r < MR_; r++) d[p * MR_ + r] = r < h ? src[r * rs + p * cs] : 0.0f;       \
-      }                                                                                                 \
-    }                                                                                                   \
-  }
-PACK_A(pack_a12, 12)
-PACK_A(pack_a6, 6)
+PACK(pack32, 32)
+PACK(pack16, 16)
+PACK(pack12, 12)
+PACK(pack6, 6)
 
 /* The micro-kernel of one vector width: c[r * ldc + j] += sum_p ap[p * MR
  * + r] * bp[p * NR + j] for an MR x NR tile (NR = 2 vectors), in order of
@@ -125,17 +102,33 @@ PACK_A(pack_a6, 6)
     }                                                                                   \
   }
 
+typedef void (*micro_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc);
+typedef void (*pack_fn)(const float *base, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                        float *d);
+
+/* A kernel of one width: its micro-kernel, tile (mr x nr) and packers. */
+typedef struct {
+  micro_fn fn;
+  int mr, nr;
+  pack_fn pack_a, pack_b;
+} sgemm_kernel;
+
 #if defined(__x86_64__) && defined(__GNUC__)
 typedef float v16f __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
-#define MR512 12
-#define MR256 6
-SGEMM_KERNEL(kernel512, __attribute__((target("avx512f,fma"))), v16f, 16, MR512)
-SGEMM_KERNEL(kernel256, __attribute__((target("avx2,fma"))), v8f, 8, MR256)
+SGEMM_KERNEL(kernel512, __attribute__((target("avx512f,fma"))), v16f, 16, 12)
+SGEMM_KERNEL(kernel256, __attribute__((target("avx2,fma"))), v8f, 8, 6)
+/* by isa: 1 AVX2 + FMA, 2 AVX-512 */
+static const sgemm_kernel kernels[3] = {{NULL, 0, 0, NULL, NULL},
+                                        {kernel256, 6, 16, pack6, pack16},
+                                        {kernel512, 12, 32, pack12, pack32}};
+/* Whether the CPU has the instructions of kernel isa (1 or 2). */
+static int cpu_has(int isa) {
+  __builtin_cpu_init();
+  return isa == 2 ? __builtin_cpu_supports("avx512f") : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 #define HAVE_KERNELS 1
 #endif
-
-typedef void (*micro_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc);
 
 /* The tile at rows i, columns j of C: straight from C when whole and C's
  * rows are contiguous, else through a local tile (C's values in, zeros
@@ -163,21 +156,14 @@ int cell_sgemm_isa(void) {
   if (s >= 0) return s;
   s = 0;
 #ifdef HAVE_KERNELS
-  __builtin_cpu_init();
-  int has512 = __builtin_cpu_supports("avx512f"), has256 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  int has512 = cpu_has(2), has256 = cpu_has(1);
   const char *env = getenv("CELL_SGEMM");
   if (env && strcmp(env, "avx512") == 0) {
     s = has512 ? 2 : 0;
   } else if (env && strcmp(env, "avx2") == 0) {
     s = has256 ? 1 : 0;
   } else if (!(env && strcmp(env, "openblas") == 0)) {
-    /* OpenBLAS's cores with AVX2 or AVX-512 kernels of their own */
-    static const char *const vector_cores[] = {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids", "excavator"};
-    const char *core = openblas_get_corename();
-    int known = 0;
-    for (size_t i = 0; core && i < sizeof vector_cores / sizeof vector_cores[0]; i++)
-      if (strncasecmp(core, vector_cores[i], strlen(vector_cores[i])) == 0) known = 1;
-    s = known ? 0 : has512 ? 2 : has256 ? 1 : 0;
+    s = cell_blas_vector_core() ? 0 : has512 ? 2 : has256 ? 1 : 0;
   }
 #endif
   __atomic_store_n(&state, s, __ATOMIC_RELEASE);
@@ -189,11 +175,9 @@ int cell_sgemm_acc(const cell_gemm *g) { return cell_sgemm_acc_with(g, cell_sgem
 int cell_sgemm_acc_with(const cell_gemm *g, int isa) {
   if (g->dtype != CELL_DTYPE_F32 || (isa != 1 && isa != 2)) return 0;
 #ifdef HAVE_KERNELS
-  __builtin_cpu_init();
-  if (isa == 2 ? !__builtin_cpu_supports("avx512f") : !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
-    return 0;
-  micro_fn fn = isa == 2 ? kernel512 : kernel256;
-  int mr = isa == 2 ? MR512 : MR256, nr = isa == 2 ? 32 : 16;
+  if (!cpu_has(isa)) return 0;
+  const sgemm_kernel *kn = &kernels[isa];
+  int mr = kn->mr, nr = kn->nr;
   int64_t m = g->m, n = g->n, k = g->k;
   int64_t kcb = k < KC ? k : KC, ncb = n < NC ? n : NC, mcb = m < MC ? m : MC;
   int64_t ncp = (ncb + nr - 1) / nr * nr, mcp = (mcb + mr - 1) / mr * mr;
@@ -204,15 +188,13 @@ int cell_sgemm_acc_with(const cell_gemm *g, int isa) {
     int64_t nc = n - jc < NC ? n - jc : NC;
     for (int64_t pc = 0; pc < k; pc += KC) {
       int64_t kc = k - pc < KC ? k - pc : KC;
-      if (nr == 32) pack_b32(g, pc, kc, jc, nc, bbuf);
-      else pack_b16(g, pc, kc, jc, nc, bbuf);
+      kn->pack_b((const float *)(const void *)g->b, g->b_rs, g->b_cs, pc, kc, jc, nc, bbuf);
       for (int64_t ic = 0; ic < m; ic += MC) {
         int64_t mc = m - ic < MC ? m - ic : MC;
-        if (mr == 12) pack_a12(g, ic, mc, pc, kc, abuf);
-        else pack_a6(g, ic, mc, pc, kc, abuf);
+        kn->pack_a((const float *)(const void *)g->a, g->a_cs, g->a_rs, pc, kc, ic, mc, abuf);
         for (int64_t jr = 0; jr < nc; jr += nr)
           for (int64_t ir = 0; ir < mc; ir += mr)
-            tile(g, fn, mr, nr, ic + ir, jc + jr, kc, abuf + ir * kc, bbuf + jr * kc);
+            tile(g, kn->fn, mr, nr, ic + ir, jc + jr, kc, abuf + ir * kc, bbuf + jr * kc);
       }
     }
   }
