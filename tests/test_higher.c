@@ -70,8 +70,64 @@ static void test_non_leaf_input(void) {
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) cell_tensor_release(ts[i]);
 }
 
+/* A tensor used several times: its gradient is the sum of what reaches it
+ * along each edge, added in place where nothing else sees the sum so far
+ * (graph.c's accumulate) and out of place where something does: x + x
+ * and x + w hand one tensor to two edges (x's sum must not be added into
+ * w's), a reshape of x hands a view. z = 2x + 3x + (x + x) + exp(x) +
+ * reshape(x) * x + (x + w) + 3w: dz/dx = 8 + exp(x) + 2x, dz/dw = 4, the
+ * same in a pass that creates a graph, whose gradient has a history (the
+ * second derivative exp(x) + 2) while an ordinary pass's has none. Nothing
+ * the caller holds is written: sens, x and w keep their values. */
+static void test_sum_of_uses(void) {
+  int64_t sh[1] = {3};
+  double xv[3] = {0.5, -1.0, 2.0}, one[3] = {1, 1, 1};
+  for (int create = 0; create <= 1; create++) {
+    cell_tensor *x = from(CELL_DTYPE_F64, 1, sh, xv), *sens = NULL, *t[9] = {NULL}, *g = NULL, *gs = NULL,
+                *h = NULL;
+    REQUIRE_OK(cell_tensor_set_requires_grad(x, 1));
+    CHECK_OK(cell_op_binary_scalar(CELL_OP_MUL, x, 2.0, 1, 0, &t[0]));
+    CHECK_OK(cell_op_binary_scalar(CELL_OP_MUL, x, 3.0, 1, 0, &t[1]));
+    CHECK_OK(cell_op_binary(CELL_OP_ADD, x, x, &t[2]));
+    CHECK_OK(cell_op_unary(CELL_OP_EXP, x, &t[3]));
+    CHECK_OK(cell_tensor_reshape(x, 1, sh, &t[4]));
+    CHECK_OK(cell_op_binary(CELL_OP_MUL, t[4], x, &t[5]));
+    CHECK_OK(cell_op_binary(CELL_OP_ADD, t[0], t[1], &t[6]));
+    CHECK_OK(cell_op_binary(CELL_OP_ADD, t[6], t[2], &t[7]));
+    CHECK_OK(cell_op_binary(CELL_OP_ADD, t[7], t[3], &t[8]));
+    cell_tensor *z0 = NULL, *w = from(CELL_DTYPE_F64, 1, sh, one), *xw = NULL, *w3 = NULL, *z1 = NULL, *z = NULL;
+    REQUIRE_OK(cell_tensor_set_requires_grad(w, 1));
+    CHECK_OK(cell_op_binary(CELL_OP_ADD, t[8], t[5], &z0));
+    CHECK_OK(cell_op_binary(CELL_OP_ADD, x, w, &xw));
+    CHECK_OK(cell_op_binary_scalar(CELL_OP_MUL, w, 3.0, 1, 0, &w3));
+    CHECK_OK(cell_op_binary(CELL_OP_ADD, z0, xw, &z1));
+    CHECK_OK(cell_op_binary(CELL_OP_ADD, z1, w3, &z));
+    sens = from(CELL_DTYPE_F64, 1, sh, one);
+    cell_tensor *ins[2] = {x, w}, *gr[2] = {NULL, NULL};
+    CHECK_OK(cell_autograd_grad_ex(z, sens, 2, ins, gr, create));
+    g = gr[0];
+    for (int i = 0; g && gr[1] && i < 3; i++) {
+      CHECK(NEAR(flat(g, i), 8 + exp(xv[i]) + 2 * xv[i], 1e-12));
+      CHECK(NEAR(flat(gr[1], i), 4, 1e-12));
+      CHECK(flat(sens, i) == 1 && flat(x, i) == xv[i] && flat(w, i) == 1);
+    }
+    cell_tensor *more[] = {z0, w, xw, w3, z1, gr[1]};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) cell_tensor_release(more[i]);
+    CHECK(g && (cell_tensor_requires_grad(g) != 0) == create);
+    if (create && g) {
+      CHECK_OK(cell_op_reduce(CELL_RED_SUM, g, 0, NULL, 0, &gs));
+      CHECK_OK(cell_autograd_grad(gs, NULL, 1, &x, &h));
+      for (int i = 0; h && i < 3; i++) CHECK(NEAR(flat(h, i), exp(xv[i]) + 2, 1e-12));
+    }
+    for (int i = 0; i < 9; i++) cell_tensor_release(t[i]);
+    cell_tensor *ts[] = {x, sens, z, g, gs, h};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) cell_tensor_release(ts[i]);
+  }
+}
+
 void test_higher_all(void) {
   test_second_derivative();
   test_not_twice_differentiable();
   test_non_leaf_input();
+  test_sum_of_uses();
 }
