@@ -75,6 +75,9 @@ int cell_sgemm_isa(void);
  * Excavator); elsewhere it fell back to an older core for this CPU. */
 int cell_blas_vector_core(void);
 int cell_sgemm_acc(const cell_gemm *g);
+/* The rows of C the kernel computes at a time (12 on AVX-512, 6 on AVX2; 0
+ * where cell_sgemm_isa is 0). */
+int cell_sgemm_tile_rows(void);
 /* The same with the kernel named (1 AVX2, 2 AVX-512; for tests): 0 where
  * the CPU lacks it. */
 int cell_sgemm_acc_with(const cell_gemm *g, int isa);

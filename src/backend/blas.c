@@ -233,6 +233,13 @@ static cell_status blas_gemm_one(const cell_gemm *g) {
 static int64_t row_align(void) { return blas_core()->align; }
 #define SPLIT_ROW_ALIGN row_align()
 
+/* Where g's rows may be cut. On cell's own kernel (sgemm.c) a cut anywhere
+ * keeps every bit (each element is one chain of multiply-adds in order of
+ * k, whatever tile it falls in), so parts are whole numbers of its tiles:
+ * the tiny GPT's 512 rows cut 264 / 248 instead of 288 / 224 at 48, where
+ * one thread did 56% of every such product. */
+static int64_t part_align(const cell_gemm *g) { return own_kernel(g) ? cell_sgemm_tile_rows() : row_align(); }
+
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 /* The length of each of `parts` pieces of a side, a multiple of `align`. */
@@ -266,7 +273,7 @@ int64_t cell_gemm_split_parts(const cell_gemm *g, int64_t nt) {
   /* the most parts, up to nt, that cell_gemm_split_part's cut (from the
    * number of parts alone) makes exactly, the last at least 2 rows */
   for (int64_t p = nt; p >= 2; p--) {
-    int64_t piece = split_piece(g->m, p, SPLIT_ROW_ALIGN);
+    int64_t piece = split_piece(g->m, p, part_align(g));
     if ((g->m + piece - 1) / piece == p && g->m - (p - 1) * piece >= 2) {
       blas_warm(); /* before the parts' region (the callers fork for them) */
       return p;
@@ -277,7 +284,7 @@ int64_t cell_gemm_split_parts(const cell_gemm *g, int64_t nt) {
 
 void cell_gemm_split_part(const cell_gemm *g, int64_t parts, int64_t q, cell_gemm *h, int64_t *lo, int64_t *len) {
   int64_t es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
-  int64_t part = split_piece(g->m, parts, SPLIT_ROW_ALIGN);
+  int64_t part = split_piece(g->m, parts, part_align(g));
   *h = *g;
   *lo = q * part;
   *len = g->m - *lo < part ? g->m - *lo : part;

@@ -170,6 +170,14 @@ int cell_sgemm_isa(void) {
   return s;
 }
 
+int cell_sgemm_tile_rows(void) {
+#ifdef HAVE_KERNELS
+  return kernels[cell_sgemm_isa()].mr;
+#else
+  return 0;
+#endif
+}
+
 int cell_sgemm_acc(const cell_gemm *g) { return cell_sgemm_acc_with(g, cell_sgemm_isa()); }
 
 int cell_sgemm_acc_with(const cell_gemm *g, int isa) {
