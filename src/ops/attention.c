@@ -569,10 +569,24 @@ static int all_finite_f32(const cell_tensor *t, int64_t nbh) {
   int nd = t->ndim;
   int64_t R = t->shape[nd - 2], C = t->shape[nd - 1];
   int fin = 1;
-  for (int64_t h = 0; h < nbh; h++) {
+  for (int64_t h = 0; h < nbh && fin; h++) {
     const float *p = fview_head(&f, h);
-    for (int64_t i = 0; i < R; i++)
-      for (int64_t j = 0; j < C; j++) fin &= isfinite(p[i * f.rs + j * f.cs]) != 0;
+    for (int64_t i = 0; i < R; i++) {
+      const float *r = p + i * f.rs;
+      if (f.cs == 1) {
+        /* on the bits, so the loop vectorises (isfinite did not: this scan
+         * of the tiny GPT's gradient was 1% of its 2-thread step, serial) */
+        uint32_t any = 0;
+        for (int64_t j = 0; j < C; j++) {
+          uint32_t b;
+          memcpy(&b, r + j, sizeof b);
+          any |= (b & 0x7f800000u) == 0x7f800000u;
+        }
+        fin &= !any;
+      } else {
+        for (int64_t j = 0; j < C; j++) fin &= isfinite(r[j * f.cs]) != 0;
+      }
+    }
   }
   return fin;
 }
