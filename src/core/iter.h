@@ -97,9 +97,16 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx);
  * splits over threads. Lower than CELL_PARALLEL_GRAIN: OpenBLAS is the
  * OpenMP build (the Makefile's BLAS_LIB), so its gemms run on the same
  * team and no second pool competes for the cores, and idle workers sleep
- * after tens of microseconds (GOMP_SPINCOUNT, src/lua/ompenv). A ReLU's
- * gradient on two cores, against one (a quiet machine, medians): 16K floats
- * 1.2x the time, 32K 0.9x, 64K 0.76x, 256K 0.67x, 1M 0.56x. */
-#define CELL_ITER_GRAIN (1 << 16)
+ * after tens of microseconds (GOMP_SPINCOUNT, src/lua/ompenv). Alone, with
+ * its operands in one core's cache, a float32 add on two threads against
+ * one (2-vCPU Xeon, best of 7): 16K elements 1.06x the time, 32K 0.74x,
+ * 64K 0.64x (a ReLU's gradient on a Zen VM: 16K 1.2x, 32K 0.9x, 64K
+ * 0.76x). Inside a model the operands were written by both threads' halves
+ * of the ops before, and an op that stays on one thread reads half of them
+ * from the other core: the tiny GPT's 32K-float adds took 1.7x their
+ * 1-thread time at 2 threads with this bar at 64K; at 16K its 2-thread step
+ * went 4.22 -> 4.10 ms (medians; the adds 216 -> 145 us a step, Adam
+ * 106 -> 87), 32K was between. */
+#define CELL_ITER_GRAIN (1 << 14)
 
 #endif
