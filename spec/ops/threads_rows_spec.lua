@@ -1,8 +1,9 @@
 -- threads_rows_spec.lua - the row kernels a Transformer step runs split
 -- over threads from the elementwise bar weighted by their measured cost
 -- (src/ops/nn.h cell_nn_parallel_cost; issue 15): layer_norm (rows, and
--- the weight and bias gradients split by columns, both in one parallel
--- region when both split), softmax and
+-- the float32 weight and bias gradients summed over fixed runs of rows,
+-- whose number depends on the rows alone, then added in run order),
+-- softmax and
 -- log_softmax, cross_entropy, the dense layer's bias gradient (columns),
 -- and erf / GELU past CELL_ITER_COST_VM_HEAVY's lower bar. Over random
 -- shapes (odd sizes, most past the bars, some below): the float32 outputs
@@ -26,8 +27,10 @@ describe("row kernels split over threads", function()
   teardown(function() cell.set_num_threads(prev) end)
 
   -- A tiny GPT's rows (512 of 64, of 40 classes), one past the 256-element
-  -- load chunk, one below every bar, then random odd shapes.
-  local cases = { { rows = 512, d = 64, c = 40 }, { rows = 203, d = 301, c = 263 }, { rows = 7, d = 9, c = 5 } }
+  -- load chunk, one below every bar, one past layer_norm's most runs of
+  -- rows (32 runs of 32), then random odd shapes.
+  local cases = { { rows = 512, d = 64, c = 40 }, { rows = 203, d = 301, c = 263 }, { rows = 7, d = 9, c = 5 },
+    { rows = 2501, d = 17, c = 7 } }
   math.randomseed(1515)
   for _ = 1, 6 do
     cases[#cases + 1] = { rows = 2 * rnd(150, 550) + 1, d = 2 * rnd(8, 70) + 1, c = rnd(3, 90) }
