@@ -29,6 +29,7 @@ static inline bool lc_shape_equal(int na, const int64_t *a, int nb, const int64_
 
 typedef struct lc_state {
   size_t gc_debt;        /* tensor bytes made since the last GC step */
+  size_t gc_made;        /* tensors made since the last GC step */
   size_t full_debt;      /* tensor bytes made since the last full collection */
   size_t full_threshold; /* full_debt that triggers the next one */
   lua_State *running;    /* the thread running a backward pass (for hooks) */
