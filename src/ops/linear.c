@@ -19,6 +19,7 @@
 #include "kernel_list.h"
 #include "../core/dtype.h"
 #include "../core/alloc.h"
+#include <omp.h>
 
 static int narrow_dtype(cell_dtype dt) { return dt == CELL_DTYPE_BF16 || dt == CELL_DTYPE_F16; }
 
@@ -209,7 +210,70 @@ typedef struct {
   char *op;
   int64_t rs, cs, m, n, bw, nblk;
   cell_status st;
+  int64_t nch; /* gW's runs of rows (gw_runs), 1: gW as one product */
+  char *tmp;   /* runs 1 .. nch - 1's partial gW, n x k each */
 } fused_bwd;
+
+/* The weight gradient gW = g^T x sums over the rows; from 2 GW_RUN rows
+ * on it is summed over fixed runs of GW_RUN rows (the last shorter), each
+ * run's product on its own, and the runs' products added in run order.
+ * How many runs depends on the rows alone, so every thread count computes
+ * the same sums: at 2 threads each thread takes its own rows' run (rows
+ * the ops before wrote from its own core), where a split of gW by its
+ * output rows had each thread read every row of g and x, half of them
+ * from the other core's cache. */
+#define GW_RUN 256
+static int64_t gw_runs(int64_t rows) { return rows >= 2 * GW_RUN ? (rows + GW_RUN - 1) / GW_RUN : 1; }
+
+/* Run r of gW's product g (its k the rows) into out (n x k, contiguous). */
+static cell_status gw_run(const cell_gemm *g, int64_t r, char *out) {
+  int64_t es = g->dtype == CELL_DTYPE_F32 ? 4 : 8, lo = r * GW_RUN;
+  cell_gemm h = *g;
+  h.k = g->k - lo < GW_RUN ? g->k - lo : GW_RUN;
+  h.a = g->a + lo * g->a_cs * es;
+  h.b = g->b + lo * g->b_rs * es;
+  h.c = out;
+  h.c_rs = g->n;
+  h.c_cs = 1;
+  h.part = 1; /* as it is, on any thread: the same bits */
+  return cell_gemm_run(&h);
+}
+
+/* Where run r's product goes: run 0 into gW itself, the others into tmp. */
+static char *gw_run_out(const cell_gemm *g, char *tmp, int64_t r) {
+  int64_t es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
+  return r == 0 ? g->c : tmp + (r - 1) * g->m * g->n * es;
+}
+
+/* Elements lo .. hi - 1 of gW plus the other runs' products, in run order. */
+static void gw_add_runs(const cell_gemm *g, const char *tmp, int64_t nch, int64_t lo, int64_t hi) {
+  int64_t cnt = g->m * g->n;
+  if (g->dtype == CELL_DTYPE_F32) {
+    float *c = (float *)(void *)g->c;
+    for (int64_t r = 1; r < nch; r++) {
+      const float *p = (const float *)(const void *)tmp + (r - 1) * cnt;
+      CELL_NN_SIMD for (int64_t i = lo; i < hi; i++) c[i] += p[i];
+    }
+  } else {
+    double *c = (double *)(void *)g->c;
+    for (int64_t r = 1; r < nch; r++) {
+      const double *p = (const double *)(const void *)tmp + (r - 1) * cnt;
+      CELL_NN_SIMD for (int64_t i = lo; i < hi; i++) c[i] += p[i];
+    }
+  }
+}
+
+/* gW over its runs on this thread alone. */
+static cell_status gw_runs_serial(const cell_gemm *g, int64_t nch) {
+  int64_t es = g->dtype == CELL_DTYPE_F32 ? 4 : 8;
+  char *tmp = cell_alloc((size_t)((nch - 1) * g->m * g->n * es));
+  if (!tmp) return cell_error(CELL_ERR_MEMORY, "linear_backward: out of memory");
+  cell_status s = CELL_OK;
+  for (int64_t r = 0; r < nch && s == CELL_OK; r++) s = gw_run(g, r, gw_run_out(g, tmp, r));
+  if (s == CELL_OK) gw_add_runs(g, tmp, nch, 0, g->m * g->n);
+  cell_dealloc(tmp);
+  return s;
+}
 
 static void run_part(const cell_gemm *g, int64_t parts, int64_t q, cell_status *st) {
   cell_gemm h;
@@ -253,6 +317,49 @@ static cell_status fused_backward(fused_bwd *f) {
       for (int64_t q = 0; q < f->nblk; q++) {
         int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;
         if (f->gx ? f->gx->dtype == CELL_DTYPE_F32 : f->gw->dtype == CELL_DTYPE_F32)
+          COL_BLOCK(float, j0, nb);
+        else
+          COL_BLOCK(double, j0, nb);
+      }
+    }
+  }
+  return f->st;
+}
+
+/* The backward with gW in runs (f->nch > 1): gx's parts and gW's runs
+ * handed out statically (thread t takes gx's part t and run t: its own
+ * rows of both), then, past a barrier, gW's runs added by ranges of its
+ * elements and the bias gradient's blocks of columns. */
+static cell_status fused_backward_runs(fused_bwd *f) {
+  f->st = CELL_OK;
+  const cell_gemm *gw = f->gw;
+  int64_t cnt = gw->m * gw->n;
+  _Pragma("omp parallel")
+  {
+    int64_t nt = omp_get_num_threads(), px = f->gx ? f->px : 0;
+    _Pragma("omp for schedule(static) nowait")
+    for (int64_t q = 0; q < px; q++) run_part(f->gx, px, q, &f->st);
+    _Pragma("omp for schedule(static)")
+    for (int64_t r = 0; r < f->nch; r++) {
+      cell_status s = gw_run(gw, r, gw_run_out(gw, f->tmp, r));
+      if (s != CELL_OK) {
+        _Pragma("omp critical(cell_linear_status)") f->st = s;
+      }
+    }
+    /* (the barrier above: every run is done) */
+    _Pragma("omp for schedule(static) nowait")
+    for (int64_t t = 0; t < nt; t++) {
+      int64_t piece = (cnt + nt - 1) / nt, lo = t * piece, hi = lo + piece < cnt ? lo + piece : cnt;
+      if (lo < hi && f->st == CELL_OK) gw_add_runs(gw, f->tmp, f->nch, lo, hi);
+    }
+    if (f->gp) {
+      const char *gp = f->gp;
+      char *op = f->op;
+      int64_t rs = f->rs, cs = f->cs, m = f->m, n = f->n, bw = f->bw;
+      _Pragma("omp for schedule(static) nowait")
+      for (int64_t q = 0; q < f->nblk; q++) {
+        int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;
+        if (gw->dtype == CELL_DTYPE_F32)
           COL_BLOCK(float, j0, nb);
         else
           COL_BLOCK(double, j0, nb);
@@ -429,15 +536,20 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
      * than the other, and the two are cut as before. The tiny GPT's
      * 512 x 64 x 64 backward at 2 threads: 58 -> 54 us, its head's 512 x
      * 40 x 64: 44 -> 38 us (1 thread: 94, 67). */
-    if (nt == 2 && gx && gw && n >= PAIR_MIN_K && m >= PAIR_MIN_K && (px > 1 || pw > 1)) px = pw = 1;
+    int64_t nch = gw ? gw_runs(m) : 1;
+    if (nch > 1) {
+      px = gx ? cell_gemm_split_parts(&gmx, nt) : 0; /* gx by rows, gW by runs of them */
+    } else if (nt == 2 && gx && gw && n >= PAIR_MIN_K && m >= PAIR_MIN_K && (px > 1 || pw > 1)) {
+      px = pw = 1;
+    }
     /* also two products that do not split but are worth a thread each */
     int pair = gx && gw && (double)m * (double)n * (double)k >= (double)PAIR_WORK;
-    if (px > 1 || pw > 1 || pair) {
+    if (px > 1 || pw > 1 || pair || nch > 1) {
       if (gx) s = cell_tensor_new_contig(dt, x->ndim, x->shape, &rx);
       if (s == CELL_OK && gw) s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
       if (s == CELL_OK && gb) s = cell_tensor_new_contig(dt, 1, &n, &rb);
       if (s == CELL_OK) {
-        fused_bwd f = {gx ? &gmx : NULL, gw ? &gmw : NULL, px, pw, NULL, NULL, grs, gcs, m, n, 0, 0, CELL_OK};
+        fused_bwd f = {gx ? &gmx : NULL, gw ? &gmw : NULL, px, pw, NULL, NULL, grs, gcs, m, n, 0, 0, CELL_OK, nch, NULL};
         if (gx) gmx.c = cell_tensor_base(rx);
         if (gw) gmw.c = cell_tensor_base(rw);
         if (gb) {
@@ -447,7 +559,14 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
           if (f.bw > COL_BLK) f.bw = COL_BLK;
           f.nblk = (n + f.bw - 1) / f.bw;
         }
-        s = fused_backward(&f);
+        if (nch > 1) {
+          int64_t es = dt == CELL_DTYPE_F32 ? 4 : 8;
+          f.tmp = cell_alloc((size_t)((nch - 1) * n * k * es));
+          s = f.tmp ? fused_backward_runs(&f) : cell_error(CELL_ERR_MEMORY, "linear_backward: out of memory");
+          cell_dealloc(f.tmp);
+        } else {
+          s = fused_backward(&f);
+        }
       }
       fused = 1;
     }
@@ -484,7 +603,8 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
     } else if (s == CELL_OK) { /* [n, k] = g^T [n, m] @ x [m, k] */
       cell_gemm gm = {dt, n, k, m, cell_tensor_base(gv), gcs, grs,
                       cell_tensor_base(xv), xrs, xcs, cell_tensor_base(rw), k, 1, 0};
-      s = cell_gemm_run(&gm);
+      int64_t nch = narrow_dtype(dt) ? 1 : gw_runs(m);
+      s = nch > 1 ? gw_runs_serial(&gm, nch) : cell_gemm_run(&gm);
     }
   }
   if (s == CELL_OK && gb && !fused) {
