@@ -109,6 +109,16 @@ cell_status cell_cpu_embedding_backward(const cell_tensor *g, const cell_tensor 
     double acc[CHUNK], add[CHUNK];
     for (int64_t i = 0; i < n; i++) {
       if (has_padding && rv[i] == pad) continue;
+      if (dt == CELL_DTYPE_F32 && g->dtype == CELL_DTYPE_F32) {
+        /* float32 sums in float32: the same bits as through double (a sum
+         * of two floats rounded once either way), at vector speed (a tiny
+         * GPT's token embedding backward: 37 us a step through the double
+         * buffers) */
+        float *fd = (float *)(void *)(rb + rv[i] * d * re);
+        const float *fs = (const float *)(const void *)(gb + i * d * ge);
+        CELL_NN_SIMD for (int64_t j = 0; j < d; j++) fd[j] += fs[j];
+        continue;
+      }
       char *dst = rb + rv[i] * d * re;
       const char *src = gb + i * d * ge;
       for (int64_t j0 = 0; j0 < d; j0 += CHUNK) {
