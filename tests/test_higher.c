@@ -78,7 +78,9 @@ static void test_non_leaf_input(void) {
  * reshape(x) * x + (x + w) + 3w: dz/dx = 8 + exp(x) + 2x, dz/dw = 4, the
  * same in a pass that creates a graph, whose gradient has a history (the
  * second derivative exp(x) + 2) while an ordinary pass's has none. Nothing
- * the caller holds is written: sens, x and w keep their values. */
+ * the caller holds is written: sens, x and w keep their values. The
+ * gradients an ordinary pass returns are its own sums, handed over where
+ * nothing else sees them: x asked for twice gets two tensors. */
 static void test_sum_of_uses(void) {
   int64_t sh[1] = {3};
   double xv[3] = {0.5, -1.0, 2.0}, one[3] = {1, 1, 1};
@@ -103,15 +105,19 @@ static void test_sum_of_uses(void) {
     CHECK_OK(cell_op_binary(CELL_OP_ADD, z0, xw, &z1));
     CHECK_OK(cell_op_binary(CELL_OP_ADD, z1, w3, &z));
     sens = from(CELL_DTYPE_F64, 1, sh, one);
-    cell_tensor *ins[2] = {x, w}, *gr[2] = {NULL, NULL};
-    CHECK_OK(cell_autograd_grad_ex(z, sens, 2, ins, gr, create));
+    cell_tensor *ins[3] = {x, w, x}, *gr[3] = {NULL, NULL, NULL};
+    CHECK_OK(cell_autograd_grad_ex(z, sens, 3, ins, gr, create));
     g = gr[0];
-    for (int i = 0; g && gr[1] && i < 3; i++) {
+    for (int i = 0; g && gr[1] && gr[2] && i < 3; i++) {
       CHECK(NEAR(flat(g, i), 8 + exp(xv[i]) + 2 * xv[i], 1e-12));
       CHECK(NEAR(flat(gr[1], i), 4, 1e-12));
+      CHECK(flat(gr[2], i) == flat(g, i));
       CHECK(flat(sens, i) == 1 && flat(x, i) == xv[i] && flat(w, i) == 1);
     }
-    cell_tensor *more[] = {z0, w, xw, w3, z1, gr[1]};
+    /* x asked for twice: two gradients, neither the other's storage (the
+     * pass hands its own sum over once, and copies it for the second) */
+    CHECK(g && gr[2] && (create || g->storage != gr[2]->storage));
+    cell_tensor *more[] = {z0, w, xw, w3, z1, gr[1], gr[2]};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) cell_tensor_release(more[i]);
     CHECK(g && (cell_tensor_requires_grad(g) != 0) == create);
     if (create && g) {
