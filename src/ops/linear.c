@@ -286,6 +286,24 @@ static void run_part(const cell_gemm *g, int64_t parts, int64_t q, cell_status *
   }
 }
 
+/* The bias gradient's blocks of columns, handed out statically over the
+ * enclosing region's threads (called inside it), no barrier after. */
+static void bias_blocks(const fused_bwd *f) {
+  if (!f->gp) return;
+  const char *gp = f->gp;
+  char *op = f->op;
+  int64_t rs = f->rs, cs = f->cs, m = f->m, n = f->n, bw = f->bw;
+  int f32 = (f->gx ? f->gx : f->gw)->dtype == CELL_DTYPE_F32;
+  _Pragma("omp for schedule(static) nowait")
+  for (int64_t q = 0; q < f->nblk; q++) {
+    int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;
+    if (f32)
+      COL_BLOCK(float, j0, nb);
+    else
+      COL_BLOCK(double, j0, nb);
+  }
+}
+
 /* Two unsplit backward products fork, one to a thread, from this many
  * multiply-adds each (half the bar at which a product splits, blas.c). */
 #define PAIR_WORK ((int64_t)1 << 17)
@@ -309,19 +327,7 @@ static cell_status fused_backward(fused_bwd *f) {
       if (q < pf) run_part(first, pf, q, &f->st);
       else run_part(second, ps, q - pf, &f->st);
     }
-    if (f->gp) {
-      const char *gp = f->gp;
-      char *op = f->op;
-      int64_t rs = f->rs, cs = f->cs, m = f->m, n = f->n, bw = f->bw;
-      _Pragma("omp for schedule(static) nowait")
-      for (int64_t q = 0; q < f->nblk; q++) {
-        int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;
-        if (f->gx ? f->gx->dtype == CELL_DTYPE_F32 : f->gw->dtype == CELL_DTYPE_F32)
-          COL_BLOCK(float, j0, nb);
-        else
-          COL_BLOCK(double, j0, nb);
-      }
-    }
+    bias_blocks(f);
   }
   return f->st;
 }
@@ -352,19 +358,7 @@ static cell_status fused_backward_runs(fused_bwd *f) {
       int64_t piece = (cnt + nt - 1) / nt, lo = t * piece, hi = lo + piece < cnt ? lo + piece : cnt;
       if (lo < hi && f->st == CELL_OK) gw_add_runs(gw, f->tmp, f->nch, lo, hi);
     }
-    if (f->gp) {
-      const char *gp = f->gp;
-      char *op = f->op;
-      int64_t rs = f->rs, cs = f->cs, m = f->m, n = f->n, bw = f->bw;
-      _Pragma("omp for schedule(static) nowait")
-      for (int64_t q = 0; q < f->nblk; q++) {
-        int64_t j0 = q * bw, nb = n - j0 < bw ? n - j0 : bw;
-        if (gw->dtype == CELL_DTYPE_F32)
-          COL_BLOCK(float, j0, nb);
-        else
-          COL_BLOCK(double, j0, nb);
-      }
-    }
+    bias_blocks(f);
   }
   return f->st;
 }

@@ -560,31 +560,11 @@ BN_CLONES static void ln_f32_grad_acc(const float *g, const float *x, int64_t d,
 
 /* Columns c0 .. c1 - 1 of the weight (wv) and bias (bv) gradients summed
  * over rows 0 .. rows - 1 in row order (either may be NULL). */
-BN_CLONES static void ln_f32_grad_cols(const float *g, const float *x, int64_t d, int64_t rows,
-                                       int64_t c0, int64_t c1, const double *mean,
-                                       const double *rstd, double *wv, double *bv) {
-  for (int64_t r = 0; r < rows; r++) {
-    const float *gr = g + r * d, *xr = x + r * d;
-    bn_v4d z = {0, 0, 0, 0}, mv = z + mean[r], rv = z + rstd[r];
-    int64_t j = c0;
-    for (; j + 4 <= c1; j += 4) {
-      bn_v4d gv = BN_LOAD4(gr + j), acc;
-      if (bv) {
-        memcpy(&acc, bv + j, sizeof acc);
-        acc += gv;
-        memcpy(bv + j, &acc, sizeof acc);
-      }
-      if (wv) {
-        memcpy(&acc, wv + j, sizeof acc);
-        acc += gv * (BN_LOAD4(xr + j) - mv) * rv;
-        memcpy(wv + j, &acc, sizeof acc);
-      }
-    }
-    for (; j < c1; j++) {
-      if (bv) bv[j] += gr[j];
-      if (wv) wv[j] += gr[j] * (xr[j] - mean[r]) * rstd[r];
-    }
-  }
+static void ln_f32_grad_cols(const float *g, const float *x, int64_t d, int64_t rows, int64_t c0, int64_t c1,
+                             const double *mean, const double *rstd, double *wv, double *bv) {
+  for (int64_t r = 0; r < rows; r++)
+    ln_f32_grad_acc(g + r * d + c0, x + r * d + c0, c1 - c0, mean[r], rstd[r], wv ? wv + c0 : NULL,
+                    bv ? bv + c0 : NULL);
 }
 
 /* --- layer_norm ------------------------------------------------------------------------ */
