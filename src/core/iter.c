@@ -1,5 +1,6 @@
 /* iter.c - broadcasting, dimension merging and the threaded outer loop. */
 #include "iter.h"
+#include <omp.h>
 
 void cell_iter_init(cell_iter *it, int ndim, const int64_t *shape) {
   it->nops = 0;
@@ -106,7 +107,10 @@ cell_status cell_iter_run(cell_iter *it, cell_loop_fn fn, void *ctx) {
   volatile int *intr = &cell_ctx()->interrupt;
   int nthreads = cell_ctx()->num_threads;
 
-  if (work < CELL_ITER_GRAIN || nthreads < 2) {
+  /* Inside a parallel region (a kernel run per item of an outer split, as
+   * the optimizers' many steps are) the loop stays on its thread: a nested
+   * region would be a team of one, at the cost of a fork. */
+  if (work < CELL_ITER_GRAIN || nthreads < 2 || omp_in_parallel()) {
     if (it->ndim == 1) { /* one run (contiguous operands coalesce to it): no row walk */
       char *p[CELL_ITER_MAX];
       for (int k = 0; k < it->nops; k++) p[k] = it->base[k];

@@ -3,7 +3,8 @@
  * One step of a parameter below CELL_ITER_GRAIN elements runs on one
  * thread, and a model's optimizer meets dozens of them a step (the tiny
  * GPT: 30 parameters of 64 to 16,384 floats, 0.2 ms of AdamW on the main
- * thread while the other core waited). Here the small ones are shared out
+ * thread while the other core waited). Here the small ones (all of them,
+ * when none is more than a thread's share of the total) are shared out
  * over the team, a parameter at a time; each is computed by the same loop
  * as its own step, so the values do not depend on the thread count. */
 #include "optim.h"
@@ -77,9 +78,19 @@ cell_status cell_optim_adam_steps(int64_t n, cell_tensor *const *params, const c
   if (!small) return cell_error(CELL_ERR_MEMORY, "adam_steps: out of memory");
   memset(small, 0, (size_t)(n > 0 ? n : 0));
   if (threads > 1 && n > 1) {
+    /* When no parameter is more than a thread's share of them all, every
+     * step is shared out in the one region (the tiny GPT's four 16K-float
+     * weights took a region each after the small ones' region). */
+    int64_t total = 0, largest = 0;
     for (int64_t i = 0; i < n; i++) {
       int64_t e = cell_tensor_numel(params[i]);
-      if (e < CELL_ITER_GRAIN) {
+      total += e;
+      if (e > largest) largest = e;
+    }
+    int all = largest * threads <= total;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t e = cell_tensor_numel(params[i]);
+      if (all || e < CELL_ITER_GRAIN) {
         small[i] = 1;
         nsmall++;
         small_work += e;
