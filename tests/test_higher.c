@@ -131,9 +131,54 @@ static void test_sum_of_uses(void) {
   }
 }
 
+/* Slices of one tensor: the first slice's gradient is zeros with g copied
+ * in, the next ones add g into that sum's part in place (graph.c), unless
+ * the sum is seen elsewhere (x + w hands one tensor to x and w). x [6]:
+ * z = 2 narrow(x, 0, 3) + 3 narrow(x, 3, 3) (cat'd by a sum), + 5 x[1],
+ * + x + w; dz/dx = [3, 8, 3, 4, 4, 4], dz/dw = 1, in both
+ * kinds of pass, with the slices reached first and last. */
+static void test_slices_of_one(void) {
+  int64_t sh[1] = {6};
+  double xv[6] = {1, 2, 3, 4, 5, 6}, zero[6] = {0}, want[6] = {3, 8, 3, 4, 4, 4};
+  for (int order = 0; order < 2; order++)
+    for (int create = 0; create <= 1; create++) {
+      cell_tensor *x = from(CELL_DTYPE_F64, 1, sh, xv), *w = from(CELL_DTYPE_F64, 1, sh, zero), *t[12] = {NULL};
+      REQUIRE_OK(cell_tensor_set_requires_grad(x, 1));
+      REQUIRE_OK(cell_tensor_set_requires_grad(w, 1));
+      CHECK_OK(cell_tensor_narrow(x, 0, 0, 3, &t[0]));
+      CHECK_OK(cell_tensor_narrow(x, 0, 3, 3, &t[1]));
+      CHECK_OK(cell_tensor_select(x, 0, 1, &t[2]));
+      CHECK_OK(cell_op_binary_scalar(CELL_OP_MUL, t[0], 2.0, 1, 0, &t[3]));
+      CHECK_OK(cell_op_binary_scalar(CELL_OP_MUL, t[1], 3.0, 1, 0, &t[4]));
+      CHECK_OK(cell_op_binary_scalar(CELL_OP_MUL, t[2], 5.0, 1, 0, &t[5]));
+      CHECK_OK(cell_op_binary(CELL_OP_ADD, x, w, &t[6]));
+      CHECK_OK(cell_op_reduce(CELL_RED_SUM, t[3], 0, NULL, 0, &t[7]));
+      CHECK_OK(cell_op_reduce(CELL_RED_SUM, t[4], 0, NULL, 0, &t[8]));
+      CHECK_OK(cell_op_reduce(CELL_RED_SUM, t[6], 0, NULL, 0, &t[9]));
+      /* The pass runs a node's inputs last to first: with x + w's sum the
+       * last term, x's first gradient is the one x + w hands to w too, and
+       * the slices must not add into it; as the first term, x's first
+       * gradient is a slice's. */
+      cell_tensor *z = NULL, *ins[2] = {x, w}, *gr[2] = {NULL, NULL}, *t5s = NULL;
+      CHECK_OK(cell_op_reduce(CELL_RED_SUM, t[5], 0, NULL, 0, &t5s));
+      CHECK_OK(cell_op_binary(CELL_OP_ADD, order ? t[7] : t[9], order ? t[8] : t[7], &t[10]));
+      CHECK_OK(cell_op_binary(CELL_OP_ADD, t[10], order ? t5s : t[8], &t[11]));
+      CHECK_OK(cell_op_binary(CELL_OP_ADD, t[11], order ? t[9] : t5s, &z));
+      CHECK_OK(cell_autograd_grad_ex(z, NULL, 2, ins, gr, create));
+      for (int i = 0; gr[0] && gr[1] && i < 6; i++) {
+        CHECK(NEAR(flat(gr[0], i), want[i], 1e-12));
+        CHECK(NEAR(flat(gr[1], i), 1, 1e-12));
+      }
+      cell_tensor *more[] = {x, w, z, gr[0], gr[1], t5s};
+      for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) cell_tensor_release(more[i]);
+      for (int i = 0; i < 12; i++) cell_tensor_release(t[i]);
+    }
+}
+
 void test_higher_all(void) {
   test_second_derivative();
   test_not_twice_differentiable();
   test_non_leaf_input();
   test_sum_of_uses();
+  test_slices_of_one();
 }

@@ -159,6 +159,12 @@ bool cell_ag_view_stale(const cell_tensor *t);
 cell_status cell_ag_view_regen(cell_tensor *t);
 /* RuntimeError when a tensor n saved was changed in place since. */
 cell_status cell_ag_check_saved(const cell_node *n);
+/* rules_shape.c: whether n is a narrow, slice or select; for one, the
+ * gradient g added into the part of dst (the input's gradient so far, of
+ * the input's shape and g's dtype) the op viewed, instead of the rule's
+ * zeros of the input's shape with g copied in. */
+bool cell_ag_is_slice(const cell_node *n);
+cell_status cell_ag_slice_into(const cell_node *n, const cell_tensor *g, cell_tensor *dst);
 
 /* Higher-order gradients. A pass that creates a graph (create_graph)
  * runs each rule with grad mode on and its saved tensors carrying their

@@ -436,10 +436,13 @@ static cell_status collect(struct cell_ag_pass *p, cell_node *root) {
  * reference to its tensor and its storage (no view, saved tensor, caller's
  * tensor or other entry sees it), without history, dense (no element
  * twice), with like's shape and dtype. */
-static bool unshared(const cell_tensor *a, const cell_tensor *like) {
+static bool unshared_as(const cell_tensor *a, cell_dtype dt, int ndim, const int64_t *shape) {
   return a->refcount == 1 && a->storage->refcount == 1 && !a->storage->external && !a->autograd &&
-         a->dtype == like->dtype && cell_shape_equal(a->ndim, a->shape, like->ndim, like->shape) &&
-         cell_tensor_is_contiguous(a);
+         a->dtype == dt && cell_shape_equal(a->ndim, a->shape, ndim, shape) && cell_tensor_is_contiguous(a);
+}
+
+static bool unshared(const cell_tensor *a, const cell_tensor *like) {
+  return unshared_as(a, like->dtype, like->ndim, like->shape);
 }
 
 /* Whether the gradient summed so far, a, can take the next one, b, in
@@ -639,7 +642,18 @@ static cell_status propagate(struct cell_ag_pass *p) {
      * in it names the node. */
     int dev_saved = g ? cell_device_enter(cell_tensor_device(g)) : 0;
     const char *op_saved = cell_op_enter(n->name);
-    s = !g ? CELL_OK : p->create ? backward_creating(n, g, gin) : n->backward(n, g, gin);
+    pass_entry *into = NULL; /* a slice's input whose gradient so far takes g in place */
+    if (g && !p->create && n->n_inputs == 1 && n->in[0].next && cell_ag_is_slice(n)) {
+      pass_entry *t = &p->ent[pass_find(p, n->in[0].next)];
+      if (t->grad && g->dtype == n->in[0].dtype && unshared_as(t->grad, n->in[0].dtype, n->in[0].ndim, n->in[0].shape))
+        into = t;
+    }
+    /* (a packed projection's weight read in three slices: two of the three
+     * zero-filled whole-weight gradients and their sums went) */
+    s = !g ? CELL_OK
+        : into ? cell_ag_slice_into(n, g, into->grad)
+        : p->create ? backward_creating(n, g, gin)
+                    : n->backward(n, g, gin);
     cell_op_leave(op_saved);
     if (g) cell_device_leave(dev_saved);
     cell_tensor_release(g);

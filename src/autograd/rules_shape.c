@@ -178,6 +178,18 @@ static cell_status slice_backward(cell_node *n, const cell_tensor *g, cell_tenso
   return cell_ag_give(n, 0, s, z, gin);
 }
 
+bool cell_ag_is_slice(const cell_node *n) { return n->backward == slice_backward; }
+
+cell_status cell_ag_slice_into(const cell_node *n, const cell_tensor *g, cell_tensor *dst) {
+  const slice_args *sa = CELL_AG_ARGS(n, slice_args);
+  cell_tensor *v = NULL;
+  cell_status s = sa->is_select ? cell_k_select(dst, sa->dim, sa->a, &v)
+                                : cell_k_slice(dst, sa->dim, sa->a, sa->b, sa->step, &v);
+  if (s == CELL_OK && cell_tensor_numel(v) > 0) s = cell_k_binary_(CELL_OP_ADD, v, g);
+  cell_tensor_release(v);
+  return s;
+}
+
 static cell_status record_slice(const char *name, const cell_tensor *t, int dim, int is_select,
                                 int64_t a, int64_t b, int64_t step, cell_tensor **out) {
   cell_node *n = node1(name, slice_backward, t, 0, sizeof(slice_args));
