@@ -212,6 +212,7 @@ typedef struct {
   cell_status st;
   int64_t nch; /* gW's runs of rows (gw_runs), 1: gW as one product */
   char *tmp;   /* runs 1 .. nch - 1's partial gW, n x k each */
+  double *bpart; /* with runs and a bias gradient: each run's column sums, n each */
 } fused_bwd;
 
 /* The weight gradient gW = g^T x sums over the rows; from 2 GW_RUN rows
@@ -260,6 +261,40 @@ static void gw_add_runs(const cell_gemm *g, const char *tmp, int64_t nch, int64_
       const double *p = (const double *)(const void *)tmp + (r - 1) * cnt;
       CELL_NN_SIMD for (int64_t i = lo; i < hi; i++) c[i] += p[i];
     }
+  }
+}
+
+/* Where gW is summed in runs, so is the bias gradient: run r's column
+ * sums of g (rows in order, in double) into part (n doubles); then the
+ * runs' sums added in run order and rounded once (columns j0 .. j1 - 1).
+ * Each thread sums its own rows, in cache from its run of gW. */
+static void bias_run(cell_dtype dt, const char *gp, int64_t rs, int64_t cs, int64_t m, int64_t n, int64_t r,
+                     double *part) {
+  int64_t lo = r * GW_RUN, hi = lo + GW_RUN < m ? lo + GW_RUN : m;
+  for (int64_t j = 0; j < n; j++) part[j] = 0;
+  for (int64_t i = lo; i < hi; i++) {
+    if (dt == CELL_DTYPE_F32) {
+      const float *g = (const float *)(const void *)gp + i * rs;
+      if (cs == 1) {
+        CELL_NN_SIMD for (int64_t j = 0; j < n; j++) part[j] += g[j];
+      } else {
+        for (int64_t j = 0; j < n; j++) part[j] += g[j * cs];
+      }
+    } else {
+      const double *g = (const double *)(const void *)gp + i * rs;
+      for (int64_t j = 0; j < n; j++) part[j] += g[j * cs];
+    }
+  }
+}
+
+static void bias_add_runs(cell_dtype dt, const double *part, int64_t nch, int64_t n, char *op, int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; j++) {
+    double acc = 0;
+    for (int64_t r = 0; r < nch; r++) acc += part[r * n + j];
+    if (dt == CELL_DTYPE_F32)
+      ((float *)(void *)op)[j] = (float)acc;
+    else
+      ((double *)(void *)op)[j] = acc;
   }
 }
 
@@ -351,14 +386,16 @@ static cell_status fused_backward_runs(fused_bwd *f) {
       if (s != CELL_OK) {
         _Pragma("omp critical(cell_linear_status)") f->st = s;
       }
+      if (f->gp) bias_run(gw->dtype, f->gp, f->rs, f->cs, f->m, f->n, r, f->bpart + r * f->n);
     }
     /* (the barrier above: every run is done) */
     _Pragma("omp for schedule(static) nowait")
     for (int64_t t = 0; t < nt; t++) {
       int64_t piece = (cnt + nt - 1) / nt, lo = t * piece, hi = lo + piece < cnt ? lo + piece : cnt;
       if (lo < hi && f->st == CELL_OK) gw_add_runs(gw, f->tmp, f->nch, lo, hi);
+      int64_t bp = (f->n + nt - 1) / nt, b0 = t * bp, b1 = b0 + bp < f->n ? b0 + bp : f->n;
+      if (f->gp && b0 < b1) bias_add_runs(gw->dtype, f->bpart, f->nch, f->n, f->op, b0, b1);
     }
-    bias_blocks(f);
   }
   return f->st;
 }
@@ -543,7 +580,8 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
       if (s == CELL_OK && gw) s = cell_tensor_new_contig(dt, 2, w->shape, &rw);
       if (s == CELL_OK && gb) s = cell_tensor_new_contig(dt, 1, &n, &rb);
       if (s == CELL_OK) {
-        fused_bwd f = {gx ? &gmx : NULL, gw ? &gmw : NULL, px, pw, NULL, NULL, grs, gcs, m, n, 0, 0, CELL_OK, nch, NULL};
+        fused_bwd f = {gx ? &gmx : NULL, gw ? &gmw : NULL, px, pw, NULL, NULL, grs, gcs, m, n, 0, 0, CELL_OK, nch, NULL,
+                     NULL};
         if (gx) gmx.c = cell_tensor_base(rx);
         if (gw) gmw.c = cell_tensor_base(rw);
         if (gb) {
@@ -556,8 +594,11 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
         if (nch > 1) {
           int64_t es = dt == CELL_DTYPE_F32 ? 4 : 8;
           f.tmp = cell_alloc((size_t)((nch - 1) * n * k * es));
-          s = f.tmp ? fused_backward_runs(&f) : cell_error(CELL_ERR_MEMORY, "linear_backward: out of memory");
+          f.bpart = gb ? cell_alloc(sizeof(double) * (size_t)(nch * n)) : NULL;
+          s = f.tmp && (f.bpart || !gb) ? fused_backward_runs(&f)
+                                        : cell_error(CELL_ERR_MEMORY, "linear_backward: out of memory");
           cell_dealloc(f.tmp);
+          cell_dealloc(f.bpart);
         } else {
           s = fused_backward(&f);
         }
@@ -606,8 +647,15 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
     if (s == CELL_OK) {
       const char *gp = cell_tensor_base(gv);
       char *op = cell_tensor_base(rb);
-      int64_t rs = grs, cs = gcs;
-      if (dt == CELL_DTYPE_F32)
+      int64_t rs = grs, cs = gcs, nch = gw && !narrow_dtype(dt) ? gw_runs(m) : 1;
+      double *part = nch > 1 ? cell_alloc(sizeof(double) * (size_t)(nch * n)) : NULL;
+      if (nch > 1 && !part) {
+        s = cell_error(CELL_ERR_MEMORY, "linear_backward: out of memory");
+      } else if (part) { /* as gW's runs take it (fused_backward_runs) */
+        for (int64_t r = 0; r < nch; r++) bias_run(dt, gp, rs, cs, m, n, r, part + r * n);
+        bias_add_runs(dt, part, nch, n, op, 0, n);
+        cell_dealloc(part);
+      } else if (dt == CELL_DTYPE_F32)
         COL_SUMS(float);
       else if (dt == CELL_DTYPE_F64)
         COL_SUMS(double);
