@@ -559,20 +559,17 @@ cell_status cell_cpu_linear_backward(const cell_tensor *g, const cell_tensor *x,
     cell_gemm gmw = {dt, n, k, m, cell_tensor_base(gv), gcs, grs,
                      xv ? cell_tensor_base(xv) : NULL, xrs, xcs, NULL, k, 1, 0};
     int64_t px = gx ? cell_gemm_split_parts(&gmx, nt) : 0, pw = gw ? cell_gemm_split_parts(&gmw, nt) : 0;
-    /* Two threads and both products wanted: one product each, uncut. They
-     * are the same number of multiply-adds (m n k), and neither is then
-     * packed twice (each part of a cut product packs all of its other
+    /* From 2 GW_RUN rows: gx by rows, gW by runs of them (pw unused). Below,
+     * at two threads with both products wanted: one product each, uncut.
+     * They are the same number of multiply-adds (m n k), and neither is
+     * then packed twice (each part of a cut product packs all of its other
      * operand: gW's parts each packed all of x). Where one of them sums
      * over fewer than PAIR_MIN_K terms it runs slower per multiply-add
      * than the other, and the two are cut as before. The tiny GPT's
      * 512 x 64 x 64 backward at 2 threads: 58 -> 54 us, its head's 512 x
      * 40 x 64: 44 -> 38 us (1 thread: 94, 67). */
     int64_t nch = gw ? gw_runs(m) : 1;
-    if (nch > 1) {
-      px = gx ? cell_gemm_split_parts(&gmx, nt) : 0; /* gx by rows, gW by runs of them */
-    } else if (nt == 2 && gx && gw && n >= PAIR_MIN_K && m >= PAIR_MIN_K && (px > 1 || pw > 1)) {
-      px = pw = 1;
-    }
+    if (nch == 1 && nt == 2 && gx && gw && n >= PAIR_MIN_K && m >= PAIR_MIN_K && (px > 1 || pw > 1)) px = pw = 1;
     /* also two products that do not split but are worth a thread each */
     int pair = gx && gw && (double)m * (double)n * (double)k >= (double)PAIR_WORK;
     if (px > 1 || pw > 1 || pair || nch > 1) {
